@@ -1,0 +1,102 @@
+// Connections: an owner pool (migrations, the worker) and an application pool whose sessions
+// run as the `outbound_app` role, to which row-level security applies (no BYPASSRLS, not owner).
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider, type Transaction } from 'kysely';
+import { Logger, runMigrations } from 'graphile-worker';
+import type { Database } from './schema.js';
+
+export const APP_ROLE = 'outbound_app';
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+// Counts and cents come back as numbers, dates as their YYYY-MM-DD text.
+pg.types.setTypeParser(20, (v) => Number(v));
+pg.types.setTypeParser(1700, (v) => Number(v));
+pg.types.setTypeParser(1082, (v) => v);
+
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;
+
+export function createPool(url: string, opts: { role?: string; max?: number; name?: string } = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 20,
+    application_name: opts.name ?? 'outbound',
+    ...(opts.role ? { options: `-c role=${opts.role}` } : {}),
+  });
+  // An idle client losing its server connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  return pool;
+}
+
+export function createDb(pool: pg.Pool): Db {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/** Runs fn in a transaction bound to one organization (row-level security sees only its rows). */
+export async function withOrg<T>(db: Db, organizationId: string, fn: (trx: Tx) => Promise<T>): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await sql`select set_config('app.org_id', ${organizationId}, true)`.execute(trx);
+    return fn(trx);
+  });
+}
+
+/** Runs fn in a transaction that may see every organization: background sweeps and operator work. */
+export async function withSystem<T>(db: Db, fn: (trx: Tx) => Promise<T>): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await sql`select set_config('app.system', 'on', true)`.execute(trx);
+    return fn(trx);
+  });
+}
+
+class SqlFileProvider implements MigrationProvider {
+  async getMigrations(): Promise<Record<string, Migration>> {
+    const dir = path.join(here, 'migrations');
+    const out: Record<string, Migration> = {};
+    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()) {
+      const text = fs.readFileSync(path.join(dir, file), 'utf8');
+      out[file.replace(/\.sql$/, '')] = { up: async (db) => { await sql.raw(text).execute(db); } };
+    }
+    return out;
+  }
+}
+
+/** Applies our migrations and graphile-worker's, then grants the application role what it needs. */
+export async function migrate(url: string): Promise<void> {
+  const pool = createPool(url, { max: 2, name: 'outbound-migrate' });
+  const db = createDb(pool);
+  try {
+    const { error, results } = await new Migrator({ db, provider: new SqlFileProvider() }).migrateToLatest();
+    if (error) {
+      const failed = results?.find((r) => r.status === 'Error');
+      throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`);
+    }
+        await runMigrations({ pgPool: pool, logger: silentWorkerLogger() });
+    await sql.raw(`
+      DO $$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${APP_ROLE}') THEN
+          CREATE ROLE ${APP_ROLE} NOLOGIN NOBYPASSRLS;
+        END IF;
+      END $$;
+      DO $$ BEGIN
+        IF NOT pg_has_role(current_user, '${APP_ROLE}', 'MEMBER') THEN
+          EXECUTE format('GRANT ${APP_ROLE} TO %I', current_user);
+        END IF;
+      END $$;
+      GRANT USAGE ON SCHEMA public, graphile_worker TO ${APP_ROLE};
+      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${APP_ROLE};
+      GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO ${APP_ROLE};
+      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA graphile_worker TO ${APP_ROLE};
+      GRANT USAGE ON ALL SEQUENCES IN SCHEMA graphile_worker TO ${APP_ROLE};
+      GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA graphile_worker TO ${APP_ROLE};
+    `).execute(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
+export function silentWorkerLogger(): Logger {
+  return new Logger(() => () => {});
+}

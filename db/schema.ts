@@ -1,0 +1,153 @@
+// Kysely table types, one interface per table of db/migrations. Columns with a database default
+// are Generated so inserts may omit them.
+import type { ColumnType, Generated } from 'kysely';
+
+type Ts = ColumnType<Date, Date | string | undefined, Date | string>;
+type TsNull = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+type Json<T = unknown> = ColumnType<T, string | undefined, string>;
+type JsonNull<T = unknown> = ColumnType<T | null, string | null | undefined, string | null>;
+
+export interface OrganizationsTable {
+  id: string; name: string; plan: Generated<string>;
+  flags: ColumnType<{ v1_2_api_send: boolean }, string | undefined, string>;
+  research_budget: Generated<number>; created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface UsersTable {
+  organization_id: string; id: string; name: string; email: string; role: string; created_at: Generated<Date>;
+}
+export interface ApiKeysTable {
+  organization_id: string; id: string; key_hash: Buffer; name: string | null; scopes: string[];
+  user_id: string | null; expires_at: TsNull; revoked_at: TsNull; created_at: Generated<Date>;
+}
+export interface RateLimitsTable { organization_id: string; api_key_id: string; window_start: Ts; count: number }
+export interface IdempotencyKeysTable {
+  organization_id: string; operation_id: string; key: string; request_hash: string;
+  status: number | null; response: JsonNull; created_at: Generated<Date>;
+}
+export interface EventsTable {
+  organization_id: string; id: string; type: string; api_version: string; data: Json<Record<string, unknown>>;
+  resource_type: string; resource_id: string; created_at: Generated<Date>;
+}
+export interface AuditLogTable {
+  organization_id: string; id: string; actor_key_id: string | null; actor_user_id: string | null; action: string;
+  resource_type: string; resource_id: string; details: Json<Record<string, unknown>>; created_at: Generated<Date>;
+}
+export interface ProductsTable { organization_id: string; id: string; name: string; description: string | null; created_at: Generated<Date> }
+export interface SequenceTemplatesTable {
+  organization_id: string; id: string; name: string; product_id: string | null; steps: Json<unknown[]>; created_at: Generated<Date>;
+}
+export interface PublicTemplatesTable {
+  id: string; name: string; use_case: string; industry: string | null; steps: Json<unknown[]>; step_count: number;
+  active: Generated<boolean>; created_at: Generated<Date>;
+}
+export interface CompaniesTable {
+  organization_id: string; id: string; name: string | null; domain: string | null; domain_normalized: string;
+  industry: string | null; company_size: string | null; headquarters: string | null; tier: string | null;
+  tags: Generated<string[]>; owner_sales_person_id: string | null; research: JsonNull; research_updated_at: TsNull;
+  sources_count: JsonNull; created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface ContactListsTable {
+  organization_id: string; id: string; user_id: string | null; name: string; source_type: Generated<string>;
+  description: string | null; connection_point: string | null; goal: string | null; use_case_template_id: string | null;
+  product_id: string | null; is_test: Generated<boolean>; is_crm_import: Generated<boolean>; archived_at: TsNull;
+  deleted_at: TsNull; created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface ContactsTable {
+  organization_id: string; id: string; list_id: string; owner_user_id: string | null; email: string; email_normalized: string;
+  name: Generated<string>; title: string | null; phone: string | null; notes: string | null; lead_source: string | null;
+  company_id: string | null; qualification_status: Generated<string>; fit_score: number | null; urgency_score: number | null;
+  research: JsonNull; research_updated_at: TsNull; deleted_at: TsNull; erased_at: TsNull;
+  created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface ListMembershipsTable {
+  organization_id: string; list_id: string; contact_id: string; deleted_at: TsNull; created_at: Generated<Date>;
+}
+export interface SuppressionEntriesTable {
+  organization_id: string; id: string; level: Generated<string>; email: string | null; email_hmac: string | null;
+  reason: string; source: string | null; notes: string | null; expires_at: TsNull; created_at: Generated<Date>;
+}
+export interface ContactSequencesTable {
+  organization_id: string; id: string; contact_id: string; template_id: string; product_id: string | null;
+  status: Generated<string>; anchor_at_utc: TsNull; current_step: Generated<number>; paused_at: TsNull;
+  created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface DraftsTable {
+  organization_id: string; id: string; contact_id: string; sequence_id: string | null; step: Generated<number>;
+  status: Generated<string>; subject: Generated<string>; body: Generated<string>; evidence: JsonNull;
+  sent_at: TsNull; opened_at: TsNull; replied_at: TsNull; created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface MessagesTable {
+  organization_id: string; id: string; contact_id: string | null; direction: string; channel: Generated<string>;
+  from_email: string | null; subject: string | null; body: Generated<string>; intent: string | null;
+  intent_confidence: number | null; created_at: Generated<Date>;
+}
+export interface SendRecordsTable {
+  organization_id: string; id: string; contact_id: string | null; draft_id: string | null; to_email: string | null;
+  from_email: string | null; subject: string | null; text_body: string | null; html_body: string | null;
+  headers: JsonNull; status: Generated<string>; sent_at: TsNull; created_at: Generated<Date>;
+}
+export interface ErasureEvidenceTable {
+  organization_id: string; id: string; contact_id: string; requester_ref: string; reason: string;
+  erased_by_key_id: string; erased_by_user_id: string; erased_at: Ts; created_at: Generated<Date>;
+}
+export interface DealStagesTable {
+  organization_id: string; id: string; slug: string | null; name: string; sort_order: number; category: string;
+  is_terminal: Generated<boolean>; forecast_category: string | null; created_at: Generated<Date>;
+}
+export interface DealsTable {
+  organization_id: string; id: string; name: string; value_cents: number | null; probability: number | null;
+  close_date: string | null; actual_close_date: string | null; owner_sales_person_id: string;
+  primary_contact_id: string | null; company_id: string | null; stage_id: string | null; forecast_category: string | null;
+  readiness_score: number | null; loss_reason: string | null; meddpic: JsonNull; created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface DealContactsTable { organization_id: string; deal_id: string; contact_id: string; created_at: Generated<Date> }
+export interface DealStageHistoryTable {
+  organization_id: string; id: string; deal_id: string; from_stage_id: string | null; from_stage_name: string | null;
+  to_stage_id: string; to_stage_name: string | null; reason: string | null; transitioned_by: string | null; created_at: Generated<Date>;
+}
+export interface DealActivitiesTable {
+  organization_id: string; id: string; deal_id: string; contact_id: string | null; kind: string; summary: string;
+  occurred_at: Ts; created_by: string | null; created_at: Generated<Date>;
+}
+export interface DealSweepMarksTable { organization_id: string; deal_id: string; kind: string; close_date: string; created_at: Generated<Date> }
+export interface WebhookEndpointsTable {
+  organization_id: string; id: string; url: string; event_types: string[]; status: Generated<string>;
+  description: string | null; secret_ciphertext: string; last_delivery_at: TsNull; consecutive_failures: Generated<number>;
+  created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface WebhookDeliveriesTable {
+  organization_id: string; id: string; webhook_endpoint_id: string; event_id: string; event_type: string;
+  attempt: Generated<number>; status: Generated<string>; http_status: number | null; error_message: string | null;
+  delivered_at: TsNull; scheduled_at: Generated<Date>; created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+
+export interface Database {
+  organizations: OrganizationsTable;
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  rate_limits: RateLimitsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  events: EventsTable;
+  audit_log: AuditLogTable;
+  products: ProductsTable;
+  sequence_templates: SequenceTemplatesTable;
+  public_templates: PublicTemplatesTable;
+  companies: CompaniesTable;
+  contact_lists: ContactListsTable;
+  contacts: ContactsTable;
+  list_memberships: ListMembershipsTable;
+  suppression_entries: SuppressionEntriesTable;
+  contact_sequences: ContactSequencesTable;
+  drafts: DraftsTable;
+  messages: MessagesTable;
+  send_records: SendRecordsTable;
+  erasure_evidence: ErasureEvidenceTable;
+  deal_stages: DealStagesTable;
+  deals: DealsTable;
+  deal_contacts: DealContactsTable;
+  deal_stage_history: DealStageHistoryTable;
+  deal_activities: DealActivitiesTable;
+  deal_sweep_marks: DealSweepMarksTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+}

@@ -1,0 +1,24 @@
+// Every public operation's handler, keyed by operationId; one module per tag. Operations without
+// a handler answer 501 not-implemented.
+import type { Handlers } from '../src/handler.js';
+import { meHandlers } from './me.js';
+import { publicTemplateHandlers } from './public-templates.js';
+import { contactHandlers } from './contacts.js';
+import { companyHandlers } from './companies.js';
+import { listHandlers } from './lists.js';
+import { suppressionHandlers } from './suppression.js';
+import { webhookHandlers } from './webhooks.js';
+import { eventHandlers } from './events.js';
+import { dealHandlers } from './deals.js';
+
+export const handlers: Handlers = {
+  ...meHandlers,
+  ...(publicTemplateHandlers as unknown as Handlers),
+  ...contactHandlers,
+  ...companyHandlers,
+  ...listHandlers,
+  ...suppressionHandlers,
+  ...webhookHandlers,
+  ...eventHandlers,
+  ...dealHandlers,
+};

@@ -1,0 +1,261 @@
+// The HTTP application: one Hono app serving the public API (/api/v1), the operator API
+// (/admin/api), health, documents and problem pages. Every error leaves through onError as a
+// problem; every response carries X-Request-Id.
+import crypto from 'node:crypto';
+import { Hono, type Context as HonoContext } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Logger } from 'pino';
+import { OpenAPIBackend, type Request as OABRequest } from 'openapi-backend';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import paramValidators from '../generated/params.cjs';
+import bodyValidators from '../generated/bodies.cjs';
+import { withOrg, withSystem, type Db } from '../db/database.js';
+import type { Config } from './config.js';
+import type { AuthInfo, Handlers, AdminHandlers } from './handler.js';
+import type { Services } from './services.js';
+import { PROBLEMS, ProblemError, problemBody, problemPage } from './http/problems.js';
+import { authenticate, enforceRate, rateHeaders } from './http/auth.js';
+import { idempotent } from './http/idempotency.js';
+import { publicDoc, adminDoc, publicOperations, adminOperations } from './spec.js';
+import type { OpenApiDoc, OperationInfo } from './openapi-doc.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  services: Services;
+  log: Logger;
+  handlers: Handlers;
+  adminHandlers: AdminHandlers;
+  /** Reports whether the database is reachable and migrated (GET /healthz). */
+  health: () => Promise<boolean>;
+}
+
+type Vars = { requestId: string; operationId?: string; organizationId?: string; extraHeaders?: Record<string, string> };
+type C = HonoContext<{ Variables: Vars }>;
+
+// openapi-backend 5 validates a loaded document against the 3.0 meta-schema and fails on 3.1;
+// Redocly lints the document instead, and requests are checked by our generated validators.
+class Router extends OpenAPIBackend {
+  validateDefinition() { return this.definition; }
+}
+
+function makeRouter(doc: OpenApiDoc, apiRoot: string): Router {
+  const r = new Router({ definition: structuredClone(doc) as never, apiRoot, validate: false, quick: true, ignoreTrailingSlashes: true });
+  void r.init();
+  return r;
+}
+
+/** Finds the operation or throws 404 (no such path) / 405 (path without that method). */
+function matchOperation(router: Router, ops: Map<string, OperationInfo>, method: string, path: string): OperationInfo {
+  const req: OABRequest = { method, path, headers: {} };
+  try {
+    const m = router.router.matchOperation(req, true);
+    return ops.get(m.operationId as string)!;
+  } catch (e) {
+    if (String((e as Error).message).startsWith('405')) {
+      const allowed = ['get', 'post', 'put', 'patch', 'delete']
+        .filter((m) => router.router.matchOperation({ ...req, method: m }) !== undefined)
+        .map((m) => m.toUpperCase());
+      throw new ProblemError('method-not-allowed', `${method.toUpperCase()} is not allowed here; allowed: ${allowed.join(', ')}.`, {}, { Allow: allowed.join(', ') });
+    }
+    throw new ProblemError('not-found', `No route ${method} ${path}.`);
+  }
+}
+
+function fieldOf(e: ErrorObject, part: string): string {
+  const missing = (e.params as { missingProperty?: string }).missingProperty;
+  const extra = (e.params as { unevaluatedProperty?: string; additionalProperty?: string });
+  const name = missing ?? extra.unevaluatedProperty ?? extra.additionalProperty;
+  const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  const path = [base, name].filter(Boolean).join('.');
+  return part === 'body' ? (path ? `body.${path}` : 'body') : path || part;
+}
+
+function validationProblem(part: string, errors: ErrorObject[] | null | undefined): ProblemError {
+  const list = (errors ?? []).filter((e) => !['if', 'allOf', 'anyOf', 'oneOf'].includes(e.keyword) || (errors ?? []).length === 1)
+    .slice(0, 20)
+    .map((e) => ({ field: fieldOf(e, part), message: e.keyword === 'unevaluatedProperties' ? 'is not a known field' : (e.message ?? 'is invalid') }));
+  const detail = list.length ? list.map((x) => `${x.field} ${x.message}`).join('; ') : `The ${part} is invalid.`;
+  return new ProblemError('validation-failed', detail, { errors: list });
+}
+
+function validate(fn: ValidateFunction | undefined, part: string, value: unknown): void {
+  if (fn && !fn(value)) throw validationProblem(part, fn.errors);
+}
+
+async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }> {
+  const raw = await c.req.text();
+  if (raw.length === 0) return { present: false, value: undefined };
+  const ct = (c.req.header('content-type') ?? '').toLowerCase();
+  if (!/^application\/([\w.+-]+\+)?json\b/.test(ct)) {
+    throw new ProblemError('unsupported-media-type', `Request bodies must be application/json, not "${ct || 'none'}".`);
+  }
+  try {
+    return { present: true, value: JSON.parse(raw) };
+  } catch (e) {
+    throw new ProblemError('malformed-json', `The body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function queryObject(c: C): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of new URL(c.req.url).searchParams) out[k] = v;
+  return out;
+}
+
+function headerObject(c: C, op: OperationInfo): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of op.parameters) {
+    if (p.in !== 'header') continue;
+    const v = c.req.header(p.name);
+    if (v !== undefined) out[p.name.toLowerCase()] = v;
+  }
+  return out;
+}
+
+/** Validates and coerces path, query and header parameters, then the body. */
+async function parseRequest(c: C, op: OperationInfo, params: Record<string, string>) {
+  const vp = paramValidators[`${op.operationId}_path`];
+  const vq = paramValidators[`${op.operationId}_query`];
+  const vh = paramValidators[`${op.operationId}_header`];
+  const query = queryObject(c);
+  const headers = headerObject(c, op);
+  validate(vp, 'path', params);
+  validate(vq, 'query', query);
+  validate(vh, 'header', headers);
+  const body = await readJsonBody(c);
+  if (body.present && !op.bodyPointer) {
+    throw new ProblemError('validation-failed', 'This operation takes no request body.');
+  }
+  if (op.bodyPointer) {
+    if (!body.present && op.bodyRequired) throw new ProblemError('validation-failed', 'A JSON request body is required.', { errors: [{ field: 'body', message: 'is required' }] });
+    if (body.present) validate(bodyValidators[`${op.operationId}_body`], 'body', body.value);
+  }
+  return { params, query, headers, body: body.value };
+}
+
+function scopeAllows(auth: AuthInfo, scope: string | null): boolean {
+  if (scope === null || scope === 'none' || scope === 'per-action' || scope === 'public') return true;
+  return auth.scopes.includes(scope);
+}
+
+export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
+  const { config, db, services, log } = deps;
+  const app = new Hono<{ Variables: Vars }>();
+  const publicRouter = makeRouter(publicDoc, '/api/v1');
+  const adminRouter = makeRouter(adminDoc, '/admin/api');
+  const servedPublicDoc = JSON.stringify(publicDoc);
+  const servedAdminDoc = JSON.stringify(adminDoc);
+
+  const problemResponse = (c: C, err: ProblemError) => {
+    const headers = { ...(c.get('extraHeaders') ?? {}), ...err.headers, 'Content-Type': 'application/problem+json' };
+    const instance = `${new URL(c.req.url).pathname}#${c.get('requestId')}`;
+    return c.body(JSON.stringify(problemBody(config.publicBaseUrl, err, instance)), err.status as 400, headers);
+  };
+
+  app.use('*', async (c, next) => {
+    const incoming = c.req.header('x-request-id');
+    const requestId = incoming && /^[\w.-]{1,64}$/.test(incoming) ? incoming : crypto.randomUUID();
+    c.set('requestId', requestId);
+    const started = performance.now();
+    await next();
+    c.header('X-Request-Id', requestId);
+    const status = c.res.status;
+    const line = {
+      requestId, method: c.req.method, path: new URL(c.req.url).pathname, operationId: c.get('operationId'),
+      organizationId: c.get('organizationId'), status, durationMs: Math.round((performance.now() - started) * 10) / 10,
+    };
+    if (status >= 500 && status !== 501) log.error(line, 'request failed'); else log.info(line, 'request');
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof ProblemError) return problemResponse(c as C, err);
+    log.error({ requestId: c.get('requestId'), err: { message: err.message, stack: err.stack } }, 'unhandled error');
+    return problemResponse(c as C, new ProblemError('internal-error', `An unexpected error occurred; quote request id ${c.get('requestId')}.`));
+  });
+  app.notFound((c) => problemResponse(c as C, new ProblemError('not-found', `No route ${c.req.method} ${new URL(c.req.url).pathname}.`)));
+
+  const limitBody = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: () => { throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`); },
+  });
+
+  app.get('/healthz', async (c) => {
+    const ok = await deps.health().catch(() => false);
+    return ok ? c.json({ status: 'ok' }) : c.json({ status: 'unavailable' }, 503);
+  });
+  app.get('/api-docs/openapi.json', (c) => c.body(servedPublicDoc, 200, { 'Content-Type': 'application/json' }));
+  app.get('/admin/api-docs/openapi.json', (c) => c.body(servedAdminDoc, 200, { 'Content-Type': 'application/json' }));
+  app.get('/problems/:slug', (c) => {
+    const html = problemPage(c.req.param('slug'));
+    if (html === null) throw new ProblemError('not-found', 'No such problem type.');
+    return c.html(html);
+  });
+  app.get('/problems', (c) => c.json({ data: Object.entries(PROBLEMS).map(([slug, p]) => ({ slug, ...p, type: `${config.publicBaseUrl}/problems/${slug}` })) }));
+
+  // CORS preflight for the one operation that needs no key.
+  app.options('/api/v1/public-templates', (c) => c.body(null, 204, {
+    'Access-Control-Allow-Origin': '*', 'Access-Control-Allow-Methods': 'GET, OPTIONS', 'Access-Control-Max-Age': '86400',
+    'Access-Control-Allow-Headers': c.req.header('access-control-request-headers') ?? 'Content-Type',
+  }));
+
+  app.all('/api/v1/*', limitBody, async (c) => {
+    const pathname = new URL(c.req.url).pathname;
+    const op = matchOperation(publicRouter, publicOperations, c.req.method.toLowerCase(), pathname);
+    c.set('operationId', op.operationId);
+    const params = publicRouter.router.parseRequest({ method: c.req.method, path: pathname, headers: {} }, publicRouter.router.getOperation(op.operationId)).params as Record<string, string>;
+
+    if (op.requiredScope === 'public') {
+      c.set('extraHeaders', { 'Access-Control-Allow-Origin': '*' });
+      const req = await parseRequest(c, op, params);
+      const handler = deps.handlers[op.operationId as keyof Handlers] as ((ctx: unknown) => Promise<{ status: number; body: unknown }>) | undefined;
+      if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);
+      const reply = await handler({ config, services, log, requestId: c.get('requestId'), db, query: req.query });
+      return c.json(reply.body as object, reply.status as 200, { 'Access-Control-Allow-Origin': '*' });
+    }
+
+    const { auth, rate } = await authenticate(db, c.req.header('authorization'), config.rateLimitPerMinute);
+    c.set('organizationId', auth.organizationId);
+    const rh = rateHeaders(rate);
+    c.set('extraHeaders', rh);
+    enforceRate(rate);
+    if (!scopeAllows(auth, op.requiredScope)) {
+      throw new ProblemError('insufficient-scope', `This operation requires the scope ${op.requiredScope}, which the API key lacks (missing: ${op.requiredScope}).`);
+    }
+    const req = await parseRequest(c, op, params);
+    const handler = deps.handlers[op.operationId as keyof Handlers] as ((ctx: unknown) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>) | undefined;
+    if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);
+    const idemKey = (req.headers as Record<string, string>)['idempotency-key'];
+    const reply = await withOrg(db, auth.organizationId, async (trx) => {
+      const run = () => handler({ config, services, log, requestId: c.get('requestId'), db, trx, auth, ...req });
+      if (idemKey === undefined) return run();
+      const replayAs200 = op.responseStatuses.includes('200');
+      const r = await idempotent(trx, auth.organizationId, op.operationId, idemKey, req.body, replayAs200, run);
+      return r.replayed ? { ...r, headers: { ...(r.headers ?? {}), 'Idempotent-Replayed': 'true' } } : r;
+    });
+    return c.json(reply.body as object, reply.status as 200, { ...rh, ...(reply.headers ?? {}) });
+  });
+
+  app.all('/admin/api/*', limitBody, async (c) => {
+    const token = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
+    const expected = config.adminToken ?? '';
+    const ok = expected.length > 0 && token.length === expected.length
+      && crypto.timingSafeEqual(Buffer.from(token), Buffer.from(expected));
+    if (!ok) throw new ProblemError('unauthorized', 'Send the operator token as `Authorization: Bearer <ADMIN_TOKEN>`.');
+    const pathname = new URL(c.req.url).pathname;
+    const op = matchOperation(adminRouter, adminOperations, c.req.method.toLowerCase(), pathname);
+    c.set('operationId', op.operationId);
+    const params = adminRouter.router.parseRequest({ method: c.req.method, path: pathname, headers: {} }, adminRouter.router.getOperation(op.operationId)).params as Record<string, string>;
+    const req = await parseRequest(c, op, params);
+    const handler = deps.adminHandlers[op.operationId as keyof AdminHandlers] as ((ctx: unknown) => Promise<{ status: number; body: unknown }>) | undefined;
+    if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);
+    const reply = await handler({ config, services, log, requestId: c.get('requestId'), db, ...req });
+    return c.json(reply.body as object, reply.status as 200);
+  });
+
+  return app;
+}
+
+export { withSystem };

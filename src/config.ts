@@ -1,0 +1,93 @@
+// Configuration is read once from the environment (HARNESS.md) and validated at start: a bad
+// value stops the start with one line naming the variable.
+
+export interface Config {
+  port: number;
+  databaseUrl: string | null;
+  dataDir: string;
+  adminToken: string | null;
+  publicBaseUrl: string;
+  erasureHashSecret: string | null;
+  rateLimitPerMinute: number;
+  webhookAllowPrivateTargets: boolean;
+  webhookRetryDelaysSeconds: number[];
+  webhookDisableAfterFailures: number;
+  webhookTimeoutMs: number;
+  webhookSecretKey: string | null;
+  smtpUrl: string | null;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+/** The default retry schedule: six delays (1 min, 5 min, 30 min, 2 h, 6 h, 15 h34) summing to 24 h. */
+export const DEFAULT_RETRY_DELAYS = [60, 300, 1800, 7200, 21600, 55440];
+export const DEFAULT_DISABLE_AFTER_FAILURES = 15;
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (/^(true|1|yes)$/i.test(raw)) return true;
+  if (/^(false|0|no)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  let u: URL;
+  try { u = new URL(raw); } catch { throw new ConfigError(`${name} must be a URL, got "${raw}"`); }
+  if (!protocols.includes(u.protocol)) throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got "${u.protocol}"`);
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const delaysRaw = env.WEBHOOK_RETRY_DELAYS_SECONDS;
+  let delays = DEFAULT_RETRY_DELAYS;
+  if (delaysRaw !== undefined && delaysRaw !== '') {
+    const parts = delaysRaw.split(',').map((s) => s.trim());
+    if (parts.length !== 6 || parts.some((p) => !/^\d+$/.test(p))) {
+      throw new ConfigError(`WEBHOOK_RETRY_DELAYS_SECONDS must be six comma-separated whole seconds (delays before attempts 2..7), got "${delaysRaw}"`);
+    }
+    delays = parts.map(Number);
+  }
+  const publicBaseUrl = (url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  const adminToken = env.ADMIN_TOKEN && env.ADMIN_TOKEN.length > 0 ? env.ADMIN_TOKEN : null;
+  if (adminToken !== null && adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`);
+  }
+  const webhookSecretKey = env.WEBHOOK_SECRET_KEY || null;
+  if (webhookSecretKey !== null && !/^[0-9a-f]{64}$/i.test(webhookSecretKey)) {
+    throw new ConfigError('WEBHOOK_SECRET_KEY must be 64 hex characters (a 256-bit key)');
+  }
+  return {
+    port,
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    dataDir: env.DATA_DIR || '.data',
+    adminToken,
+    publicBaseUrl,
+    erasureHashSecret: env.ERASURE_HASH_SECRET || null,
+    rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 10_000_000),
+    webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),
+    webhookRetryDelaysSeconds: delays,
+    webhookDisableAfterFailures: int(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', DEFAULT_DISABLE_AFTER_FAILURES, 1, 1_000_000),
+    webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
+    webhookSecretKey,
+    smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    logLevel,
+  };
+}

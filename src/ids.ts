@@ -1,0 +1,12 @@
+import crypto from 'node:crypto';
+
+/** Opaque ids: a short type prefix and 96 random bits, e.g. `con_3f9a0c...`. */
+export function newId(prefix: string): string {
+  return `${prefix}_${crypto.randomBytes(12).toString('hex')}`;
+}
+
+export const iso = (d: Date | string | null | undefined): string | null =>
+  d === null || d === undefined ? null : (d instanceof Date ? d : new Date(d)).toISOString();
+
+/** Like iso() for columns that are never null. */
+export const isoNN = (d: Date | string): string => (d instanceof Date ? d : new Date(d)).toISOString();

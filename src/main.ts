@@ -1,0 +1,57 @@
+// npm start: embedded Postgres (unless DATABASE_URL), migrations, the API and the worker in one
+// process. SIGINT/SIGTERM drain HTTP, stop the worker, then stop Postgres.
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { migrate } from '../db/database.js';
+import { openRuntime, resolveAdminToken, runWorker, serveHttp } from './runtime.js';
+
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) { console.error(`configuration error: ${e.message}`); process.exit(1); }
+    throw e;
+  }
+  const log = createLogger(config.logLevel);
+  let stopDb = async () => {};
+  let url = config.databaseUrl;
+  if (!url) {
+    const { startEmbedded } = await import('../db/embedded.js');
+    const pg = await startEmbedded(config.dataDir, (m) => log.info(m));
+    url = pg.url;
+    stopDb = pg.stop;
+  }
+  await migrate(url);
+  const admin = resolveAdminToken(config);
+  config = { ...config, adminToken: admin.token };
+  const rt = openRuntime(config, log, url);
+  const http = await serveHttp(rt, config.port);
+  const worker = await runWorker(rt);
+  const base = config.publicBaseUrl;
+  console.log(`API:        ${base}/api/v1`);
+  console.log(`API docs:   ${base}/api-docs/openapi.json (operator API: ${base}/admin/api-docs/openapi.json)`);
+  console.log(admin.file ? `Operator token: in ${admin.file}` : 'Operator token: from ADMIN_TOKEN');
+  console.log(`Listening on port ${http.port}${config.databaseUrl ? '' : ` with embedded Postgres in ${config.dataDir}`}`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    await http.close();
+    await worker.stop();
+    await rt.close();
+    await stopDb();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((e) => {
+  console.error(`start failed: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});

@@ -1,0 +1,112 @@
+// Reading the bundled OpenAPI documents: the operations, their parameters, body and responses.
+// Used by the generator (to compile validators) and at runtime (to route and check scopes).
+
+export const DOC_ID = 'openapi.json';
+export const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'] as const;
+
+export type OpenApiDoc = {
+  openapi: string;
+  paths: Record<string, Record<string, unknown>>;
+  components?: Record<string, Record<string, unknown>>;
+  [k: string]: unknown;
+};
+
+type Param = { name: string; in: 'path' | 'query' | 'header' | 'cookie'; required?: boolean; schema?: object };
+
+export interface OperationInfo {
+  operationId: string;
+  method: string;
+  path: string;
+  tag: string | null;
+  requiredScope: string | null;
+  parameters: Param[];
+  /** JSON pointers into the document, used as `$ref` targets of the validators. */
+  parameterPointers: Record<string, string>;
+  bodyPointer: string | null;
+  bodyRequired: boolean;
+  responsePointers: Record<string, string>;
+  responseStatuses: string[];
+  paramSchemas(docId: string): Record<string, object>;
+}
+
+const esc = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+function resolve(doc: OpenApiDoc, value: unknown, pointer: string): { value: Record<string, unknown>; pointer: string } {
+  let v = value as Record<string, unknown>;
+  let p = pointer;
+  for (let i = 0; i < 10 && v && typeof v.$ref === 'string' && (v.$ref as string).startsWith('#/'); i += 1) {
+    p = (v.$ref as string).slice(1);
+    v = p.split('/').slice(1).reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc) as Record<string, unknown>;
+  }
+  return { value: v, pointer: p };
+}
+
+export function collectOperations(doc: OpenApiDoc): OperationInfo[] {
+  const ops: OperationInfo[] = [];
+  for (const [p, rawItem] of Object.entries(doc.paths ?? {})) {
+    const { value: item, pointer: itemPtr } = resolve(doc, rawItem, `/paths/${esc(p)}`);
+    const shared = (item.parameters as unknown[] | undefined) ?? [];
+    for (const method of HTTP_METHODS) {
+      const op = item[method] as Record<string, unknown> | undefined;
+      if (!op) continue;
+      const opPtr = `${itemPtr}/${method}`;
+      const params = new Map<string, { param: Param; pointer: string }>();
+      shared.forEach((raw, i) => {
+        const r = resolve(doc, raw, `${itemPtr}/parameters/${i}`);
+        params.set(`${r.value.in}:${r.value.name}`, { param: r.value as unknown as Param, pointer: r.pointer });
+      });
+      ((op.parameters as unknown[] | undefined) ?? []).forEach((raw, i) => {
+        const r = resolve(doc, raw, `${opPtr}/parameters/${i}`);
+        params.set(`${r.value.in}:${r.value.name}`, { param: r.value as unknown as Param, pointer: r.pointer });
+      });
+      let bodyPointer: string | null = null;
+      let bodyRequired = false;
+      if (op.requestBody) {
+        const rb = resolve(doc, op.requestBody, `${opPtr}/requestBody`);
+        bodyRequired = rb.value.required === true;
+        const content = rb.value.content as Record<string, { schema?: unknown }> | undefined;
+        if (content?.['application/json']?.schema) bodyPointer = `${rb.pointer}/content/application~1json/schema`;
+      }
+      const responsePointers: Record<string, string> = {};
+      const responses = (op.responses as Record<string, unknown>) ?? {};
+      for (const [status, raw] of Object.entries(responses)) {
+        const r = resolve(doc, raw, `${opPtr}/responses/${status}`);
+        const content = r.value?.content as Record<string, { schema?: unknown }> | undefined;
+        for (const ct of ['application/json', 'application/problem+json']) {
+          if (content?.[ct]?.schema) { responsePointers[status] = `${r.pointer}/content/${esc(ct)}/schema`; break; }
+        }
+      }
+      const list = [...params.values()];
+      const info: OperationInfo = {
+        operationId: op.operationId as string,
+        method,
+        path: p,
+        tag: ((op.tags as string[] | undefined) ?? [])[0] ?? null,
+        requiredScope: (op['x-required-scope'] as string | undefined) ?? null,
+        parameters: list.map((x) => x.param),
+        parameterPointers: Object.fromEntries(list.map((x) => [`${x.param.in}:${x.param.name}`, x.pointer])),
+        bodyPointer,
+        bodyRequired,
+        responsePointers,
+        responseStatuses: Object.keys(responses),
+        paramSchemas(docId: string) {
+          const parts: Record<string, object> = {};
+          for (const where of ['path', 'query', 'header'] as const) {
+            const ps = list.filter((x) => x.param.in === where);
+            if (ps.length === 0) continue;
+            // Header names are case-insensitive: they are validated lower-cased.
+            const key = (n: string) => (where === 'header' ? n.toLowerCase() : n);
+            parts[where] = {
+              type: 'object',
+              properties: Object.fromEntries(ps.map((x) => [key(x.param.name), { $ref: `${docId}#${x.pointer}/schema` }])),
+              required: ps.filter((x) => x.param.required).map((x) => key(x.param.name)),
+            };
+          }
+          return parts;
+        },
+      };
+      ops.push(info);
+    }
+  }
+  return ops;
+}

@@ -1,0 +1,83 @@
+// Assembles the service from its parts; used by `npm start`, `npm run worker`, tests and bench.
+import fs from 'node:fs';
+import crypto from 'node:crypto';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { sql } from 'kysely';
+import type { Runner } from 'graphile-worker';
+import type { Logger } from 'pino';
+import type pg from 'pg';
+import { APP_ROLE, createDb, createPool, type Db } from '../db/database.js';
+import type { Config } from './config.js';
+import { createApp } from './app.js';
+import { handlers } from '../handlers/index.js';
+import { adminHandlers } from '../handlers/admin/index.js';
+import { createSecretBox, loadSecretKey } from './secret-box.js';
+import type { Services } from './services.js';
+import { startWorker } from './worker.js';
+
+export interface Runtime {
+  config: Config;
+  log: Logger;
+  appPool: pg.Pool;
+  ownerPool: pg.Pool;
+  db: Db;
+  services: Services;
+  app: ReturnType<typeof createApp>;
+  close(): Promise<void>;
+}
+
+/** The operator token: ADMIN_TOKEN, or one generated once into DATA_DIR/admin-token. */
+export function resolveAdminToken(config: Config): { token: string; file: string | null } {
+  if (config.adminToken) return { token: config.adminToken, file: null };
+  const file = path.join(path.resolve(config.dataDir), 'admin-token');
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, `adm_${crypto.randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+  }
+  return { token: fs.readFileSync(file, 'utf8').trim(), file };
+}
+
+export function openRuntime(config: Config, log: Logger, databaseUrl: string, opts: { poolSize?: number } = {}): Runtime {
+  const appPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 20, name: 'outbound-api' });
+  const ownerPool = createPool(databaseUrl, { max: 10, name: 'outbound-worker' });
+  const db = createDb(appPool);
+  const services: Services = {
+    secretBox: createSecretBox(loadSecretKey(config.webhookSecretKey, config.dataDir)),
+    faults: new Set(),
+  };
+  const app = createApp({
+    config, db, services, log, handlers, adminHandlers,
+    health: async () => {
+      const r = await sql<{ ok: boolean }>`select to_regclass('public.organizations') is not null as ok`.execute(db);
+      return r.rows[0]?.ok === true;
+    },
+  });
+  return {
+    config, log, appPool, ownerPool, db, services, app,
+    async close() {
+      await Promise.allSettled([appPool.end(), ownerPool.end()]);
+    },
+  };
+}
+
+export async function serveHttp(rt: Runtime, port: number, hostname?: string): Promise<{ server: ServerType; port: number; close(): Promise<void> }> {
+  return new Promise((resolve) => {
+    const server = serve({ fetch: rt.app.fetch, port, hostname }, (info: AddressInfo) => {
+      resolve({
+        server,
+        port: info.port,
+        close: () => new Promise<void>((r) => {
+          server.close(() => r());
+          // Idle keep-alive sockets would hold the drain open.
+          (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+        }),
+      });
+    });
+  });
+}
+
+export async function runWorker(rt: Runtime, concurrency?: number): Promise<Runner> {
+  return startWorker({ ownerPool: rt.ownerPool, config: rt.config, services: rt.services, log: rt.log, concurrency });
+}
