@@ -3,7 +3,6 @@
 // problem; every response carries X-Request-Id.
 import crypto from 'node:crypto';
 import { Hono, type Context as HonoContext } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import { OpenAPIBackend, type Request as OABRequest } from 'openapi-backend';
 import type { ErrorObject, ValidateFunction } from 'ajv';
@@ -88,6 +87,7 @@ function validate(fn: ValidateFunction | undefined, part: string, value: unknown
 async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }> {
   const raw = await c.req.text();
   if (raw.length === 0) return { present: false, value: undefined };
+  if (Buffer.byteLength(raw) > MAX_BODY_BYTES) throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
   const ct = (c.req.header('content-type') ?? '').toLowerCase();
   if (!/^application\/([\w.+-]+\+)?json\b/.test(ct)) {
     throw new ProblemError('unsupported-media-type', `Request bodies must be application/json, not "${ct || 'none'}".`);
@@ -177,10 +177,22 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   });
   app.notFound((c) => problemResponse(c as C, new ProblemError('not-found', `No route ${c.req.method} ${new URL(c.req.url).pathname}.`)));
 
-  const limitBody = bodyLimit({
-    maxSize: MAX_BODY_BYTES,
-    onError: () => { throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`); },
-  });
+  // Oversized bodies are read to the end (up to a bound) and discarded before the 413, so the
+  // client, still sending, receives the answer instead of a reset connection.
+  const limitBody = async (c: C, next: () => Promise<void>) => {
+    const declared = Number(c.req.header('content-length') ?? '0');
+    if (declared > MAX_BODY_BYTES) {
+      let seen = 0;
+      const reader = c.req.raw.body?.getReader();
+      while (reader && seen < 64 * MAX_BODY_BYTES) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        seen += value.byteLength;
+      }
+      throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
+    }
+    await next();
+  };
 
   app.get('/healthz', async (c) => {
     const ok = await deps.health().catch(() => false);

@@ -1,0 +1,165 @@
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
+import { withOrg } from '../db/database.js';
+
+let svc: TestService;
+beforeAll(async () => { svc = await startService(); });
+afterAll(async () => { await svc?.close(); });
+
+describe('authentication', () => {
+  it('answers 401 problems for a missing, malformed, unknown, expired or revoked key', async () => {
+    const org = await svc.newOrg();
+    expect((await svc.api().GET('/me')).response.status).toBe(401);
+    expect((await svc.api('not-a-key').GET('/me')).response.status).toBe(401);
+    expect((await svc.api(`obk_live_${crypto.randomBytes(16).toString('hex')}`).GET('/me')).response.status).toBe(401);
+    const expired = await org.key(ALL_SCOPES, { expiresAt: new Date(Date.now() - 60_000).toISOString() });
+    expect((await svc.api(expired).GET('/me')).response.status).toBe(401);
+    const { id, key } = await org.keyWithId();
+    expect((await svc.api(key).GET('/me')).response.status).toBe(200);
+    const revoked = await svc.admin.DELETE('/api-keys/{keyId}', { params: { path: { keyId: id } } });
+    expect(revoked.data).toEqual({ id, revoked: true });
+    const after = await svc.api(key).GET('/me');
+    expect(after.response.status).toBe(401);
+    expect(after.error?.type).toBe(`${svc.baseUrl}/problems/unauthorized`);
+  });
+
+  it('GET /me describes the key and its organization', async () => {
+    const org = await svc.newOrg({ plan: 'growth' });
+    const key = await org.key(['analytics.read'], { role: 'MANAGER' });
+    const { data } = await svc.api(key).GET('/me');
+    expect(data?.apiKey.scopes).toEqual(['analytics.read']);
+    expect(data?.apiKey.role).toBe('MANAGER');
+    expect(data?.organization).toMatchObject({ id: org.id, plan: 'growth', flags: { v1_2_api_send: false } });
+  });
+
+  it('refuses a key without the required scope with 403 insufficient-scope naming it', async () => {
+    const org = await svc.newOrg();
+    const key = await org.key(ALL_SCOPES.filter((s) => s !== 'lists.read'));
+    const { error, response } = await svc.api(key).GET('/lists');
+    expect(response.status).toBe(403);
+    expect(error?.type).toMatch(/\/problems\/insufficient-scope$/);
+    expect(error?.detail).toContain('lists.read');
+  });
+});
+
+describe('rate limit', () => {
+  it('sends the window headers and refuses concurrent requests past the limit with 429', async () => {
+    const limited = await startService({ RATE_LIMIT_PER_MINUTE: '10' });
+    try {
+      const org = await limited.newOrg();
+      const key = await org.key();
+      const first = await limited.api(key).GET('/me');
+      expect(first.response.headers.get('x-ratelimit-limit')).toBe('10');
+      const reset = Number(first.response.headers.get('x-ratelimit-reset'));
+      expect(reset % 60).toBe(0);
+      expect(reset).toBeGreaterThan(Date.now() / 1000);
+      const results = await Promise.all(Array.from({ length: 30 }, () => limited.api(key).GET('/me')));
+      const ok = results.filter((r) => r.response.status === 200).length;
+      const tooMany = results.filter((r) => r.response.status === 429);
+      // Unless the 60-second window rolled over mid-burst, exactly 9 more requests fit.
+      if (Number(tooMany[0]?.response.headers.get('x-ratelimit-reset')) === reset) expect(ok).toBe(9);
+      expect(ok).toBeLessThanOrEqual(19);
+      expect(tooMany.length).toBeGreaterThan(0);
+      const r = tooMany[0].response;
+      expect(r.headers.get('x-ratelimit-remaining')).toBe('0');
+      const retry = Number(r.headers.get('retry-after'));
+      expect(Number.isInteger(retry) && retry >= 0 && retry <= 60).toBe(true);
+      expect(tooMany[0].error?.type).toMatch(/\/problems\/rate-limited$/);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('problems', () => {
+  it('answers problems for unknown routes, wrong methods, malformed JSON, wrong types, oversized bodies and wrong content types', async () => {
+    const org = await svc.newOrg();
+    const key = await org.key();
+    const json = { 'content-type': 'application/json' };
+    const cases: [string, string, { body?: string; headers?: Record<string, string> }, number, string][] = [
+      ['GET', '/api/v1/no-such-thing', {}, 404, 'not-found'],
+      ['PUT', '/api/v1/lists', { body: '{}', headers: json }, 405, 'method-not-allowed'],
+      ['POST', '/api/v1/lists', { body: '{"name":', headers: json }, 400, 'malformed-json'],
+      ['POST', '/api/v1/lists', { body: '{"name":42}', headers: json }, 400, 'validation-failed'],
+      ['POST', '/api/v1/lists', { body: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }), headers: json }, 413, 'payload-too-large'],
+      ['POST', '/api/v1/lists', { body: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415, 'unsupported-media-type'],
+      ['GET', '/api/v1/lists?limit=500', {}, 400, 'validation-failed'],
+      ['GET', '/api/v1/public-templates?cursor=tampered', {}, 400, 'invalid-cursor'],
+    ];
+    for (const [method, path, init, status, slug] of cases) {
+      const r = await raw(svc.baseUrl, method, path, { key, ...init });
+      expect(r.status, `${method} ${path}`).toBe(status);
+      expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(r.body).toMatchObject({ type: `${svc.baseUrl}/problems/${slug}`, status });
+      expect(typeof r.body.title).toBe('string');
+      expect(typeof r.body.detail).toBe('string');
+      expect(r.headers.get('x-request-id')).toBeTruthy();
+    }
+  });
+
+  it('serves a page for every problem type URL', async () => {
+    const r = await raw(svc.baseUrl, 'GET', '/api/v1/me');
+    const page = await fetch(String(r.body.type));
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(/retry/i);
+    expect((await fetch(`${svc.baseUrl}/problems/no-such-slug`)).status).toBe(404);
+  });
+
+  it('answers 501 not-implemented for operations not yet written', async () => {
+    const org = await svc.newOrg();
+    const r = await raw(svc.baseUrl, 'GET', '/api/v1/analytics/lift', { key: await org.key() });
+    expect(r.status).toBe(501);
+    expect(r.body.type).toBe(`${svc.baseUrl}/problems/not-implemented`);
+  });
+});
+
+describe('tenancy', () => {
+  it('row-level security hides other organizations even from a query with no organization filter', async () => {
+    const a = await svc.newOrg();
+    const b = await svc.newOrg();
+    for (const org of [a, b]) {
+      await svc.admin.POST('/organizations/{orgId}/products', { params: { path: { orgId: org.id } }, body: { name: `P ${org.id}` } });
+    }
+    const seen = await withOrg(svc.rt.db, a.id, (trx) => sql<{ organization_id: string }>`select organization_id from products`.execute(trx));
+    expect(seen.rows.map((r) => r.organization_id)).toEqual([a.id]);
+    // Without an organization bound, the application role sees nothing at all.
+    const none = await sql<{ n: number }>`select count(*)::int as n from products`.execute(svc.rt.db);
+    expect(none.rows[0].n).toBe(0);
+    // And it cannot write a row for another organization.
+    await expect(withOrg(svc.rt.db, a.id, (trx) => sql`insert into products (organization_id, id, name) values (${b.id}, 'prd_x', 'x')`.execute(trx))).rejects.toThrow(/row-level security/);
+    const role = await sql<{ u: string; bypass: boolean; owner: boolean }>`
+      select current_user as u, r.rolbypassrls as bypass, r.rolsuper as owner from pg_roles r where r.rolname = current_user`.execute(svc.rt.db);
+    expect(role.rows[0]).toEqual({ u: 'outbound_app', bypass: false, owner: false });
+  });
+});
+
+describe('public templates and documents', () => {
+  it('lists active public templates without a key, with CORS, filtered by useCase alias, industry and step count', async () => {
+    const tag = crypto.randomBytes(4).toString('hex');
+    const step = { dayOffset: 0, subject: 'Hi', body: 'Hello' };
+    await svc.admin.POST('/public-templates', { body: { name: 'A', useCase: `uc-${tag}`, industry: 'saas', steps: [step, { ...step, dayOffset: 3 }] } });
+    await svc.admin.POST('/public-templates', { body: { name: 'B', useCase: `uc-${tag}`, industry: 'retail', steps: [step] } });
+    await svc.admin.POST('/public-templates', { body: { name: 'C', useCase: `uc-${tag}`, industry: 'saas', steps: [step], active: false } });
+    const all = await svc.api().GET('/public-templates', { params: { query: { useCaseSlug: `uc-${tag}` } } });
+    expect(all.data?.data.map((t) => t.name).sort()).toEqual(['A', 'B']);
+    expect(all.response.headers.get('access-control-allow-origin')).toBe('*');
+    const saas = await svc.api().GET('/public-templates', { params: { query: { useCase: `uc-${tag}`, industry: 'SaaS', sequenceStep: 2 } } });
+    expect(saas.data?.data.map((t) => t.name)).toEqual(['A']);
+    expect(saas.data?.data[0].steps.map((s) => s.step)).toEqual([1, 2]);
+  });
+
+  it('serves both OpenAPI documents and a health check', async () => {
+    const doc = await (await fetch(`${svc.baseUrl}/api-docs/openapi.json`)).json();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info.version).toBe('1.0.0');
+    expect((await fetch(`${svc.baseUrl}/admin/api-docs/openapi.json`)).status).toBe(200);
+    expect(await (await fetch(`${svc.baseUrl}/healthz`)).json()).toEqual({ status: 'ok' });
+  });
+
+  it('refuses the operator API without the operator token', async () => {
+    const r = await raw(svc.baseUrl, 'POST', '/admin/api/organizations', { body: '{"name":"x"}', headers: { 'content-type': 'application/json' } });
+    expect(r.status).toBe(401);
+  });
+});

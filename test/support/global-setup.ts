@@ -1,0 +1,42 @@
+// One Postgres for the whole run (embedded unless DATABASE_URL is set), with one migrated
+// template database that every test file clones.
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { migrate } from '../../db/database.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext { pgUrl: string; templateDb: string }
+}
+
+const TEMPLATE = 'outbound_test_template';
+
+function withDatabase(url: string, db: string): string {
+  const u = new URL(url);
+  u.pathname = `/${db}`;
+  return u.toString();
+}
+
+export default async function setup(project: TestProject) {
+  let url = process.env.DATABASE_URL;
+  let stop = async () => {};
+  if (!url) {
+    const { startEmbedded } = await import('../../db/embedded.js');
+    const dir = `${process.cwd()}/.test-data/pg-${process.pid}`;
+    const db = await startEmbedded(dir, () => {}, true);
+    url = db.url;
+    stop = async () => {
+      await db.stop();
+      const fs = await import('node:fs');
+      fs.rmSync(dir, { recursive: true, force: true });
+    };
+  }
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${TEMPLATE}`);
+  await admin.end();
+  await migrate(withDatabase(url, TEMPLATE));
+  project.provide('pgUrl', url);
+  project.provide('templateDb', TEMPLATE);
+  return async () => { await stop(); };
+}

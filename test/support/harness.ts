@@ -1,0 +1,196 @@
+// A real service per test file: its own database cloned from the migrated template, the Hono app
+// on a loopback port, optionally the worker, and typed clients (openapi-fetch over the generated
+// paths) that validate every response against the spec.
+import crypto from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import createClient, { type Middleware } from 'openapi-fetch';
+import type { Runner } from 'graphile-worker';
+import type { paths } from '../../generated/openapi.js';
+import type { paths as adminPaths } from '../../generated/admin.js';
+import bodyValidators from '../../generated/bodies.cjs';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { openRuntime, runWorker, serveHttp, type Runtime } from '../../src/runtime.js';
+import { publicOperations, adminOperations, ALL_SCOPES } from '../../src/spec.js';
+import type { OperationInfo } from '../../src/openapi-doc.js';
+
+export { ALL_SCOPES };
+
+function opFor(ops: Map<string, OperationInfo>, method: string, schemaPath: string): OperationInfo | undefined {
+  for (const op of ops.values()) if (op.method === method && op.path === schemaPath) return op;
+  return undefined;
+}
+
+/** Checks a response against the operation's documented statuses and body schema. */
+export async function checkResponse(ops: Map<string, OperationInfo>, method: string, schemaPath: string, response: Response): Promise<void> {
+  const op = opFor(ops, method.toLowerCase(), schemaPath);
+  if (!op) throw new Error(`no operation ${method} ${schemaPath} in the spec`);
+  const status = String(response.status);
+  if (!op.responseStatuses.includes(status)) {
+    throw new Error(`${op.operationId} answered ${status}, which the spec does not document (${op.responseStatuses.join(', ')}): ${await response.clone().text()}`);
+  }
+  const ct = response.headers.get('content-type') ?? '';
+  if (response.status >= 400 && !ct.startsWith('application/problem+json')) throw new Error(`${op.operationId} ${status} content-type ${ct}`);
+  const validate = bodyValidators[`${op.operationId}_r${status}`];
+  if (!validate) return;
+  const body = await response.clone().json();
+  if (!validate(body)) {
+    throw new Error(`${op.operationId} ${status} body does not match the spec: ${JSON.stringify(validate.errors?.slice(0, 5))}\nbody: ${JSON.stringify(body).slice(0, 800)}`);
+  }
+  if (response.headers.get('x-request-id') === null) throw new Error(`${op.operationId} ${status} lacks X-Request-Id`);
+}
+
+const validating = (ops: Map<string, OperationInfo>): Middleware => ({
+  async onResponse({ request, response, schemaPath }) {
+    await checkResponse(ops, request.method, schemaPath, response);
+    return undefined;
+  },
+});
+
+export function publicClient(baseUrl: string, key?: string | null, headers: Record<string, string> = {}) {
+  const client = createClient<paths>({
+    baseUrl: `${baseUrl}/api/v1`,
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...headers },
+  });
+  client.use(validating(publicOperations));
+  return client;
+}
+export type PublicClient = ReturnType<typeof publicClient>;
+
+export interface TestService {
+  baseUrl: string;
+  config: Config;
+  rt: Runtime;
+  /** Owner-role pool of the file's database (bypasses nothing: use for set-up and inspection only). */
+  pool: pg.Pool;
+  admin: ReturnType<typeof createClient<adminPaths>>;
+  api(key?: string | null, headers?: Record<string, string>): PublicClient;
+  newOrg(opts?: { plan?: 'free' | 'starter' | 'growth' }): Promise<TestOrg>;
+  startWorker(): Promise<Runner>;
+  close(): Promise<void>;
+}
+
+export interface TestOrg {
+  id: string;
+  ownerId: string;
+  key(scopes?: readonly string[], opts?: { role?: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER'; userId?: string; expiresAt?: string }): Promise<string>;
+  keyWithId(scopes?: readonly string[], opts?: { role?: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER'; expiresAt?: string }): Promise<{ id: string; key: string }>;
+  user(role?: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER'): Promise<{ id: string }>;
+}
+
+export async function startService(env: Record<string, string> = {}): Promise<TestService> {
+  const pgUrl = inject('pgUrl');
+  const template = inject('templateDb');
+  const dbName = `t_${crypto.randomBytes(6).toString('hex')}`;
+  const adminConn = new pg.Client({ connectionString: pgUrl });
+  await adminConn.connect();
+  // Cloning a template fails while another session is connected to it; retry briefly.
+  for (let i = 0; ; i += 1) {
+    try { await adminConn.query(`CREATE DATABASE ${dbName} TEMPLATE ${template}`); break; } catch (e) {
+      if (i > 50) throw e;
+      await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+    }
+  }
+  await adminConn.end();
+  const u = new URL(pgUrl);
+  u.pathname = `/${dbName}`;
+  const url = u.toString();
+  const adminToken = `adm_${crypto.randomBytes(16).toString('hex')}`;
+  const dataDir = `${process.cwd()}/.test-data/files-${dbName}`;
+  let config = loadConfig({
+    ERASURE_HASH_SECRET: 'test-erasure-secret-0123456789abcdef0123',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...env,
+    ADMIN_TOKEN: adminToken,
+    DATA_DIR: dataDir,
+    PORT: '0',
+  });
+  const rt = openRuntime(config, createLogger(config.logLevel), url, { poolSize: 10 });
+  const http = await serveHttp(rt, 0, '127.0.0.1');
+  const baseUrl = `http://127.0.0.1:${http.port}`;
+  config = { ...config, publicBaseUrl: baseUrl };
+  (rt.config as Config).publicBaseUrl = baseUrl;
+  const pool = new pg.Pool({ connectionString: url, max: 3 });
+  const admin = createClient<adminPaths>({ baseUrl: `${baseUrl}/admin/api`, headers: { authorization: `Bearer ${adminToken}` } });
+  admin.use(validating(adminOperations));
+  const workers: Runner[] = [];
+
+  async function newOrg(opts: { plan?: 'free' | 'starter' | 'growth' } = {}): Promise<TestOrg> {
+    const { data, error } = await admin.POST('/organizations', { body: { name: `Org ${crypto.randomBytes(4).toString('hex')}`, ...opts } });
+    if (!data) throw new Error(`create org failed: ${JSON.stringify(error)}`);
+    const orgId = data.id;
+    const user = async (role: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER' = 'REP') => {
+      const r = await admin.POST('/organizations/{orgId}/users', {
+        params: { path: { orgId } }, body: { name: 'Test User', email: `u${crypto.randomBytes(4).toString('hex')}@example.com`, role },
+      });
+      if (!r.data) throw new Error(JSON.stringify(r.error));
+      return { id: r.data.id };
+    };
+    const keyWithId: TestOrg['keyWithId'] = async (scopes = ALL_SCOPES, o = {}) => {
+      const userId = o.role ? (await user(o.role)).id : undefined;
+      const r = await admin.POST('/organizations/{orgId}/api-keys', {
+        params: { path: { orgId } },
+        body: { scopes: scopes as never, ...(userId ? { userId } : {}), ...(o.expiresAt ? { expiresAt: o.expiresAt } : {}) },
+      });
+      if (!r.data) throw new Error(JSON.stringify(r.error));
+      return { id: r.data.id, key: r.data.key };
+    };
+    return {
+      id: orgId, ownerId: data.owner.id, user, keyWithId,
+      key: async (scopes = ALL_SCOPES, o = {}) => {
+        if (o.userId) {
+          const r = await admin.POST('/organizations/{orgId}/api-keys', { params: { path: { orgId } }, body: { scopes: scopes as never, userId: o.userId } });
+          if (!r.data) throw new Error(JSON.stringify(r.error));
+          return r.data.key;
+        }
+        return (await keyWithId(scopes, o)).key;
+      },
+    };
+  }
+
+  return {
+    baseUrl, config, rt, pool, admin, newOrg,
+    api: (key, headers) => publicClient(baseUrl, key, headers),
+    async startWorker() {
+      const w = await runWorker(rt, 4);
+      workers.push(w);
+      return w;
+    },
+    async close() {
+      for (const w of workers) await w.stop().catch(() => {});
+      await http.close();
+      await rt.close();
+      await pool.end();
+      const c = new pg.Client({ connectionString: pgUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+      await c.end();
+      const fs = await import('node:fs');
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Raw HTTP for what a typed client cannot send (malformed JSON, wrong content types, huge bodies). */
+export async function raw(baseUrl: string, method: string, path: string, init: { key?: string; body?: string; headers?: Record<string, string> } = {}) {
+  const res = await fetch(`${baseUrl}${path}`, {
+    method, body: init.body, headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...(init.headers ?? {}) },
+  });
+  const text = await res.text();
+  let json: unknown;
+  try { json = JSON.parse(text); } catch { json = undefined; }
+  return { status: res.status, headers: res.headers, text, body: json as Record<string, unknown> };
+}
+
+/** Waits until fn returns a truthy value. */
+export async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
