@@ -2,16 +2,22 @@
 import type { TaskList } from 'graphile-worker';
 import type { TaskDeps } from './context.js';
 import { fanoutEvent } from './fanout_event.js';
+import { deliverWebhook } from './deliver_webhook.js';
 import { purgeIdempotencyKeys } from './purge_idempotency_keys.js';
+import { sweepDeals } from './sweep_deals.js';
 
 export function buildTaskList(deps: TaskDeps): TaskList {
   return {
     fanout_event: fanoutEvent(deps),
+    deliver_webhook: deliverWebhook(deps),
     purge_idempotency_keys: purgeIdempotencyKeys(deps),
+    sweep_deals: sweepDeals(deps),
   };
 }
 
-// Sweeps: idempotency keys older than 48 hours (kept at least 24) are purged hourly.
+// Sweeps: idempotency keys older than 48 hours (kept at least 24) are purged hourly; the deal
+// sweep (overdue next steps, slipped deals) runs every 15 minutes.
 export const CRONTAB = `
 15 * * * * purge_idempotency_keys ?max=1
+*/15 * * * * sweep_deals ?max=1
 `;
