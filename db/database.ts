@@ -17,7 +17,8 @@ pg.types.setTypeParser(1700, (v) => Number(v));
 pg.types.setTypeParser(1082, (v) => v);
 
 export type Db = Kysely<Database>;
-export type Tx = Transaction<Database>;
+/** A connection inside a transaction (Kysely's Transaction is a Kysely with nesting disallowed). */
+export type Tx = Kysely<Database> | Transaction<Database>;
 
 export function createPool(url: string, opts: { role?: string; max?: number; name?: string } = {}): pg.Pool {
   const pool = new pg.Pool({
@@ -35,11 +36,26 @@ export function createDb(pool: pg.Pool): Db {
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
-/** Runs fn in a transaction bound to one organization (row-level security sees only its rows). */
+const SAFE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Runs fn in a transaction bound to one organization (row-level security sees only its rows).
+ * BEGIN and the binding go in one round trip: the id is one of ours, checked against SAFE_ID, so
+ * it can be inlined as a literal.
+ */
 export async function withOrg<T>(db: Db, organizationId: string, fn: (trx: Tx) => Promise<T>): Promise<T> {
-  return db.transaction().execute(async (trx) => {
-    await sql`select set_config('app.org_id', ${organizationId}, true)`.execute(trx);
-    return fn(trx);
+  if (!SAFE_ID.test(organizationId)) throw new Error('withOrg: malformed organization id');
+  return db.connection().execute(async (conn) => {
+    await sql.raw(`BEGIN; SELECT set_config('app.org_id', '${organizationId}', true)`).execute(conn);
+    let result: T;
+    try {
+      result = await fn(conn);
+    } catch (e) {
+      await sql.raw('ROLLBACK').execute(conn).catch(() => {});
+      throw e;
+    }
+    await sql.raw('COMMIT').execute(conn);
+    return result;
   });
 }
 
@@ -73,7 +89,7 @@ export async function migrate(url: string): Promise<void> {
       const failed = results?.find((r) => r.status === 'Error');
       throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`);
     }
-        await runMigrations({ pgPool: pool, logger: silentWorkerLogger() });
+        await runMigrations({ connectionString: url, logger: silentWorkerLogger() });
     await sql.raw(`
       DO $$ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${APP_ROLE}') THEN

@@ -99,17 +99,17 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
     onLog: process.env.PG_DEBUG ? (m) => log(m) : () => {},
     onError: (e) => log(`postgres: ${String(e)}`),
   });
-  if (!fs.existsSync(path.join(pgDir, 'PG_VERSION'))) {
-    fs.rmSync(pgDir, { recursive: true, force: true });
-    await pg.initialise();
-  } else {
-    await clearStaleServer(pgDir, log);
-  }
   if (isRoot) {
     // The postgres user must be able to reach the data directory through its parents.
     for (let d = path.dirname(pgDir); d !== path.dirname(d); d = path.dirname(d)) {
       try { const m = fs.statSync(d).mode; if ((m & 0o001) === 0) fs.chmodSync(d, m | 0o001); } catch { break; }
     }
+  }
+  if (!fs.existsSync(path.join(pgDir, 'PG_VERSION'))) {
+    fs.rmSync(pgDir, { recursive: true, force: true });
+    await pg.initialise();
+  } else {
+    await clearStaleServer(pgDir, log);
   }
   await pg.start();
   return {

@@ -1,9 +1,9 @@
-import type { Handler } from '../src/handler.js';
+import { withoutTransaction, type Handler } from '../src/handler.js';
 import { isoNN, iso } from '../src/ids.js';
 
-const getMe: Handler<'getMe'> = async ({ auth, trx }) => {
-  const org = await trx.selectFrom('organizations').select(['id', 'name', 'plan', 'flags', 'created_at'])
-    .where('id', '=', auth.organizationId).executeTakeFirstOrThrow();
+// The key lookup already read the organization: no query is needed.
+const getMe: Handler<'getMe'> = withoutTransaction(async ({ auth }) => {
+  const org = { id: auth.organizationId, ...auth.org };
   return {
     status: 200,
     body: {
@@ -14,10 +14,10 @@ const getMe: Handler<'getMe'> = async ({ auth, trx }) => {
       },
       organization: {
         id: org.id, name: org.name, plan: org.plan as 'free' | 'starter' | 'growth',
-        flags: { v1_2_api_send: org.flags.v1_2_api_send === true }, createdAt: isoNN(org.created_at),
+        flags: { v1_2_api_send: org.flags.v1_2_api_send === true }, createdAt: isoNN(org.createdAt),
       },
     },
   };
-};
+});
 
 export const meHandlers = { getMe };

@@ -10,7 +10,7 @@ import paramValidators from '../generated/params.cjs';
 import bodyValidators from '../generated/bodies.cjs';
 import { withOrg, withSystem, type Db } from '../db/database.js';
 import type { Config } from './config.js';
-import type { AuthInfo, Handlers, AdminHandlers } from './handler.js';
+import { needsTransaction, type AuthInfo, type Handlers, type AdminHandlers } from './handler.js';
 import type { Services } from './services.js';
 import { PROBLEMS, ProblemError, problemBody, problemPage } from './http/problems.js';
 import { authenticate, enforceRate, rateHeaders } from './http/auth.js';
@@ -43,7 +43,28 @@ class Router extends OpenAPIBackend {
 function makeRouter(doc: OpenApiDoc, apiRoot: string): Router {
   const r = new Router({ definition: structuredClone(doc) as never, apiRoot, validate: false, quick: true, ignoreTrailingSlashes: true });
   void r.init();
+  // The router rebuilds its operation list with lodash on every match; the document never
+  // changes after start, so the list is computed once.
+  const ops = r.router.getOperations();
+  r.router.getOperations = () => ops;
   return r;
+}
+
+/** Path parameters by a regex compiled once per operation path template. */
+function paramExtractor(ops: Map<string, OperationInfo>, apiRoot: string) {
+  const compiled = new Map<string, { re: RegExp; names: string[] }>();
+  for (const op of ops.values()) {
+    const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
+    const pattern = op.path.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('([^/]+)');
+    compiled.set(op.operationId, { re: new RegExp(`^${apiRoot}${pattern}/?$`), names });
+  }
+  return (op: OperationInfo, pathname: string): Record<string, string> => {
+    const c = compiled.get(op.operationId)!;
+    const m = c.re.exec(pathname);
+    const out: Record<string, string> = {};
+    c.names.forEach((n, i) => { out[n] = decodeURIComponent(m?.[i + 1] ?? ''); });
+    return out;
+  };
 }
 
 /** Finds the operation or throws 404 (no such path) / 405 (path without that method). */
@@ -146,6 +167,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   const app = new Hono<{ Variables: Vars }>();
   const publicRouter = makeRouter(publicDoc, '/api/v1');
   const adminRouter = makeRouter(adminDoc, '/admin/api');
+  const publicParams = paramExtractor(publicOperations, '/api/v1');
+  const adminParams = paramExtractor(adminOperations, '/admin/api');
   const servedPublicDoc = JSON.stringify(publicDoc);
   const servedAdminDoc = JSON.stringify(adminDoc);
 
@@ -217,7 +240,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const pathname = new URL(c.req.url).pathname;
     const op = matchOperation(publicRouter, publicOperations, c.req.method.toLowerCase(), pathname);
     c.set('operationId', op.operationId);
-    const params = publicRouter.router.parseRequest({ method: c.req.method, path: pathname, headers: {} }, publicRouter.router.getOperation(op.operationId)).params as Record<string, string>;
+    const params = publicParams(op, pathname);
 
     if (op.requiredScope === 'public') {
       c.set('extraHeaders', { 'Access-Control-Allow-Origin': '*' });
@@ -240,7 +263,9 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const handler = deps.handlers[op.operationId as keyof Handlers] as ((ctx: unknown) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>) | undefined;
     if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);
     const idemKey = (req.headers as Record<string, string>)['idempotency-key'];
-    const reply = await withOrg(db, auth.organizationId, async (trx) => {
+    const reply = !needsTransaction(handler)
+      ? await handler({ config, services, log, requestId: c.get('requestId'), db, trx: db, auth, ...req })
+      : await withOrg(db, auth.organizationId, async (trx) => {
       const run = () => handler({ config, services, log, requestId: c.get('requestId'), db, trx, auth, ...req });
       if (idemKey === undefined) return run();
       const replayAs200 = op.responseStatuses.includes('200');
@@ -259,7 +284,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const pathname = new URL(c.req.url).pathname;
     const op = matchOperation(adminRouter, adminOperations, c.req.method.toLowerCase(), pathname);
     c.set('operationId', op.operationId);
-    const params = adminRouter.router.parseRequest({ method: c.req.method, path: pathname, headers: {} }, adminRouter.router.getOperation(op.operationId)).params as Record<string, string>;
+    const params = adminParams(op, pathname);
     const req = await parseRequest(c, op, params);
     const handler = deps.adminHandlers[op.operationId as keyof AdminHandlers] as ((ctx: unknown) => Promise<{ status: number; body: unknown }>) | undefined;
     if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);

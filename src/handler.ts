@@ -71,3 +71,15 @@ export type PublicHandler<K extends OperationId> = (ctx: PublicContext<operation
 export type AdminHandler<K extends AdminOperationId> = (ctx: AdminContext<adminOperations[K]>) => Promise<Reply<adminOperations[K]>>;
 export type AdminHandlers = { [K in AdminOperationId]?: AdminHandler<K> };
 export type { operations, adminOperations };
+
+const NO_TRANSACTION = Symbol('noTransaction');
+
+/**
+ * Marks a handler that reads nothing from the database beyond what authentication returned: it
+ * runs without opening the request transaction (saving two round trips). Its `trx` is then the
+ * unbound pool, where row-level security shows no tenant rows at all.
+ */
+export function withoutTransaction<F extends (...a: never[]) => unknown>(fn: F): F {
+  return Object.assign(fn, { [NO_TRANSACTION]: true });
+}
+export const needsTransaction = (fn: unknown): boolean => !(fn as Record<symbol, unknown>)[NO_TRANSACTION];

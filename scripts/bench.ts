@@ -1,0 +1,129 @@
+// npm run bench [area ...]: starts the service as its own process on a fresh embedded Postgres
+// (or DATABASE_URL), with the rate limit raised, and runs the area modules of scripts/bench/
+// against it with autocannon. Prints every figure with its target.
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { migrate } from '../db/database.js';
+import type { BenchArea, BenchContext, LoadOptions, LoadResult } from './bench/types.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const AREAS = ['platform', 'crm', 'webhooks', 'deals'];
+
+async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
+  });
+}
+
+async function waitHealthy(origin: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 240; i += 1) {
+    if (child.exitCode !== null) throw new Error('service exited during start');
+    try { if ((await fetch(`${origin}/healthz`)).ok) return; } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error('service did not become healthy');
+}
+
+export function startProcess(script: string, env: Record<string, string>): ChildProcess {
+  const child = spawn(path.join(root, 'node_modules/.bin/tsx'), [script], {
+    cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return child;
+}
+
+async function main() {
+  const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const areas = wanted.length ? wanted : AREAS;
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'outbound-bench-'));
+  let url = process.env.DATABASE_URL;
+  let stopDb = async () => {};
+  if (!url) {
+    const { startEmbedded } = await import('../db/embedded.js');
+    const db = await startEmbedded(path.join(work, 'data'), () => {}, true);
+    url = db.url;
+    stopDb = db.stop;
+  }
+  await migrate(url);
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const adminToken = `adm_${crypto.randomBytes(16).toString('hex')}`;
+  const serviceEnv = {
+    DATABASE_URL: url, PORT: String(port), ADMIN_TOKEN: adminToken, DATA_DIR: path.join(work, 'files'),
+    RATE_LIMIT_PER_MINUTE: '10000000', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    PUBLIC_BASE_URL: origin,
+  };
+  const service = startProcess('src/main.ts', serviceEnv);
+  const children: ChildProcess[] = [service];
+  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  const rows: Parameters<BenchContext['report']>[0][] = [];
+  try {
+    await waitHealthy(origin, service);
+    const adminCall = async (method: string, p: string, body?: unknown) => {
+      const r = await fetch(`${origin}/admin/api${p}`, {
+        method, headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined,
+      });
+      if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
+      return r.json() as Promise<Record<string, unknown>>;
+    };
+    const ctx: BenchContext = {
+      origin, adminToken, pool,
+      async newOrg(plan = 'growth') {
+        const org = await adminCall('POST', '/organizations', { name: `Bench ${crypto.randomBytes(3).toString('hex')}`, plan });
+        const key = await adminCall('POST', `/organizations/${org.id}/api-keys`, { scopes: ['*'] });
+        return { orgId: org.id as string, key: key.key as string, ownerId: (org.owner as { id: string }).id };
+      },
+      async load(o: LoadOptions): Promise<LoadResult> {
+        const r = await autocannon({
+          url: `${o.path.startsWith('http') ? '' : origin}${o.path}`,
+          method: o.method ?? 'GET',
+          headers: { 'content-type': 'application/json', ...(o.headers ?? {}) },
+          body: o.body,
+          connections: o.connections ?? 50,
+          duration: o.durationSeconds ?? 10,
+          ...(o.makeBody ? { requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: o.makeBody!() }) }] } : {}),
+        } as autocannon.Options);
+        return { requestsPerSecond: Math.round(r.requests.average), p50Ms: r.latency.p50, p99Ms: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+      },
+      report(row) {
+        rows.push(row);
+        const figures = Object.entries(row.figures).map(([k, v]) => `${k}=${v}`).join(' ');
+        console.log(`[${row.area}] ${row.case}: ${figures}${row.target ? ` (target ${row.target}: ${row.met ? 'met' : 'NOT met'})` : ''}`);
+      },
+      log: (m) => console.log(`  ${m}`),
+    };
+    (ctx as unknown as { startProcess: typeof startProcess; serviceEnv: Record<string, string> }).startProcess = (s, e) => {
+      const c = startProcess(s, e);
+      children.push(c);
+      return c;
+    };
+    (ctx as unknown as { serviceEnv: Record<string, string> }).serviceEnv = serviceEnv;
+    for (const name of areas) {
+      const file = path.join(root, 'scripts/bench', `${name}.ts`);
+      if (!fs.existsSync(file)) { console.log(`[${name}] no bench module`); continue; }
+      const mod = (await import(file)) as { default: BenchArea };
+      console.log(`== ${mod.default.name}`);
+      await mod.default.run(ctx);
+    }
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 1500));
+    await pool.end();
+    await stopDb();
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  console.log('\n| area | case | figures | target | met |\n|---|---|---|---|---|');
+  for (const r of rows) {
+    console.log(`| ${r.area} | ${r.case} | ${Object.entries(r.figures).map(([k, v]) => `${k} ${v}`).join(', ')} | ${r.target ?? ''} | ${r.target ? (r.met ? 'yes' : 'no') : ''} |`);
+  }
+  process.exit(0);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
