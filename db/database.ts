@@ -101,12 +101,9 @@ export async function migrate(url: string): Promise<void> {
           EXECUTE format('GRANT ${APP_ROLE} TO %I', current_user);
         END IF;
       END $$;
-      GRANT USAGE ON SCHEMA public, graphile_worker TO ${APP_ROLE};
+      GRANT USAGE ON SCHEMA public TO ${APP_ROLE};
       GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${APP_ROLE};
       GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO ${APP_ROLE};
-      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA graphile_worker TO ${APP_ROLE};
-      GRANT USAGE ON ALL SEQUENCES IN SCHEMA graphile_worker TO ${APP_ROLE};
-      GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA graphile_worker TO ${APP_ROLE};
     `).execute(db);
   } finally {
     await db.destroy();

@@ -22,7 +22,7 @@ export async function emit(trx: Tx, organizationId: string, e: EmitInput): Promi
       VALUES (${organizationId}, ${id}, ${e.type}, ${EVENT_API_VERSION}, ${JSON.stringify(e.data)}::jsonb, ${e.resource.type}, ${e.resource.id})
       RETURNING id
     )
-    SELECT graphile_worker.add_job('fanout_event', json_build_object('organizationId', ${organizationId}::text, 'eventId', ev.id))
+    SELECT enqueue_job('fanout_event', json_build_object('organizationId', ${organizationId}::text, 'eventId', ev.id))
     FROM ev
     WHERE EXISTS (
       SELECT 1 FROM webhook_endpoints w

@@ -23,6 +23,8 @@ export interface Runtime {
   appPool: pg.Pool;
   ownerPool: pg.Pool;
   db: Db;
+  /** The owner connection (migrations, the worker, test inspection); row-level security is forced on it too. */
+  ownerDb: Db;
   services: Services;
   app: ReturnType<typeof createApp>;
   close(): Promise<void>;
@@ -43,6 +45,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
   const appPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 20, name: 'outbound-api' });
   const ownerPool = createPool(databaseUrl, { max: 10, name: 'outbound-worker' });
   const db = createDb(appPool);
+  const ownerDb = createDb(ownerPool);
   const services: Services = {
     secretBox: createSecretBox(loadSecretKey(config.webhookSecretKey, config.dataDir)),
     faults: new Set(),
@@ -55,7 +58,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
     },
   });
   return {
-    config, log, appPool, ownerPool, db, services, app,
+    config, log, appPool, ownerPool, db, ownerDb, services, app,
     async close() {
       await Promise.allSettled([appPool.end(), ownerPool.end()]);
     },

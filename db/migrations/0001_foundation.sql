@@ -502,3 +502,28 @@ BEGIN
   JOIN counted ON counted.api_key_id = k.id
   LEFT JOIN users u ON u.organization_id = k.organization_id AND u.id = k.user_id;
 END $$;
+
+-- graphile-worker keeps its tables behind row-level security of its own; the application role
+-- reaches the queue only through these two functions, which run as the schema owner.
+CREATE FUNCTION enqueue_job(p_identifier text, p_payload json, p_run_at timestamptz DEFAULT NULL,
+                            p_job_key text DEFAULT NULL, p_max_attempts integer DEFAULT NULL)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+BEGIN
+  PERFORM graphile_worker.add_job(p_identifier, p_payload, run_at => p_run_at, job_key => p_job_key, max_attempts => p_max_attempts);
+END $$;
+
+-- Sweeps and purges (recurring crontab work) are not counted: a client waiting for the queue to
+-- drain waits for the work its own requests caused.
+CREATE FUNCTION job_queue_counts()
+RETURNS TABLE (pending integer, running integer, failed integer)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+BEGIN
+  RETURN QUERY
+  SELECT
+    (count(*) FILTER (WHERE j.locked_at IS NULL AND j.attempts < j.max_attempts AND j.run_at <= now()))::int,
+    (count(*) FILTER (WHERE j.locked_at IS NOT NULL))::int,
+    (count(*) FILTER (WHERE j.locked_at IS NULL AND j.attempts >= j.max_attempts))::int
+  FROM graphile_worker._private_jobs j
+  JOIN graphile_worker._private_tasks t ON t.id = j.task_id
+  WHERE t.identifier NOT LIKE 'sweep\_%' AND t.identifier NOT LIKE 'purge\_%';
+END $$;

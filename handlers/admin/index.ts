@@ -162,15 +162,8 @@ const adminCreateSuppressionDomain: AdminHandler<'adminCreateSuppressionDomain'>
 };
 
 const adminGetQueue: AdminHandler<'adminGetQueue'> = async ({ db }) => {
-  const r = await sql<{ pending: number; running: number; failed: number }>`
-    SELECT
-      count(*) FILTER (WHERE locked_at IS NULL AND attempts < max_attempts AND run_at <= now())::int AS pending,
-      count(*) FILTER (WHERE locked_at IS NOT NULL AND attempts <= max_attempts)::int AS running,
-      count(*) FILTER (WHERE locked_at IS NULL AND attempts >= max_attempts)::int AS failed
-    FROM graphile_worker._private_jobs
-    WHERE task_id NOT IN (SELECT id FROM graphile_worker._private_tasks WHERE identifier LIKE 'sweep_%' OR identifier LIKE 'purge_%')`.execute(db);
-  const row = r.rows[0] ?? { pending: 0, running: 0, failed: 0 };
-  return { status: 200 as const, body: row };
+  const r = await sql<{ pending: number; running: number; failed: number }>`select * from job_queue_counts()`.execute(db);
+  return { status: 200 as const, body: r.rows[0] ?? { pending: 0, running: 0, failed: 0 } };
 };
 
 export const adminHandlers: AdminHandlers = {

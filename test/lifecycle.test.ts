@@ -1,0 +1,97 @@
+// The operator's view of the process: start on a fresh DATA_DIR, survive a crashed earlier run
+// (orphaned postmaster), drain on SIGTERM, and refuse a bad configuration with one clear line.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = new URL('..', import.meta.url).pathname;
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'outbound-lifecycle-'));
+afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); });
+  });
+}
+
+const outOf = new Map<ChildProcess, () => string>();
+
+function start(env: Record<string, string>): { child: ChildProcess; out: () => string } {
+  let out = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: root, env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d) => { out += d; });
+  child.stderr!.on('data', (d) => { out += d; });
+  outOf.set(child, () => out);
+  return { child, out: () => out };
+}
+
+async function healthy(port: number, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 300; i += 1) {
+    if (child.exitCode !== null) throw new Error(`service exited: ${outOf.get(child)?.() ?? ''}`);
+    try { if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return; } catch { /* starting */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('service did not become healthy');
+}
+
+const exited = (child: ChildProcess) => new Promise<number | null>((r) => {
+  if (child.exitCode !== null) r(child.exitCode); else child.once('exit', (code) => r(code));
+});
+
+function postmasterPid(): number | null {
+  const f = path.join(dataDir, 'pg', 'postmaster.pid');
+  return fs.existsSync(f) ? Number(fs.readFileSync(f, 'utf8').split('\n')[0]) : null;
+}
+const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+
+describe('process lifecycle', () => {
+  it('starts on a fresh DATA_DIR, recovers from a killed run, and drains on SIGTERM', async () => {
+    const port = await freePort();
+    const env = { DATA_DIR: dataDir, PORT: String(port) };
+    const first = start(env);
+    await healthy(port, first.child);
+    expect(first.out()).toMatch(/API: +http:\/\/localhost:\d+\/api\/v1/);
+    expect(first.out()).toMatch(/API docs: +http:\/\/localhost:\d+\/api-docs\/openapi\.json/);
+    expect(first.out()).toContain(`Operator token: in ${path.join(dataDir, 'admin-token')}`);
+    const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
+    const org = await fetch(`http://127.0.0.1:${port}/admin/api/organizations`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"name":"Before crash"}',
+    });
+    expect(org.status).toBe(201);
+
+    // A crash: the process dies without stopping its Postgres, which keeps running as an orphan.
+    const orphan = postmasterPid();
+    expect(orphan).not.toBeNull();
+    first.child.kill('SIGKILL');
+    await exited(first.child);
+    expect(alive(orphan!)).toBe(true);
+
+    const second = start(env);
+    await healthy(port, second.child);
+    expect(alive(orphan!)).toBe(false);
+    // The data of the earlier run survived.
+    const key = await fetch(`http://127.0.0.1:${port}/admin/api/organizations/${((await org.json()) as { id: string }).id}/api-keys`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"scopes":["*"]}',
+    });
+    expect(key.status).toBe(201);
+
+    const pid = postmasterPid()!;
+    second.child.kill('SIGTERM');
+    expect(await exited(second.child)).toBe(0);
+    expect(alive(pid)).toBe(false);
+  });
+
+  it('refuses a bad configuration with one line naming the variable', async () => {
+    const bad = start({ DATA_DIR: dataDir, PORT: 'eighty' });
+    expect(await exited(bad.child)).toBe(1);
+    const lines = bad.out().trim().split('\n').filter((l) => !/nodedir|npm warn/.test(l));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^configuration error: PORT /);
+  });
+});
