@@ -38,6 +38,20 @@ export function createDb(pool: pg.Pool): Db {
 
 const SAFE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** Runs fn inside BEGIN/COMMIT on one connection; `prelude` joins BEGIN in the same round trip. */
+export async function transactionOn<T>(conn: Db, fn: () => Promise<T>, prelude = ''): Promise<T> {
+  await sql.raw(`BEGIN${prelude ? `; ${prelude}` : ''}`).execute(conn);
+  let result: T;
+  try {
+    result = await fn();
+  } catch (e) {
+    await sql.raw('ROLLBACK').execute(conn).catch(() => {});
+    throw e;
+  }
+  await sql.raw('COMMIT').execute(conn);
+  return result;
+}
+
 /**
  * Runs fn in a transaction bound to one organization (row-level security sees only its rows).
  * BEGIN and the binding go in one round trip: the id is one of ours, checked against SAFE_ID, so
@@ -45,18 +59,8 @@ const SAFE_ID = /^[A-Za-z0-9_-]{1,64}$/;
  */
 export async function withOrg<T>(db: Db, organizationId: string, fn: (trx: Tx) => Promise<T>): Promise<T> {
   if (!SAFE_ID.test(organizationId)) throw new Error('withOrg: malformed organization id');
-  return db.connection().execute(async (conn) => {
-    await sql.raw(`BEGIN; SELECT set_config('app.org_id', '${organizationId}', true)`).execute(conn);
-    let result: T;
-    try {
-      result = await fn(conn);
-    } catch (e) {
-      await sql.raw('ROLLBACK').execute(conn).catch(() => {});
-      throw e;
-    }
-    await sql.raw('COMMIT').execute(conn);
-    return result;
-  });
+  return db.connection().execute((conn) =>
+    transactionOn(conn, () => fn(conn), `SELECT set_config('app.org_id', '${organizationId}', true)`));
 }
 
 /** Runs fn in a transaction that may see every organization: background sweeps and operator work. */

@@ -1,8 +1,8 @@
-import { withoutTransaction, type Handler } from '../src/handler.js';
+import type { Handler } from '../src/handler.js';
 import { isoNN, iso } from '../src/ids.js';
 
 // The key lookup already read the organization: no query is needed.
-const getMe: Handler<'getMe'> = withoutTransaction(async ({ auth }) => {
+const getMe: Handler<'getMe'> = async ({ auth }) => {
   const org = { id: auth.organizationId, ...auth.org };
   return {
     status: 200,
@@ -18,6 +18,6 @@ const getMe: Handler<'getMe'> = withoutTransaction(async ({ auth }) => {
       },
     },
   };
-});
+};
 
 export const meHandlers = { getMe };

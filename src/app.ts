@@ -8,9 +8,9 @@ import { OpenAPIBackend, type Request as OABRequest } from 'openapi-backend';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import paramValidators from '../generated/params.cjs';
 import bodyValidators from '../generated/bodies.cjs';
-import { withOrg, withSystem, type Db } from '../db/database.js';
+import { transactionOn, withSystem, type Db } from '../db/database.js';
 import type { Config } from './config.js';
-import { needsTransaction, type AuthInfo, type Handlers, type AdminHandlers } from './handler.js';
+import type { AuthInfo, Handlers, AdminHandlers } from './handler.js';
 import type { Services } from './services.js';
 import { PROBLEMS, ProblemError, problemBody, problemPage } from './http/problems.js';
 import { authenticate, enforceRate, rateHeaders } from './http/auth.js';
@@ -22,7 +22,10 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface AppDeps {
   config: Config;
+  /** The application role's pool, bound to no organization. */
   db: Db;
+  /** The pool keyed requests run on: each checkout is bound to its key's organization by authentication. */
+  requestDb: Db;
   services: Services;
   log: Logger;
   handlers: Handlers;
@@ -163,7 +166,7 @@ function scopeAllows(auth: AuthInfo, scope: string | null): boolean {
 }
 
 export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
-  const { config, db, services, log } = deps;
+  const { config, db, requestDb, services, log } = deps;
   const app = new Hono<{ Variables: Vars }>();
   const publicRouter = makeRouter(publicDoc, '/api/v1');
   const adminRouter = makeRouter(adminDoc, '/admin/api');
@@ -251,26 +254,30 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
       return c.json(reply.body as object, reply.status as 200, { 'Access-Control-Allow-Origin': '*' });
     }
 
-    const { auth, rate } = await authenticate(db, c.req.header('authorization'), config.rateLimitPerMinute);
-    c.set('organizationId', auth.organizationId);
-    const rh = rateHeaders(rate);
-    c.set('extraHeaders', rh);
-    enforceRate(rate);
-    if (!scopeAllows(auth, op.requiredScope)) {
-      throw new ProblemError('insufficient-scope', `This operation requires the scope ${op.requiredScope}, which the API key lacks (missing: ${op.requiredScope}).`);
-    }
-    const req = await parseRequest(c, op, params);
-    const handler = deps.handlers[op.operationId as keyof Handlers] as ((ctx: unknown) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>) | undefined;
-    if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);
-    const idemKey = (req.headers as Record<string, string>)['idempotency-key'];
-    const reply = !needsTransaction(handler)
-      ? await handler({ config, services, log, requestId: c.get('requestId'), db, trx: db, auth, ...req })
-      : await withOrg(db, auth.organizationId, async (trx) => {
-      const run = () => handler({ config, services, log, requestId: c.get('requestId'), db, trx, auth, ...req });
-      if (idemKey === undefined) return run();
-      const replayAs200 = op.responseStatuses.includes('200');
-      const r = await idempotent(trx, auth.organizationId, op.operationId, idemKey, req.body, replayAs200, run);
-      return r.replayed ? { ...r, headers: { ...(r.headers ?? {}), 'Idempotent-Replayed': 'true' } } : r;
+    // One connection serves the whole keyed request: the key lookup binds it to the key's
+    // organization, reads then run on it directly, and writes in a transaction on it.
+    const { reply, rh } = await requestDb.connection().execute(async (conn) => {
+      const { auth, rate } = await authenticate(conn, c.req.header('authorization'), config.rateLimitPerMinute);
+      c.set('organizationId', auth.organizationId);
+      const headers = rateHeaders(rate);
+      c.set('extraHeaders', headers);
+      enforceRate(rate);
+      if (!scopeAllows(auth, op.requiredScope)) {
+        throw new ProblemError('insufficient-scope', `This operation requires the scope ${op.requiredScope}, which the API key lacks (missing: ${op.requiredScope}).`);
+      }
+      const req = await parseRequest(c, op, params);
+      const handler = deps.handlers[op.operationId as keyof Handlers] as ((ctx: unknown) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>) | undefined;
+      if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);
+      const run = () => handler({ config, services, log, requestId: c.get('requestId'), db, trx: conn, auth, ...req });
+      if (op.method === 'get') return { reply: await run(), rh: headers };
+      const idemKey = (req.headers as Record<string, string>)['idempotency-key'];
+      const result = await transactionOn(conn, async () => {
+        if (idemKey === undefined) return run();
+        const replayAs200 = op.responseStatuses.includes('200');
+        const r = await idempotent(conn, auth.organizationId, op.operationId, idemKey, req.body, replayAs200, run);
+        return r.replayed ? { ...r, headers: { ...(r.headers ?? {}), 'Idempotent-Replayed': 'true' } } : r;
+      });
+      return { reply: result, rh: headers };
     });
     return c.json(reply.body as object, reply.status as 200, { ...rh, ...(reply.headers ?? {}) });
   });

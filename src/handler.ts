@@ -51,7 +51,7 @@ export interface Context<O> extends BaseContext {
   headers: Params<O, 'header'>;
   body: Body<O>;
   auth: AuthInfo;
-  /** The request's transaction, bound to the key's organization. */
+  /** The request's connection, bound to the key's organization: a transaction for writes, plain statements for reads. */
   trx: Tx;
 }
 
@@ -72,14 +72,3 @@ export type AdminHandler<K extends AdminOperationId> = (ctx: AdminContext<adminO
 export type AdminHandlers = { [K in AdminOperationId]?: AdminHandler<K> };
 export type { operations, adminOperations };
 
-const NO_TRANSACTION = Symbol('noTransaction');
-
-/**
- * Marks a handler that reads nothing from the database beyond what authentication returned: it
- * runs without opening the request transaction (saving two round trips). Its `trx` is then the
- * unbound pool, where row-level security shows no tenant rows at all.
- */
-export function withoutTransaction<F extends (...a: never[]) => unknown>(fn: F): F {
-  return Object.assign(fn, { [NO_TRANSACTION]: true });
-}
-export const needsTransaction = (fn: unknown): boolean => !(fn as Record<symbol, unknown>)[NO_TRANSACTION];

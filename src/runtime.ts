@@ -42,7 +42,8 @@ export function resolveAdminToken(config: Config): { token: string; file: string
 }
 
 export function openRuntime(config: Config, log: Logger, databaseUrl: string, opts: { poolSize?: number } = {}): Runtime {
-  const appPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 20, name: 'outbound-api' });
+  const appPool = createPool(databaseUrl, { role: APP_ROLE, max: 10, name: 'outbound-api' });
+  const requestPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 20, name: 'outbound-requests' });
   const ownerPool = createPool(databaseUrl, { max: 10, name: 'outbound-worker' });
   const db = createDb(appPool);
   const ownerDb = createDb(ownerPool);
@@ -51,7 +52,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
     faults: new Set(),
   };
   const app = createApp({
-    config, db, services, log, handlers, adminHandlers,
+    config, db, requestDb: createDb(requestPool), services, log, handlers, adminHandlers,
     health: async () => {
       const r = await sql<{ ok: boolean }>`select to_regclass('public.organizations') is not null as ok`.execute(db);
       return r.rows[0]?.ok === true;
@@ -60,7 +61,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
   return {
     config, log, appPool, ownerPool, db, ownerDb, services, app,
     async close() {
-      await Promise.allSettled([appPool.end(), ownerPool.end()]);
+      await Promise.allSettled([appPool.end(), requestPool.end(), ownerPool.end()]);
     },
   };
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
 import { withOrg } from '../db/database.js';
+import { authenticate } from '../src/http/auth.js';
 
 let svc: TestService;
 beforeAll(async () => { svc = await startService(); });
@@ -132,6 +133,22 @@ describe('tenancy', () => {
     const role = await sql<{ u: string; bypass: boolean; owner: boolean }>`
       select current_user as u, r.rolbypassrls as bypass, r.rolsuper as owner from pg_roles r where r.rolname = current_user`.execute(svc.rt.db);
     expect(role.rows[0]).toEqual({ u: 'outbound_app', bypass: false, owner: false });
+  });
+});
+
+describe('request binding', () => {
+  it('binds the request connection to the key\'s organization, and to none after an unknown key', async () => {
+    const org = await svc.newOrg();
+    const key = await org.key();
+    const bound = await svc.rt.db.connection().execute(async (conn) => {
+      await authenticate(conn, `Bearer ${key}`, 100);
+      const a = (await sql<{ v: string }>`select current_setting('app.org_id', true) as v`.execute(conn)).rows[0].v;
+      await expect(authenticate(conn, `Bearer obk_live_${'0'.repeat(32)}`, 100)).rejects.toThrow();
+      const b = (await sql<{ v: string }>`select current_setting('app.org_id', true) as v`.execute(conn)).rows[0].v;
+      const system = (await sql<{ v: string | null }>`select current_setting('app.system', true) as v`.execute(conn)).rows[0].v;
+      return { a, b, system };
+    });
+    expect(bound).toEqual({ a: org.id, b: '', system: expect.not.stringMatching(/^on$/) });
   });
 });
 

@@ -467,7 +467,8 @@ CREATE POLICY tenant_isolation ON organizations
 
 -- Authentication and rate limiting in one round trip. It runs with app.system on because the
 -- key's organization is not known until the key is found; it returns nothing for an unknown,
--- revoked or expired key, and otherwise counts the request in the key's current window.
+-- revoked or expired key, and otherwise counts the request in the key's current window (the
+-- count commits at once, whatever becomes of the request).
 CREATE FUNCTION authenticate_api_key(p_hash bytea)
 RETURNS TABLE (
   key_id text, organization_id text, key_name text, scopes text[], user_id text, user_role text,
@@ -480,6 +481,12 @@ LANGUAGE plpgsql SECURITY DEFINER SET app.system = 'on' AS $$
 DECLARE
   v_window timestamptz := to_timestamp(floor(extract(epoch FROM clock_timestamp()) / 60) * 60);
 BEGIN
+  -- Binds the session to the key's organization (or to none): the API runs the rest of the
+  -- request on this same connection, so the binding costs no extra round trip.
+  PERFORM set_config('app.org_id', coalesce((
+    SELECT a.organization_id FROM api_keys a
+    WHERE a.key_hash = p_hash AND a.revoked_at IS NULL
+      AND (a.expires_at IS NULL OR a.expires_at > clock_timestamp())), ''), false);
   RETURN QUERY
   WITH k AS (
     SELECT a.* FROM api_keys a
