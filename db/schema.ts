@@ -59,6 +59,12 @@ export interface ContactsTable {
   research: JsonNull; research_updated_at: TsNull; deleted_at: TsNull; erased_at: TsNull;
   created_at: Generated<Date>; updated_at: Generated<Date>;
 }
+/** Views of 0002_crm.sql: substring search by trigram index, scoped to app.org_id (see there). */
+export interface ContactsSearchView {
+  organization_id: string; id: string; list_id: string; name: string; email_normalized: string;
+  qualification_status: string; deleted_at: Date | null; erased_at: Date | null; created_at: Date;
+}
+export interface CompaniesSearchView { organization_id: string; id: string; name: string | null; domain_normalized: string; created_at: Date }
 export interface ListMembershipsTable {
   organization_id: string; list_id: string; contact_id: string; deleted_at: TsNull; created_at: Generated<Date>;
 }
@@ -103,7 +109,8 @@ export interface DealsTable {
 export interface DealContactsTable { organization_id: string; deal_id: string; contact_id: string; created_at: Generated<Date> }
 export interface DealStageHistoryTable {
   organization_id: string; id: string; deal_id: string; from_stage_id: string | null; from_stage_name: string | null;
-  to_stage_id: string; to_stage_name: string | null; reason: string | null; transitioned_by: string | null; created_at: Generated<Date>;
+  to_stage_id: string; to_stage_name: string | null; reason: string | null; transitioned_by: string | null;
+  reason_chips: Generated<string[]>; created_at: Generated<Date>;
 }
 export interface DealActivitiesTable {
   organization_id: string; id: string; deal_id: string; contact_id: string | null; kind: string; summary: string;
@@ -135,6 +142,8 @@ export interface Database {
   companies: CompaniesTable;
   contact_lists: ContactListsTable;
   contacts: ContactsTable;
+  contacts_search: ContactsSearchView;
+  companies_search: CompaniesSearchView;
   list_memberships: ListMembershipsTable;
   suppression_entries: SuppressionEntriesTable;
   contact_sequences: ContactSequencesTable;

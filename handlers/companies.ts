@@ -1,1 +1,122 @@
-export const companyHandlers = {};
+// Companies: identity is (organization, normalized domain). A repeat create never duplicates and
+// never overwrites a curated name; it only backfills a name onto an unnamed company.
+import { sql, type Selectable } from 'kysely';
+import type { Handler } from '../src/handler.js';
+import type { Tx } from '../db/database.js';
+import type { CompaniesTable } from '../db/schema.js';
+import { iso, isoNN, newId } from '../src/ids.js';
+import { keyset, page } from '../src/http/paging.js';
+import { ProblemError, invalid, notFound } from '../src/http/problems.js';
+import { isFreemailDomain, normalizeDomain } from '../src/domains.js';
+
+export type CompanyRow = Selectable<CompaniesTable>;
+
+const DEFAULT_RESEARCH_TTL_DAYS = 30;
+const DAY_MS = 86_400_000;
+
+/** Escapes LIKE wildcards so user text matches literally (backslash is Postgres's default escape). */
+export const likeEscape = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+/** An array of objects from a stored free-shape value; [] for anything malformed. */
+export const objectArray = (v: unknown): Record<string, unknown>[] => (Array.isArray(v) ? v.filter(isObject) : []);
+/** A non-negative integer from a stored value, or null. */
+export const nonNegativeInt = (v: unknown): number | null => (Number.isInteger(v) && (v as number) >= 0 ? (v as number) : null);
+
+/** Freshness of cached research: updatedAt plus ttlDays still in the future. */
+export function freshness(updatedAt: Date, stored: unknown) {
+  const ttlDays = nonNegativeInt(isObject(stored) ? stored.ttlDays : undefined) ?? DEFAULT_RESEARCH_TTL_DAYS;
+  return { ttlDays, isFresh: updatedAt.getTime() + ttlDays * DAY_MS > Date.now() };
+}
+
+export function toCompany(r: CompanyRow) {
+  return {
+    id: r.id, name: r.name ?? r.domain ?? r.domain_normalized, domain: r.domain, domainNormalized: r.domain_normalized,
+    industry: r.industry, companySize: r.company_size, headquarters: r.headquarters, tier: r.tier, tags: r.tags ?? [],
+    ownerSalesPersonId: r.owner_sales_person_id, researchUpdatedAt: iso(r.research_updated_at),
+    sourcesCount: nonNegativeInt(r.sources_count) ?? 0, createdAt: isoNN(r.created_at), updatedAt: isoNN(r.updated_at),
+  };
+}
+
+/**
+ * The company of a domain (bare or URL), created when the organization has none; an existing
+ * unnamed company gets `name`. 400 for an invalid or freemail domain (`field` names the input).
+ */
+export async function findOrCreateCompany(
+  trx: Tx, organizationId: string, domainInput: string, name: string | undefined, field: string,
+): Promise<{ row: CompanyRow; created: boolean }> {
+  const domain = normalizeDomain(domainInput);
+  if (!domain) throw invalid(`${field} is not a valid domain name or URL.`, field);
+  if (isFreemailDomain(domain)) {
+    throw new ProblemError('freemail-domain', `${domain} is a free email provider; use the company's own domain.`, { errors: [{ field, message: 'is a freemail provider domain' }] });
+  }
+  const created = await trx.insertInto('companies').values({
+    organization_id: organizationId, id: newId('cmp'), name: name ?? null, domain, domain_normalized: domain,
+  }).onConflict((oc) => oc.columns(['organization_id', 'domain_normalized']).doNothing()).returningAll().executeTakeFirst();
+  if (created) return { row: created, created: true };
+  let row = await trx.selectFrom('companies').selectAll()
+    .where('organization_id', '=', organizationId).where('domain_normalized', '=', domain).forUpdate().executeTakeFirstOrThrow();
+  if (name !== undefined && row.name === null) {
+    row = await trx.updateTable('companies').set({ name, updated_at: sql<Date>`now_ms()` })
+      .where('organization_id', '=', organizationId).where('id', '=', row.id).returningAll().executeTakeFirstOrThrow();
+  }
+  return { row, created: false };
+}
+
+const createCompany: Handler<'createCompany'> = async ({ trx, auth, body }) => {
+  const { row, created } = await findOrCreateCompany(trx, auth.organizationId, body.domain, body.name, 'body.domain');
+  return created ? { status: 201, body: toCompany(row) } : { status: 200, body: toCompany(row) };
+};
+
+const listCompanies: Handler<'listCompanies'> = async ({ trx, auth, query }) => {
+  const org = auth.organizationId;
+  const limit = query.limit ?? 50;
+  let q = trx.selectFrom('companies as c').select(['c.id', 'c.name', 'c.domain', 'c.domain_normalized', 'c.created_at'])
+    .where('c.organization_id', '=', org);
+  const search = query.search?.trim().toLowerCase();
+  if (search) {
+    // Name substring (trigram index) or domain prefix (pattern index), selected through the
+    // search view so the indexes apply under row-level security (see 0002_crm.sql).
+    const hits = keyset(
+      trx.selectFrom('companies_search as s').select(['s.id', 's.created_at']).where('s.organization_id', '=', org)
+        .where((eb) => eb.or([
+          eb(sql`lower(s.name)`, 'like', `%${likeEscape(search)}%`),
+          eb('s.domain_normalized', 'like', `${likeEscape(search)}%`),
+        ])),
+      { cursor: query.cursor, limit, createdCol: 's.created_at', idCol: 's.id' },
+    );
+    q = q.where('c.id', 'in', trx.selectFrom(hits.as('h')).select('h.id'));
+  }
+  const rows = await keyset(q, { cursor: query.cursor, limit, createdCol: 'c.created_at', idCol: 'c.id' }).execute();
+  return {
+    status: 200,
+    body: page(rows, limit, (r) => ({ at: r.created_at, id: r.id }), (r) => ({
+      id: r.id, name: r.name ?? r.domain ?? r.domain_normalized, domain: r.domain, createdAt: isoNN(r.created_at),
+    })),
+  };
+};
+
+async function companyById(trx: Tx, organizationId: string, id: string): Promise<CompanyRow> {
+  const row = await trx.selectFrom('companies').selectAll().where('organization_id', '=', organizationId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('company');
+  return row;
+}
+
+const getCompany: Handler<'getCompany'> = async ({ trx, auth, params }) =>
+  ({ status: 200, body: toCompany(await companyById(trx, auth.organizationId, params.id)) });
+
+/** Cached research; 404 until research has been computed (researchUpdatedAt null). */
+const getCompanyResearch: Handler<'getCompanyResearch'> = async ({ trx, auth, params }) => {
+  const row = await companyById(trx, auth.organizationId, params.id);
+  if (row.research_updated_at === null) throw new ProblemError('not-found', 'No research has been computed for this company yet; run POST /companies/{id}/research.');
+  const r = isObject(row.research) ? row.research : {};
+  return {
+    status: 200,
+    body: {
+      companyId: row.id, researchSources: objectArray(r.researchSources), recentNews: objectArray(r.recentNews),
+      painPoints: objectArray(r.painPoints), updatedAt: isoNN(row.research_updated_at), ...freshness(row.research_updated_at, r),
+    },
+  };
+};
+
+export const companyHandlers = { createCompany, listCompanies, getCompany, getCompanyResearch };

@@ -1,1 +1,370 @@
-export const contactHandlers = {};
+// Contacts: idempotent creation per person, filtered keyset listing, soft delete, GDPR erasure and
+// pausing of a contact's sequences.
+import { sql, type Expression, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import type { Handler } from '../src/handler.js';
+import type { Tx } from '../db/database.js';
+import type { Database } from '../db/schema.js';
+import { emit } from '../src/events.js';
+import { iso, isoNN, newId } from '../src/ids.js';
+import { decodeCursor, keyset, page } from '../src/http/paging.js';
+import { ProblemError, invalid, notFound } from '../src/http/problems.js';
+import { normalizeEmail } from '../src/domains.js';
+import { eraseAddress } from '../src/erasure.js';
+import { usableErasureSecret } from '../src/suppression-match.js';
+import { findOrCreateCompany, freshness, likeEscape, objectArray } from './companies.js';
+
+export const IN_FLIGHT_SEQUENCE_STATUSES = ['ACTIVE', 'QUEUED', 'DRAFTED', 'APPROVED'];
+const UNDO_WINDOW_MS = 30 * 86_400_000;
+const ERASE_ROLES = ['MANAGER', 'ADMIN', 'OWNER'];
+const ERASE_NOTE = 'Every record of this organization with the same address was erased and the address is suppressed for good. '
+  + 'Plus-tag variants of the address (name+tag@domain) are separate records and were not erased (they stay suppressed); erase each by its own id. '
+  + 'Events already delivered to webhook subscribers are outside the service\'s reach.';
+
+// ---------------------------------------------------------------- reading and mapping
+
+type QualificationStatus = 'NEW' | 'CONTACTED' | 'QUALIFIED' | 'UNQUALIFIED' | 'NURTURE' | 'CUSTOMER';
+
+/** Contacts with what the Contact shape needs from their company and (live) list. */
+function contactSelect(trx: Tx) {
+  return trx.selectFrom('contacts as c')
+    .leftJoin('companies as co', (j) => j.onRef('co.organization_id', '=', 'c.organization_id').onRef('co.id', '=', 'c.company_id'))
+    .leftJoin('contact_lists as l', (j) => j.onRef('l.organization_id', '=', 'c.organization_id').onRef('l.id', '=', 'c.list_id')
+      .on('l.deleted_at', 'is', null))
+    .select([
+      'c.id', 'c.organization_id', 'c.name', 'c.email', 'c.title', 'c.phone', 'c.notes', 'c.lead_source',
+      'c.qualification_status', 'c.fit_score', 'c.urgency_score', 'c.deleted_at', 'c.erased_at', 'c.created_at', 'c.updated_at',
+      'co.id as company_ref', 'co.name as company_name', 'co.domain as company_domain', 'co.domain_normalized as company_domain_normalized',
+      'l.id as list_ref', 'l.name as list_name',
+    ]);
+}
+type ContactRow = Awaited<ReturnType<ReturnType<typeof contactSelect>['executeTakeFirstOrThrow']>>;
+
+/** The Contact shape: the one mapping of a contact. */
+function toContact(r: ContactRow) {
+  return {
+    id: r.id, organizationId: r.organization_id, name: r.name, email: r.email, title: r.title, phone: r.phone,
+    notes: r.notes, leadSource: r.lead_source,
+    company: r.company_ref === null ? null : { id: r.company_ref, name: r.company_name, domain: r.company_domain ?? r.company_domain_normalized },
+    qualificationStatus: r.qualification_status as QualificationStatus, fitScore: r.fit_score, urgencyScore: r.urgency_score,
+    // A soft-deleted list is gone: its contacts survive, but live on no list any more.
+    list: r.list_ref === null || r.list_name === null ? null : { id: r.list_ref, name: r.list_name },
+    createdAt: isoNN(r.created_at), updatedAt: isoNN(r.updated_at),
+  };
+}
+
+/** Items of GET /contacts also carry the soft-delete and erasure times. */
+const toContactListItem = (r: ContactRow) => ({ ...toContact(r), deletedAt: iso(r.deleted_at), erasedAt: iso(r.erased_at) });
+
+/** One contact of the organization in the Contact shape (any state). */
+async function contactById(trx: Tx, organizationId: string, id: string) {
+  return toContact(await contactSelect(trx).where('c.organization_id', '=', organizationId).where('c.id', '=', id).executeTakeFirstOrThrow());
+}
+
+/** Cached research in the shape of ContactDetail.research / ContactResearch; null when none. */
+function toResearch(research: unknown, updatedAt: Date | null) {
+  if (updatedAt === null) return null;
+  const r = research !== null && typeof research === 'object' && !Array.isArray(research) ? research as Record<string, unknown> : {};
+  return { facts: objectArray(r.facts), sources: objectArray(r.sources), updatedAt: isoNN(updatedAt), ...freshness(updatedAt, r) };
+}
+
+/** A live contact (neither soft-deleted nor erased) of the organization, or 404. */
+async function liveContact(trx: Tx, organizationId: string, id: string) {
+  const row = await contactSelect(trx).select(['c.research', 'c.research_updated_at'])
+    .where('c.organization_id', '=', organizationId).where('c.id', '=', id)
+    .where('c.deleted_at', 'is', null).where('c.erased_at', 'is', null).executeTakeFirst();
+  if (!row) throw notFound('contact');
+  return row;
+}
+
+/** A list of the organization that is not soft-deleted (archived lists count), or undefined. */
+async function activeList(trx: Tx, organizationId: string, id: string) {
+  return trx.selectFrom('contact_lists').select(['id', 'name']).where('organization_id', '=', organizationId)
+    .where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+}
+
+// ---------------------------------------------------------------- GET /contacts
+
+type ListQuery = Parameters<Handler<'listContacts'>>[0]['query'];
+// The search view and the table have the same columns as far as listing goes; typed loosely.
+type SearchDb = Kysely<Database & { src: Database['contacts_search'] }>;
+
+/** Rows a search first examines along the default order before switching to the trigram index. */
+const SEARCH_WINDOW = 2000;
+
+/** The filters shared by every way of listing, on a source aliased `c` (search text excluded). */
+function filters(organizationId: string, query: ListQuery): Expression<SqlBool> {
+  const conds: Expression<SqlBool>[] = [sql<SqlBool>`c.organization_id = ${organizationId}`];
+  if (query.includeDeleted !== 'true') conds.push(sql<SqlBool>`c.deleted_at IS NULL AND c.erased_at IS NULL`);
+  if (query.qualificationStatus !== undefined) conds.push(sql<SqlBool>`c.qualification_status = ${query.qualificationStatus}`);
+  if (query.email !== undefined) conds.push(sql<SqlBool>`c.email_normalized = ${normalizeEmail(query.email)}`);
+  return sql.join(conds, sql` AND `) as Expression<SqlBool>;
+}
+
+/** Case-insensitive substring of name or email: exactly the expression of contacts_search_trgm_idx. */
+const matches = (alias: string, search: string) =>
+  sql<SqlBool>`(lower(${sql.ref(`${alias}.name`)}) || ' ' || ${sql.ref(`${alias}.email_normalized`)}) LIKE ${`%${likeEscape(search)}%`}`;
+
+/** Rows strictly after the cursor position in (createdAt DESC, id DESC) order; true without one. */
+function afterCursor(cursor: string | undefined): Expression<SqlBool> {
+  const pos = decodeCursor(cursor);
+  return pos ? sql<SqlBool>`(c.created_at, c.id) < (${pos.at}::timestamptz, ${pos.id})` : sql<SqlBool>`true`;
+}
+
+/**
+ * The page's ids for a substring search without a list, as one subquery. Postgres cannot
+ * estimate how many rows a substring matches, and either plan is a disaster in the wrong case
+ * (walking a million rows for a rare term, or sorting a million matches of a common one), so the
+ * query decides by looking: it first examines the newest SEARCH_WINDOW rows in list order (a
+ * common term fills the page there); only when that is not enough does the trigram index find
+ * every match (a rare term, so few), which are then sorted. Both read the search view (see
+ * 0002_crm.sql), scoped to the organization; the second part runs only when needed.
+ */
+function searchIds(organizationId: string, query: ListQuery, search: string, limit: number) {
+  const where = sql`${filters(organizationId, query)} AND ${afterCursor(query.cursor)}`;
+  return sql`
+    WITH w AS (
+      SELECT c.id, c.created_at, c.name, c.email_normalized FROM contacts_search c
+      WHERE ${where} ORDER BY c.created_at DESC, c.id DESC LIMIT ${SEARCH_WINDOW}
+    ), window_hits AS (
+      SELECT w.id, w.created_at FROM w WHERE ${matches('w', search)} ORDER BY w.created_at DESC, w.id DESC LIMIT ${limit + 1}
+    ), decided AS (
+      SELECT (SELECT count(*) FROM window_hits) > ${limit} OR (SELECT count(*) FROM w) < ${SEARCH_WINDOW} AS done
+    ), index_hits AS MATERIALIZED (
+      SELECT c.id, c.created_at FROM contacts_search c
+      WHERE NOT (SELECT done FROM decided) AND ${where} AND ${matches('c', search)}
+    )
+    SELECT id FROM window_hits WHERE (SELECT done FROM decided)
+    UNION ALL
+    (SELECT id FROM index_hits ORDER BY created_at DESC, id DESC LIMIT ${limit + 1})`;
+}
+
+/**
+ * The page's ids of a list: contacts whose own list it is and contacts attached to it, each an
+ * index walk of at most limit+1 rows, merged (optionally with a substring search).
+ */
+function listPageIds(trx: Tx, organizationId: string, query: ListQuery & { listId: string }, search: string | null, limit: number) {
+  const db = trx as unknown as SearchDb;
+  const opts = { cursor: query.cursor, limit, createdCol: 'c.created_at', idCol: 'c.id' };
+  const base = () => {
+    const q = db.selectFrom(`${search !== null ? 'contacts_search' : 'contacts'} as c` as 'src as c')
+      .select(['c.id', 'c.created_at']).where(filters(organizationId, query));
+    return search !== null ? q.where(matches('c', search)) : q;
+  };
+  const own = keyset(base().where('c.list_id', '=', query.listId), opts);
+  const attached = keyset(base()
+    .innerJoin('list_memberships as m', (j) => j.onRef('m.organization_id', '=', 'c.organization_id').onRef('m.contact_id', '=', 'c.id'))
+    .where('m.list_id', '=', query.listId).where('m.deleted_at', 'is', null).where('c.list_id', '<>', query.listId), opts);
+  return db.selectFrom(own.as('o')).select('o.id').unionAll(db.selectFrom(attached.as('a')).select('a.id'));
+}
+
+const listContacts: Handler<'listContacts'> = async ({ trx, auth, query }) => {
+  const org = auth.organizationId;
+  const limit = query.limit ?? 50;
+  decodeCursor(query.cursor); // a bad cursor is 400 whatever the filters
+  const empty = { status: 200 as const, body: { data: [], nextCursor: null } };
+  const search = query.q?.trim().toLowerCase() || null;
+  let q = contactSelect(trx).where('c.organization_id', '=', org);
+  if (query.listId !== undefined) {
+    if (!(await activeList(trx, org, query.listId))) return empty;
+    const listQuery = { ...query, listId: query.listId };
+    q = q.where('c.id', 'in', trx.selectFrom(listPageIds(trx, org, listQuery, search, limit).as('p')).select('p.id'));
+  } else if (search !== null) {
+    q = q.where(sql<SqlBool>`c.id IN (${searchIds(org, query, search, limit)})`);
+  } else {
+    // One index walk (live contacts, by status, or all with includeDeleted) straight to the rows.
+    q = q.where(filters(org, query));
+  }
+  const rows = await keyset(q, { cursor: query.cursor, limit, createdCol: 'c.created_at', idCol: 'c.id' }).execute();
+  return { status: 200, body: page(rows, limit, (r) => ({ at: r.created_at, id: r.id }), toContactListItem) };
+};
+
+// ---------------------------------------------------------------- POST /contacts
+
+/** The organization's `CRM import` list, created on first use (a unique index keeps it single). */
+async function crmImportList(trx: Tx, organizationId: string, userId: string | null) {
+  const find = () => trx.selectFrom('contact_lists').select(['id', 'name']).where('organization_id', '=', organizationId)
+    .where('is_crm_import', '=', true).where('deleted_at', 'is', null).executeTakeFirst();
+  const existing = await find();
+  if (existing) return existing;
+  const owner = userId ?? (await trx.selectFrom('users').select('id').where('organization_id', '=', organizationId)
+    .where('role', '=', 'OWNER').orderBy('created_at').limit(1).executeTakeFirst())?.id ?? null;
+  const created = await trx.insertInto('contact_lists').values({
+    organization_id: organizationId, id: newId('lst'), name: 'CRM import', user_id: owner, is_crm_import: true,
+  }).onConflict((oc) => oc.column('organization_id').where(sql<SqlBool>`is_crm_import AND deleted_at IS NULL`).doNothing())
+    .returning(['id', 'name']).executeTakeFirst();
+  return created ?? (await find())!;
+}
+
+type CompanyInput = { name?: string; domain?: string };
+
+/** The company a new contact links to: by domain (created on demand), else by name (never created). */
+async function companyFor(trx: Tx, organizationId: string, input: CompanyInput) {
+  if (input.domain !== undefined) {
+    return (await findOrCreateCompany(trx, organizationId, input.domain, input.name, 'body.company.domain')).row;
+  }
+  if (input.name === undefined) return null;
+  const hit = await trx.selectFrom('companies_search').select('id').where('organization_id', '=', organizationId)
+    .where(sql`lower(name)`, '=', input.name.trim().toLowerCase()).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+  if (!hit) return null;
+  return trx.selectFrom('companies').selectAll().where('organization_id', '=', organizationId).where('id', '=', hit.id).executeTakeFirstOrThrow();
+}
+
+const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
+  const org = auth.organizationId;
+  const email = normalizeEmail(body.email);
+  // Concurrent creates of one person queue here, so each sees the other's record (rules 1-2).
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`contact:${org}:${email}`}, 0))`.execute(trx);
+  const list = body.listId !== undefined ? await activeList(trx, org, body.listId) : await crmImportList(trx, org, auth.userId);
+  if (!list) throw notFound('list');
+
+  // Rule 1: already on the requested list.
+  const onList = await trx.selectFrom('contacts').select('id').where('organization_id', '=', org)
+    .where('list_id', '=', list.id).where('email_normalized', '=', email).where('deleted_at', 'is', null).executeTakeFirst();
+  if (onList) return { status: 200, body: await contactById(trx, org, onList.id) };
+
+  // Rules 2-3: live elsewhere (not deleted, on a list neither archived nor a test list).
+  const live = await trx.selectFrom('contacts as c')
+    .innerJoin('contact_lists as l', (j) => j.onRef('l.organization_id', '=', 'c.organization_id').onRef('l.id', '=', 'c.list_id'))
+    .select('c.id').where('c.organization_id', '=', org).where('c.email_normalized', '=', email)
+    .where('c.deleted_at', 'is', null).where('c.erased_at', 'is', null)
+    .where('l.deleted_at', 'is', null).where('l.archived_at', 'is', null).where('l.is_test', '=', false)
+    .orderBy('c.created_at').orderBy('c.id').limit(1).executeTakeFirst();
+  if (live) {
+    if (body.listId !== undefined) {
+      await trx.insertInto('list_memberships').values({ organization_id: org, list_id: list.id, contact_id: live.id })
+        .onConflict((oc) => oc.columns(['organization_id', 'list_id', 'contact_id']).doUpdateSet({ deleted_at: null })).execute();
+    }
+    return { status: 200, body: await contactById(trx, org, live.id), headers: { 'X-Service-Existing-List': 'true' } };
+  }
+
+  // Rule 4 / creation.
+  const company = body.company ? await companyFor(trx, org, body.company) : null;
+  const id = newId('con');
+  await trx.insertInto('contacts').values({
+    organization_id: org, id, list_id: list.id, owner_user_id: auth.userId, email, email_normalized: email,
+    name: body.name ?? '', title: body.title ?? null, company_id: company?.id ?? null,
+    qualification_status: body.qualificationStatus ?? 'NEW', fit_score: body.fitScore ?? null, urgency_score: body.urgencyScore ?? null,
+  }).execute();
+  return { status: 201, body: await contactById(trx, org, id) };
+};
+
+// ---------------------------------------------------------------- one contact
+
+const getContact: Handler<'getContact'> = async ({ trx, auth, params, query }) => {
+  const row = await liveContact(trx, auth.organizationId, params.id);
+  const include = new Set((query.include ?? '').split(',').map((s) => s.trim().toLowerCase()));
+  const body = toContact(row);
+  return { status: 200, body: include.has('research') ? { ...body, research: toResearch(row.research, row.research_updated_at) } : body };
+};
+
+const getContactResearch: Handler<'getContactResearch'> = async ({ trx, auth, params }) => {
+  const row = await liveContact(trx, auth.organizationId, params.id);
+  const research = toResearch(row.research, row.research_updated_at);
+  if (!research) throw new ProblemError('not-found', 'No research has been cached for this contact yet; run POST /contacts/{id}/research.');
+  return { status: 200, body: { contactId: row.id, ...research } };
+};
+
+const PATCHABLE = {
+  name: 'name', title: 'title', phone: 'phone', notes: 'notes', leadSource: 'lead_source', companyId: 'company_id',
+  qualificationStatus: 'qualification_status', fitScore: 'fit_score', urgencyScore: 'urgency_score',
+} as const;
+
+const updateContact: Handler<'updateContact'> = async ({ trx, auth, params, body }) => {
+  const org = auth.organizationId;
+  const current = await trx.selectFrom('contacts').selectAll().where('organization_id', '=', org).where('id', '=', params.id)
+    .where('deleted_at', 'is', null).where('erased_at', 'is', null).forUpdate().executeTakeFirst();
+  if (!current) throw notFound('contact');
+  if (body.companyId !== undefined && body.companyId !== null) {
+    const co = await trx.selectFrom('companies').select('id').where('organization_id', '=', org).where('id', '=', body.companyId).executeTakeFirst();
+    if (!co) throw invalid('companyId names no company of this organization.', 'body.companyId');
+  }
+  const changes: Record<string, unknown> = {};
+  for (const [key, column] of Object.entries(PATCHABLE)) {
+    const value = (body as Record<string, unknown>)[key];
+    if (value !== undefined && value !== current[column]) changes[column] = value;
+  }
+  const updated = Object.keys(changes).length > 0;
+  if (updated) {
+    await trx.updateTable('contacts').set({ ...changes, updated_at: sql<Date>`now_ms()` })
+      .where('organization_id', '=', org).where('id', '=', params.id).execute();
+  }
+  return { status: 200, body: { id: params.id, updated } };
+};
+
+const deleteContact: Handler<'deleteContact'> = async ({ trx, auth, params }) => {
+  const org = auth.organizationId;
+  const first = await trx.updateTable('contacts').set({ deleted_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
+    .where('organization_id', '=', org).where('id', '=', params.id).where('deleted_at', 'is', null)
+    .returning('deleted_at').executeTakeFirst();
+  let deletedAt = first?.deleted_at ?? null;
+  if (first) {
+    await emit(trx, org, { type: 'contact.deleted', resource: { type: 'Contact', id: params.id }, data: { contactId: params.id } });
+  } else {
+    const prior = await trx.selectFrom('contacts').select('deleted_at').where('organization_id', '=', org).where('id', '=', params.id).executeTakeFirst();
+    if (!prior) throw notFound('contact');
+    deletedAt = prior.deleted_at;
+  }
+  const at = deletedAt!;
+  return {
+    status: 200,
+    body: { id: params.id, deleted: true, deletedAt: isoNN(at), undoAvailableUntil: isoNN(new Date(at.getTime() + UNDO_WINDOW_MS)) },
+  };
+};
+
+// ---------------------------------------------------------------- erase
+
+const eraseContact: Handler<'eraseContact'> = async ({ trx, auth, params, body, config, services }) => {
+  if (auth.userId === null || !ERASE_ROLES.includes(auth.userRole ?? '')) {
+    throw new ProblemError('role-required', 'Erasing a contact needs an API key attributed to a person with role MANAGER, ADMIN or OWNER; the scope alone is not enough.');
+  }
+  const secret = usableErasureSecret(config.erasureHashSecret);
+  if (!secret) throw new ProblemError('erasure-not-configured');
+  const org = auth.organizationId;
+  const contact = await trx.selectFrom('contacts').select(['id', 'email_normalized', 'erased_at'])
+    .where('organization_id', '=', org).where('id', '=', params.id).forUpdate().executeTakeFirst();
+  if (!contact) throw notFound('contact');
+  if (contact.erased_at !== null) {
+    return { status: 200, body: { id: contact.id, erased: true, erasedAt: isoNN(contact.erased_at), alreadyErased: true, erasedContactIds: [], note: ERASE_NOTE } };
+  }
+  const at = (await sql<{ at: Date }>`select now_ms() as at`.execute(trx)).rows[0].at;
+  const erasedContactIds = await eraseAddress(trx, {
+    organizationId: org, requesterRef: body.requesterRef.trim(), reason: body.reason.trim(), keyId: auth.keyId,
+    userId: auth.userId, secret, services,
+  }, contact.id, contact.email_normalized, at);
+  return { status: 200, body: { id: contact.id, erased: true, erasedAt: isoNN(at), alreadyErased: false, erasedContactIds, note: ERASE_NOTE } };
+};
+
+// ---------------------------------------------------------------- sequences
+
+/**
+ * Pauses the in-flight sequences (ACTIVE, QUEUED, DRAFTED, APPROVED) of the given contacts (ids,
+ * or a subquery of ids) and emits one sequence.paused per paused sequence. Returns the count.
+ */
+export async function pauseSequences(
+  trx: Tx, organizationId: string, contactIds: string[] | SelectQueryBuilder<Database, keyof Database, { id: string }>, reason: string | null,
+): Promise<number> {
+  const paused = await trx.updateTable('contact_sequences')
+    .set({ status: 'PAUSED', paused_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
+    .where('organization_id', '=', organizationId).where('contact_id', 'in', contactIds as string[]) // ids or a subquery of ids
+    .where('status', 'in', IN_FLIGHT_SEQUENCE_STATUSES)
+    .returning(['id', 'contact_id']).execute();
+  for (const s of paused) {
+    await emit(trx, organizationId, {
+      type: 'sequence.paused', resource: { type: 'Sequence', id: s.id }, data: { sequenceId: s.id, contactId: s.contact_id, reason },
+    });
+  }
+  return paused.length;
+}
+
+const pauseContactSequence: Handler<'pauseContactSequence'> = async ({ trx, auth, params, body }) => {
+  const org = auth.organizationId;
+  const contact = await trx.selectFrom('contacts').select('id').where('organization_id', '=', org).where('id', '=', params.id)
+    .where('deleted_at', 'is', null).where('erased_at', 'is', null).executeTakeFirst();
+  if (!contact) throw notFound('contact');
+  const pausedCount = await pauseSequences(trx, org, [contact.id], body?.reason ?? null);
+  return { status: 200, body: { contactId: contact.id, pausedCount } };
+};
+
+export const contactHandlers = {
+  listContacts, createContact, getContact, updateContact, deleteContact, eraseContact, getContactResearch, pauseContactSequence,
+};

@@ -1,11 +1,18 @@
-import type { Selectable } from 'kysely';
+// The suppression list: addresses and domains that must never be contacted. Whether an address
+// is suppressed is decided by the one matching rule of src/suppression-match.ts.
+import { sql, type Selectable } from 'kysely';
+import type { Handler } from '../src/handler.js';
 import type { SuppressionEntriesTable } from '../db/schema.js';
-import { iso, isoNN } from '../src/ids.js';
+import { emit } from '../src/events.js';
+import { iso, isoNN, newId } from '../src/ids.js';
+import { keyset, page } from '../src/http/paging.js';
+import { normalizeEmail } from '../src/domains.js';
+import { matchSuppression } from '../src/suppression-match.js';
 
 export type SuppressionRow = Selectable<SuppressionEntriesTable>;
 type Reason = 'MANUAL_BLOCK' | 'UNSUBSCRIBE' | 'HARD_BOUNCE' | 'COMPLAINT' | 'ERASURE';
 
-/** DOMAIN entries show their domain as `@domain` in `email`. */
+/** DOMAIN entries show their domain as `@domain` in `email`; hash-only (erased) entries show "". */
 export function toSuppressionEntry(r: SuppressionRow) {
   return {
     id: r.id, organizationId: r.organization_id,
@@ -15,4 +22,50 @@ export function toSuppressionEntry(r: SuppressionRow) {
   };
 }
 
-export const suppressionHandlers = {};
+const getSuppression: Handler<'getSuppression'> = async ({ trx, auth, query, config }) => {
+  const org = auth.organizationId;
+  if (query.email !== undefined) {
+    const email = normalizeEmail(query.email);
+    const m = await matchSuppression(trx, org, email, config.erasureHashSecret);
+    return { status: 200, body: { email, suppressed: m.suppressed, entry: m.entry ? toSuppressionEntry(m.entry) : null } };
+  }
+  const limit = query.limit ?? 50;
+  const q = trx.selectFrom('suppression_entries').selectAll().where('organization_id', '=', org);
+  const rows = await keyset(q, { cursor: query.cursor, limit, createdCol: 'created_at', idCol: 'id' }).execute();
+  return { status: 200, body: page(rows, limit, (r) => ({ at: r.created_at, id: r.id }), toSuppressionEntry) };
+};
+
+/** Adds the address's own MANUAL_BLOCK entry; an existing live entry is left as it is. */
+const addSuppression: Handler<'addSuppression'> = async ({ trx, auth, body }) => {
+  const org = auth.organizationId;
+  const email = normalizeEmail(body.email);
+  const values = { reason: 'MANUAL_BLOCK', source: body.reason, notes: body.notes ?? null, expires_at: null };
+  // An expired entry of the address is renewed in place; a live one stays untouched (no event).
+  const added = await trx.insertInto('suppression_entries')
+    .values({ organization_id: org, id: newId('sup'), level: 'ADDRESS', email, ...values })
+    .onConflict((oc) => oc.columns(['organization_id', 'level', 'email']).where('email', 'is not', null)
+      .doUpdateSet({ ...values, created_at: sql<Date>`now_ms()` })
+      .where('suppression_entries.expires_at', '<=', sql<Date>`now()`))
+    .returning('id').executeTakeFirst();
+  if (added) {
+    await emit(trx, org, {
+      type: 'suppression.added', resource: { type: 'SuppressionEntry', id: added.id },
+      data: { email, level: 'ADDRESS', reason: 'MANUAL_BLOCK', source: body.reason },
+    });
+  }
+  return { status: 200, body: { email, suppressed: true } };
+};
+
+/** Lifts the address's own entry only: DOMAIN entries and erasure hashes stay in force. */
+const removeSuppression: Handler<'removeSuppression'> = async ({ trx, auth, query }) => {
+  const org = auth.organizationId;
+  const email = normalizeEmail(query.email);
+  const removed = await trx.deleteFrom('suppression_entries').where('organization_id', '=', org)
+    .where('level', '=', 'ADDRESS').where('email', '=', email).returning('id').executeTakeFirst();
+  if (removed) {
+    await emit(trx, org, { type: 'suppression.removed', resource: { type: 'SuppressionEntry', id: removed.id }, data: { email, level: 'ADDRESS' } });
+  }
+  return { status: 200, body: { email, suppressed: false } };
+};
+
+export const suppressionHandlers = { getSuppression, addSuppression, removeSuppression };

@@ -2,7 +2,7 @@
 // row-level security in system mode; the organization is always named in the path.
 import { sql } from 'kysely';
 import type { AdminHandler, AdminHandlers } from '../../src/handler.js';
-import { withOrg, withSystem, type Tx } from '../../db/database.js';
+import { withSystem, type Tx } from '../../db/database.js';
 import { newId, iso, isoNN } from '../../src/ids.js';
 import { hashKey, newApiKey } from '../../src/http/auth.js';
 import { ProblemError, notFound, invalid } from '../../src/http/problems.js';
@@ -131,7 +131,8 @@ const adminCreatePublicTemplate: AdminHandler<'adminCreatePublicTemplate'> = asy
 };
 
 const adminUpdateList: AdminHandler<'adminUpdateList'> = async ({ db, params, body }) =>
-  withOrg(db, params.orgId, async (trx) => {
+  withSystem(db, async (trx) => {
+    await requireOrg(trx, params.orgId);
     const set: Record<string, unknown> = {};
     if (body.archived !== undefined) set.archived_at = body.archived ? sql`coalesce(archived_at, now_ms())` : null;
     if (body.isTest !== undefined) set.is_test = body.isTest;

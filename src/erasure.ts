@@ -1,0 +1,110 @@
+// GDPR erasure (POST /contacts/{id}/erase): every record of the organization with the same whole
+// address is redacted in place, in the caller's transaction, so that a failure anywhere leaves
+// nothing erased. What stays: ids, the organization, the list, timestamps, revenue figures.
+import { sql } from 'kysely';
+import type { Tx } from '../db/database.js';
+import { emit, audit } from './events.js';
+import { newId } from './ids.js';
+import type { Services } from './services.js';
+import { erasureHmac } from './suppression-match.js';
+
+export interface ErasureRequest {
+  organizationId: string;
+  requesterRef: string;
+  reason: string;
+  keyId: string;
+  userId: string;
+  secret: string;
+  services: Services;
+}
+
+/** The placeholder that replaces an erased record's address (never deliverable: .invalid). */
+export const erasedAddress = (contactId: string) => `erased+${contactId}@erased.invalid`;
+
+/** A Postgres regular expression matching `address` as a whole address inside free text or JSON. */
+export function addressPattern(address: string): string {
+  const escaped = address.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return `(^|[^a-z0-9.!#$%&'*+/=?^_\`{|}~-])${escaped}($|[^a-z0-9_-]|\\.($|[^a-z0-9]))`;
+}
+
+/** Redacts one contact record and everything that holds its person's data, then records it. */
+async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, address: string, at: Date): Promise<void> {
+  const org = req.organizationId;
+  const pattern = addressPattern(address);
+  await trx.updateTable('contacts').set({
+    email: erasedAddress(contactId), email_normalized: erasedAddress(contactId), name: '', title: null, phone: null,
+    notes: null, lead_source: null, research: null, research_updated_at: null, erased_at: at,
+    deleted_at: sql`coalesce(deleted_at, ${at}::timestamptz)`, updated_at: at,
+  } as never).where('organization_id', '=', org).where('id', '=', contactId).execute();
+
+  await trx.updateTable('messages').set({ body: '', subject: null, from_email: null })
+    .where('organization_id', '=', org)
+    .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(from_email)`, '=', address)]))
+    .execute();
+  await trx.updateTable('drafts').set({ subject: '', body: '', evidence: null, updated_at: at } as never)
+    .where('organization_id', '=', org).where('contact_id', '=', contactId).execute();
+  await trx.updateTable('send_records').set({ to_email: null, subject: null, text_body: null, html_body: null, headers: null })
+    .where('organization_id', '=', org)
+    .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(to_email)`, '=', address)]))
+    .execute();
+  // A deal keeps its revenue data; only the link to the person goes.
+  await trx.updateTable('deals').set({ primary_contact_id: null, updated_at: at } as never)
+    .where('organization_id', '=', org).where('primary_contact_id', '=', contactId).execute();
+
+  // Platform events and the audit log keep their rows (type, resource, time) but lose any payload
+  // naming the person: a payload about the contact keeps only its id, any other payload that
+  // mentions the address becomes empty.
+  await sql`
+    UPDATE events SET data = CASE
+      WHEN (resource_type = 'Contact' AND resource_id = ${contactId}) OR position(${contactId} in data::text) > 0
+      THEN jsonb_build_object('contactId', ${contactId}::text) ELSE '{}'::jsonb END
+    WHERE organization_id = ${org}
+      AND ((resource_type = 'Contact' AND resource_id = ${contactId})
+        OR position(${contactId} in data::text) > 0
+        OR (position(${address} in lower(data::text)) > 0 AND lower(data::text) ~ ${pattern}))`.execute(trx);
+  await sql`
+    UPDATE audit_log SET details = '{}'::jsonb
+    WHERE organization_id = ${org} AND details <> '{}'::jsonb
+      AND ((resource_type = 'Contact' AND resource_id = ${contactId})
+        OR position(${contactId} in details::text) > 0
+        OR (position(${address} in lower(details::text)) > 0 AND lower(details::text) ~ ${pattern}))`.execute(trx);
+
+  await trx.insertInto('erasure_evidence').values({
+    organization_id: org, id: newId('ers'), contact_id: contactId, requester_ref: req.requesterRef, reason: req.reason,
+    erased_by_key_id: req.keyId, erased_by_user_id: req.userId, erased_at: at,
+  }).execute();
+  await emit(trx, org, { type: 'contact.erased', resource: { type: 'Contact', id: contactId }, data: { contactId } });
+}
+
+/**
+ * Erases every not-yet-erased record of the organization holding `address` (normalized; the
+ * address of `requestedId`, the record the request named), writes
+ * the permanent hash-only suppression entry and removes any entry that stores the address in
+ * clear. Returns the erased ids. Throws on any failure: the caller's transaction then rolls back.
+ */
+export async function eraseAddress(trx: Tx, req: ErasureRequest, requestedId: string, address: string, at: Date): Promise<string[]> {
+  const org = req.organizationId;
+  // Locked in id order so two concurrent erasures of the same address cannot deadlock.
+  const records = await trx.selectFrom('contacts').select('id')
+    .where('organization_id', '=', org).where('email_normalized', '=', address).where('erased_at', 'is', null)
+    .orderBy('id').forUpdate().execute();
+  const ids = records.map((r) => r.id);
+  for (const [i, id] of ids.entries()) {
+    await eraseRecord(trx, req, id, address, at);
+    // Fault point for tests: proves that a failure after the first record leaves nothing erased.
+    if (i === 0 && req.services.faults.has('erase:after-first-record')) throw new Error('injected fault: erase:after-first-record');
+  }
+
+  await trx.deleteFrom('suppression_entries')
+    .where('organization_id', '=', org).where('level', '=', 'ADDRESS').where('email', '=', address).execute();
+  await trx.insertInto('suppression_entries').values({
+    organization_id: org, id: newId('sup'), level: 'ADDRESS', email: null, email_hmac: erasureHmac(req.secret, address),
+    reason: 'ERASURE', source: 'erasure',
+  }).onConflict((oc) => oc.column('organization_id').column('email_hmac').where('email_hmac', 'is not', null).doNothing()).execute();
+
+  await audit(trx, org, {
+    action: 'contact.erase', resource: { type: 'Contact', id: requestedId }, keyId: req.keyId, userId: req.userId,
+    details: { erasedContactIds: ids, requesterRef: req.requesterRef },
+  });
+  return ids;
+}
