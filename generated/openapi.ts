@@ -217,14 +217,15 @@ export interface paths {
         put?: never;
         /**
          * Create a company (idempotent per domain)
-         * @description Creates a company identified by its normalized domain (lowercased; scheme, path, port and a
-         *     leading `www.` removed). Company identity is (organization, normalized domain), so a repeat
+         * @description Creates a company identified by its normalized domain (lowercased; scheme, path, port, a
+         *     leading `www.` and a trailing dot removed; internationalized names in punycode). Company identity is (organization, normalized domain), so a repeat
          *     create never duplicates: it answers 200 with the existing company, unchanged, except that
          *     `name` is backfilled onto an existing company that has none. A curated name is never
          *     overwritten.
          *
-         *     Errors: 400 `validation-failed` for a missing or invalid domain, or a freemail provider
-         *     domain (such as gmail.com); 400 `malformed-json` for a non-JSON body.
+         *     Errors: 400 `validation-failed` for a missing or invalid domain; 400 `freemail-domain` for a
+         *     free or disposable email provider's domain (such as gmail.com); 400 `malformed-json` for a
+         *     non-JSON body.
          */
         post: operations["createCompany"];
         delete?: never;
@@ -335,8 +336,12 @@ export interface paths {
          *     (created on demand when missing, as POST /companies does), or by case-insensitive name when
          *     only a name is given. `qualificationStatus` defaults to NEW.
          *
-         *     Errors: 400 `validation-failed` (missing or invalid email, out-of-range score, unknown field)
-         *     or `malformed-json`; 404 `not-found` for an unknown or foreign `listId`.
+         *     Errors: 400 `validation-failed` (missing or invalid email, out-of-range score, unknown field,
+         *     invalid company domain), `freemail-domain` (company domain of a free email provider) or
+         *     `malformed-json`; 404 `not-found` for an unknown, foreign or deleted `listId`.
+         *
+         *     Soft-deleted and erased records do not count for rules 1-2: the address is filed again as a
+         *     new record.
          */
         post: operations["createContact"];
         delete?: never;
@@ -719,7 +724,8 @@ export interface paths {
          *       `reason` the move reopens the deal: `actualCloseDate` and `lossReason` are cleared.
          *
          *     Moving to a `closed_lost` stage requires `reason` (400 `reason-required`); the reason is stored
-         *     as the deal's `lossReason`.
+         *     as the deal's `lossReason`. A deal can always be marked lost with a reason: no blocking gate
+         *     applies to a move to `closed_lost`.
          *
          *     **Stage gates**, evaluated in this order; the first blocking gate that is not met answers 422
          *     `stage-gate-blocked` whose problem carries `gate`, `gateMode` (`block`) and `needsOverride`
@@ -727,29 +733,32 @@ export interface paths {
          *
          *     | gate | mode | rule |
          *     |---|---|---|
-         *     | `value-required` | block, overridable | moving to a stage of forecast category `commit` (`negotiation`) or to `closed_won` requires `valueCents` to be set |
-         *     | `qualification-required` | block, overridable | moving to `proposal` or any stage whose `sortOrder` is greater than or equal to the proposal stage's requires a `primaryContactId` and a `closeDate` |
+         *     | `value-required` | block, overridable | moving to a stage of forecast category `commit` (`negotiation`) or to a `closed_won` stage requires `valueCents` to be set |
+         *     | `qualification-required` | block, overridable | moving to an active stage at or after `proposal` (`sortOrder` greater than or equal to the proposal stage's), or to a `closed_won` stage, requires a `primaryContactId` and a `closeDate`; it never applies to `closed_lost` |
          *     | `skip-stages` | warn | moving forward by more than two active stages at once (more than two active stages with a `sortOrder` above the current stage's and up to the target's) is allowed and reported in `warnings` |
          *
          *     Sending `overrideReason` passes every overridable gate; the history row's `reason` then reads
          *     `override: <overrideReason>` (followed by `; <reason>` when a `reason` was sent too). An
-         *     `overrideReason` sent when no gate blocked is ignored. Gates tied to default slugs do not apply
-         *     in a pipeline without that slug.
+         *     `overrideReason` sent when no gate blocked is ignored. The `proposal` part of
+         *     `qualification-required` does not apply in a pipeline without a `proposal` stage.
          *
-         *     **Effects**: writes a stage-history row (`transitionedBy` is the key's attributed user, or null);
-         *     sets `forecastCategory` from the target stage (see `GET /deal-stages`); moving to `closed_won` or
-         *     `closed_lost` sets `actualCloseDate` to today (UTC) and `forecastCategory` to `closed_won` /
-         *     `closed_lost`. `reasonChips` (short labels picked in a UI) are stored with the history row and
-         *     are not returned by this API.
+         *     **Effects**: writes a stage-history row (`transitionedBy` is the user the key is attributed to,
+         *     else the key id); sets `forecastCategory` from the target stage (see `GET /deal-stages`);
+         *     moving to `closed_won` or `closed_lost` sets `actualCloseDate` to today (UTC) and
+         *     `forecastCategory` to `closed_won` / `closed_lost`; moving to any other stage clears
+         *     `actualCloseDate`, and `lossReason` is kept only while the deal is closed lost. `reasonChips`
+         *     (short labels picked in a UI) are stored with the history row and are not returned by this API.
          *
-         *     **Events**: `deal.stage_changed` (data `{dealId, fromStageId, toStageId, stage}`) on every move,
-         *     plus `deal.won` (data `{dealId, dealName}`) on a move to closed_won and `deal.lost` (data
+         *     **Events**: `deal.stage_changed` (data `{dealId, dealName, fromStageId, fromStage, toStageId,
+         *     stage}`, `fromStage` and `stage` being slugs) on every move, plus `deal.won` (data
+         *     `{dealId, dealName, valueCents}`) on a move to closed_won and `deal.lost` (data
          *     `{dealId, dealName, lossReason}`) on a move to closed_lost.
          *
-         *     A periodic sweep (about hourly) also emits, for open deals (stage not terminal):
-         *     `deal.next_step_overdue` when the deal's `closeDate` is in the past (once per deal and
-         *     `closeDate` value), and `deal.slipped` when the `closeDate` is more than 7 days in the past (once
-         *     per deal and `closeDate` value). Moving the close date with `PATCH /deals/{id}` re-arms both.
+         *     A periodic sweep (every 15 minutes) also emits, for open deals (stage not terminal, not closed):
+         *     `deal.next_step_overdue` when the deal's `closeDate` is before today (UTC), once per deal and
+         *     `closeDate` value, and `deal.slipped` when the `closeDate` is more than 7 days before today,
+         *     once per deal and `closeDate` value; data `{dealId, dealName, closeDate, daysOverdue}`. Moving
+         *     the close date with `PATCH /deals/{id}` re-arms both.
          */
         post: operations["changeDealStage"];
         delete?: never;
@@ -1609,8 +1618,10 @@ export interface webhooks {
          *     Any 2xx is success. A 5xx, a timeout or a network error is retried; a 4xx (or any other non-2xx
          *     answer) is a permanent rejection and is not retried. A delivery makes at most 7 attempts (the
          *     first plus 6 retries) over roughly 24 hours. The retry delays are configurable by the operator;
-         *     the default schedule after attempts 1 to 6 is 60 s, 5 min, 30 min, 2 h, 6 h and 15 h, each with
-         *     ±10% jitter. Every failed attempt increments the endpoint's `consecutiveFailures` (a success
+         *     the default schedule after attempts 1 to 6 is 60 s, 5 min, 30 min, 2 h, 6 h and 15 h 24 min
+         *     (24 hours in all), each with ±10% jitter. The service connects only to public addresses of the
+         *     URL's host (unless the operator allows private targets); a refused address is a permanent
+         *     failure. Every failed attempt increments the endpoint's `consecutiveFailures` (a success
          *     resets it to 0); at `WEBHOOK_DISABLE_AFTER_FAILURES` consecutive failed attempts (default 15)
          *     the endpoint becomes `disabled` and deliveries stop until a client sets its status back to
          *     `active`. Deliveries can be inspected and replayed through `/webhooks/{id}/deliveries`.
@@ -1760,7 +1771,7 @@ export interface components {
             companySize: string | null;
             /** Format: date-time */
             createdAt: string;
-            /** @description The domain as given. */
+            /** @description The company's domain; for companies created through the API, the normalized domain. */
             domain: string | null;
             /**
              * @description The normalized domain (lowercase, no scheme, path, port or leading `www.`); the company's identity within the organization.
@@ -1802,11 +1813,17 @@ export interface components {
             /** @description True while `updatedAt` plus `ttlDays` is in the future. */
             isFresh: boolean;
             /** @description Likely pain points (free-shape objects); [] for a malformed stored value. */
-            painPoints: Record<string, never>[];
+            painPoints: {
+                [key: string]: unknown;
+            }[];
             /** @description Recent news items (free-shape objects); [] for a malformed stored value. */
-            recentNews: Record<string, never>[];
+            recentNews: {
+                [key: string]: unknown;
+            }[];
             /** @description Sources the research used (free-shape objects); [] for a malformed stored value. */
-            researchSources: Record<string, never>[];
+            researchSources: {
+                [key: string]: unknown;
+            }[];
             /** @description Days the research stays fresh after `updatedAt`. */
             ttlDays: number;
             /**
@@ -1821,11 +1838,17 @@ export interface components {
             /** @description Identifier of the research run, for support and logs; there is nothing to poll. */
             jobId: string;
             /** @description Likely pain points (free-shape objects). */
-            painPoints: Record<string, never>[];
+            painPoints: {
+                [key: string]: unknown;
+            }[];
             /** @description Recent news items (free-shape objects). */
-            recentNews: Record<string, never>[];
+            recentNews: {
+                [key: string]: unknown;
+            }[];
             /** @description Sources the research used (free-shape objects). */
-            researchSources: Record<string, never>[];
+            researchSources: {
+                [key: string]: unknown;
+            }[];
             /**
              * @description Always `completed` - the run is synchronous.
              * @enum {string}
@@ -1904,11 +1927,15 @@ export interface components {
             /** @description Present only with `include=research`. The cached research of the contact; null when no research has been cached (this is not a 404). */
             research?: {
                 /** @description Researched facts about the contact (free-shape objects). */
-                facts: Record<string, never>[];
+                facts: {
+                    [key: string]: unknown;
+                }[];
                 /** @description True while `updatedAt` plus `ttlDays` is in the future. */
                 isFresh: boolean;
                 /** @description Sources the facts were drawn from (free-shape objects); draft citations index into this list (1-based). */
-                sources: Record<string, never>[];
+                sources: {
+                    [key: string]: unknown;
+                }[];
                 /** @description Days the research stays fresh after `updatedAt`. */
                 ttlDays: number;
                 /**
@@ -1975,7 +2002,7 @@ export interface components {
              */
             deletedAt: string;
             id: string;
-            /** @description List memberships soft-deleted by this request; 0 on a repeat call. Contacts themselves always survive. */
+            /** @description Contacts that were on the list when this request deleted it - its own live contacts plus the attached ones whose membership was soft-deleted; 0 on a repeat call. Contacts themselves always survive. */
             membershipsRemoved: number;
             /** @description In-flight sequences paused by this request (only with force=true); 0 otherwise. */
             sequencesPaused: number;
@@ -2003,11 +2030,15 @@ export interface components {
         ContactResearch: {
             contactId: string;
             /** @description Researched facts about the contact (free-shape objects). */
-            facts: Record<string, never>[];
+            facts: {
+                [key: string]: unknown;
+            }[];
             /** @description True while `updatedAt` plus `ttlDays` is in the future. */
             isFresh: boolean;
             /** @description Sources the facts were drawn from (free-shape objects); draft citations index into this list (1-based). */
-            sources: Record<string, never>[];
+            sources: {
+                [key: string]: unknown;
+            }[];
             /** @description Days the research stays fresh after `updatedAt`. */
             ttlDays: number;
             /**
@@ -2206,7 +2237,7 @@ export interface components {
             toStageId: string;
             /** @description Name of the stage the deal entered; null when that stage no longer exists. */
             toStageName: string | null;
-            /** @description User the calling key is attributed to; null for unattributed keys and system moves. */
+            /** @description The user the calling key is attributed to, else the id of the API key; null only for rows written by the system. */
             transitionedBy: string | null;
         };
         /**
@@ -2977,7 +3008,9 @@ export interface components {
             /**
              * @description `pending`: not attempted yet; `succeeded`: the receiver answered 2xx; `retrying`: the last
              *     attempt failed with a 5xx, a timeout or a network error and another attempt is scheduled at
-             *     `scheduledAt`; `failed`: permanently failed (a 4xx or other non-retried answer, or all 7 attempts used).
+             *     `scheduledAt`; `failed`: permanently failed (a 4xx or other non-retried answer, a refused
+             *     target address, or all 7 attempts used), or dropped unattempted because the endpoint was
+             *     paused or disabled when the attempt came due (`errorMessage` says which).
              * @enum {string}
              */
             status: "pending" | "succeeded" | "failed" | "retrying";
@@ -3011,7 +3044,7 @@ export interface components {
             id: string;
             /**
              * Format: date-time
-             * @description When a delivery attempt to this endpoint last succeeded (2xx); null if none ever did.
+             * @description When a delivery attempt to this endpoint last succeeded (2xx), to within a second under sustained traffic; null if none ever did.
              */
             lastDeliveryAt: string | null;
             /**
@@ -3244,7 +3277,7 @@ export interface components {
     parameters: {
         /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
         Cursor: string;
-        /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least); the same key with a different body is refused with 422 `idempotency-key-reused`. */
+        /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
         IdempotencyKey: string;
         /** @description Page size. */
         Limit: number;
@@ -4183,7 +4216,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least); the same key with a different body is refused with 422 `idempotency-key-reused`. */
+                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4331,7 +4364,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least); the same key with a different body is refused with 422 `idempotency-key-reused`. */
+                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4878,7 +4911,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least); the same key with a different body is refused with 422 `idempotency-key-reused`. */
+                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;

@@ -1,11 +1,15 @@
 import type { Task } from 'graphile-worker';
 import type { TaskDeps } from './context.js';
 import { requireFields } from './context.js';
+import { fanOut } from '../webhooks/delivery.js';
 
-/** Fans an event out to the subscribed active webhook endpoints (delivery arrives with the webhooks work). */
+/**
+ * Fans an event out to the subscribed active webhook endpoints and makes each first attempt.
+ * Idempotent: delivery rows have deterministic ids, and only unrecorded first attempts are made.
+ */
 export function fanoutEvent(deps: TaskDeps): Task {
   return async (payload) => {
     const p = requireFields<{ organizationId: string; eventId: string }>(payload, ['organizationId', 'eventId']);
-    deps.log.debug({ eventId: p.eventId }, 'fan-out pending webhook delivery support');
+    await fanOut(deps, p.organizationId, p.eventId);
   };
 }

@@ -1,0 +1,355 @@
+// Webhook delivery end to end: real receivers on loopback, the worker in-process, one-second
+// retry delays, a one-second attempt timeout and a low disable threshold.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, waitFor, type TestService } from './support/harness.js';
+import { startReceiver, type Receiver, type Respond } from './support/receiver.js';
+import { withOrg, withSystem } from '../db/database.js';
+import { emit } from '../src/events.js';
+import { verifySignature } from '../src/webhooks/signing.js';
+import { fanOut } from '../src/webhooks/delivery.js';
+
+let svc: TestService;
+const receivers: Receiver[] = [];
+beforeAll(async () => {
+  svc = await startService({
+    WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1,1,1,1', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_DISABLE_AFTER_FAILURES: '5', RATE_LIMIT_PER_MINUTE: '100000',
+  });
+  await svc.startWorker();
+});
+afterAll(async () => {
+  await Promise.all(receivers.map((r) => r.close()));
+  await svc?.close();
+});
+
+async function receiver(respond?: Respond): Promise<Receiver> {
+  const rx = await startReceiver(respond);
+  receivers.push(rx);
+  return rx;
+}
+
+async function setup(respond?: Respond, eventTypes: string[] = ['deal.won']) {
+  const org = await svc.newOrg();
+  const key = await org.key(['webhooks.manage', 'events.read']);
+  const api = svc.api(key);
+  const rx = await receiver(respond);
+  const { data: ep } = await api.POST('/webhooks', { body: { url: rx.url, eventTypes: eventTypes as never } });
+  return { org, api, rx, ep: ep!, key };
+}
+
+/** Emits an event the way every handler does (the same emit, in a transaction of the organization). */
+async function emitEvent(orgId: string, type = 'deal.won', data: Record<string, unknown> = { dealId: 'deal_1', dealName: 'Acme' }) {
+  return withOrg(svc.rt.db, orgId, (trx) => emit(trx, orgId, { type, resource: { type: 'Deal', id: 'deal_1' }, data }));
+}
+
+async function deliveries(api: ReturnType<TestService['api']>, endpointId: string) {
+  const { data, response } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: endpointId } } });
+  expect(response.status).toBe(200);
+  return data!.data;
+}
+
+async function waitDeliveries(api: ReturnType<TestService['api']>, endpointId: string, pred: (rows: Awaited<ReturnType<typeof deliveries>>) => boolean, what = 'delivery rows') {
+  return waitFor(async () => { const rows = await deliveries(api, endpointId); return pred(rows) ? rows : null; }, 20_000, what);
+}
+
+/** Deliver jobs still queued for a delivery (the proof that no further attempt will come). */
+async function queuedAttempts(deliveryId: string): Promise<number> {
+  const r = await svc.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'deliveryId' = $1`, [deliveryId]);
+  return r.rows[0].n;
+}
+
+describe('delivery format', () => {
+  it('POSTs the envelope as application/json, signed over the raw body bytes', async () => {
+    const { org, api, rx, ep } = await setup();
+    const eventId = await emitEvent(org.id, 'deal.won', { dealId: 'deal_1', dealName: 'Zoë & Co — “quoted”' });
+    const [req] = await rx.waitFor();
+    expect(req.url).toBe('/hook');
+    expect(req.headers['content-type']).toBe('application/json');
+    const sig = String(req.headers['x-outbound-signature']);
+    expect(sig).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(verifySignature(sig, req.raw, ep.signingSecret)).toBe(true);
+    // The signature covers the bytes as sent: a re-serialization with other spacing does not verify.
+    expect(verifySignature(sig, Buffer.from(JSON.stringify(req.body, null, 1)), ep.signingSecret)).toBe(false);
+    expect(req.body).toEqual({
+      apiVersion: '2026-07-21', id: eventId, type: 'deal.won', createdAt: expect.any(String), organizationId: org.id,
+      data: { dealId: 'deal_1', dealName: 'Zoë & Co — “quoted”' }, resource: { type: 'Deal', id: 'deal_1' },
+    });
+    // The same envelope as the event log.
+    const log = await api.GET('/events', { params: { query: { type: 'deal.won' } } });
+    expect(log.data!.data[0]).toEqual(req.body);
+    const rows = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'succeeded');
+    expect(rows).toEqual([{
+      id: expect.stringMatching(/^whd_/), webhookEndpointId: ep.id, eventId, eventType: 'deal.won', status: 'succeeded',
+      attempt: 1, httpStatus: 200, errorMessage: null, deliveredAt: expect.any(String), scheduledAt: expect.any(String), createdAt: expect.any(String),
+    }]);
+    const { data: after } = await api.GET('/webhooks/{id}', { params: { path: { id: ep.id } } });
+    expect(after!.lastDeliveryAt).not.toBeNull();
+    expect(after!.consecutiveFailures).toBe(0);
+  });
+
+  it('fans one event out to every active subscribed endpoint, with one envelope id, and to no other', async () => {
+    const { org, api, rx } = await setup(undefined, ['deal.won', 'deal.lost']);
+    const rx2 = await receiver();
+    const other = await receiver();
+    const paused = await receiver();
+    await api.POST('/webhooks', { body: { url: rx2.url, eventTypes: ['deal.won'] } });
+    await api.POST('/webhooks', { body: { url: other.url, eventTypes: ['deal.lost'] } });
+    const { data: p } = await api.POST('/webhooks', { body: { url: paused.url, eventTypes: ['deal.won'] } });
+    await api.PATCH('/webhooks/{id}', { params: { path: { id: p!.id } }, body: { status: 'paused' } });
+    const eventId = await emitEvent(org.id);
+    const [a] = await rx.waitFor();
+    const [b] = await rx2.waitFor();
+    expect(a.body!.id).toBe(eventId);
+    expect(b.body!.id).toBe(eventId);
+    const rows = await withSystem(svc.rt.db, (trx) => trx.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).execute());
+    expect(rows).toHaveLength(2);
+    expect(other.received).toHaveLength(0);
+    expect(paused.received).toHaveLength(0);
+  });
+
+  it('a repeated fan-out of the same event creates no second row and sends nothing again', async () => {
+    const { org, api, rx, ep } = await setup();
+    const eventId = await emitEvent(org.id);
+    await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'succeeded');
+    await fanOut({ db: svc.rt.db, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log }, org.id, eventId);
+    expect(await deliveries(api, ep.id)).toHaveLength(1);
+    expect(rx.received).toHaveLength(1);
+  });
+});
+
+describe('retries', () => {
+  it('retries a 5xx with the same envelope id and numbers the attempts', async () => {
+    const { org, api, rx, ep } = await setup((_r, n) => (n < 3 ? (n === 1 ? 500 : 503) : 200));
+    const eventId = await emitEvent(org.id);
+    const reqs = await rx.waitFor(3);
+    expect(new Set(reqs.map((r) => r.body!.id))).toEqual(new Set([eventId]));
+    for (const r of reqs) expect(verifySignature(String(r.headers['x-outbound-signature']), r.raw, ep.signingSecret)).toBe(true);
+    const [row] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'succeeded');
+    expect(row).toMatchObject({ attempt: 3, httpStatus: 200, errorMessage: null, status: 'succeeded' });
+    expect(await queuedAttempts(row.id)).toBe(0);
+    const { data: after } = await api.GET('/webhooks/{id}', { params: { path: { id: ep.id } } });
+    expect(after!.consecutiveFailures).toBe(0);
+  });
+
+  it('shows a retrying row with the failed status, the next attempt number and when it is due', async () => {
+    let release = false;
+    const { org, api, rx, ep } = await setup(() => (release ? 200 : 502));
+    await emitEvent(org.id);
+    await rx.waitFor(1);
+    const [row] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'retrying');
+    expect(row).toMatchObject({ attempt: 2, httpStatus: 502, errorMessage: 'HTTP 502', deliveredAt: null });
+    expect(Date.parse(row.scheduledAt)).toBeGreaterThan(Date.parse(row.createdAt));
+    release = true;
+    await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'succeeded');
+  });
+
+  it('retries a receiver that does not answer within the timeout', async () => {
+    const { org, api, rx, ep } = await setup((_r, n) => (n === 1 ? 'hang' : 200));
+    const eventId = await emitEvent(org.id);
+    const reqs = await rx.waitFor(2);
+    expect(reqs[1].body!.id).toBe(eventId);
+    const [row] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'succeeded');
+    expect(row.attempt).toBe(2);
+  });
+
+  it('records a timeout as a failed attempt without a status', async () => {
+    const { org, api, ep } = await setup(() => 'hang');
+    await emitEvent(org.id);
+    const [row] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'retrying');
+    expect(row.httpStatus).toBeNull();
+    expect(row.errorMessage).toMatch(/timeout/);
+    await api.PATCH('/webhooks/{id}', { params: { path: { id: ep.id } }, body: { status: 'paused' } });
+  });
+
+  it('retries a connection error', async () => {
+    const { org, api, ep } = await setup();
+    const dead = await receiver();
+    await dead.close(); // nothing listens on that port any more
+    await api.PATCH('/webhooks/{id}', { params: { path: { id: ep.id } }, body: { url: dead.url } });
+    await emitEvent(org.id);
+    const [row] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'retrying');
+    expect(row.errorMessage).toMatch(/ECONNREFUSED/);
+    expect(row.httpStatus).toBeNull();
+    await api.PATCH('/webhooks/{id}', { params: { path: { id: ep.id } }, body: { status: 'paused' } });
+  });
+
+  it('does not retry a 4xx: one attempt, failed', async () => {
+    const { org, api, rx, ep } = await setup(() => 410);
+    await emitEvent(org.id);
+    const [row] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'failed');
+    expect(row).toMatchObject({ attempt: 1, httpStatus: 410, errorMessage: 'HTTP 410', deliveredAt: null });
+    expect(await queuedAttempts(row.id)).toBe(0);
+    expect(rx.received).toHaveLength(1);
+    const { data: after } = await api.GET('/webhooks/{id}', { params: { path: { id: ep.id } } });
+    expect(after!.consecutiveFailures).toBe(1);
+  });
+
+  it('does not follow a redirect (a 3xx is a permanent rejection)', async () => {
+    const { org, api, ep } = await setup(() => 302);
+    await emitEvent(org.id);
+    const [row] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'failed');
+    expect(row).toMatchObject({ attempt: 1, httpStatus: 302 });
+  });
+});
+
+describe('attempt limit', () => {
+  it('makes 7 attempts in all, then marks the delivery failed with nothing more queued', async () => {
+    const big = await startService({ WEBHOOK_RETRY_DELAYS_SECONDS: '0,0,0,0,0,0', WEBHOOK_DISABLE_AFTER_FAILURES: '100' });
+    try {
+      await big.startWorker();
+      const org = await big.newOrg();
+      const api = big.api(await org.key(['webhooks.manage']));
+      const rx = await receiver(() => 500);
+      const { data: ep } = await api.POST('/webhooks', { body: { url: rx.url, eventTypes: ['deal.won'] } });
+      const eventId = await withOrg(big.rt.db, org.id, (trx) => emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} }));
+      const [row] = await waitFor(async () => {
+        const { data } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
+        return data!.data[0]?.status === 'failed' ? data!.data : null;
+      }, 30_000, 'the delivery to fail');
+      expect(row).toMatchObject({ attempt: 7, httpStatus: 500, eventId });
+      expect(rx.received).toHaveLength(7);
+      expect(new Set(rx.received.map((r) => r.body!.id))).toEqual(new Set([eventId]));
+      const q = await big.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'deliveryId' = $1`, [row.id]);
+      expect(q.rows[0].n).toBe(0);
+      const { data: after } = await api.GET('/webhooks/{id}', { params: { path: { id: ep!.id } } });
+      expect(after).toMatchObject({ status: 'active', consecutiveFailures: 7, lastDeliveryAt: null });
+    } finally {
+      await big.close();
+    }
+  });
+});
+
+describe('disabling', () => {
+  it('disables an endpoint at the failure threshold; it gets nothing until set active, which resets the count', async () => {
+    let ok = false;
+    const { org, api, rx, ep } = await setup(() => (ok ? 200 : 500));
+    await emitEvent(org.id);
+    const got = await waitFor(async () => {
+      const { data } = await api.GET('/webhooks/{id}', { params: { path: { id: ep.id } } });
+      return data!.status === 'disabled' ? data : null;
+    }, 20_000, 'status disabled');
+    expect(got!.consecutiveFailures).toBe(5);
+    // The 6th attempt, already queued, is dropped rather than sent.
+    const [row] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'failed');
+    expect(row.errorMessage).toBe('not attempted: the endpoint is disabled');
+    expect(rx.received).toHaveLength(5);
+    expect(await queuedAttempts(row.id)).toBe(0);
+    // New events make no delivery at all while disabled.
+    const dropped = await emitEvent(org.id);
+    const jobs = await svc.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'eventId' = $1`, [dropped]);
+    expect(jobs.rows[0].n).toBe(0);
+    expect(await deliveries(api, ep.id)).toHaveLength(1);
+
+    ok = true;
+    const { data: active } = await api.PATCH('/webhooks/{id}', { params: { path: { id: ep.id } }, body: { status: 'active' } });
+    expect(active).toMatchObject({ status: 'active', consecutiveFailures: 0 });
+    const later = await emitEvent(org.id);
+    const [req] = await rx.waitFor(1, (r) => r.body?.id === later);
+    expect(verifySignature(String(req.headers['x-outbound-signature']), req.raw, ep.signingSecret)).toBe(true);
+    expect(rx.received.some((r) => r.body?.id === dropped)).toBe(false);
+  });
+});
+
+describe('replay, rotation and test delivery', () => {
+  it('replay inserts a new row (attempt 1, due now) and re-sends the same envelope; the original is untouched', async () => {
+    const { org, api, rx, ep } = await setup();
+    const eventId = await emitEvent(org.id);
+    const [original] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'succeeded');
+    const before = Date.now();
+    const { data: fresh, response } = await api.POST('/webhooks/{id}/deliveries/{deliveryId}/replay', { params: { path: { id: ep.id, deliveryId: original.id } } });
+    expect(response.status).toBe(201);
+    expect(fresh).toMatchObject({ eventId, eventType: 'deal.won', attempt: 1, status: 'pending', httpStatus: null, errorMessage: null, deliveredAt: null });
+    expect(fresh!.id).not.toBe(original.id);
+    expect(Date.parse(fresh!.scheduledAt)).toBeGreaterThanOrEqual(before - 1000);
+    const reqs = await rx.waitFor(2);
+    expect(reqs[1].body!.id).toBe(eventId);
+    expect(reqs[1].raw.equals(reqs[0].raw)).toBe(true);
+    const rows = await waitDeliveries(api, ep.id, (rs) => rs.every((d) => d.status === 'succeeded') && rs.length === 2);
+    expect(rows[0].id).toBe(fresh!.id); // newest first
+    const { data: again } = await api.GET('/webhooks/{id}/deliveries/{deliveryId}', { params: { path: { id: ep.id, deliveryId: original.id } } });
+    expect(again).toEqual(original);
+  });
+
+  it('after rotate-secret, deliveries verify with the new secret only', async () => {
+    const { org, api, rx, ep } = await setup();
+    const { data: rotated } = await api.POST('/webhooks/{id}/rotate-secret', { params: { path: { id: ep.id } } });
+    expect(rotated!.signingSecret).not.toBe(ep.signingSecret);
+    await emitEvent(org.id);
+    const [req] = await rx.waitFor();
+    const sig = String(req.headers['x-outbound-signature']);
+    expect(verifySignature(sig, req.raw, rotated!.signingSecret)).toBe(true);
+    expect(verifySignature(sig, req.raw, ep.signingSecret)).toBe(false);
+  });
+
+  it('test-deliver fires a signed synthetic event, reports the status and stores nothing', async () => {
+    const { org, api, rx, ep } = await setup((_r, n) => (n === 1 ? 200 : 503), ['deal.lost', 'deal.won']);
+    const { data, response } = await api.POST('/webhooks/{id}/test-deliver', { params: { path: { id: ep.id } } });
+    expect(response.status).toBe(200);
+    expect(data).toEqual({ delivered: true, httpStatus: 200, errorMessage: null, durationMs: expect.any(Number), eventId: expect.stringMatching(/^evt_/) });
+    const [req] = rx.received;
+    expect(verifySignature(String(req.headers['x-outbound-signature']), req.raw, ep.signingSecret)).toBe(true);
+    expect(req.body).toEqual({
+      apiVersion: '2026-07-21', id: data!.eventId, type: 'deal.lost', createdAt: expect.any(String), organizationId: org.id,
+      data: { test: true }, resource: { type: 'WebhookEndpoint', id: ep.id },
+    });
+    const failed = await api.POST('/webhooks/{id}/test-deliver', { params: { path: { id: ep.id } } });
+    expect(failed.data).toMatchObject({ delivered: false, httpStatus: 503, errorMessage: 'HTTP 503' });
+    expect(await deliveries(api, ep.id)).toEqual([]);
+    const events = await withSystem(svc.rt.db, (trx) => trx.selectFrom('events').select('id').where('organization_id', '=', org.id).execute());
+    expect(events).toEqual([]);
+    const { data: after } = await api.GET('/webhooks/{id}', { params: { path: { id: ep.id } } });
+    expect(after).toMatchObject({ consecutiveFailures: 0, lastDeliveryAt: null });
+  });
+
+  it('test-deliver reports a timeout without a status', async () => {
+    const { api, ep } = await setup(() => 'hang');
+    const { data } = await api.POST('/webhooks/{id}/test-deliver', { params: { path: { id: ep.id } } });
+    expect(data).toMatchObject({ delivered: false, httpStatus: null, errorMessage: 'timeout: no answer within 1000 ms' });
+    expect(data!.durationMs).toBeGreaterThanOrEqual(900);
+  });
+});
+
+describe('crash safety', () => {
+  it('an event whose worker is killed mid-delivery still arrives: the job runs again once its lock expires', async () => {
+    // A service without an in-process worker; a separate worker process takes the fan-out job and
+    // is killed (SIGKILL) while the receiver holds the request, so nothing is recorded and the
+    // job stays locked by the dead worker.
+    const crash = await startService({ WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1,1,1,1' });
+    const dbUrl = (crash.pool as unknown as { options: { connectionString: string } }).options.connectionString;
+    const child = spawn(path.resolve('node_modules/.bin/tsx'), ['src/worker-main.ts'], {
+      env: { ...process.env, DATABASE_URL: dbUrl, DATA_DIR: crash.config.dataDir, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_TIMEOUT_MS: '60000', LOG_LEVEL: 'silent' },
+      stdio: 'ignore',
+    });
+    try {
+      const org = await crash.newOrg();
+      const api = crash.api(await org.key(['webhooks.manage']));
+      const rx = await receiver((_r, n) => (n === 1 ? 'hang' : 200));
+      const { data: ep } = await api.POST('/webhooks', { body: { url: rx.url, eventTypes: ['deal.won'] } });
+      const eventId = await withOrg(crash.rt.db, org.id, (trx) => emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} }));
+      await rx.waitFor(1);
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+      const { data: pending } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
+      expect(pending!.data).toMatchObject([{ eventId, status: 'pending', attempt: 1, httpStatus: null }]);
+      const locked = await crash.pool.query(`SELECT locked_by FROM graphile_worker._private_jobs WHERE payload->>'eventId' = $1`, [eventId]);
+      expect(locked.rows).toHaveLength(1);
+      expect(locked.rows[0].locked_by).not.toBeNull();
+      // Four hours later graphile-worker clears the dead worker's lock; simulate that, then let a
+      // new worker take over.
+      await crash.pool.query(`UPDATE graphile_worker._private_jobs SET locked_at = now() - interval '4 hours 1 minute' WHERE payload->>'eventId' = $1`, [eventId]);
+      await crash.pool.query(`UPDATE graphile_worker._private_jobs SET locked_at = NULL, locked_by = NULL WHERE locked_at < now() - interval '4 hours'`);
+      await crash.startWorker();
+      const reqs = await rx.waitFor(2);
+      expect(reqs.map((r) => r.body!.id)).toEqual([eventId, eventId]);
+      const rows = await waitFor(async () => {
+        const { data } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
+        return data!.data[0]?.status === 'succeeded' ? data!.data : null;
+      }, 20_000, 'the delivery to succeed');
+      expect(rows).toMatchObject([{ eventId, attempt: 1, httpStatus: 200 }]);
+    } finally {
+      child.kill('SIGKILL');
+      await crash.close();
+    }
+  });
+});
