@@ -119,4 +119,13 @@ const getCompanyResearch: Handler<'getCompanyResearch'> = async ({ trx, auth, pa
   };
 };
 
-export const companyHandlers = { createCompany, listCompanies, getCompany, getCompanyResearch };
+/**
+ * The research run itself arrives with the research work; until then the refusals a client can
+ * act on are answered (404 for a company of no organization of the key's), and the run is 501.
+ */
+const researchCompany: Handler<'researchCompany'> = async ({ trx, auth, params }) => {
+  await companyById(trx, auth.organizationId, params.id);
+  throw new ProblemError('not-implemented', 'Company research is not implemented by this deployment yet.');
+};
+
+export const companyHandlers = { createCompany, listCompanies, getCompany, getCompanyResearch, researchCompany };

@@ -264,6 +264,18 @@ const getContactResearch: Handler<'getContactResearch'> = async ({ trx, auth, pa
   return { status: 200, body: { contactId: row.id, ...research } };
 };
 
+/**
+ * The research run arrives with the research work; until then the refusals a client can act on
+ * are answered (404 unknown contact, 400 no linked company domain), and the run is 501.
+ */
+const researchContact: Handler<'researchContact'> = async ({ trx, auth, params }) => {
+  const row = await liveContact(trx, auth.organizationId, params.id);
+  if (row.company_ref === null || (row.company_domain ?? row.company_domain_normalized) === null) {
+    throw invalid('The contact has no linked company with a domain to research; link one with PATCH /contacts/{id} (companyId).');
+  }
+  throw new ProblemError('not-implemented', 'Contact research is not implemented by this deployment yet.');
+};
+
 const PATCHABLE = {
   name: 'name', title: 'title', phone: 'phone', notes: 'notes', leadSource: 'lead_source', companyId: 'company_id',
   qualificationStatus: 'qualification_status', fitScore: 'fit_score', urgencyScore: 'urgency_score',
@@ -366,5 +378,6 @@ const pauseContactSequence: Handler<'pauseContactSequence'> = async ({ trx, auth
 };
 
 export const contactHandlers = {
-  listContacts, createContact, getContact, updateContact, deleteContact, eraseContact, getContactResearch, pauseContactSequence,
+  listContacts, createContact, getContact, updateContact, deleteContact, eraseContact, getContactResearch, researchContact,
+  pauseContactSequence,
 };

@@ -1,6 +1,7 @@
 // Contact lists. Archiving (operator API) and soft-deleting are different things: an archived
 // list is still readable by id; a deleted one is 404, keeps its contacts, and emits no event.
 import { sql, type Selectable } from 'kysely';
+import { outboundEntitled } from '../src/plans.js';
 import type { Handler } from '../src/handler.js';
 import type { Tx } from '../db/database.js';
 import type { ContactListsTable } from '../db/schema.js';
@@ -110,4 +111,29 @@ const deleteList: Handler<'deleteList'> = async ({ trx, auth, params, query }) =
   };
 };
 
-export const listHandlers = { createList, listLists, getList, deleteList };
+/**
+ * Draft generation arrives with the drafts work; until then the refusals a client can act on are
+ * answered (404 unknown list, 403 plan not entitled to outbound, 400 no live contacts), and the
+ * run itself is 501.
+ */
+const generateListDrafts: Handler<'generateListDrafts'> = async ({ trx, auth, params }) => {
+  const org = auth.organizationId;
+  const list = await trx.selectFrom('contact_lists').select('id').where('organization_id', '=', org)
+    .where('id', '=', params.id).where('deleted_at', 'is', null).executeTakeFirst();
+  if (!list) throw notFound('list');
+  if (!outboundEntitled(auth.org.plan)) {
+    throw new ProblemError('not-entitled', `The ${auth.org.plan} plan does not include outbound (draft generation).`);
+  }
+  const member = await trx.selectFrom('contacts as c').select('c.id')
+    .where('c.organization_id', '=', org).where('c.deleted_at', 'is', null)
+    .where((eb) => eb.or([
+      eb('c.list_id', '=', params.id),
+      eb.exists(eb.selectFrom('list_memberships as m').select('m.contact_id').whereRef('m.organization_id', '=', 'c.organization_id')
+        .whereRef('m.contact_id', '=', 'c.id').where('m.list_id', '=', params.id).where('m.deleted_at', 'is', null)),
+    ]))
+    .limit(1).executeTakeFirst();
+  if (!member) throw invalid('The list has no contacts to generate drafts for.');
+  throw new ProblemError('not-implemented', 'Draft generation is not implemented by this deployment yet.');
+};
+
+export const listHandlers = { createList, listLists, getList, deleteList, generateListDrafts };
