@@ -1,5 +1,5 @@
 // Deals pipeline: stages, deals, stage moves through gates, history and activities (tag deals).
-// Rules are those of spec/paths/deal*.yaml and spec/DECISIONS.deals.md.
+// Rules are those of spec/paths/deal*.yaml and spec/DECISIONS.md.
 import { sql, type Selectable } from 'kysely';
 import type { Tx } from '../db/database.js';
 import type { DealStagesTable, DealsTable, DealStageHistoryTable } from '../db/schema.js';
