@@ -94,7 +94,9 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
     persistent: true,
     // Postgres refuses to run as root; as root a `postgres` system user runs it instead.
     createPostgresUser: isRoot,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300',
+    // Local clients use the Unix socket in the data directory: on loopback TCP every query costs
+    // a network-stack round trip that a Unix socket does not.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${pgDir}`, '-c', 'max_connections=300',
       ...(fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : [])],
     onLog: process.env.PG_DEBUG ? (m) => log(m) : () => {},
     onError: (e) => log(`postgres: ${String(e)}`),
@@ -113,7 +115,9 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
   }
   await pg.start();
   return {
-    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    url: pgDir.length < 80
+      ? `postgres://postgres:${encodeURIComponent(password)}@localhost:${port}/postgres?host=${encodeURIComponent(pgDir)}`
+      : `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
     stop: () => pg.stop(),
   };
 }
