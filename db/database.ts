@@ -1,5 +1,6 @@
 // Connections: an owner pool (migrations, the worker) and an application pool whose sessions
 // run as the `outbound_app` role, to which row-level security applies (no BYPASSRLS, not owner).
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +21,35 @@ export type Db = Kysely<Database>;
 /** A connection inside a transaction (Kysely's Transaction is a Kysely with nesting disallowed). */
 export type Tx = Kysely<Database> | Transaction<Database>;
 
-export function createPool(url: string, opts: { role?: string; max?: number; name?: string } = {}): pg.Pool {
+// Parameterised statements are prepared once per connection and reused by name: Postgres then
+// skips parsing and planning on every later request of the same shape. Shapes are few (queries
+// are built by code, values are parameters); past MAX_PREPARED distinct texts nothing more is
+// prepared.
+const MAX_PREPARED = 2000;
+const statementNames = new Map<string, string>();
+
+function statementName(text: string): string | null {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= MAX_PREPARED) return null;
+    name = `s${crypto.createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+function prepareStatements(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+  (client as { query: unknown }).query = (config: unknown, values?: unknown, cb?: unknown) => {
+    if (typeof config === 'string' && Array.isArray(values) && values.length > 0 && cb === undefined) {
+      const name = statementName(config);
+      if (name !== null) return query({ name, text: config, values });
+    }
+    return cb === undefined ? query(config, values) : query(config, values, cb);
+  };
+}
+
+export function createPool(url: string, opts: { role?: string; max?: number; name?: string; prepare?: boolean } = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.max ?? 20,
@@ -29,6 +58,7 @@ export function createPool(url: string, opts: { role?: string; max?: number; nam
   });
   // An idle client losing its server connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  if (opts.prepare) pool.on('connect', prepareStatements);
   return pool;
 }
 

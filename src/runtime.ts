@@ -42,8 +42,8 @@ export function resolveAdminToken(config: Config): { token: string; file: string
 }
 
 export function openRuntime(config: Config, log: Logger, databaseUrl: string, opts: { poolSize?: number } = {}): Runtime {
-  const appPool = createPool(databaseUrl, { role: APP_ROLE, max: 10, name: 'outbound-api' });
-  const requestPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 20, name: 'outbound-requests' });
+  const appPool = createPool(databaseUrl, { role: APP_ROLE, max: 10, name: 'outbound-api', prepare: true });
+  const requestPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 20, name: 'outbound-requests', prepare: true });
   const ownerPool = createPool(databaseUrl, { max: 10, name: 'outbound-worker' });
   const db = createDb(appPool);
   const ownerDb = createDb(ownerPool);

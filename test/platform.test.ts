@@ -117,6 +117,20 @@ describe('problems', () => {
 });
 
 describe('tenancy', () => {
+  it('answers another organization\'s id exactly like an unknown id (404)', async () => {
+    const a = await svc.newOrg();
+    const b = await svc.newOrg();
+    const keyA = await a.key();
+    const keyB = await b.key();
+    const { data: list } = await svc.api(keyA).POST('/lists', { body: { name: 'Mine' } });
+    const foreign = await svc.api(keyB).GET('/lists/{id}', { params: { path: { id: list!.id } } });
+    const unknown = await svc.api(keyB).GET('/lists/{id}', { params: { path: { id: 'lst_000000000000000000000000' } } });
+    expect(foreign.response.status).toBe(404);
+    expect(unknown.response.status).toBe(404);
+    expect(foreign.error!.detail).toBe(unknown.error!.detail);
+    expect((await svc.api(keyA).GET('/lists/{id}', { params: { path: { id: list!.id } } })).response.status).toBe(200);
+  });
+
   it('row-level security hides other organizations even from a query with no organization filter', async () => {
     const a = await svc.newOrg();
     const b = await svc.newOrg();

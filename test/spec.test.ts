@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { publicDoc, adminDoc, publicOperations, ALL_SCOPES, EVENT_TYPES, NEVER_EMITTED } from '../src/spec.js';
 import { HTTP_METHODS } from '../src/openapi-doc.js';
+import { PROBLEMS } from '../src/http/problems.js';
 
 // Every operation of the endpoint tables of public-api-spec.md section 4.
 const SPEC_ENDPOINTS = `
@@ -186,6 +187,13 @@ describe('public OpenAPI document', () => {
     const hook = (publicDoc.webhooks as Op).platformEvent as Op;
     const post = hook.post as Op;
     expect(JSON.stringify(post)).toContain('X-Outbound-Signature');
+  });
+
+  it('documents exactly the problem slugs the service answers', () => {
+    const problem = (publicDoc.components!.schemas as Op).Problem as Op;
+    const documented = problem['x-problem-types'] as Record<string, { status: number; title: string; retry: string }>;
+    expect(Object.keys(documented).sort()).toEqual(Object.keys(PROBLEMS).sort());
+    for (const [slug, p] of Object.entries(PROBLEMS)) expect(documented[slug], slug).toEqual({ status: p.status, title: p.title, retry: p.retry });
   });
 
   it('uses no OpenAPI 3.0 nullable keyword', () => {
