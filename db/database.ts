@@ -56,8 +56,9 @@ export function createPool(url: string, opts: { role?: string; max?: number; nam
     application_name: opts.name ?? 'outbound',
     ...(opts.role ? { options: `-c role=${opts.role}` } : {}),
   });
-  // An idle client losing its server connection must not crash the process; the pool replaces it.
+  // A client losing its server connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  pool.on('connect', (client) => { client.on('error', () => {}); });
   if (opts.prepare) pool.on('connect', prepareStatements);
   return pool;
 }

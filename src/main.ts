@@ -1,30 +1,12 @@
 // npm start: embedded Postgres (unless DATABASE_URL), migrations, the API and the worker in one
 // process. SIGINT/SIGTERM drain HTTP, stop the worker, then stop Postgres.
-import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './logger.js';
-import { migrate } from '../db/database.js';
-import { openRuntime, resolveAdminToken, runWorker, serveHttp } from './runtime.js';
+import { boot, openRuntime, resolveAdminToken, runWorker, serveHttp } from './runtime.js';
 
 async function main() {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    if (e instanceof ConfigError) { console.error(`configuration error: ${e.message}`); process.exit(1); }
-    throw e;
-  }
-  const log = createLogger(config.logLevel);
-  let stopDb = async () => {};
-  let url = config.databaseUrl;
-  if (!url) {
-    const { startEmbedded } = await import('../db/embedded.js');
-    const pg = await startEmbedded(config.dataDir, (m) => log.info(m));
-    url = pg.url;
-    stopDb = pg.stop;
-  }
-  await migrate(url);
-  const admin = resolveAdminToken(config);
-  config = { ...config, adminToken: admin.token };
+  const booted = await boot();
+  const { log, url, stopDb } = booted;
+  const admin = resolveAdminToken(booted.config);
+  const config = { ...booted.config, adminToken: admin.token };
   const rt = openRuntime(config, log, url);
   const http = await serveHttp(rt, config.port);
   const worker = await runWorker(rt);

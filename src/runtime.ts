@@ -8,7 +8,9 @@ import { sql } from 'kysely';
 import type { Runner } from 'graphile-worker';
 import type { Logger } from 'pino';
 import type pg from 'pg';
-import { APP_ROLE, createDb, createPool, type Db } from '../db/database.js';
+import { APP_ROLE, createDb, createPool, migrate, type Db } from '../db/database.js';
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
 import type { Config } from './config.js';
 import { createApp } from './app.js';
 import { handlers } from '../handlers/index.js';
@@ -44,7 +46,7 @@ export function resolveAdminToken(config: Config): { token: string; file: string
 export function openRuntime(config: Config, log: Logger, databaseUrl: string, opts: { poolSize?: number } = {}): Runtime {
   const appPool = createPool(databaseUrl, { role: APP_ROLE, max: 10, name: 'outbound-api', prepare: true });
   const requestPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 20, name: 'outbound-requests', prepare: true });
-  const ownerPool = createPool(databaseUrl, { max: 10, name: 'outbound-worker' });
+  const ownerPool = createPool(databaseUrl, { max: 24, name: 'outbound-worker' });
   const db = createDb(appPool);
   const ownerDb = createDb(ownerPool);
   const services: Services = {
@@ -84,4 +86,29 @@ export async function serveHttp(rt: Runtime, port: number, hostname?: string): P
 
 export async function runWorker(rt: Runtime, concurrency?: number): Promise<Runner> {
   return startWorker({ ownerPool: rt.ownerPool, config: rt.config, services: rt.services, log: rt.log, concurrency });
+}
+
+/**
+ * What both entry points do first: read the configuration (a bad value ends the process with one
+ * line naming the variable), start the embedded Postgres unless DATABASE_URL is set, migrate.
+ */
+export async function boot(): Promise<{ config: Config; log: Logger; url: string; stopDb: () => Promise<void> }> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) { console.error(`configuration error: ${e.message}`); process.exit(1); }
+    throw e;
+  }
+  const log = createLogger(config.logLevel);
+  let url = config.databaseUrl;
+  let stopDb = async () => {};
+  if (!url) {
+    const { startEmbedded } = await import('../db/embedded.js');
+    const pg = await startEmbedded(config.dataDir, (m) => log.info(m));
+    url = pg.url;
+    stopDb = pg.stop;
+  }
+  await migrate(url);
+  return { config, log, url, stopDb };
 }

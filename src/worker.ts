@@ -18,7 +18,7 @@ export async function startWorker(deps: WorkerDeps): Promise<Runner> {
   });
   return run({
     pgPool: deps.ownerPool,
-    concurrency: deps.concurrency ?? 8,
+    concurrency: deps.concurrency ?? 16,
     pollInterval: 1000,
     noHandleSignals: true,
     logger,

@@ -47,7 +47,9 @@ export function keyset<DB, TB extends keyof DB, O>(
   if (pos) {
     q = q.where(sql<boolean>`(${sql.ref(opts.createdCol)}, ${sql.ref(opts.idCol)}) < (${pos.at}::timestamptz, ${pos.id})`);
   }
-  return q.orderBy(sql.ref(opts.createdCol), 'desc').orderBy(sql.ref(opts.idCol), 'desc').limit(opts.limit + 1);
+  // The limit is a literal, not a parameter: a prepared statement's generic plan must see it to
+  // prefer the ordered index walk over reading and sorting every row.
+  return q.orderBy(sql.ref(opts.createdCol), 'desc').orderBy(sql.ref(opts.idCol), 'desc').limit(sql.lit(opts.limit + 1));
 }
 
 /** Cuts the extra row and builds `{data, nextCursor}`. */
