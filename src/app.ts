@@ -53,6 +53,13 @@ function makeRouter(doc: OpenApiDoc, apiRoot: string): Router {
   return r;
 }
 
+/** The path as sent (still percent-encoded), without building a URL object. */
+function rawPathname(url: string): string {
+  const start = url.indexOf('/', url.indexOf('://') + 3);
+  const q = url.indexOf('?', start);
+  return start < 0 ? '/' : url.slice(start, q < 0 ? undefined : q);
+}
+
 /** Path parameters by a regex compiled once per operation path template. */
 function paramExtractor(ops: Map<string, OperationInfo>, apiRoot: string) {
   const compiled = new Map<string, { re: RegExp; names: string[] }>();
@@ -65,7 +72,11 @@ function paramExtractor(ops: Map<string, OperationInfo>, apiRoot: string) {
     const c = compiled.get(op.operationId)!;
     const m = c.re.exec(pathname);
     const out: Record<string, string> = {};
-    c.names.forEach((n, i) => { out[n] = decodeURIComponent(m?.[i + 1] ?? ''); });
+    try {
+      c.names.forEach((n, i) => { out[n] = decodeURIComponent(m?.[i + 1] ?? ''); });
+    } catch {
+      throw new ProblemError('not-found', 'The path holds a malformed percent-encoding.');
+    }
     return out;
   };
 }
@@ -109,6 +120,10 @@ function validate(fn: ValidateFunction | undefined, part: string, value: unknown
 }
 
 async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }> {
+  // A request without a declared body (no Content-Length, no chunked transfer) has none to read.
+  if (c.req.header('content-length') === undefined && c.req.header('transfer-encoding') === undefined) {
+    return { present: false, value: undefined };
+  }
   const raw = await c.req.text();
   if (raw.length === 0) return { present: false, value: undefined };
   if (Buffer.byteLength(raw) > MAX_BODY_BYTES) throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
@@ -125,7 +140,10 @@ async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }>
 
 function queryObject(c: C): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of new URL(c.req.url).searchParams) out[k] = v;
+  const url = c.req.url;
+  const q = url.indexOf('?');
+  if (q < 0) return out;
+  for (const [k, v] of new URLSearchParams(url.slice(q + 1))) out[k] = v;
   return out;
 }
 
@@ -177,7 +195,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
 
   const problemResponse = (c: C, err: ProblemError) => {
     const headers = { ...(c.get('extraHeaders') ?? {}), ...err.headers, 'Content-Type': 'application/problem+json' };
-    const instance = `${new URL(c.req.url).pathname}#${c.get('requestId')}`;
+    const instance = `${c.req.path}#${c.get('requestId')}`;
     return c.body(JSON.stringify(problemBody(config.publicBaseUrl, err, instance)), err.status as 400, headers);
   };
 
@@ -189,11 +207,13 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     await next();
     c.header('X-Request-Id', requestId);
     const status = c.res.status;
+    const failed = status >= 500 && status !== 501;
+    if (!failed && !log.isLevelEnabled('info')) return;
     const line = {
-      requestId, method: c.req.method, path: new URL(c.req.url).pathname, operationId: c.get('operationId'),
+      requestId, method: c.req.method, path: c.req.path, operationId: c.get('operationId'),
       organizationId: c.get('organizationId'), status, durationMs: Math.round((performance.now() - started) * 10) / 10,
     };
-    if (status >= 500 && status !== 501) log.error(line, 'request failed'); else log.info(line, 'request');
+    if (failed) log.error(line, 'request failed'); else log.info(line, 'request');
   });
 
   app.onError((err, c) => {
@@ -201,7 +221,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     log.error({ requestId: c.get('requestId'), err: { message: err.message, stack: err.stack } }, 'unhandled error');
     return problemResponse(c as C, new ProblemError('internal-error', `An unexpected error occurred; quote request id ${c.get('requestId')}.`));
   });
-  app.notFound((c) => problemResponse(c as C, new ProblemError('not-found', `No route ${c.req.method} ${new URL(c.req.url).pathname}.`)));
+  app.notFound((c) => problemResponse(c as C, new ProblemError('not-found', `No route ${c.req.method} ${c.req.path}.`)));
 
   // Oversized bodies are read to the end (up to a bound) and discarded before the 413, so the
   // client, still sending, receives the answer instead of a reset connection.
@@ -240,7 +260,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   }));
 
   app.all('/api/v1/*', limitBody, async (c) => {
-    const pathname = new URL(c.req.url).pathname;
+    const pathname = rawPathname(c.req.url);
     const op = matchOperation(publicRouter, publicOperations, c.req.method.toLowerCase(), pathname);
     c.set('operationId', op.operationId);
     const params = publicParams(op, pathname);
@@ -288,7 +308,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const ok = expected.length > 0 && token.length === expected.length
       && crypto.timingSafeEqual(Buffer.from(token), Buffer.from(expected));
     if (!ok) throw new ProblemError('unauthorized', 'Send the operator token as `Authorization: Bearer <ADMIN_TOKEN>`.');
-    const pathname = new URL(c.req.url).pathname;
+    const pathname = rawPathname(c.req.url);
     const op = matchOperation(adminRouter, adminOperations, c.req.method.toLowerCase(), pathname);
     c.set('operationId', op.operationId);
     const params = adminParams(op, pathname);

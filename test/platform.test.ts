@@ -88,6 +88,7 @@ describe('problems', () => {
       ['POST', '/api/v1/lists', { body: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415, 'unsupported-media-type'],
       ['GET', '/api/v1/lists?limit=500', {}, 400, 'validation-failed'],
       ['GET', '/api/v1/public-templates?cursor=tampered', {}, 400, 'invalid-cursor'],
+      ['GET', '/api/v1/lists/%E0%A4%A', {}, 404, 'not-found'],
     ];
     for (const [method, path, init, status, slug] of cases) {
       const r = await raw(svc.baseUrl, method, path, { key, ...init });
