@@ -46,7 +46,7 @@ export function resolveAdminToken(config: Config): { token: string; file: string
 export function openRuntime(config: Config, log: Logger, databaseUrl: string, opts: { poolSize?: number } = {}): Runtime {
   const appPool = createPool(databaseUrl, { role: APP_ROLE, max: 10, name: 'outbound-api', prepare: true });
   const requestPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 40, name: 'outbound-requests', prepare: true });
-  const ownerPool = createPool(databaseUrl, { max: 24, name: 'outbound-worker' });
+  const ownerPool = createPool(databaseUrl, { max: 24, name: 'outbound-worker', prepare: true });
   const db = createDb(appPool);
   const ownerDb = createDb(ownerPool);
   const services: Services = {
