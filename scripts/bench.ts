@@ -33,7 +33,8 @@ async function waitHealthy(origin: string, child: ChildProcess): Promise<void> {
 }
 
 export function startProcess(script: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(path.join(root, 'node_modules/.bin/tsx'), [script], {
+  // The same runtime flags as `npm start` (package.json).
+  const child = spawn(process.execPath, ['--max-semi-space-size=64', '--import', 'tsx', script], {
     cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'],
   });
   return child;
