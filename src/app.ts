@@ -120,10 +120,8 @@ function validate(fn: ValidateFunction | undefined, part: string, value: unknown
 }
 
 async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }> {
-  // A request without a declared body (no Content-Length, no chunked transfer) has none to read.
-  if (c.req.header('content-length') === undefined && c.req.header('transfer-encoding') === undefined) {
-    return { present: false, value: undefined };
-  }
+  // A request without a body stream (GET, HEAD) has nothing to read.
+  if (c.req.raw.body === null) return { present: false, value: undefined };
   const raw = await c.req.text();
   if (raw.length === 0) return { present: false, value: undefined };
   if (Buffer.byteLength(raw) > MAX_BODY_BYTES) throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
