@@ -8,7 +8,7 @@ import { OpenAPIBackend, type Request as OABRequest } from 'openapi-backend';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import paramValidators from '../generated/params.cjs';
 import bodyValidators from '../generated/bodies.cjs';
-import { transactionOn, withSystem, type Db } from '../db/database.js';
+import { transactionOn, type Db } from '../db/database.js';
 import type { Config } from './config.js';
 import type { AuthInfo, Handlers, AdminHandlers } from './handler.js';
 import type { Services } from './services.js';
@@ -176,9 +176,19 @@ async function parseRequest(c: C, op: OperationInfo, params: Record<string, stri
   return { params, query, headers, body: body.value };
 }
 
+/** Fails closed: an operation the document gives no scope declaration is refused. */
 function scopeAllows(auth: AuthInfo, scope: string | null): boolean {
-  if (scope === null || scope === 'none' || scope === 'per-action' || scope === 'public') return true;
-  return auth.scopes.includes(scope);
+  if (scope === 'none' || scope === 'per-action' || scope === 'public') return true;
+  return scope !== null && auth.scopes.includes(scope);
+}
+
+type AnyHandler = (ctx: unknown) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
+
+/** The operation's handler, or 501 for an operation this deployment does not implement yet. */
+function handlerFor(map: object, op: OperationInfo): AnyHandler {
+  const handler = (map as Record<string, AnyHandler | undefined>)[op.operationId];
+  if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);
+  return handler;
 }
 
 export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
@@ -266,9 +276,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     if (op.requiredScope === 'public') {
       c.set('extraHeaders', { 'Access-Control-Allow-Origin': '*' });
       const req = await parseRequest(c, op, params);
-      const handler = deps.handlers[op.operationId as keyof Handlers] as ((ctx: unknown) => Promise<{ status: number; body: unknown }>) | undefined;
-      if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);
-      const reply = await handler({ config, services, log, requestId: c.get('requestId'), db, query: req.query });
+      const reply = await handlerFor(deps.handlers, op)({ config, services, log, requestId: c.get('requestId'), db, query: req.query });
       return c.json(reply.body as object, reply.status as 200, { 'Access-Control-Allow-Origin': '*' });
     }
 
@@ -284,8 +292,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
         throw new ProblemError('insufficient-scope', `This operation requires the scope ${op.requiredScope}, which the API key lacks (missing: ${op.requiredScope}).`);
       }
       const req = await parseRequest(c, op, params);
-      const handler = deps.handlers[op.operationId as keyof Handlers] as ((ctx: unknown) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>) | undefined;
-      if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);
+      const handler = handlerFor(deps.handlers, op);
       const run = () => handler({ config, services, log, requestId: c.get('requestId'), db, trx: conn, auth, ...req });
       if (op.method === 'get') return { reply: await run(), rh: headers };
       const idemKey = (req.headers as Record<string, string>)['idempotency-key'];
@@ -311,13 +318,10 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     c.set('operationId', op.operationId);
     const params = adminParams(op, pathname);
     const req = await parseRequest(c, op, params);
-    const handler = deps.adminHandlers[op.operationId as keyof AdminHandlers] as ((ctx: unknown) => Promise<{ status: number; body: unknown }>) | undefined;
-    if (!handler) throw new ProblemError('not-implemented', `${op.operationId} is not implemented yet.`);
-    const reply = await handler({ config, services, log, requestId: c.get('requestId'), db, ...req });
+    const reply = await handlerFor(deps.adminHandlers, op)({ config, services, log, requestId: c.get('requestId'), db, ...req });
     return c.json(reply.body as object, reply.status as 200);
   });
 
   return app;
 }
 
-export { withSystem };
