@@ -151,6 +151,27 @@ describe('tenancy', () => {
   });
 });
 
+describe('idempotency', () => {
+  it('settles concurrent duplicates to one creation, scopes keys per organization, and bounds their length', async () => {
+    const org = await svc.newOrg();
+    const api = svc.api(await org.key(), { 'Idempotency-Key': 'same-key' });
+    const results = await Promise.all(Array.from({ length: 8 }, () => api.POST('/lists', { body: { name: 'Concurrent' } })));
+    const ids = new Set(results.map((r) => r.data?.id));
+    expect(ids.size).toBe(1);
+    expect(results.map((r) => r.response.status).every((st) => st === 201)).toBe(true);
+    expect(results.filter((r) => r.response.headers.get('idempotent-replayed') === 'true')).toHaveLength(7);
+    const rows = await withOrg(svc.rt.db, org.id, (trx) => trx.selectFrom('contact_lists').select('id').execute());
+    expect(rows).toHaveLength(1);
+    // The same key in another organization is another key.
+    const other = await svc.newOrg();
+    const theirs = await svc.api(await other.key(), { 'Idempotency-Key': 'same-key' }).POST('/lists', { body: { name: 'Concurrent' } });
+    expect(theirs.response.status).toBe(201);
+    expect(theirs.data!.id).not.toBe([...ids][0]);
+    const tooLong = await svc.api(await org.key(), { 'Idempotency-Key': 'k'.repeat(256) }).POST('/lists', { body: { name: 'x' } });
+    expect(tooLong.response.status).toBe(400);
+  });
+});
+
 describe('request binding', () => {
   it('binds the request connection to the key\'s organization, and to none after an unknown key', async () => {
     const org = await svc.newOrg();
