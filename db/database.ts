@@ -18,6 +18,13 @@ pg.types.setTypeParser(1700, (v) => Number(v));
 pg.types.setTypeParser(1082, (v) => v);
 
 export type Db = Kysely<Database>;
+/**
+ * Epoch milliseconds of a timestamptz column (stored at millisecond precision, so exact). Hot
+ * list reads select timestamps this way: a number costs the API node far less than parsing
+ * timestamp text into a Date.
+ */
+export const epochMs = (col: string) => sql<number>`(extract(epoch FROM ${sql.ref(col)}) * 1000)::int8`;
+
 /** A connection inside a transaction (Kysely's Transaction is a Kysely with nesting disallowed). */
 export type Tx = Kysely<Database> | Transaction<Database>;
 

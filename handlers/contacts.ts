@@ -2,10 +2,10 @@
 // pausing of a contact's sequences.
 import { sql, type Expression, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { Handler } from '../src/handler.js';
-import type { Tx } from '../db/database.js';
+import { epochMs, type Tx } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { emit } from '../src/events.js';
-import { iso, isoNN, newId } from '../src/ids.js';
+import { isoNN, msIso, newId } from '../src/ids.js';
 import { decodeCursor, keyset, page } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
 import { normalizeEmail } from '../src/domains.js';
@@ -32,7 +32,9 @@ function contactSelect(trx: Tx) {
       .on('l.deleted_at', 'is', null))
     .select([
       'c.id', 'c.organization_id', 'c.name', 'c.email', 'c.title', 'c.phone', 'c.notes', 'c.lead_source',
-      'c.qualification_status', 'c.fit_score', 'c.urgency_score', 'c.deleted_at', 'c.erased_at', 'c.created_at', 'c.updated_at',
+      'c.qualification_status', 'c.fit_score', 'c.urgency_score',
+      epochMs('c.deleted_at').as('deleted_ms'), epochMs('c.erased_at').as('erased_ms'),
+      epochMs('c.created_at').as('created_ms'), epochMs('c.updated_at').as('updated_ms'),
       'co.id as company_ref', 'co.name as company_name', 'co.domain as company_domain', 'co.domain_normalized as company_domain_normalized',
       'l.id as list_ref', 'l.name as list_name',
     ]);
@@ -48,12 +50,12 @@ function toContact(r: ContactRow) {
     qualificationStatus: r.qualification_status as QualificationStatus, fitScore: r.fit_score, urgencyScore: r.urgency_score,
     // A soft-deleted list is gone: its contacts survive, but live on no list any more.
     list: r.list_ref === null || r.list_name === null ? null : { id: r.list_ref, name: r.list_name },
-    createdAt: isoNN(r.created_at), updatedAt: isoNN(r.updated_at),
+    createdAt: msIso(r.created_ms)!, updatedAt: msIso(r.updated_ms)!,
   };
 }
 
 /** Items of GET /contacts also carry the soft-delete and erasure times. */
-const toContactListItem = (r: ContactRow) => ({ ...toContact(r), deletedAt: iso(r.deleted_at), erasedAt: iso(r.erased_at) });
+const toContactListItem = (r: ContactRow) => ({ ...toContact(r), deletedAt: msIso(r.deleted_ms), erasedAt: msIso(r.erased_ms) });
 
 /** One contact of the organization in the Contact shape (any state). */
 async function contactById(trx: Tx, organizationId: string, id: string) {
@@ -175,7 +177,7 @@ const listContacts: Handler<'listContacts'> = async ({ trx, auth, query }) => {
     q = q.where(filters(org, query));
   }
   const rows = await keyset(q, { cursor: query.cursor, limit, createdCol: 'c.created_at', idCol: 'c.id' }).execute();
-  return { status: 200, body: page(rows, limit, (r) => ({ at: r.created_at, id: r.id }), toContactListItem) };
+  return { status: 200, body: page(rows, limit, (r) => ({ at: new Date(r.created_ms), id: r.id }), toContactListItem) };
 };
 
 // ---------------------------------------------------------------- POST /contacts

@@ -1,7 +1,7 @@
 // Deals pipeline: stages, deals, stage moves through gates, history and activities (tag deals).
 // Rules are those of spec/paths/deal*.yaml and spec/DECISIONS.md.
 import { sql, type Selectable } from 'kysely';
-import type { Tx } from '../db/database.js';
+import { epochMs, type Tx } from '../db/database.js';
 import type { DealStagesTable, DealsTable, DealStageHistoryTable } from '../db/schema.js';
 import type { AuthInfo, Handler, operations } from '../src/handler.js';
 import { emit } from '../src/events.js';
@@ -82,9 +82,6 @@ function toStage(s: StageRow) {
 // ---------------------------------------------------------------------------------------------
 // Deal reads
 // ---------------------------------------------------------------------------------------------
-
-/** Epoch milliseconds of a timestamptz (stored at millisecond precision, so exact). */
-const epochMs = (col: string) => sql<number>`(extract(epoch FROM ${sql.ref(col)}) * 1000)::int8`;
 
 /**
  * Deals of the organization joined to their stage, in the columns toDeal() maps. Timestamps come

@@ -10,3 +10,6 @@ export const iso = (d: Date | string | null | undefined): string | null =>
 
 /** Like iso() for columns that are never null. */
 export const isoNN = (d: Date | string): string => (d instanceof Date ? d : new Date(d)).toISOString();
+
+/** ISO date-time of epoch milliseconds (see epochMs in db/database.ts). */
+export const msIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
