@@ -103,10 +103,8 @@ export async function withOrg<T>(db: Db, organizationId: string, fn: (trx: Tx) =
 
 /** Runs fn in a transaction that may see every organization: background sweeps and operator work. */
 export async function withSystem<T>(db: Db, fn: (trx: Tx) => Promise<T>): Promise<T> {
-  return db.transaction().execute(async (trx) => {
-    await sql`select set_config('app.system', 'on', true)`.execute(trx);
-    return fn(trx);
-  });
+  return db.connection().execute((conn) =>
+    transactionOn(conn, () => fn(conn), `SELECT set_config('app.system', 'on', true)`));
 }
 
 class SqlFileProvider implements MigrationProvider {

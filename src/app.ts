@@ -13,7 +13,7 @@ import type { Config } from './config.js';
 import type { AuthInfo, Handlers, AdminHandlers } from './handler.js';
 import type { Services } from './services.js';
 import { PROBLEMS, ProblemError, problemBody, problemPage } from './http/problems.js';
-import { authenticate, enforceRate, rateHeaders } from './http/auth.js';
+import { authenticate, bearerToken, enforceRate, rateHeaders } from './http/auth.js';
 import { idempotent } from './http/idempotency.js';
 import { publicDoc, adminDoc, publicOperations, adminOperations } from './spec.js';
 import type { OpenApiDoc, OperationInfo } from './openapi-doc.js';
@@ -308,7 +308,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   });
 
   app.all('/admin/api/*', limitBody, async (c) => {
-    const token = /^Bearer\s+(\S+)$/i.exec(c.req.header('authorization') ?? '')?.[1] ?? '';
+    const token = bearerToken(c.req.header('authorization')) ?? '';
     const expected = config.adminToken ?? '';
     const ok = expected.length > 0 && token.length === expected.length
       && crypto.timingSafeEqual(Buffer.from(token), Buffer.from(expected));

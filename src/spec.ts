@@ -21,9 +21,6 @@ export const EVENT_GROUP: ReadonlyMap<string, string> = new Map(
 );
 export const isEventType = (t: string): boolean => EVENT_TYPES.includes(t);
 
-export const ALL_SCOPES = [
-  'contacts.read', 'contacts.write', 'contacts.erase', 'lists.read', 'lists.write',
-  'drafts.read', 'drafts.write', 'drafts.send', 'events.read', 'webhooks.manage',
-  'deals.read', 'deals.write', 'sequences.read', 'sequences.write', 'suppression.write',
-  'actions.read', 'analytics.read',
-] as const;
+/** The 17 scope names: the operator document's key-scope enum without its `*` wildcard. */
+const scopeSchema = (adminDoc.components?.schemas as Record<string, { enum: string[] }>).AdminApiKeyScope;
+export const ALL_SCOPES: readonly string[] = scopeSchema.enum.filter((s) => s !== '*');

@@ -8,11 +8,7 @@ let svc: TestService;
 beforeAll(async () => { svc = await startService(); });
 afterAll(async () => { await svc?.close(); });
 
-async function setup() {
-  const org = await svc.newOrg();
-  const key = await org.key();
-  return { org, key, api: svc.api(key) };
-}
+const setup = () => svc.orgWithKey();
 
 const companyCount = (orgId: string) => system(svc, async (trx) =>
   Number((await trx.selectFrom('companies').select((eb) => eb.fn.countAll().as('n')).where('organization_id', '=', orgId).executeTakeFirstOrThrow()).n));

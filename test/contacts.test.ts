@@ -7,14 +7,9 @@ let svc: TestService;
 beforeAll(async () => { svc = await startService(); });
 afterAll(async () => { await svc?.close(); });
 
-async function setup() {
-  const org = await svc.newOrg();
-  const key = await org.key();
-  return { org, key, api: svc.api(key) };
-}
+const setup = () => svc.orgWithKey();
 
-const archive = (orgId: string, listId: string, body: { archived?: boolean; isTest?: boolean }) =>
-  svc.admin.PATCH('/organizations/{orgId}/lists/{listId}', { params: { path: { orgId, listId } }, body });
+const archive = (orgId: string, listId: string, body: { archived?: boolean; isTest?: boolean }) => svc.patchList(orgId, listId, body);
 
 const contactCount = (orgId: string) => system(svc, async (trx) =>
   Number((await trx.selectFrom('contacts').select((eb) => eb.fn.countAll().as('n')).where('organization_id', '=', orgId).executeTakeFirstOrThrow()).n));

@@ -160,7 +160,7 @@ describe('POST /contacts/{id}/erase', () => {
     const email = uniqueEmail('twin');
     const [l1, l2, l3] = [await mkList(s.api), await mkList(s.api), await mkList(s.api)];
     const a = await mkContact(s.api, { email, listId: l1.id });
-    await svc.admin.PATCH('/organizations/{orgId}/lists/{listId}', { params: { path: { orgId: s.org.id, listId: l1.id } }, body: { archived: true } });
+    await svc.patchList(s.org.id, l1.id, { archived: true });
     const b = await mkContact(rep, { email: email.toUpperCase(), listId: l2.id }); // l1 archived: not live, so a second record
     await s.api.DELETE('/contacts/{id}', { params: { path: { id: b.id } } });
     const c = await mkContact(rep, { email, listId: l3.id });

@@ -6,14 +6,8 @@ let svc: TestService;
 beforeAll(async () => { svc = await startService(); });
 afterAll(async () => { await svc?.close(); });
 
-async function setup(opts: { attributed?: boolean } = {}) {
-  const org = await svc.newOrg();
-  const key = opts.attributed ? await org.key(ALL_SCOPES, { role: 'REP' }) : await org.key();
-  return { org, key, api: svc.api(key) };
-}
-
-const patchList = (orgId: string, listId: string, body: { archived?: boolean; isTest?: boolean }) =>
-  svc.admin.PATCH('/organizations/{orgId}/lists/{listId}', { params: { path: { orgId, listId } }, body });
+const setup = (opts: { attributed?: boolean } = {}) => svc.orgWithKey(ALL_SCOPES, opts.attributed ? { role: 'REP' } : {});
+const patchList = (orgId: string, listId: string, body: { archived?: boolean; isTest?: boolean }) => svc.patchList(orgId, listId, body);
 
 describe('POST /lists', () => {
   it('creates with defaults, owned by the key\'s person (or the owner for an unattributed key)', async () => {

@@ -11,11 +11,7 @@ afterAll(async () => { await svc?.close(); });
 
 const SECRET = 'test-erasure-secret-0123456789abcdef0123';
 
-async function setup() {
-  const org = await svc.newOrg();
-  const key = await org.key(['suppression.write']);
-  return { org, key, api: svc.api(key) };
-}
+const setup = () => svc.orgWithKey(['suppression.write']);
 
 const check = async (api: Awaited<ReturnType<typeof setup>>['api'], email: string) =>
   (await api.GET('/suppression', { params: { query: { email } } })).data as { email: string; suppressed: boolean; entry: Record<string, unknown> | null };

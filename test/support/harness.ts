@@ -58,6 +58,11 @@ export function publicClient(baseUrl: string, key?: string | null, headers: Reco
 }
 export type PublicClient = ReturnType<typeof publicClient>;
 
+function listPatcher(admin: ReturnType<typeof createClient<adminPaths>>) {
+  return (orgId: string, listId: string, body: { archived?: boolean; isTest?: boolean }) =>
+    admin.PATCH('/organizations/{orgId}/lists/{listId}', { params: { path: { orgId, listId } }, body });
+}
+
 export interface TestService {
   baseUrl: string;
   config: Config;
@@ -67,6 +72,10 @@ export interface TestService {
   admin: ReturnType<typeof createClient<adminPaths>>;
   api(key?: string | null, headers?: Record<string, string>): PublicClient;
   newOrg(opts?: { plan?: 'free' | 'starter' | 'growth' }): Promise<TestOrg>;
+  /** A fresh organization, a key of it and a client with that key. */
+  orgWithKey(scopes?: readonly string[], keyOpts?: Parameters<TestOrg['key']>[1]): Promise<{ org: TestOrg; key: string; api: PublicClient }>;
+  /** Archives or test-flags a list through the operator API. */
+  patchList: ReturnType<typeof listPatcher>;
   startWorker(): Promise<Runner>;
   close(): Promise<void>;
 }
@@ -153,6 +162,12 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   return {
     baseUrl, config, rt, pool, admin, newOrg,
     api: (key, headers) => publicClient(baseUrl, key, headers),
+    async orgWithKey(scopes = ALL_SCOPES, keyOpts = {}) {
+      const org = await newOrg();
+      const key = await org.key(scopes, keyOpts);
+      return { org, key, api: publicClient(baseUrl, key) };
+    },
+    patchList: listPatcher(admin),
     async startWorker() {
       const w = await runWorker(rt, 4);
       workers.push(w);
