@@ -91,6 +91,14 @@ export async function transactionOn<T>(conn: Db, fn: () => Promise<T>, prelude =
 }
 
 /**
+ * Runs the reads of fn (on a connection outside any transaction) with their cached generic plans,
+ * for statements whose plan must not be chosen anew from each set of parameter values.
+ */
+export async function withGenericPlan<T>(conn: Tx, fn: () => Promise<T>): Promise<T> {
+  return transactionOn(conn as Db, fn, 'SET LOCAL plan_cache_mode = force_generic_plan');
+}
+
+/**
  * Runs fn in a transaction bound to one organization (row-level security sees only its rows).
  * BEGIN and the binding go in one round trip: the id is one of ours, checked against SAFE_ID, so
  * it can be inlined as a literal.

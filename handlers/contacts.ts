@@ -2,11 +2,11 @@
 // pausing of a contact's sequences.
 import { sql, type Expression, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { Handler } from '../src/handler.js';
-import { epochMs, type Tx } from '../db/database.js';
+import { epochMs, withGenericPlan, type Tx } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { emit } from '../src/events.js';
-import { isoNN, msIso, newId } from '../src/ids.js';
-import { decodeCursor, keyset, page } from '../src/http/paging.js';
+import { isoNN, msIso, msJson, newId } from '../src/ids.js';
+import { decodeCursor, jsonPage, keyset } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
 import { normalizeEmail } from '../src/domains.js';
 import { eraseAddress } from '../src/erasure.js';
@@ -54,8 +54,20 @@ function toContact(r: ContactRow) {
   };
 }
 
-/** Items of GET /contacts also carry the soft-delete and erasure times. */
-const toContactListItem = (r: ContactRow) => ({ ...toContact(r), deletedAt: msIso(r.deleted_ms), erasedAt: msIso(r.erased_ms) });
+/**
+ * Items of GET /contacts: the Contact shape with the soft-delete and erasure times, written
+ * straight to JSON (see jsonPage). It writes exactly what toContact gives, key for key.
+ */
+function contactListItemJson(r: ContactRow): string {
+  const j = JSON.stringify;
+  const company = r.company_ref === null ? 'null'
+    : `{"id":${j(r.company_ref)},"name":${j(r.company_name)},"domain":${j(r.company_domain ?? r.company_domain_normalized)}}`;
+  const list = r.list_ref === null || r.list_name === null ? 'null' : `{"id":${j(r.list_ref)},"name":${j(r.list_name)}}`;
+  return `{"id":${j(r.id)},"organizationId":${j(r.organization_id)},"name":${j(r.name)},"email":${j(r.email)},"title":${j(r.title)},`
+    + `"phone":${j(r.phone)},"notes":${j(r.notes)},"leadSource":${j(r.lead_source)},"company":${company},`
+    + `"qualificationStatus":${j(r.qualification_status)},"fitScore":${j(r.fit_score)},"urgencyScore":${j(r.urgency_score)},"list":${list},`
+    + `"createdAt":${msJson(r.created_ms)},"updatedAt":${msJson(r.updated_ms)},"deletedAt":${msJson(r.deleted_ms)},"erasedAt":${msJson(r.erased_ms)}}`;
+}
 
 /** One contact of the organization in the Contact shape (any state). */
 async function contactById(trx: Tx, organizationId: string, id: string) {
@@ -90,8 +102,10 @@ type ListQuery = Parameters<Handler<'listContacts'>>[0]['query'];
 // The search view and the table have the same columns as far as listing goes; typed loosely.
 type SearchDb = Kysely<Database & { src: Database['contacts_search'] }>;
 
-/** Rows a search first examines along the default order before switching to the trigram index. */
-const SEARCH_WINDOW = 2000;
+/** Rows a search examines in list order to learn how common its term is. */
+const PROBE_ROWS = 300;
+/** Matches among the probed rows from which walking in list order beats the trigram index. */
+const PROBE_WALK_HITS = 2;
 
 /** The filters shared by every way of listing, on a source aliased `c` (search text excluded). */
 function filters(organizationId: string, query: ListQuery): Expression<SqlBool> {
@@ -102,9 +116,13 @@ function filters(organizationId: string, query: ListQuery): Expression<SqlBool> 
   return sql.join(conds, sql` AND `) as Expression<SqlBool>;
 }
 
-/** Case-insensitive substring of name or email: exactly the expression of contacts_search_trgm_idx. */
-const matches = (alias: string, search: string) =>
-  sql<SqlBool>`(lower(${sql.ref(`${alias}.name`)}) || ' ' || ${sql.ref(`${alias}.email_normalized`)}) LIKE ${`%${likeEscape(search)}%`}`;
+/** The searched text of a contact: exactly the expression of contacts_search_trgm_idx. */
+const searched = (alias: string) => sql`(lower(${sql.ref(`${alias}.name`)}) || ' ' || ${sql.ref(`${alias}.email_normalized`)})`;
+const pattern = (search: string) => `%${likeEscape(search)}%`;
+/** Case-insensitive substring of name or email, answerable by the trigram index. */
+const matches = (alias: string, search: string) => sql<SqlBool>`${searched(alias)} LIKE ${pattern(search)}`;
+/** The same test in a form the trigram index cannot answer, so the rows are tested in list order. */
+const matchesInOrder = (alias: string, search: string) => sql<SqlBool>`(${searched(alias)} || '') LIKE ${pattern(search)}`;
 
 /** Rows strictly after the cursor position in (createdAt DESC, id DESC) order; true without one. */
 function afterCursor(cursor: string | undefined): Expression<SqlBool> {
@@ -115,29 +133,34 @@ function afterCursor(cursor: string | undefined): Expression<SqlBool> {
 /**
  * The page's ids for a substring search without a list, as one subquery. Postgres cannot
  * estimate how many rows a substring matches, and either plan is a disaster in the wrong case
- * (walking a million rows for a rare term, or sorting a million matches of a common one), so the
- * query decides by looking: it first examines the newest SEARCH_WINDOW rows in list order (a
- * common term fills the page there); only when that is not enough does the trigram index find
- * every match (a rare term, so few), which are then sorted. Both read the search view (see
- * 0002_crm.sql), scoped to the organization; the second part runs only when needed.
+ * (walking a million rows for a rare term, or fetching and sorting a million matches of a common
+ * one), so the query decides by looking: it tests the next PROBE_ROWS rows in list order. A term
+ * found there at least PROBE_WALK_HITS times is common enough that walking on in list order fills
+ * the page soon (about limit / frequency rows); a rarer term has few matches in all, which the
+ * trigram index finds and which are then sorted. Both read the search view (see 0002_crm.sql),
+ * scoped to the organization; only the chosen branch runs. The statement runs with its generic
+ * plan (see listContacts): its branches are decided at execution, not by the planner.
  */
 function searchIds(organizationId: string, query: ListQuery, search: string, limit: number) {
   const where = sql`${filters(organizationId, query)} AND ${afterCursor(query.cursor)}`;
   return sql`
-    WITH w AS (
-      SELECT c.id, c.created_at, c.name, c.email_normalized FROM contacts_search c
-      WHERE ${where} ORDER BY c.created_at DESC, c.id DESC LIMIT ${SEARCH_WINDOW}
-    ), window_hits AS (
-      SELECT w.id, w.created_at FROM w WHERE ${matches('w', search)} ORDER BY w.created_at DESC, w.id DESC LIMIT ${limit + 1}
-    ), decided AS (
-      SELECT (SELECT count(*) FROM window_hits) > ${limit} OR (SELECT count(*) FROM w) < ${SEARCH_WINDOW} AS done
+    WITH probe AS (
+      SELECT c.name, c.email_normalized FROM contacts_search c
+      WHERE ${where} ORDER BY c.created_at DESC, c.id DESC LIMIT ${sql.lit(PROBE_ROWS)}
+    ), walk AS (
+      SELECT count(*) < ${sql.lit(PROBE_ROWS)} OR count(*) FILTER (WHERE ${matches('c', search)}) >= ${sql.lit(PROBE_WALK_HITS)} AS yes
+      FROM probe c
+    ), walked AS (
+      SELECT c.id FROM contacts_search c
+      WHERE (SELECT yes FROM walk) AND ${where} AND ${matchesInOrder('c', search)}
+      ORDER BY c.created_at DESC, c.id DESC LIMIT ${sql.lit(limit + 1)}
     ), index_hits AS MATERIALIZED (
       SELECT c.id, c.created_at FROM contacts_search c
-      WHERE NOT (SELECT done FROM decided) AND ${where} AND ${matches('c', search)}
+      WHERE NOT (SELECT yes FROM walk) AND ${where} AND ${matches('c', search)}
     )
-    SELECT id FROM window_hits WHERE (SELECT done FROM decided)
+    SELECT id FROM walked
     UNION ALL
-    (SELECT id FROM index_hits ORDER BY created_at DESC, id DESC LIMIT ${limit + 1})`;
+    (SELECT id FROM index_hits ORDER BY created_at DESC, id DESC LIMIT ${sql.lit(limit + 1)})`;
 }
 
 /**
@@ -176,8 +199,11 @@ const listContacts: Handler<'listContacts'> = async ({ trx, auth, query }) => {
     // One index walk (live contacts, by status, or all with includeDeleted) straight to the rows.
     q = q.where(filters(org, query));
   }
-  const rows = await keyset(q, { cursor: query.cursor, limit, createdCol: 'c.created_at', idCol: 'c.id' }).execute();
-  return { status: 200, body: page(rows, limit, (r) => ({ at: new Date(r.created_ms), id: r.id }), toContactListItem) };
+  const paged = keyset(q, { cursor: query.cursor, limit, createdCol: 'c.created_at', idCol: 'c.id' });
+  // A search without a list decides its plan at execution (searchIds); planning it afresh for
+  // every term, as Postgres otherwise does for a LIKE parameter, would cost more than running it.
+  const rows = search !== null && query.listId === undefined ? await withGenericPlan(trx, () => paged.execute()) : await paged.execute();
+  return { status: 200, body: jsonPage(rows, limit, (r) => ({ at: r.created_ms, id: r.id }), contactListItemJson) };
 };
 
 // ---------------------------------------------------------------- POST /contacts

@@ -5,8 +5,8 @@ import { epochMs, type Tx } from '../db/database.js';
 import type { DealStagesTable, DealsTable, DealStageHistoryTable } from '../db/schema.js';
 import type { AuthInfo, Handler, operations } from '../src/handler.js';
 import { emit } from '../src/events.js';
-import { isoNN, newId } from '../src/ids.js';
-import { keyset, page } from '../src/http/paging.js';
+import { isoNN, msJson, newId } from '../src/ids.js';
+import { jsonPage, keyset, page } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
 
 type StageRow = Selectable<DealStagesTable>;
@@ -122,6 +122,18 @@ function toDeal(r: DealView, withMeddpic: boolean): Deal {
   return deal;
 }
 
+/** toDeal written straight to JSON, key for key (GET /deals pages; see jsonPage). */
+function dealJson(r: DealView, withMeddpic: boolean): string {
+  const j = JSON.stringify;
+  const meddpic = withMeddpic ? `,"meddpic":${j(isPlainObject(r.meddpic) ? r.meddpic : null)}` : '';
+  return `{"id":${j(r.id)},"organizationId":${j(r.organization_id)},"name":${j(r.name)},"valueCents":${j(r.value_cents)},`
+    + `"probability":${j(r.probability)},"closeDate":${j(r.close_date)},"actualCloseDate":${j(r.actual_close_date)},`
+    + `"ownerSalesPersonId":${j(r.owner_sales_person_id)},"primaryContactId":${j(r.primary_contact_id)},"companyId":${j(r.company_id)},`
+    + `"stageId":${j(r.stage_id)},"stageSlug":${j(r.stage_slug)},"stageName":${j(r.stage_name)},"forecastCategory":${j(r.forecast_category)},`
+    + `"readinessScore":${j(r.readiness_score)},"lossReason":${j(r.loss_reason)},`
+    + `"createdAt":${msJson(r.created_ms)},"updatedAt":${msJson(r.updated_ms)}${meddpic}}`;
+}
+
 async function readDeal(trx: Tx, orgId: string, id: string, withMeddpic: boolean): Promise<Deal> {
   const row = await dealSelect(trx, orgId, withMeddpic).where('d.id', '=', id).executeTakeFirst();
   if (!row) throw notFound('deal');
@@ -148,7 +160,7 @@ const listDeals: Handler<'listDeals'> = async ({ trx, auth, query }) => {
   if (min !== undefined) q = q.where('d.value_cents', '>=', min);
   if (max !== undefined) q = q.where('d.value_cents', '<=', max);
   const rows = await keyset(q, { cursor: query.cursor, limit, createdCol: 'd.created_at', idCol: 'd.id' }).execute();
-  return { status: 200, body: page(rows, limit, (r) => ({ at: new Date(r.created_ms), id: r.id }), (r) => toDeal(r, withMeddpic)) };
+  return { status: 200, body: jsonPage(rows, limit, (r) => ({ at: r.created_ms, id: r.id }), (r) => dealJson(r, withMeddpic)) };
 };
 
 const getDeal: Handler<'getDeal'> = async ({ trx, auth, params, query }) => {

@@ -15,6 +15,7 @@ import type { Services } from './services.js';
 import { PROBLEMS, ProblemError, problemBody, problemPage } from './http/problems.js';
 import { authenticate, bearerToken, enforceRate, rateHeaders } from './http/auth.js';
 import { idempotent } from './http/idempotency.js';
+import { JsonText } from './http/paging.js';
 import { publicDoc, adminDoc, publicOperations, adminOperations } from './spec.js';
 import type { OpenApiDoc, OperationInfo } from './openapi-doc.js';
 
@@ -120,8 +121,8 @@ function validate(fn: ValidateFunction | undefined, part: string, value: unknown
 }
 
 async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }> {
-  // A request without a body stream (GET, HEAD) has nothing to read.
-  if (c.req.raw.body === null) return { present: false, value: undefined };
+  // GET and HEAD carry no body; asking the request for its stream would build a full Request.
+  if (c.req.method === 'GET' || c.req.method === 'HEAD') return { present: false, value: undefined };
   const raw = await c.req.text();
   if (raw.length === 0) return { present: false, value: undefined };
   if (Buffer.byteLength(raw) > MAX_BODY_BYTES) throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
@@ -182,7 +183,15 @@ function scopeAllows(auth: AuthInfo, scope: string | null): boolean {
   return scope !== null && auth.scopes.includes(scope);
 }
 
-type AnyHandler = (ctx: unknown) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
+type AnyReply = { status: number; body: unknown; headers?: Record<string, string> };
+type AnyHandler = (ctx: unknown) => Promise<AnyReply>;
+
+/** A handler's reply as the HTTP response (a body the handler serialized itself goes out as it is). */
+function respond(c: C, reply: AnyReply, headers: Record<string, string>): Response {
+  const all = { ...headers, ...(reply.headers ?? {}) };
+  if (reply.body instanceof JsonText) return c.body(reply.body.text, reply.status as 200, { ...all, 'Content-Type': 'application/json' });
+  return c.json(reply.body as object, reply.status as 200, all);
+}
 
 /** The operation's handler, or 501 for an operation this deployment does not implement yet. */
 function handlerFor(map: object, op: OperationInfo): AnyHandler {
@@ -277,7 +286,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
       c.set('extraHeaders', { 'Access-Control-Allow-Origin': '*' });
       const req = await parseRequest(c, op, params);
       const reply = await handlerFor(deps.handlers, op)({ config, services, log, requestId: c.get('requestId'), db, query: req.query });
-      return c.json(reply.body as object, reply.status as 200, { 'Access-Control-Allow-Origin': '*' });
+      return respond(c, reply, { 'Access-Control-Allow-Origin': '*' });
     }
 
     // One connection serves the whole keyed request: the key lookup binds it to the key's
@@ -304,7 +313,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
       });
       return { reply: result, rh: headers };
     });
-    return c.json(reply.body as object, reply.status as 200, { ...rh, ...(reply.headers ?? {}) });
+    return respond(c, reply, rh);
   });
 
   app.all('/admin/api/*', limitBody, async (c) => {
@@ -319,7 +328,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const params = adminParams(op, pathname);
     const req = await parseRequest(c, op, params);
     const reply = await handlerFor(deps.adminHandlers, op)({ config, services, log, requestId: c.get('requestId'), db, ...req });
-    return c.json(reply.body as object, reply.status as 200);
+    return respond(c, reply, {});
   });
 
   return app;

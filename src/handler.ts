@@ -6,6 +6,7 @@ import type { operations as adminOperations } from '../generated/admin.js';
 import type { Config } from './config.js';
 import type { Db, Tx } from '../db/database.js';
 import type { Services } from './services.js';
+import type { JsonText } from './http/paging.js';
 
 export type OperationId = keyof operations;
 export type AdminOperationId = keyof adminOperations;
@@ -21,7 +22,7 @@ type ResponseBody<O, S> = S extends keyof Responses<O>
   ? Responses<O>[S] extends { content: { 'application/json': infer R } } ? R : never : never;
 
 export type Reply<O> = {
-  [S in SuccessStatus<O>]: { status: S; body: ResponseBody<O, S>; headers?: Record<string, string> };
+  [S in SuccessStatus<O>]: { status: S; body: ResponseBody<O, S> | JsonText<ResponseBody<O, S>>; headers?: Record<string, string> };
 }[SuccessStatus<O>];
 
 export interface AuthInfo {

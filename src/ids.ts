@@ -13,3 +13,6 @@ export const isoNN = (d: Date | string): string => (d instanceof Date ? d : new 
 
 /** ISO date-time of epoch milliseconds (see epochMs in db/database.ts). */
 export const msIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** msIso as JSON text: the quoted date-time, or null. */
+export const msJson = (ms: number | null): string => (ms === null ? 'null' : `"${new Date(ms).toISOString()}"`);

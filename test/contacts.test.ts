@@ -185,6 +185,33 @@ describe('GET /contacts', () => {
     expect(bad.error?.type).toMatch(/invalid-cursor$/);
   });
 
+  it('list items are the contact as GET by id gives it, plus deletedAt and erasedAt, whatever the text holds', async () => {
+    const { api } = await setup();
+    const list = await mkList(api);
+    const made = await api.POST('/contacts', { body: {
+      email: uniqueEmail(), name: 'Zoë "Zed" O\'Brien \\ \u2028 ✓', listId: list.id, title: 'Head of\nSales\t"ops"', fitScore: 7,
+      company: { name: 'Acme "Quoted"', domain: `${uid('acme')}.example.com` },
+    } });
+    expect(made.response.status, JSON.stringify(made.error)).toBe(201);
+    const patched = await api.PATCH('/contacts/{id}', { params: { path: { id: made.data!.id } }, body: {
+      phone: '+1 555', notes: '</script>{"a":1}', leadSource: 'Ünïcode 🎉', urgencyScore: 0, qualificationStatus: 'NURTURE',
+    } });
+    expect(patched.response.status, JSON.stringify(patched.error)).toBe(200);
+    const plain = await mkContact(api);
+    const page = (await api.GET('/contacts', { params: { query: { limit: 10 } } })).data!;
+    expect(page.data.map((x) => x.id)).toEqual([plain.id, made.data!.id]);
+    for (const item of page.data) {
+      const { deletedAt, erasedAt, ...contact } = item;
+      expect([deletedAt, erasedAt]).toEqual([null, null]);
+      expect((await api.GET('/contacts/{id}', { params: { path: { id: item.id } } })).data).toEqual(contact);
+    }
+    expect(page.data[1].company?.name).toBe('Acme "Quoted"');
+    expect(page.data[1].list).toEqual({ id: list.id, name: list.name });
+    await api.DELETE('/contacts/{id}', { params: { path: { id: plain.id } } });
+    const withDeleted = (await api.GET('/contacts', { params: { query: { includeDeleted: 'true' } } })).data!;
+    expect(withDeleted.data[0].deletedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
   it('filters by qualificationStatus, exact normalized email, and q over name or email (case-insensitive, literal)', async () => {
     const { api } = await setup();
     const tok = uid('zq');

@@ -52,11 +52,36 @@ export function keyset<DB, TB extends keyof DB, O>(
   return q.orderBy(sql.ref(opts.createdCol), 'desc').orderBy(sql.ref(opts.idCol), 'desc').limit(sql.lit(opts.limit + 1));
 }
 
-/** Cuts the extra row and builds `{data, nextCursor}`. */
-export function page<R, T>(rows: R[], limit: number, pos: (r: R) => { at: Date | string; id: string }, map: (r: R) => T) {
+type RowPosition<R> = (r: R) => { at: Date | string | number; id: string };
+
+function cut<R>(rows: R[], limit: number, pos: RowPosition<R>) {
   const more = rows.length > limit;
   const slice = more ? rows.slice(0, limit) : rows;
   const last = slice[slice.length - 1];
   const p = last ? pos(last) : null;
-  return { data: slice.map(map), nextCursor: more && p ? encodeCursor(p.at, p.id) : null };
+  return { slice, nextCursor: more && p ? encodeCursor(new Date(p.at), p.id) : null };
+}
+
+/** Cuts the extra row and builds `{data, nextCursor}`. */
+export function page<R, T>(rows: R[], limit: number, pos: RowPosition<R>, map: (r: R) => T) {
+  const { slice, nextCursor } = cut(rows, limit, pos);
+  return { data: slice.map(map), nextCursor };
+}
+
+/**
+ * A response body already serialized as JSON of shape T; the pipeline sends the text as it is.
+ * The busiest list pages are written this way: building fifty item objects only to stringify
+ * them costs the API node more than the rest of the request.
+ */
+export class JsonText<T> {
+  declare readonly shape?: T;
+  constructor(readonly text: string) {}
+}
+
+/** `page` for items serialized by `item` (which must write exactly what the item's mapping gives). */
+export function jsonPage<R, T>(rows: R[], limit: number, pos: RowPosition<R>, item: (r: R) => string): JsonText<{ data: T[]; nextCursor: string | null }> {
+  const { slice, nextCursor } = cut(rows, limit, pos);
+  let data = '';
+  for (const r of slice) data += data.length === 0 ? item(r) : `,${item(r)}`;
+  return new JsonText(`{"data":[${data}],"nextCursor":${nextCursor === null ? 'null' : JSON.stringify(nextCursor)}}`);
 }
