@@ -34,7 +34,7 @@ async function waitHealthy(origin: string, child: ChildProcess): Promise<void> {
 
 export function startProcess(script: string, env: Record<string, string>): ChildProcess {
   // The same runtime flags as `npm start` (package.json).
-  const child = spawn(process.execPath, ['--max-semi-space-size=64', '--import', 'tsx', script], {
+  const child = spawn(process.execPath, ['--max-semi-space-size=32', '--import', 'tsx', script], {
     cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'],
   });
   return child;
