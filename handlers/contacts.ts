@@ -189,20 +189,22 @@ const listContacts: Handler<'listContacts'> = async ({ trx, auth, query }) => {
   const empty = { status: 200 as const, body: { data: [], nextCursor: null } };
   const search = query.q?.trim().toLowerCase() || null;
   let q = contactSelect(trx).where('c.organization_id', '=', org);
+  let genericPlan = false;
   if (query.listId !== undefined) {
     if (!(await activeList(trx, org, query.listId))) return empty;
     const listQuery = { ...query, listId: query.listId };
     q = q.where('c.id', 'in', trx.selectFrom(listPageIds(trx, org, listQuery, search, limit).as('p')).select('p.id'));
   } else if (search !== null) {
     q = q.where(sql<SqlBool>`c.id IN (${searchIds(org, query, search, limit)})`);
+    // The search decides its branch at execution (searchIds); planning it afresh for every term,
+    // as Postgres otherwise does for a LIKE parameter, would cost more than running it.
+    genericPlan = true;
   } else {
     // One index walk (live contacts, by status, or all with includeDeleted) straight to the rows.
     q = q.where(filters(org, query));
   }
   const paged = keyset(q, { cursor: query.cursor, limit, createdCol: 'c.created_at', idCol: 'c.id' });
-  // A search without a list decides its plan at execution (searchIds); planning it afresh for
-  // every term, as Postgres otherwise does for a LIKE parameter, would cost more than running it.
-  const rows = search !== null && query.listId === undefined ? await withGenericPlan(trx, () => paged.execute()) : await paged.execute();
+  const rows = genericPlan ? await withGenericPlan(trx, () => paged.execute()) : await paged.execute();
   return { status: 200, body: jsonPage(rows, limit, (r) => ({ at: r.created_ms, id: r.id }), contactListItemJson) };
 };
 

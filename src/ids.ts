@@ -15,4 +15,4 @@ export const isoNN = (d: Date | string): string => (d instanceof Date ? d : new 
 export const msIso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** msIso as JSON text: the quoted date-time, or null. */
-export const msJson = (ms: number | null): string => (ms === null ? 'null' : `"${new Date(ms).toISOString()}"`);
+export const msJson = (ms: number | null): string => JSON.stringify(msIso(ms));

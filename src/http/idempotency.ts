@@ -5,7 +5,6 @@ import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { ProblemError } from './problems.js';
-import { JsonText } from './paging.js';
 
 export interface StoredReply { status: number; body: unknown; headers?: Record<string, string> }
 
@@ -46,7 +45,7 @@ export async function idempotent(
     return { status, body: prior.response, replayed: true };
   }
   const reply = await run();
-  await trx.updateTable('idempotency_keys').set({ status: reply.status, response: reply.body instanceof JsonText ? reply.body.text : JSON.stringify(reply.body) })
+  await trx.updateTable('idempotency_keys').set({ status: reply.status, response: JSON.stringify(reply.body) })
     .where('organization_id', '=', organizationId).where('operation_id', '=', operationId).where('key', '=', key)
     .execute();
   return { ...reply, replayed: false };

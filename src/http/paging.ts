@@ -15,7 +15,7 @@ function sign(payload: string): string {
   return crypto.createHmac('sha256', CURSOR_KEY).update(payload).digest('base64url').slice(0, 16);
 }
 
-export function encodeCursor(at: Date | string, id: string): string {
+export function encodeCursor(at: Date | string | number, id: string): string {
   const payload = Buffer.from(JSON.stringify([new Date(at).toISOString(), id])).toString('base64url');
   return `${payload}.${sign(payload)}`;
 }
@@ -59,7 +59,7 @@ function cut<R>(rows: R[], limit: number, pos: RowPosition<R>) {
   const slice = more ? rows.slice(0, limit) : rows;
   const last = slice[slice.length - 1];
   const p = last ? pos(last) : null;
-  return { slice, nextCursor: more && p ? encodeCursor(new Date(p.at), p.id) : null };
+  return { slice, nextCursor: more && p ? encodeCursor(p.at, p.id) : null };
 }
 
 /** Cuts the extra row and builds `{data, nextCursor}`. */
@@ -76,6 +76,8 @@ export function page<R, T>(rows: R[], limit: number, pos: RowPosition<R>, map: (
 export class JsonText<T> {
   declare readonly shape?: T;
   constructor(readonly text: string) {}
+  /** Anywhere a body is stringified (an idempotent reply, say), the text stands for itself. */
+  toJSON(): unknown { return JSON.parse(this.text); }
 }
 
 /** `page` for items serialized by `item` (which must write exactly what the item's mapping gives). */
