@@ -660,10 +660,12 @@ export interface paths {
          *     be in the future (more than 60 seconds ahead of the server clock). An unknown `kind`, an empty or
          *     over-long `summary` and an invalid or future `occurredAt` are 400 `validation-failed`.
          *
-         *     A deal with no primary contact refuses activities with 422 `deal-without-primary-contact`.
+         *     A deal with no primary contact, or whose primary contact is soft-deleted, refuses activities with
+         *     422 `deal-without-primary-contact`.
          *
          *     Idempotency: with an `Idempotency-Key`, a retry with the same body answers **200** with the
-         *     first call's activity; the same key with a different body is a 422 `idempotency-key-reused`, and
+         *     first call's activity; the same key with a different body or on another deal is a 422
+         *     `idempotency-key-reused`, and
          *     a retry while the first request still runs is a 409 `idempotency-key-in-use`. Without the header
          *     every call logs a new activity.
          */
@@ -3277,7 +3279,7 @@ export interface components {
     parameters: {
         /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
         Cursor: string;
-        /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
+        /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body, or on another resource of the same operation (another path id), is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
         IdempotencyKey: string;
         /** @description Page size. */
         Limit: number;
@@ -4216,7 +4218,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
+                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body, or on another resource of the same operation (another path id), is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4227,7 +4229,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: date
-                     * @description Expected close date (YYYY-MM-DD).
+                     * @description Expected close date (YYYY-MM-DD), year 0001 or later.
                      */
                     closeDate?: string;
                     companyId?: string;
@@ -4320,7 +4322,7 @@ export interface operations {
                 "application/json": {
                     /**
                      * Format: date
-                     * @description Expected close date (YYYY-MM-DD); null clears it.
+                     * @description Expected close date (YYYY-MM-DD), year 0001 or later; null clears it.
                      */
                     closeDate?: string | null;
                     name?: string;
@@ -4364,7 +4366,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
+                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body, or on another resource of the same operation (another path id), is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4911,7 +4913,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
+                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body, or on another resource of the same operation (another path id), is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;

@@ -6617,7 +6617,7 @@ return errors === 0;
 }
 validate184.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema118 = {"type":"integer","minimum":0};
+const schema118 = {"type":"integer","minimum":0,"maximum":10000000000000};
 
 function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6656,13 +6656,23 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data == "number"){
-if(data < 0 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data > 10000000000000 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000000000},message:"must be <= 10000000000000"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+if(data < 0 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -6672,7 +6682,7 @@ return errors === 0;
 }
 validate186.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema119 = {"type":"integer","minimum":0};
+const schema119 = {"type":"integer","minimum":0,"maximum":10000000000000};
 
 function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -6711,13 +6721,23 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data == "number"){
-if(data < 0 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data > 10000000000000 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000000000},message:"must be <= 10000000000000"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+if(data < 0 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }

@@ -406,11 +406,14 @@ const createDealActivity: Handler<'createDealActivity'> = async ({ trx, auth, pa
   const occurredAt = body.occurredAt === undefined ? new Date(now) : new Date(body.occurredAt);
   if (Number.isNaN(occurredAt.getTime())) throw invalid('occurredAt is not a valid date-time.', 'body.occurredAt');
   if (occurredAt.getTime() > now + FUTURE_TOLERANCE_MS) throw invalid('occurredAt may not be in the future.', 'body.occurredAt');
-  if (deal.primary_contact_id === null) {
-    throw new ProblemError('deal-without-primary-contact', 'This deal has no primary contact to log the activity against; set primaryContactId with PATCH /deals/{id}.');
+  const contact = deal.primary_contact_id === null ? undefined : await trx.selectFrom('contacts').select('id')
+    .where('organization_id', '=', org).where('id', '=', deal.primary_contact_id)
+    .where('deleted_at', 'is', null).where('erased_at', 'is', null).executeTakeFirst();
+  if (!contact) {
+    throw new ProblemError('deal-without-primary-contact', 'This deal has no live primary contact to log the activity against; set primaryContactId with PATCH /deals/{id}.');
   }
   const row = await trx.insertInto('deal_activities').values({
-    organization_id: org, id: newId('dact'), deal_id: deal.id, contact_id: deal.primary_contact_id, kind: body.kind,
+    organization_id: org, id: newId('dact'), deal_id: deal.id, contact_id: contact.id, kind: body.kind,
     summary, occurred_at: occurredAt, created_by: actorOf(auth),
   }).returningAll().executeTakeFirstOrThrow();
   return {

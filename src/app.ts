@@ -120,6 +120,27 @@ function validate(fn: ValidateFunction | undefined, part: string, value: unknown
   if (fn && !fn(value)) throw validationProblem(part, fn.errors);
 }
 
+/**
+ * Where a value holds U+0000, as a field path, or null. Postgres text cannot store it, so such
+ * input is refused up front rather than failing in the database.
+ */
+function nulAt(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [k, v] of Object.entries(value)) {
+    const at = k.includes('\u0000') ? path : nulAt(v, path ? `${path}.${k}` : k);
+    if (at !== null) return at;
+  }
+  return null;
+}
+
+function rejectNul(part: string, value: unknown): void {
+  const field = nulAt(value, part === 'body' ? 'body' : '');
+  if (field !== null) {
+    throw new ProblemError('validation-failed', `${field || part} contains a NUL character (U+0000), which is not accepted.`, { errors: [{ field: field || part, message: 'contains U+0000' }] });
+  }
+}
+
 async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }> {
   // GET and HEAD carry no body; asking the request for its stream would build a full Request.
   if (c.req.method === 'GET' || c.req.method === 'HEAD') return { present: false, value: undefined };
@@ -130,11 +151,15 @@ async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }>
   if (!/^application\/([\w.+-]+\+)?json\b/.test(ct)) {
     throw new ProblemError('unsupported-media-type', `Request bodies must be application/json, not "${ct || 'none'}".`);
   }
+  let value: unknown;
   try {
-    return { present: true, value: JSON.parse(raw) };
+    value = JSON.parse(raw);
   } catch (e) {
     throw new ProblemError('malformed-json', `The body is not valid JSON: ${(e as Error).message}`);
   }
+  // JSON can only carry U+0000 escaped, so bodies without the escape need no walk.
+  if (/\\u0000/i.test(raw)) rejectNul('body', value);
+  return { present: true, value };
 }
 
 function queryObject(c: C): Record<string, string> {
@@ -163,7 +188,10 @@ async function parseRequest(c: C, op: OperationInfo, params: Record<string, stri
   const vh = paramValidators[`${op.operationId}_header`];
   const query = queryObject(c);
   const headers = headerObject(c, op);
-  validate(vp, 'path', params);
+  // A path value that fails its schema names nothing that can exist: an unknown id.
+  if ((vp && !vp(params)) || nulAt(params, '') !== null) throw new ProblemError('not-found', 'No resource with that id.');
+  rejectNul('query', query);
+  rejectNul('header', headers);
   validate(vq, 'query', query);
   validate(vh, 'header', headers);
   const body = await readJsonBody(c);
@@ -235,6 +263,13 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
 
   app.onError((err, c) => {
     if (err instanceof ProblemError) return problemResponse(c as C, err);
+    // Postgres data exceptions (class 22: out-of-range numbers and dates, invalid text) can only
+    // come from values a client sent that validation let through; they are the client's 400.
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('22')) {
+      log.warn({ requestId: c.get('requestId'), err: { message: err.message, code } }, 'input refused by the database');
+      return problemResponse(c as C, new ProblemError('validation-failed', `A value in the request is out of range or malformed for storage (${err.message}).`));
+    }
     log.error({ requestId: c.get('requestId'), err: { message: err.message, stack: err.stack } }, 'unhandled error');
     return problemResponse(c as C, new ProblemError('internal-error', `An unexpected error occurred; quote request id ${c.get('requestId')}.`));
   });
@@ -308,7 +343,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
       const result = await transactionOn(conn, async () => {
         if (idemKey === undefined) return run();
         const replayAs200 = op.responseStatuses.includes('200');
-        const r = await idempotent(conn, auth.organizationId, op.operationId, idemKey, req.body, replayAs200, run);
+        const r = await idempotent(conn, auth.organizationId, op.operationId, idemKey, req, replayAs200, run);
         return r.replayed ? { ...r, headers: { ...(r.headers ?? {}), 'Idempotent-Replayed': 'true' } } : r;
       });
       return { reply: result, rh: headers };

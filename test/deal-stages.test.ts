@@ -1,7 +1,9 @@
 // Deal stages: default seeding, stage moves, gates, history, and the periodic deal sweep.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg } from '../db/database.js';
+import { parseCrontab } from 'graphile-worker';
 import { runDealSweep } from '../src/tasks/sweep_deals.js';
+import { CRONTAB } from '../src/tasks/index.js';
 import type { TaskDeps } from '../src/tasks/context.js';
 import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
 import { dealOrg, eventsOf, insertContact, utcDate, type DealOrg } from './deal-support.js';
@@ -98,6 +100,9 @@ describe('POST /deals/{id}/stage', () => {
     expect(hist[1]).toMatchObject({ dealId: d.id, fromStageId: stages[0].id, toStageId: stages[1].id });
     const chips = await withOrg(svc.rt.db, o.id, (trx) => trx.selectFrom('deal_stage_history').select('reason_chips').where('id', '=', hist[1].id).executeTakeFirstOrThrow());
     expect(chips.reason_chips).toEqual(['budget']);
+    // Moves between open stages close nothing.
+    expect(await eventsOf(svc, o.id, 'deal.won')).toEqual([]);
+    expect(await eventsOf(svc, o.id, 'deal.lost')).toEqual([]);
     const events = await eventsOf(svc, o.id, 'deal.stage_changed');
     expect(events.map((e) => e.data)).toEqual([
       { dealId: d.id, dealName: 'Pipeline deal', fromStageId: stages[0].id, fromStage: 'prospecting', toStageId: stages[1].id, stage: 'qualification' },
@@ -229,6 +234,7 @@ describe('POST /deals/{id}/stage', () => {
     expect(r.response.status).toBe(200);
     expect(await getDeal(o, d.id)).toMatchObject({ stageSlug: 'closed_lost', actualCloseDate: utcDate(0), forecastCategory: 'closed_lost', lossReason: 'Chose a competitor' });
     expect((await eventsOf(svc, o.id, 'deal.lost')).map((e) => e.data)).toEqual([{ dealId: d.id, dealName: 'Lost one', lossReason: 'Chose a competitor' }]);
+    expect(await eventsOf(svc, o.id, 'deal.won')).toEqual([]);
   });
 
   it('refuses leaving a closed stage without a reason; with one it reopens the deal', async () => {
@@ -243,11 +249,15 @@ describe('POST /deals/{id}/stage', () => {
     const reopened = await move(o, d.id, { stage: 'negotiation', reason: 'Back from the dead' });
     expect(reopened.response.status).toBe(200);
     expect(await getDeal(o, d.id)).toMatchObject({ stageSlug: 'negotiation', actualCloseDate: null, lossReason: null, forecastCategory: 'commit' });
+    expect(await eventsOf(svc, o.id, 'deal.won')).toEqual([]);
+    expect(await eventsOf(svc, o.id, 'deal.lost')).toHaveLength(1);
     // Won to lost with a reason: lossReason set, deal.lost emitted.
     await move(o, d.id, { stage: 'closed_won' });
     const flipped = await move(o, d.id, { stage: 'closed_lost', reason: 'Contract rescinded' });
     expect(flipped.response.status).toBe(200);
     expect((await getDeal(o, d.id)).lossReason).toBe('Contract rescinded');
+    expect((await eventsOf(svc, o.id, 'deal.won')).map((e) => e.data.dealId)).toEqual([d.id]);
+    expect(await eventsOf(svc, o.id, 'deal.lost')).toHaveLength(2);
     expect((await historyOf(o, d.id)).map((h) => h.toStageName)).toEqual(['Closed lost', 'Closed won', 'Negotiation', 'Closed lost', 'Prospecting']);
   });
 
@@ -323,6 +333,29 @@ describe('deal sweep', () => {
     expect((await eventsOf(svc, a.id, 'deal.next_step_overdue')).map((e) => e.data.dealId)).toEqual(expect.arrayContaining([late.id]));
     expect(await eventsOf(svc, a.id, 'deal.next_step_overdue')).toHaveLength(3);
     expect((await eventsOf(svc, a.id, 'deal.slipped')).map((e) => e.data.dealId)).toEqual([slipped.id, late.id]);
+  });
+
+  it('fires overdue from the day after the close date and slipped from the eighth day after', async () => {
+    const o = await dealOrg(svc);
+    const today = await create(o, { name: 'Due today', closeDate: utcDate(0) });
+    const yesterday = await create(o, { name: 'Due yesterday', closeDate: utcDate(-1) });
+    const week = await create(o, { name: 'A week late', closeDate: utcDate(-7) });
+    const eight = await create(o, { name: 'Eight days late', closeDate: utcDate(-8) });
+    await runDealSweep(deps);
+    expect((await eventsOf(svc, o.id, 'deal.next_step_overdue')).map((e) => e.data.dealId).sort())
+      .toEqual([yesterday.id, week.id, eight.id].sort());
+    expect((await eventsOf(svc, o.id, 'deal.slipped')).map((e) => e.data)).toEqual([
+      { dealId: eight.id, dealName: 'Eight days late', closeDate: utcDate(-8), daysOverdue: 8 },
+    ]);
+    expect((await eventsOf(svc, o.id)).filter((e) => e.data.dealId === today.id).map((e) => e.type)).toEqual(['deal.created']);
+  });
+
+  it('is on the worker crontab every 15 minutes', () => {
+    const [item] = parseCrontab(CRONTAB).filter((c) => c.task === 'sweep_deals');
+    expect(item).toBeDefined();
+    expect(item.match({ min: 0, hour: 3, date: 1, month: 1, dow: 0 })).toBe(true);
+    expect(item.match({ min: 15, hour: 3, date: 1, month: 1, dow: 0 })).toBe(true);
+    expect(item.match({ min: 7, hour: 3, date: 1, month: 1, dow: 0 })).toBe(false);
   });
 
   it('runs as the graphile-worker task sweep_deals', async () => {

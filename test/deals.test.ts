@@ -75,7 +75,8 @@ describe('POST /deals', () => {
       {}, { name: '' }, { name: 'x'.repeat(201) }, { name: 'n', valueCents: -1 }, { name: 'n', valueCents: 10.5 },
       { name: 'n', probability: -1 }, { name: 'n', probability: 101 }, { name: 'n', probability: 0.5 },
       { name: 'n', closeDate: '2030-02-30x' }, { name: 'n', closeDate: '2030-06-30T00:00:00Z' }, { name: 'n', colour: 'blue' },
-      { name: 'n', valueCents: '100' },
+      { name: 'n', valueCents: '100' }, { name: 'n', valueCents: 10_000_000_000_001 }, { name: 'n', closeDate: '0000-01-01' },
+      { name: 'n\u0000' },
     ];
     for (const body of bodies) {
       const r = await o.api.POST('/deals', { body: body as never });
@@ -216,7 +217,9 @@ describe('GET /deals and GET /deals/{id}', () => {
     expect(await ids({ stageSlug: 'discovery', maxValueCents: 600 })).toEqual([mid.id]);
     expect(await ids({ stageSlug: 'prospecting' })).toEqual([small.id, none.id]);
     expect(await ids({ stageSlug: 'nowhere' })).toEqual([]);
-    for (const query of [{ minValueCents: 5, maxValueCents: 4 }, { minValueCents: -1 }, { minValueCents: 'x' }, { limit: 0 }, { limit: 201 }, { cursor: 'bogus' }]) {
+    for (const query of [{ minValueCents: 5, maxValueCents: 4 }, { minValueCents: -1 }, { minValueCents: 'x' },
+      { minValueCents: '99999999999999999999' }, { minValueCents: '9223372036854775807' }, { maxValueCents: '1e21' },
+      { maxValueCents: 10_000_000_000_001 }, { stageSlug: 'a\u0000b' }, { limit: 0 }, { limit: 201 }, { cursor: 'bogus' }]) {
       const r = await o.api.GET('/deals', { params: { query: query as never } });
       expect(r.response.status, JSON.stringify(query)).toBe(400);
     }
@@ -288,7 +291,7 @@ describe('PATCH /deals/{id}', () => {
     const foreign = await insertContact(svc, other.id);
     const bodies = [
       { colour: 'blue' }, { stage: 'discovery' }, { stageId: d.stageId }, {}, { name: '' }, { valueCents: -1 }, { probability: 101 },
-      { probability: 0.5 }, { closeDate: 'soon' }, { primaryContactId: deleted }, { primaryContactId: foreign }, { primaryContactId: 'con_nope' },
+      { probability: 0.5 }, { closeDate: 'soon' }, { closeDate: '0000-12-31' }, { name: 'a\u0000b' }, { primaryContactId: deleted }, { primaryContactId: foreign }, { primaryContactId: 'con_nope' },
       { ownerSalesPersonId: o.ownerId },
     ];
     for (const body of bodies) {
@@ -377,6 +380,13 @@ describe('POST /deals/{id}/activities', () => {
     expect(reused.response.status).toBe(422);
     const rows = await withOrg(svc.rt.db, o.id, (trx) => trx.selectFrom('deal_activities').select('id').where('deal_id', '=', deal.id).execute());
     expect(rows).toHaveLength(1);
+    // The key stands for this deal's request: on another deal it is a different request.
+    const { deal: second } = await dealWithContact(o);
+    const elsewhere = await o.api.POST('/deals/{id}/activities', { ...opts, params: { path: { id: second.id } }, body: { kind: 'call', summary: 'Discussed pricing' } });
+    expect(elsewhere.response.status).toBe(422);
+    expect(elsewhere.error?.type).toMatch(/idempotency-key-reused$/);
+    const onSecond = await withOrg(svc.rt.db, o.id, (trx) => trx.selectFrom('deal_activities').select('id').where('deal_id', '=', second.id).execute());
+    expect(onSecond).toHaveLength(0);
   });
 
   it('answers 422 for a deal without a primary contact and 404 for another organization', async () => {
@@ -385,6 +395,12 @@ describe('POST /deals/{id}/activities', () => {
     const r = await o.api.POST('/deals/{id}/activities', { params: { path: { id: bare.id } }, body: { kind: 'note', summary: 'Nobody' } });
     expect(r.response.status).toBe(422);
     expect(r.error?.type).toMatch(/deal-without-primary-contact$/);
+    // A soft-deleted primary contact is no contact to log against either.
+    const { contact, deal: orphaned } = await dealWithContact(o);
+    expect((await o.api.DELETE('/contacts/{id}', { params: { path: { id: contact } } })).response.status).toBe(200);
+    const gone = await o.api.POST('/deals/{id}/activities', { params: { path: { id: orphaned.id } }, body: { kind: 'note', summary: 'Deleted' } });
+    expect(gone.response.status).toBe(422);
+    expect(gone.error?.type).toMatch(/deal-without-primary-contact$/);
     const other = await dealOrg(svc);
     const { deal } = await dealWithContact(o);
     const foreign = await other.api.POST('/deals/{id}/activities', { params: { path: { id: deal.id } }, body: { kind: 'note', summary: 'x' } });

@@ -89,6 +89,12 @@ describe('problems', () => {
       ['GET', '/api/v1/lists?limit=500', {}, 400, 'validation-failed'],
       ['GET', '/api/v1/public-templates?cursor=tampered', {}, 400, 'invalid-cursor'],
       ['GET', '/api/v1/lists/%E0%A4%A', {}, 404, 'not-found'],
+      // A path value outside its schema names nothing that can exist; U+0000 is refused anywhere.
+      ['GET', `/api/v1/lists/${'x'.repeat(65)}`, {}, 404, 'not-found'],
+      ['GET', '/api/v1/deals/a%00b', {}, 404, 'not-found'],
+      ['GET', '/api/v1/deals?stageSlug=a%00b', {}, 400, 'validation-failed'],
+      ['POST', '/api/v1/lists', { body: '{"name":"a\\u0000b"}', headers: json }, 400, 'validation-failed'],
+      ['POST', '/api/v1/lists', { body: '{"name":"x","description":{"a\\u0000":1}}', headers: json }, 400, 'validation-failed'],
     ];
     for (const [method, path, init, status, slug] of cases) {
       const r = await raw(svc.baseUrl, method, path, { key, ...init });

@@ -16,8 +16,11 @@ function canonical(v: unknown): unknown {
   return v;
 }
 
-export const requestHash = (body: unknown): string =>
-  crypto.createHash('sha256').update(JSON.stringify(canonical(body ?? null))).digest('hex');
+/** The request a key stands for: its body, and its path parameters when the operation has any. */
+export const requestHash = (body: unknown, params: Record<string, string> = {}): string => {
+  const request = Object.keys(params).length === 0 ? body ?? null : { params, body: body ?? null };
+  return crypto.createHash('sha256').update(JSON.stringify(canonical(request))).digest('hex');
+};
 
 /**
  * Runs `run` once per (organization, operation, key). A replay answers the first response; when
@@ -25,10 +28,10 @@ export const requestHash = (body: unknown): string =>
  * replay creates nothing).
  */
 export async function idempotent(
-  trx: Tx, organizationId: string, operationId: string, key: string, body: unknown, replayAs200: boolean,
-  run: () => Promise<StoredReply>,
+  trx: Tx, organizationId: string, operationId: string, key: string, request: { params: Record<string, string>; body: unknown },
+  replayAs200: boolean, run: () => Promise<StoredReply>,
 ): Promise<StoredReply & { replayed: boolean }> {
-  const hash = requestHash(body);
+  const hash = requestHash(request.body, request.params);
   const inserted = await sql<{ key: string }>`
     INSERT INTO idempotency_keys (organization_id, operation_id, key, request_hash)
     VALUES (${organizationId}, ${operationId}, ${key}, ${hash})
@@ -39,7 +42,7 @@ export async function idempotent(
       .executeTakeFirst();
     if (!prior || prior.status === null) throw new ProblemError('idempotency-key-in-use');
     if (prior.request_hash !== hash) {
-      throw new ProblemError('idempotency-key-reused', 'This Idempotency-Key was used with a different request body.');
+      throw new ProblemError('idempotency-key-reused', 'This Idempotency-Key was used with a different request body or path.');
     }
     const status = prior.status === 201 && replayAs200 ? 200 : prior.status;
     return { status, body: prior.response, replayed: true };

@@ -34,7 +34,7 @@ export const PROBLEMS = {
   'lead-already-converted': { status: 409, title: 'Lead already converted', meaning: 'The lead was converted and cannot be marked as spam.', retry: 'No.' },
   'payload-too-large': { status: 413, title: 'Payload too large', meaning: 'The request body exceeds 1 MiB.', retry: 'No: send a smaller body.' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type', meaning: 'A request body must be sent as `Content-Type: application/json`.', retry: 'No: send JSON with that content type.' },
-  'idempotency-key-reused': { status: 422, title: 'Idempotency key reused', meaning: 'The Idempotency-Key was already used with a different request body.', retry: 'No: use a new key for a different request.' },
+  'idempotency-key-reused': { status: 422, title: 'Idempotency key reused', meaning: 'The Idempotency-Key was already used with a different request body or on another resource (path).', retry: 'No: use a new key for a different request.' },
   'stage-gate-blocked': { status: 422, title: 'Stage gate blocked', meaning: 'A stage gate is not met; `gate`, `gateMode` and `needsOverride` say which and whether an `overrideReason` lets the move pass.', retry: 'Yes, once the gate is met or with an `overrideReason` when `needsOverride` is true.' },
   'deal-without-primary-contact': { status: 422, title: 'Deal has no primary contact', meaning: 'Activities are logged against the deal\'s primary contact, and this deal has none.', retry: 'Yes, after setting primaryContactId with PATCH /deals/{id}.' },
   'rate-limited': { status: 429, title: 'Rate limit exceeded', meaning: 'The API key spent its requests of the current 60-second window.', retry: 'Yes, after Retry-After seconds.' },
