@@ -760,7 +760,8 @@ export interface paths {
          *     `deal.next_step_overdue` when the deal's `closeDate` is before today (UTC), once per deal and
          *     `closeDate` value, and `deal.slipped` when the `closeDate` is more than 7 days before today,
          *     once per deal and `closeDate` value; data `{dealId, dealName, closeDate, daysOverdue}`. Moving
-         *     the close date with `PATCH /deals/{id}` re-arms both.
+         *     the close date with `PATCH /deals/{id}` to a date not reported before re-arms both. The close
+         *     date is the deal's next step: logging an activity does not postpone or silence these events.
          */
         post: operations["changeDealStage"];
         delete?: never;

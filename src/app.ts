@@ -147,9 +147,10 @@ async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }>
   const raw = await c.req.text();
   if (raw.length === 0) return { present: false, value: undefined };
   if (Buffer.byteLength(raw) > MAX_BODY_BYTES) throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
+  // JSON sent as text/plain (fetch's default for a string) or with no type is still JSON.
   const ct = (c.req.header('content-type') ?? '').toLowerCase();
-  if (!/^application\/([\w.+-]+\+)?json\b/.test(ct)) {
-    throw new ProblemError('unsupported-media-type', `Request bodies must be application/json, not "${ct || 'none'}".`);
+  if (ct !== '' && !/^(application\/([\w.+-]+\+)?json|text\/plain)\b/.test(ct)) {
+    throw new ProblemError('malformed-json', `Request bodies must be JSON (application/json), not "${ct}".`);
   }
   let value: unknown;
   try {

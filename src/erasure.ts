@@ -47,9 +47,22 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
     .where('organization_id', '=', org)
     .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(to_email)`, '=', address)]))
     .execute();
-  // A deal keeps its revenue data; only the link to the person goes.
+  // A deal keeps its revenue data; only the link to the person goes. Its activities keep their
+  // kind and time (the deal's history) but not what was said with or about the person.
   await trx.updateTable('deals').set({ primary_contact_id: null, updated_at: at } as never)
     .where('organization_id', '=', org).where('primary_contact_id', '=', contactId).execute();
+  const { rows: activities } = await sql<{ id: string }>`
+    UPDATE deal_activities SET summary = '', contact_id = nullif(contact_id, ${contactId})
+    WHERE organization_id = ${org}
+      AND (contact_id = ${contactId} OR (position(${address} in lower(summary)) > 0 AND lower(summary) ~ ${pattern}))
+    RETURNING id`.execute(trx);
+  // A stored Idempotency-Key response holding the person's data (the contact with its address, an
+  // activity just redacted) is forgotten: a retry of that request then runs afresh.
+  await sql`
+    DELETE FROM idempotency_keys
+    WHERE organization_id = ${org} AND response IS NOT NULL
+      AND ((position(${address} in lower(response::text)) > 0 AND lower(response::text) ~ ${pattern})
+        OR response->>'id' = ANY(${activities.map((a) => a.id)}::text[]))`.execute(trx);
 
   // Platform events and the audit log keep their rows (type, resource, time) but lose any payload
   // naming the person: a payload about the contact keeps only its id, any other payload that

@@ -22,7 +22,8 @@ const erase = (s: Awaited<ReturnType<typeof setup>>, id: string, b: { requesterR
 /** Every row of the organization that may hold personal data, as text, for "is the address anywhere?" checks. */
 async function everything(orgId: string): Promise<string> {
   return system(svc, async (trx) => {
-    const tables = ['contacts', 'messages', 'drafts', 'send_records', 'audit_log', 'events', 'suppression_entries', 'erasure_evidence', 'deals'] as const;
+    const tables = ['contacts', 'messages', 'drafts', 'send_records', 'audit_log', 'events', 'suppression_entries', 'erasure_evidence', 'deals',
+      'deal_activities', 'idempotency_keys'] as const;
     const out: unknown[] = [];
     for (const t of tables) out.push(await trx.selectFrom(t).selectAll().where('organization_id', '=', orgId).execute());
     return JSON.stringify(out).toLowerCase();
@@ -65,8 +66,9 @@ describe('POST /contacts/{id}/erase refusals', () => {
       const r = await s.api.POST('/contacts/{id}/erase', { params: { path: { id: c.id } }, body: b as never });
       expect(r.response.status, JSON.stringify(b)).toBe(400);
     }
-    for (const [text, type] of [['requesterRef=r&reason=x', 'malformed-json'], ['', 'validation-failed']]) {
-      const r = await raw(svc.baseUrl, 'POST', `/api/v1/contacts/${c.id}/erase`, { key: s.key, body: text, headers: { 'content-type': 'application/json' } });
+    for (const [text, type, contentType] of [['requesterRef=r&reason=x', 'malformed-json', 'application/json'], ['', 'validation-failed', 'application/json'],
+      ['requesterRef=r&reason=x', 'malformed-json', 'application/x-www-form-urlencoded'], ['requesterRef=r&reason=x', 'malformed-json', 'text/plain']]) {
+      const r = await raw(svc.baseUrl, 'POST', `/api/v1/contacts/${c.id}/erase`, { key: s.key, body: text, headers: { 'content-type': contentType } });
       expect(r.status).toBe(400);
       expect(String(r.body.type)).toMatch(new RegExp(`${type}$`));
     }
@@ -116,6 +118,17 @@ describe('POST /contacts/{id}/erase', () => {
     await s.api.PATCH('/contacts/{id}', { params: { path: { id: c.id } }, body: { phone: '+44 1', notes: 'likes maths', title: 'Countess' } });
     await s.api.POST('/suppression', { body: { email, reason: 'asked' } });
     await seedPersonalData(s.org.id, c.id, email);
+    // Deal activities with the person or naming their address, and Idempotency-Key replies holding their data.
+    const other = await mkContact(s.api);
+    const adaDeal = (await s.api.POST('/deals', { body: { name: 'Ada deal', primaryContactId: c.id } })).data!;
+    const otherDeal = (await s.api.POST('/deals', { body: { name: 'Other deal', primaryContactId: other.id } })).data!;
+    const activity = (path: string, summary: string, key?: string) => s.api.POST('/deals/{id}/activities', {
+      params: { path: { id: path } }, body: { kind: 'call', summary }, headers: key ? { 'Idempotency-Key': key } : {},
+    });
+    await activity(adaDeal.id, 'Called Ada Lovelace about maths', 'act-ada');
+    await activity(otherDeal.id, `cc ${email} next time`);
+    await activity(otherDeal.id, 'Kept as it is', 'act-kept');
+    await s.api.POST('/contacts', { body: { email, name: 'Ada Lovelace', listId: c.list!.id }, headers: { 'Idempotency-Key': 'contact-ada' } });
     const ref = uid('DSR-');
     const r = await erase(s, c.id, { requesterRef: ref, reason: 'GDPR art. 17' });
     expect(r.response.status).toBe(200);
@@ -133,8 +146,17 @@ describe('POST /contacts/{id}/erase', () => {
     expect(row).toMatchObject({ name: '', title: null, phone: null, notes: null, lead_source: null, list_id: c.list!.id });
     expect(row.erased_at?.toISOString()).toBe(r.data!.erasedAt);
     expect(row.deleted_at).not.toBeNull();
-    const deal = await system(svc, (trx) => trx.selectFrom('deals').selectAll().where('organization_id', '=', s.org.id).executeTakeFirstOrThrow());
+    const deal = await system(svc, (trx) => trx.selectFrom('deals').selectAll().where('organization_id', '=', s.org.id).where('name', '=', 'Big deal').executeTakeFirstOrThrow());
     expect(deal).toMatchObject({ primary_contact_id: null, value_cents: 500000, name: 'Big deal' });
+    const acts = await system(svc, (trx) => trx.selectFrom('deal_activities').select(['deal_id', 'contact_id', 'kind', 'summary'])
+      .where('organization_id', '=', s.org.id).orderBy('created_at').execute());
+    expect(acts).toEqual([
+      { deal_id: adaDeal.id, contact_id: null, kind: 'call', summary: '' },
+      { deal_id: otherDeal.id, contact_id: other.id, kind: 'call', summary: '' },
+      { deal_id: otherDeal.id, contact_id: other.id, kind: 'call', summary: 'Kept as it is' },
+    ]);
+    const keys = await system(svc, (trx) => trx.selectFrom('idempotency_keys').select('key').where('organization_id', '=', s.org.id).orderBy('key').execute());
+    expect(keys.map((k) => k.key)).toEqual(['act-kept']);
 
     const evidence = await system(svc, (trx) => trx.selectFrom('erasure_evidence').selectAll().where('organization_id', '=', s.org.id).execute());
     expect(evidence).toHaveLength(1);

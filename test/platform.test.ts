@@ -85,7 +85,8 @@ describe('problems', () => {
       ['POST', '/api/v1/lists', { body: '{"name":', headers: json }, 400, 'malformed-json'],
       ['POST', '/api/v1/lists', { body: '{"name":42}', headers: json }, 400, 'validation-failed'],
       ['POST', '/api/v1/lists', { body: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }), headers: json }, 413, 'payload-too-large'],
-      ['POST', '/api/v1/lists', { body: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415, 'unsupported-media-type'],
+      ['POST', '/api/v1/lists', { body: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 400, 'malformed-json'],
+      ['POST', '/api/v1/lists', { body: 'name=x', headers: { 'content-type': 'text/plain' } }, 400, 'malformed-json'],
       ['GET', '/api/v1/lists?limit=500', {}, 400, 'validation-failed'],
       ['GET', '/api/v1/public-templates?cursor=tampered', {}, 400, 'invalid-cursor'],
       ['GET', '/api/v1/lists/%E0%A4%A', {}, 404, 'not-found'],
@@ -104,6 +105,15 @@ describe('problems', () => {
       expect(typeof r.body.title).toBe('string');
       expect(typeof r.body.detail).toBe('string');
       expect(r.headers.get('x-request-id')).toBeTruthy();
+    }
+  });
+
+  it('reads a JSON body sent as text/plain (what fetch sends for a string body)', async () => {
+    const key = await svc.newOrg().then((o) => o.key());
+    for (const headers of [{ 'content-type': 'text/plain;charset=UTF-8' }, {}]) {
+      const r = await raw(svc.baseUrl, 'POST', '/api/v1/lists', { key, body: JSON.stringify({ name: 'Plain' }), headers });
+      expect(r.status, JSON.stringify(headers)).toBe(201);
+      expect(r.body).toMatchObject({ name: 'Plain' });
     }
   });
 

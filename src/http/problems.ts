@@ -13,7 +13,7 @@ export interface ProblemType {
 
 export const PROBLEMS = {
   'validation-failed': { status: 400, title: 'Validation failed', meaning: 'A parameter or body field is missing, of the wrong type, out of range, or refused by a rule of the operation. `errors` lists the failing fields.', retry: 'No: correct the request first.' },
-  'malformed-json': { status: 400, title: 'Malformed JSON', meaning: 'The request body is not valid JSON.', retry: 'No: send a valid JSON body.' },
+  'malformed-json': { status: 400, title: 'Malformed JSON', meaning: 'The request body is not JSON: it does not parse, or it was sent as another media type (a form, say).', retry: 'No: send a valid JSON body.' },
   'invalid-cursor': { status: 400, title: 'Invalid cursor', meaning: 'The cursor was not issued by the service or was altered.', retry: 'No: pass the `nextCursor` of a previous page unchanged, or start again without a cursor.' },
   'unknown-stage': { status: 400, title: 'Unknown stage', meaning: 'The stage slug or id names no stage of the organization.', retry: 'No: use a stage from GET /deal-stages.' },
   'stage-transition-not-allowed': { status: 400, title: 'Stage transition not allowed', meaning: 'The deal cannot move to that stage from its current one (for example out of a closed stage without a reason, or to the stage it is already in).', retry: 'No: choose another stage or give the required reason.' },
@@ -33,7 +33,6 @@ export const PROBLEMS = {
   'lead-is-spam': { status: 409, title: 'Lead is spam', meaning: 'The lead was marked as spam and cannot be converted.', retry: 'No.' },
   'lead-already-converted': { status: 409, title: 'Lead already converted', meaning: 'The lead was converted and cannot be marked as spam.', retry: 'No.' },
   'payload-too-large': { status: 413, title: 'Payload too large', meaning: 'The request body exceeds 1 MiB.', retry: 'No: send a smaller body.' },
-  'unsupported-media-type': { status: 415, title: 'Unsupported media type', meaning: 'A request body must be sent as `Content-Type: application/json`.', retry: 'No: send JSON with that content type.' },
   'idempotency-key-reused': { status: 422, title: 'Idempotency key reused', meaning: 'The Idempotency-Key was already used with a different request body or on another resource (path).', retry: 'No: use a new key for a different request.' },
   'stage-gate-blocked': { status: 422, title: 'Stage gate blocked', meaning: 'A stage gate is not met; `gate`, `gateMode` and `needsOverride` say which and whether an `overrideReason` lets the move pass.', retry: 'Yes, once the gate is met or with an `overrideReason` when `needsOverride` is true.' },
   'deal-without-primary-contact': { status: 422, title: 'Deal has no primary contact', meaning: 'Activities are logged against the deal\'s primary contact, and this deal has none.', retry: 'Yes, after setting primaryContactId with PATCH /deals/{id}.' },
