@@ -239,11 +239,16 @@ async function companyFor(trx: Tx, organizationId: string, input: CompanyInput) 
   return trx.selectFrom('companies').selectAll().where('organization_id', '=', organizationId).where('id', '=', hit.id).executeTakeFirstOrThrow();
 }
 
+/** Serializes, to commit, the writes of one organization that turn on one (normalized) address. */
+async function lockAddress(trx: Tx, organizationId: string, email: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`contact:${organizationId}:${email}`}, 0))`.execute(trx);
+}
+
 const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
   const org = auth.organizationId;
   const email = normalizeEmail(body.email);
   // Concurrent creates of one person queue here, so each sees the other's record (rules 1-2).
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`contact:${org}:${email}`}, 0))`.execute(trx);
+  await lockAddress(trx, org, email);
   const list = body.listId !== undefined ? await activeList(trx, org, body.listId) : await crmImportList(trx, org, auth.userId);
   if (!list) throw notFound('list');
 
@@ -362,9 +367,14 @@ const eraseContact: Handler<'eraseContact'> = async ({ trx, auth, params, body, 
   const secret = usableErasureSecret(config.erasureHashSecret);
   if (!secret) throw new ProblemError('erasure-not-configured');
   const org = auth.organizationId;
-  const contact = await trx.selectFrom('contacts').select(['id', 'email_normalized', 'erased_at'])
-    .where('organization_id', '=', org).where('id', '=', params.id).forUpdate().executeTakeFirst();
-  if (!contact) throw notFound('contact');
+  const find = () => trx.selectFrom('contacts').select(['id', 'email_normalized', 'erased_at'])
+    .where('organization_id', '=', org).where('id', '=', params.id).executeTakeFirst();
+  const seen = await find();
+  if (!seen) throw notFound('contact');
+  // Erasures of one address queue on it before locking any record, so two erasures naming
+  // different records of that address cannot deadlock; the second then finds it erased.
+  await lockAddress(trx, org, seen.email_normalized);
+  const contact = (await find())!;
   if (contact.erased_at !== null) {
     return { status: 200, body: { id: contact.id, erased: true, erasedAt: isoNN(contact.erased_at), alreadyErased: true, erasedContactIds: [], note: ERASE_NOTE } };
   }

@@ -216,6 +216,26 @@ describe('POST /contacts/{id}/erase', () => {
     expect(await system(svc, (trx) => trx.selectFrom('erasure_evidence').select('id').where('organization_id', '=', s.org.id).execute())).toHaveLength(1);
   });
 
+  it('concurrent erasures naming different records of one address: both 200, one erases them all', async () => {
+    const s = await setup();
+    const pairs = await Promise.all(Array.from({ length: 4 }, async () => {
+      const email = uniqueEmail('race');
+      const [l1, l2] = [await mkList(s.api), await mkList(s.api)];
+      const a = await mkContact(s.api, { email, listId: l1.id });
+      await svc.patchList(s.org.id, l1.id, { archived: true });
+      const b = await mkContact(s.api, { email, listId: l2.id });
+      return [a.id, b.id];
+    }));
+    const results = await Promise.all(pairs.map(([a, b]) => Promise.all([erase(s, a), erase(s, b)])));
+    for (const [[a, b], [ra, rb]] of pairs.map((p, i) => [p, results[i]] as const)) {
+      expect([ra.response.status, rb.response.status]).toEqual([200, 200]);
+      expect([ra.data!.alreadyErased, rb.data!.alreadyErased].sort()).toEqual([false, true]);
+      const first = ra.data!.alreadyErased ? rb.data! : ra.data!;
+      expect([...first.erasedContactIds].sort()).toEqual([a, b].sort());
+    }
+    expect(await eventsOf(svc, s.org.id, 'contact.erased')).toHaveLength(8);
+  });
+
   it('all or nothing: a failure after the first record erases nothing and answers 500', async () => {
     const s = await setup();
     const email = uniqueEmail('fault');
