@@ -1307,7 +1307,9 @@ export interface paths {
          *
          *     Idempotent: when the address already has its own entry nothing changes and the answer is
          *     the same 200. Emits `suppression.added` only when a row was actually added. Domain-level
-         *     entries cannot be created through this operation.
+         *     entries cannot be created through this operation. An erased address (or a plus-tag variant
+         *     of one) is already suppressed for good by its hash: nothing is written, so the address is
+         *     never stored in clear again, and no event is emitted.
          *
          *     Errors: 400 `validation-failed` (missing or invalid email, missing reason, unknown field) or
          *     `malformed-json`.
@@ -1318,9 +1320,9 @@ export interface paths {
          * @description Removes the address's own suppression entry. Always 200, also when no entry existed; emits
          *     `suppression.removed` only when a row was actually deleted.
          *
-         *     Only the address-level entry is lifted: a DOMAIN entry covering the address and the
-         *     permanent hash-backed entry of an erased address stay in force (check with
-         *     `GET /suppression?email=`).
+         *     Only the address-level entry is lifted: a DOMAIN entry covering the address, an entry of its
+         *     plus-tag-stripped form and the permanent hash-backed entry of an erased address stay in force,
+         *     and the answer's `suppressed` is then still true.
          */
         delete: operations["removeSuppression"];
         options?: never;
@@ -3761,7 +3763,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
                 cursor?: components["parameters"]["Cursor"];
-                /** @description Exact match on the normalized address (trimmed, lowercased before comparing). */
+                /** @description Exact match on the normalized address (trimmed, lowercased before comparing). A `+` sent unencoded is kept as a plus (an address has no spaces). */
                 email?: string;
                 /** @description `true` also returns soft-deleted and erased contacts (with their `deletedAt` / `erasedAt` set). */
                 includeDeleted?: "true";
@@ -5325,7 +5327,7 @@ export interface operations {
                 /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
                 cursor?: components["parameters"]["Cursor"];
                 /**
-                 * @description The address to check (compared normalized - trimmed, lowercased). A query parameter, not a path segment, so that `+` and `.` are not mis-encoded.
+                 * @description The address to check (compared normalized - trimmed, lowercased). A query parameter, not a path segment, so that `+` and `.` are not mis-encoded; a `+` sent unencoded is kept as a plus (an address has no spaces).
                  * @example ada@example.com
                  */
                 email?: string;
@@ -5404,7 +5406,7 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description The address to lift (compared normalized - trimmed, lowercased). A query parameter, not a path segment, so that `+` and `.` are not mis-encoded.
+                 * @description The address to lift (compared normalized - trimmed, lowercased). A query parameter, not a path segment, so that `+` and `.` are not mis-encoded; a `+` sent unencoded is kept as a plus (an address has no spaces).
                  * @example ada@example.com
                  */
                 email: string;
@@ -5415,7 +5417,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The address has no own suppression entry any more. */
+            /** @description The address has no own suppression entry any more; `suppressed` says whether another entry still covers it. */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

@@ -35,10 +35,15 @@ const getSuppression: Handler<'getSuppression'> = async ({ trx, auth, query, con
   return { status: 200, body: page(rows, limit, (r) => ({ at: r.created_at, id: r.id }), toSuppressionEntry) };
 };
 
-/** Adds the address's own MANUAL_BLOCK entry; an existing live entry is left as it is. */
-const addSuppression: Handler<'addSuppression'> = async ({ trx, auth, body }) => {
+/**
+ * Adds the address's own MANUAL_BLOCK entry; an existing live entry is left as it is. An erased
+ * address is already suppressed for good by its hash and is never written down in clear again.
+ */
+const addSuppression: Handler<'addSuppression'> = async ({ trx, auth, body, config }) => {
   const org = auth.organizationId;
   const email = normalizeEmail(body.email);
+  const current = await matchSuppression(trx, org, email, config.erasureHashSecret);
+  if (current.suppressed && current.entry === null) return { status: 200, body: { email, suppressed: true } };
   const values = { reason: 'MANUAL_BLOCK', source: body.reason, notes: body.notes ?? null, expires_at: null };
   // An expired entry of the address is renewed in place; a live one stays untouched (no event).
   const added = await trx.insertInto('suppression_entries')
@@ -56,8 +61,11 @@ const addSuppression: Handler<'addSuppression'> = async ({ trx, auth, body }) =>
   return { status: 200, body: { email, suppressed: true } };
 };
 
-/** Lifts the address's own entry only: DOMAIN entries and erasure hashes stay in force. */
-const removeSuppression: Handler<'removeSuppression'> = async ({ trx, auth, query }) => {
+/**
+ * Lifts the address's own entry only: DOMAIN entries and erasure hashes stay in force, and the
+ * answer's `suppressed` says whether one of them still holds.
+ */
+const removeSuppression: Handler<'removeSuppression'> = async ({ trx, auth, query, config }) => {
   const org = auth.organizationId;
   const email = normalizeEmail(query.email);
   const removed = await trx.deleteFrom('suppression_entries').where('organization_id', '=', org)
@@ -65,7 +73,8 @@ const removeSuppression: Handler<'removeSuppression'> = async ({ trx, auth, quer
   if (removed) {
     await emit(trx, org, { type: 'suppression.removed', resource: { type: 'SuppressionEntry', id: removed.id }, data: { email, level: 'ADDRESS' } });
   }
-  return { status: 200, body: { email, suppressed: false } };
+  const after = await matchSuppression(trx, org, email, config.erasureHashSecret);
+  return { status: 200, body: { email, suppressed: after.suppressed } };
 };
 
 export const suppressionHandlers = { getSuppression, addSuppression, removeSuppression };

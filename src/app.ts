@@ -169,6 +169,8 @@ function queryObject(c: C): Record<string, string> {
   const q = url.indexOf('?');
   if (q < 0) return out;
   for (const [k, v] of new URLSearchParams(url.slice(q + 1))) out[k] = v;
+  // Form decoding reads `+` as a space; an address has no spaces, so there it was a plus.
+  if (out.email !== undefined) out.email = out.email.trim().replaceAll(' ', '+');
   return out;
 }
 

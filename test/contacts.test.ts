@@ -213,7 +213,7 @@ describe('GET /contacts', () => {
   });
 
   it('filters by qualificationStatus, exact normalized email, and q over name or email (case-insensitive, literal)', async () => {
-    const { api } = await setup();
+    const { api, key } = await setup();
     const tok = uid('zq');
     const a = await api.POST('/contacts', { body: { email: uniqueEmail(), name: `Ada ${tok.toUpperCase()}`, qualificationStatus: 'NURTURE' } });
     const b = await api.POST('/contacts', { body: { email: `${tok}_x%@example.com`, name: 'Bob' } });
@@ -226,6 +226,10 @@ describe('GET /contacts', () => {
     expect(await ids({ q: `${tok}%` })).toEqual([]); // % is a literal, not a wildcard
     expect(await ids({ q: 'CARL' })).toEqual([c.id]);
     expect(await ids({ q: tok, qualificationStatus: 'NURTURE' })).toEqual([a.data!.id]);
+    // A + sent unencoded in `email` stays a plus (an address has no spaces).
+    const tagged = await mkContact(api, { email: `ada+${tok}@example.com` });
+    const unencoded = await raw(svc.baseUrl, 'GET', `/api/v1/contacts?email=ada+${tok}@example.com`, { key });
+    expect((unencoded.body.data as { id: string }[]).map((x) => x.id)).toEqual([tagged.id]);
   });
 
   it('q pages through many matches and finds rare matches beyond the first rows; every filter is index-backed', async () => {

@@ -110,7 +110,7 @@ describe('problems', () => {
 
   it('reads a JSON body sent as text/plain (what fetch sends for a string body)', async () => {
     const key = await svc.newOrg().then((o) => o.key());
-    for (const headers of [{ 'content-type': 'text/plain;charset=UTF-8' }, {}]) {
+    for (const headers of [{ 'content-type': 'text/plain;charset=UTF-8' }, {}] as Record<string, string>[]) {
       const r = await raw(svc.baseUrl, 'POST', '/api/v1/lists', { key, body: JSON.stringify({ name: 'Plain' }), headers });
       expect(r.status, JSON.stringify(headers)).toBe(201);
       expect(r.body).toMatchObject({ name: 'Plain' });

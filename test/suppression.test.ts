@@ -70,9 +70,22 @@ describe('DELETE /suppression', () => {
     expect((await api.DELETE('/suppression', { params: { query: { email } } })).data).toEqual({ email, suppressed: false });
     expect((await eventsOf(svc, org.id, 'suppression.removed')).map((e) => e.data)).toEqual([{ email, level: 'ADDRESS' }]);
     await addDomain(org.id, domain);
-    await api.DELETE('/suppression', { params: { query: { email } } });
+    // The domain entry still holds, and the answer says so.
+    expect((await api.DELETE('/suppression', { params: { query: { email } } })).data).toEqual({ email, suppressed: true });
     expect((await check(api, email)).suppressed).toBe(true);
     expect(await eventsOf(svc, org.id, 'suppression.removed')).toHaveLength(1);
+  });
+
+  it('keeps a literal + in an unencoded email query parameter (GET, POST then DELETE)', async () => {
+    const { org, api, key } = await setup();
+    const email = `first.last+${uid('tag')}@${uid('p')}.example.com`;
+    await api.POST('/suppression', { body: { email, reason: 'r' } });
+    const auth = { key };
+    const got = await raw(svc.baseUrl, 'GET', `/api/v1/suppression?email=${email}`, auth);
+    expect(got.body).toMatchObject({ email, suppressed: true });
+    const lifted = await raw(svc.baseUrl, 'DELETE', `/api/v1/suppression?email=${email}`, auth);
+    expect(lifted.body).toEqual({ email, suppressed: false });
+    expect((await eventsOf(svc, org.id, 'suppression.removed')).map((e) => e.data.email)).toEqual([email]);
   });
 });
 
@@ -107,6 +120,12 @@ describe('GET /suppression', () => {
     const [l, d] = erased.split('@');
     expect(await check(api, erased)).toEqual({ email: erased, suppressed: true, entry: null });
     expect(await check(api, `${l}+promo@${d}`)).toEqual({ email: `${l}+promo@${d}`, suppressed: true, entry: null });
+    // POST leaves an erased address (and its plus-tag variants) as a hash: no clear-text row, no event.
+    for (const email of [erased, `${l}+promo@${d}`]) {
+      expect((await api.POST('/suppression', { body: { email, reason: 'again' } })).data).toEqual({ email, suppressed: true });
+    }
+    expect(await system(svc, (trx) => trx.selectFrom('suppression_entries').select('id').where('organization_id', '=', org.id)
+      .where('email', 'in', [erased, `${l}+promo@${d}`]).execute())).toEqual([]);
     expect((await eventsOf(svc, org.id, 'suppression.added')).map((e) => e.data.domain ?? e.data.email))
       .toEqual([`ada@${domain}`, blocked, `own@${blocked}`]);
   });
