@@ -589,7 +589,7 @@ export interface paths {
          *
          *     Idempotency: with an `Idempotency-Key`, a retry with the same body replays the first response;
          *     the same key with a different body is a 422 `idempotency-key-reused`, and a retry while the
-         *     first request still runs is a 409 `idempotency-key-in-use`. Without the header every call
+         *     first request still runs waits for it and then replays its answer. Without the header every call
          *     creates a new deal.
          */
         post: operations["createDeal"];
@@ -665,9 +665,8 @@ export interface paths {
          *
          *     Idempotency: with an `Idempotency-Key`, a retry with the same body answers **200** with the
          *     first call's activity; the same key with a different body or on another deal is a 422
-         *     `idempotency-key-reused`, and
-         *     a retry while the first request still runs is a 409 `idempotency-key-in-use`. Without the header
-         *     every call logs a new activity.
+         *     `idempotency-key-reused`, and a retry while the first request still runs waits for it and then
+         *     replays its answer. Without the header every call logs a new activity.
          */
         post: operations["createDealActivity"];
         delete?: never;
@@ -1057,7 +1056,7 @@ export interface paths {
          * @description Creates a contact list. Send an `Idempotency-Key` to make retries safe: the same key with the
          *     same body answers the first response again (201, same list) without creating a second list;
          *     the same key with a different body is 422 `idempotency-key-reused`; a request arriving while
-         *     the first one with the same key is still running is 409 `idempotency-key-in-use`.
+         *     the first one with the same key is still running waits for it and then replays its answer.
          *
          *     `useCaseTemplateId` and `productId` must name a template / product available to the
          *     organization, otherwise 400 `validation-failed`. The list is owned by the person the key is

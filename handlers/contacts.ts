@@ -211,9 +211,11 @@ const listContacts: Handler<'listContacts'> = async ({ trx, auth, query }) => {
 // ---------------------------------------------------------------- POST /contacts
 
 /** The organization's `CRM import` list, created on first use (a unique index keeps it single). */
+const findCrmImportList = (trx: Tx, organizationId: string) => trx.selectFrom('contact_lists').select(['id', 'name'])
+  .where('organization_id', '=', organizationId).where('is_crm_import', '=', true).where('deleted_at', 'is', null).executeTakeFirst();
+
 async function crmImportList(trx: Tx, organizationId: string, userId: string | null) {
-  const find = () => trx.selectFrom('contact_lists').select(['id', 'name']).where('organization_id', '=', organizationId)
-    .where('is_crm_import', '=', true).where('deleted_at', 'is', null).executeTakeFirst();
+  const find = () => findCrmImportList(trx, organizationId);
   const existing = await find();
   if (existing) return existing;
   const owner = userId ?? (await trx.selectFrom('users').select('id').where('organization_id', '=', organizationId)
@@ -249,12 +251,13 @@ const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
   const email = normalizeEmail(body.email);
   // Concurrent creates of one person queue here, so each sees the other's record (rules 1-2).
   await lockAddress(trx, org, email);
-  const list = body.listId !== undefined ? await activeList(trx, org, body.listId) : await crmImportList(trx, org, auth.userId);
-  if (!list) throw notFound('list');
+  // The CRM import list is only looked up here: a 200 must not leave a new, empty list behind.
+  const requested = body.listId !== undefined ? await activeList(trx, org, body.listId) : await findCrmImportList(trx, org);
+  if (body.listId !== undefined && !requested) throw notFound('list');
 
   // Rule 1: already on the requested list.
-  const onList = await trx.selectFrom('contacts').select('id').where('organization_id', '=', org)
-    .where('list_id', '=', list.id).where('email_normalized', '=', email).where('deleted_at', 'is', null).executeTakeFirst();
+  const onList = requested && await trx.selectFrom('contacts').select('id').where('organization_id', '=', org)
+    .where('list_id', '=', requested.id).where('email_normalized', '=', email).where('deleted_at', 'is', null).executeTakeFirst();
   if (onList) return { status: 200, body: await contactById(trx, org, onList.id) };
 
   // Rules 2-3: live elsewhere (not deleted, on a list neither archived nor a test list).
@@ -265,14 +268,15 @@ const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
     .where('l.deleted_at', 'is', null).where('l.archived_at', 'is', null).where('l.is_test', '=', false)
     .orderBy('c.created_at').orderBy('c.id').limit(1).executeTakeFirst();
   if (live) {
-    if (body.listId !== undefined) {
-      await trx.insertInto('list_memberships').values({ organization_id: org, list_id: list.id, contact_id: live.id })
+    if (requested && body.listId !== undefined) {
+      await trx.insertInto('list_memberships').values({ organization_id: org, list_id: requested.id, contact_id: live.id })
         .onConflict((oc) => oc.columns(['organization_id', 'list_id', 'contact_id']).doUpdateSet({ deleted_at: null })).execute();
     }
     return { status: 200, body: await contactById(trx, org, live.id), headers: { 'X-Service-Existing-List': 'true' } };
   }
 
   // Rule 4 / creation.
+  const list = requested ?? await crmImportList(trx, org, auth.userId);
   const company = body.company ? await companyFor(trx, org, body.company) : null;
   const id = newId('con');
   await trx.insertInto('contacts').values({

@@ -88,6 +88,9 @@ describe('POST /contacts', () => {
     expect(r.response.headers.get('x-service-existing-list')).toBe('true');
     const memberships = await system(svc, (trx) => trx.selectFrom('list_memberships').selectAll().where('organization_id', '=', org.id).execute());
     expect(memberships).toEqual([]);
+    // Nor was a CRM import list made for it: the organization still has only its own list.
+    const lists = await system(svc, (trx) => trx.selectFrom('contact_lists').select('id').where('organization_id', '=', org.id).execute());
+    expect(lists.map((l) => l.id)).toEqual([l1.id]);
   });
 
   it('rule 2: a record on an archived, test or deleted list, or a soft-deleted record, is not live', async () => {

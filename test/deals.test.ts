@@ -72,7 +72,7 @@ describe('POST /deals', () => {
   it('refuses invalid fields with 400 and creates nothing', async () => {
     const o = await dealOrg(svc);
     const bodies = [
-      {}, { name: '' }, { name: 'x'.repeat(201) }, { name: 'n', valueCents: -1 }, { name: 'n', valueCents: 10.5 },
+      {}, { name: '' }, { name: ' \t ' }, { name: 'x'.repeat(201) }, { name: 'n', valueCents: -1 }, { name: 'n', valueCents: 10.5 },
       { name: 'n', probability: -1 }, { name: 'n', probability: 101 }, { name: 'n', probability: 0.5 },
       { name: 'n', closeDate: '2030-02-30x' }, { name: 'n', closeDate: '2030-06-30T00:00:00Z' }, { name: 'n', colour: 'blue' },
       { name: 'n', valueCents: '100' }, { name: 'n', valueCents: 10_000_000_000_001 }, { name: 'n', closeDate: '0000-01-01' },
@@ -290,7 +290,7 @@ describe('PATCH /deals/{id}', () => {
     const deleted = await insertContact(svc, o.id, 'deleted');
     const foreign = await insertContact(svc, other.id);
     const bodies = [
-      { colour: 'blue' }, { stage: 'discovery' }, { stageId: d.stageId }, {}, { name: '' }, { valueCents: -1 }, { probability: 101 },
+      { colour: 'blue' }, { stage: 'discovery' }, { stageId: d.stageId }, {}, { name: '' }, { name: '   ' }, { valueCents: -1 }, { probability: 101 },
       { probability: 0.5 }, { closeDate: 'soon' }, { closeDate: '0000-12-31' }, { name: 'a\u0000b' }, { primaryContactId: deleted }, { primaryContactId: foreign }, { primaryContactId: 'con_nope' },
       { ownerSalesPersonId: o.ownerId },
     ];

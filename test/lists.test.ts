@@ -28,7 +28,7 @@ describe('POST /lists', () => {
     const { org, api } = await setup();
     const otherOrg = await svc.newOrg();
     const foreignProduct = await svc.admin.POST('/organizations/{orgId}/products', { params: { path: { orgId: otherOrg.id } }, body: { name: 'P' } });
-    for (const body of [{}, { name: '' }, { name: 'x', sourceType: 'TRADE_SHOW' }, { name: 'x', description: 'd'.repeat(401) },
+    for (const body of [{}, { name: '' }, { name: '   ' }, { name: 'x', sourceType: 'TRADE_SHOW' }, { name: 'x', description: 'd'.repeat(401) },
       { name: 'x', connectionPoint: 'c'.repeat(251) }, { name: 'x', goal: 'g'.repeat(151) }, { name: 'x', extra: true },
       { name: 'x', productId: foreignProduct.data!.id }, { name: 'x', useCaseTemplateId: 'tpl_unknown' }]) {
       const r = await api.POST('/lists', { body: body as never });
