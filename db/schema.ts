@@ -66,7 +66,7 @@ export interface ContactsSearchView {
 }
 export interface CompaniesSearchView { organization_id: string; id: string; name: string | null; domain_normalized: string; created_at: Date }
 export interface ListMembershipsTable {
-  organization_id: string; list_id: string; contact_id: string; deleted_at: TsNull; created_at: Generated<Date>;
+  organization_id: string; list_id: string; contact_id: string; contact_created_at: Date; deleted_at: TsNull; created_at: Generated<Date>;
 }
 export interface SuppressionEntriesTable {
   organization_id: string; id: string; level: Generated<string>; email: string | null; email_hmac: string | null;

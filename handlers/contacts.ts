@@ -176,9 +176,11 @@ function listPageIds(trx: Tx, organizationId: string, query: ListQuery & { listI
     return search !== null ? q.where(matches('c', search)) : q;
   };
   const own = keyset(base().where('c.list_id', '=', query.listId), opts);
+  // Walked in the memberships' copy of the contact's order (list_memberships_page_idx).
   const attached = keyset(base()
     .innerJoin('list_memberships as m', (j) => j.onRef('m.organization_id', '=', 'c.organization_id').onRef('m.contact_id', '=', 'c.id'))
-    .where('m.list_id', '=', query.listId).where('m.deleted_at', 'is', null).where('c.list_id', '<>', query.listId), opts);
+    .where('m.organization_id', '=', organizationId).where('m.list_id', '=', query.listId).where('m.deleted_at', 'is', null)
+    .where('c.list_id', '<>', query.listId), { ...opts, createdCol: 'm.contact_created_at', idCol: 'm.contact_id' });
   return db.selectFrom(own.as('o')).select('o.id').unionAll(db.selectFrom(attached.as('a')).select('a.id'));
 }
 
@@ -193,9 +195,11 @@ const listContacts: Handler<'listContacts'> = async ({ trx, auth, query }) => {
   if (query.listId !== undefined) {
     if (!(await activeList(trx, org, query.listId))) return empty;
     const listQuery = { ...query, listId: query.listId };
-    q = q.where('c.id', 'in', trx.selectFrom(listPageIds(trx, org, listQuery, search, limit).as('p')).select('p.id'));
+    // ARRAY(...) runs the two short walks once, up front; as an IN subquery the planner may
+    // instead re-run them for every contact of the organization it walks.
+    q = q.where(sql<SqlBool>`c.id = ANY(ARRAY(${listPageIds(trx, org, listQuery, search, limit)}))`);
   } else if (search !== null) {
-    q = q.where(sql<SqlBool>`c.id IN (${searchIds(org, query, search, limit)})`);
+    q = q.where(sql<SqlBool>`c.id = ANY(ARRAY(${searchIds(org, query, search, limit)}))`);
     // The search decides its branch at execution (searchIds); planning it afresh for every term,
     // as Postgres otherwise does for a LIKE parameter, would cost more than running it.
     genericPlan = true;
@@ -263,13 +267,14 @@ const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
   // Rules 2-3: live elsewhere (not deleted, on a list neither archived nor a test list).
   const live = await trx.selectFrom('contacts as c')
     .innerJoin('contact_lists as l', (j) => j.onRef('l.organization_id', '=', 'c.organization_id').onRef('l.id', '=', 'c.list_id'))
-    .select('c.id').where('c.organization_id', '=', org).where('c.email_normalized', '=', email)
+    .select(['c.id', 'c.created_at']).where('c.organization_id', '=', org).where('c.email_normalized', '=', email)
     .where('c.deleted_at', 'is', null).where('c.erased_at', 'is', null)
     .where('l.deleted_at', 'is', null).where('l.archived_at', 'is', null).where('l.is_test', '=', false)
     .orderBy('c.created_at').orderBy('c.id').limit(1).executeTakeFirst();
   if (live) {
     if (requested && body.listId !== undefined) {
-      await trx.insertInto('list_memberships').values({ organization_id: org, list_id: requested.id, contact_id: live.id })
+      await trx.insertInto('list_memberships')
+        .values({ organization_id: org, list_id: requested.id, contact_id: live.id, contact_created_at: live.created_at })
         .onConflict((oc) => oc.columns(['organization_id', 'list_id', 'contact_id']).doUpdateSet({ deleted_at: null })).execute();
     }
     return { status: 200, body: await contactById(trx, org, live.id), headers: { 'X-Service-Existing-List': 'true' } };

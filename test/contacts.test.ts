@@ -235,6 +235,41 @@ describe('GET /contacts', () => {
     expect((unencoded.body.data as { id: string }[]).map((x) => x.id)).toEqual([tagged.id]);
   });
 
+  it('pages a list through its own and its attached contacts in one order, walking memberships by index', async () => {
+    const { org, api } = await setup();
+    const [home, campaign] = [await mkList(api), await mkList(api)];
+    // 900 contacts on another list, every third attached to the campaign; 40 own contacts in between.
+    await system(svc, async (trx) => {
+      await sql`
+        INSERT INTO contacts (organization_id, id, list_id, email, email_normalized, name, created_at)
+        SELECT ${org.id}, 'con_att' || g, CASE WHEN g % 25 = 0 THEN ${campaign.id} ELSE ${home.id} END,
+               'a' || g || '@att.example.com', 'a' || g || '@att.example.com', 'Att ' || g, now_ms() - make_interval(secs => g)
+        FROM generate_series(1, 1000) g`.execute(trx);
+      await sql`
+        INSERT INTO list_memberships (organization_id, list_id, contact_id, contact_created_at)
+        SELECT organization_id, ${campaign.id}, id, created_at FROM contacts
+        WHERE organization_id = ${org.id} AND list_id = ${home.id} AND substr(id, 8)::int % 3 = 0`.execute(trx);
+    });
+    const expected = await system(svc, (trx) => sql<{ id: string }>`
+      SELECT id FROM contacts WHERE organization_id = ${org.id}
+        AND (list_id = ${campaign.id} OR id IN (SELECT contact_id FROM list_memberships WHERE organization_id = ${org.id} AND list_id = ${campaign.id}))
+      ORDER BY created_at DESC, id DESC`.execute(trx));
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const r = await api.GET('/contacts', { params: { query: { listId: campaign.id, limit: 100, ...(cursor ? { cursor } : {}) } } });
+      seen.push(...r.data!.data.map((x) => x.id));
+      cursor = r.data!.nextCursor ?? undefined;
+    } while (cursor);
+    expect(seen).toEqual(expected.rows.map((x) => x.id));
+    expect(seen.length).toBeGreaterThan(300);
+    await svc.pool.query('VACUUM ANALYZE list_memberships');
+    const plan = await planOf(svc, org.id, `SELECT m.contact_id FROM list_memberships m WHERE m.organization_id = '${org.id}'
+      AND m.list_id = '${campaign.id}' AND m.deleted_at IS NULL ORDER BY m.contact_created_at DESC, m.contact_id DESC LIMIT 51`);
+    expect(plan).toMatch(/Index (Only )?Scan using list_memberships_page_idx/);
+    expect(plan).not.toMatch(/Sort/);
+  });
+
   it('q pages through many matches and finds rare matches beyond the first rows; every filter is index-backed', async () => {
     const { org, api } = await setup();
     // Seed directly: 2,500 common matches, then one rare contact older than all of them.
