@@ -89,6 +89,7 @@ describe('problems', () => {
       ['POST', '/api/v1/lists', { body: 'name=x', headers: { 'content-type': 'text/plain' } }, 400, 'malformed-json'],
       ['GET', '/api/v1/lists?limit=500', {}, 400, 'validation-failed'],
       ['GET', '/api/v1/public-templates?cursor=tampered', {}, 400, 'invalid-cursor'],
+      ['GET', '/api/v1/public-templates?sequenceStep=99999999999999999999', {}, 400, 'validation-failed'],
       ['GET', '/api/v1/lists/%E0%A4%A', {}, 404, 'not-found'],
       // A path value outside its schema names nothing that can exist; U+0000 is refused anywhere.
       ['GET', `/api/v1/lists/${'x'.repeat(65)}`, {}, 404, 'not-found'],
