@@ -214,21 +214,19 @@ const listContacts: Handler<'listContacts'> = async ({ trx, auth, query }) => {
 
 // ---------------------------------------------------------------- POST /contacts
 
-/** The organization's `CRM import` list, created on first use (a unique index keeps it single). */
+/** The organization's `CRM import` list, if it has one yet. */
 const findCrmImportList = (trx: Tx, organizationId: string) => trx.selectFrom('contact_lists').select(['id', 'name'])
   .where('organization_id', '=', organizationId).where('is_crm_import', '=', true).where('deleted_at', 'is', null).executeTakeFirst();
 
-async function crmImportList(trx: Tx, organizationId: string, userId: string | null) {
-  const find = () => findCrmImportList(trx, organizationId);
-  const existing = await find();
-  if (existing) return existing;
+/** Creates the `CRM import` list on first use; a unique index keeps it single, so a concurrent create finds the other's. */
+async function createCrmImportList(trx: Tx, organizationId: string, userId: string | null) {
   const owner = userId ?? (await trx.selectFrom('users').select('id').where('organization_id', '=', organizationId)
     .where('role', '=', 'OWNER').orderBy('created_at').limit(1).executeTakeFirst())?.id ?? null;
   const created = await trx.insertInto('contact_lists').values({
     organization_id: organizationId, id: newId('lst'), name: 'CRM import', user_id: owner, is_crm_import: true,
   }).onConflict((oc) => oc.column('organization_id').where(sql<SqlBool>`is_crm_import AND deleted_at IS NULL`).doNothing())
     .returning(['id', 'name']).executeTakeFirst();
-  return created ?? (await find())!;
+  return created ?? (await findCrmImportList(trx, organizationId))!;
 }
 
 type CompanyInput = { name?: string; domain?: string };
@@ -281,7 +279,7 @@ const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
   }
 
   // Rule 4 / creation.
-  const list = requested ?? await crmImportList(trx, org, auth.userId);
+  const list = requested ?? await createCrmImportList(trx, org, auth.userId);
   const company = body.company ? await companyFor(trx, org, body.company) : null;
   const id = newId('con');
   await trx.insertInto('contacts').values({

@@ -374,9 +374,12 @@ const changeDealStage: Handler<'changeDealStage'> = async ({ trx, auth, params, 
 // History and activities
 // ---------------------------------------------------------------------------------------------
 
+/** The deal, with its primary contact's id while that contact is live (else null), or 404. */
 async function requireDeal(trx: Tx, orgId: string, id: string) {
-  const deal = await trx.selectFrom('deals').select(['id', 'primary_contact_id']).where('organization_id', '=', orgId)
-    .where('id', '=', id).executeTakeFirst();
+  const deal = await trx.selectFrom('deals as d')
+    .leftJoin('contacts as c', (j) => j.onRef('c.organization_id', '=', 'd.organization_id').onRef('c.id', '=', 'd.primary_contact_id')
+      .on('c.deleted_at', 'is', null).on('c.erased_at', 'is', null))
+    .select(['d.id', 'c.id as live_contact_id']).where('d.organization_id', '=', orgId).where('d.id', '=', id).executeTakeFirst();
   if (!deal) throw notFound('deal');
   return deal;
 }
@@ -406,14 +409,12 @@ const createDealActivity: Handler<'createDealActivity'> = async ({ trx, auth, pa
   const occurredAt = body.occurredAt === undefined ? new Date(now) : new Date(body.occurredAt);
   if (Number.isNaN(occurredAt.getTime())) throw invalid('occurredAt is not a valid date-time.', 'body.occurredAt');
   if (occurredAt.getTime() > now + FUTURE_TOLERANCE_MS) throw invalid('occurredAt may not be in the future.', 'body.occurredAt');
-  const contact = deal.primary_contact_id === null ? undefined : await trx.selectFrom('contacts').select('id')
-    .where('organization_id', '=', org).where('id', '=', deal.primary_contact_id)
-    .where('deleted_at', 'is', null).where('erased_at', 'is', null).executeTakeFirst();
-  if (!contact) {
+  const contactId = deal.live_contact_id;
+  if (contactId === null) {
     throw new ProblemError('deal-without-primary-contact', 'This deal has no live primary contact to log the activity against; set primaryContactId with PATCH /deals/{id}.');
   }
   const row = await trx.insertInto('deal_activities').values({
-    organization_id: org, id: newId('dact'), deal_id: deal.id, contact_id: contact.id, kind: body.kind,
+    organization_id: org, id: newId('dact'), deal_id: deal.id, contact_id: contactId, kind: body.kind,
     summary, occurred_at: occurredAt, created_by: actorOf(auth),
   }).returningAll().executeTakeFirstOrThrow();
   return {
