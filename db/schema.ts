@@ -10,7 +10,7 @@ type JsonNull<T = unknown> = ColumnType<T | null, string | null | undefined, str
 export interface OrganizationsTable {
   id: string; name: string; plan: Generated<string>;
   flags: ColumnType<{ v1_2_api_send: boolean }, string | undefined, string>;
-  research_budget: Generated<number>; created_at: Generated<Date>; updated_at: Generated<Date>;
+  research_budget: Generated<number>; research_ttl_days: Generated<number>; created_at: Generated<Date>; updated_at: Generated<Date>;
 }
 export interface UsersTable {
   organization_id: string; id: string; name: string; email: string; role: string; created_at: Generated<Date>;
@@ -127,6 +127,10 @@ export interface WebhookDeliveriesTable {
   attempt: Generated<number>; status: Generated<string>; http_status: number | null; error_message: string | null;
   delivered_at: TsNull; scheduled_at: Generated<Date>; created_at: Generated<Date>; updated_at: Generated<Date>;
 }
+export interface ResearchRunsTable {
+  organization_id: string; id: string; company_id: string; contact_id: string | null; status: Generated<string>;
+  pages_fetched: number | null; requests: number | null; error: string | null; started_at: Generated<Date>; finished_at: TsNull;
+}
 
 export interface Database {
   organizations: OrganizationsTable;
@@ -159,4 +163,5 @@ export interface Database {
   deal_sweep_marks: DealSweepMarksTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  research_runs: ResearchRunsTable;
 }

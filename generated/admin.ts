@@ -62,9 +62,11 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update an organization's plan, flags or research budget
-         * @description Changes any of `plan`, `flags.v1_2_api_send` and `researchBudget` (at least one); fields left
-         *     out are unchanged. Takes effect on the next public API request.
+         * Update an organization's plan, flags or research settings
+         * @description Changes any of `plan`, `flags.v1_2_api_send`, `researchBudget` and `researchTtlDays` (at least
+         *     one); fields left out are unchanged. Takes effect on the next public API request. A change of
+         *     `researchTtlDays` emits `org.research_ttl_updated` (resource Organization, data
+         *     `{organizationId, previousTtlDays, ttlDays}`); setting the value it already has emits nothing.
          */
         patch: operations["adminUpdateOrganization"];
         trace?: never;
@@ -430,8 +432,16 @@ export interface components {
                 role: components["schemas"]["AdminUserRole"];
             };
             plan: components["schemas"]["AdminPlan"];
-            /** @description Research requests (POST /contacts/{id}/research, POST /companies/{id}/research) the organization may still make; at 0 they answer 429 `research-budget-exhausted`. */
+            /**
+             * @description Research runs per usage period (calendar month, UTC; default 100). A run is a research POST
+             *     (POST /companies/{id}/research, or POST /contacts/{id}/research whose company dossier is
+             *     missing or stale) that fetches the company's site; reusing a fresh dossier or waiting for a
+             *     concurrent run of the same company costs nothing. Once the period's runs reach it, both POSTs
+             *     answer 429 `research-budget-exhausted` with Retry-After at the period's end.
+             */
             researchBudget: number;
+            /** @description Days a research dossier stays fresh (default 30); POST /contacts/{id}/research reuses a fresh company dossier. */
+            researchTtlDays: number;
         };
         /** @description A message the dispatcher handed to its mail transport (captured when `SMTP_URL` is unset). */
         AdminOutboxMessage: {
@@ -787,8 +797,10 @@ export interface operations {
                         v1_2_api_send?: boolean;
                     };
                     plan?: components["schemas"]["AdminPlan"];
-                    /** @description Research requests the organization may still make. */
+                    /** @description Research runs (site fetches) per usage period (calendar month, UTC). */
                     researchBudget?: number;
+                    /** @description Days a research dossier stays fresh; 0 makes every dossier stale at once. */
+                    researchTtlDays?: number;
                 };
             };
         };

@@ -272,23 +272,40 @@ export interface paths {
          * @description Returns the company's cached research dossier. 404 `not-found` when the company is not in
          *     the organization, or when its research has never been computed (`researchUpdatedAt` is null;
          *     run POST /companies/{id}/research). Array fields holding a malformed stored value come back
-         *     as `[]`, not as an error. Stale research (`isFresh: false`) is still returned.
+         *     as `[]`, not as an error. `ttlDays` is the organization's current research TTL; stale research
+         *     (`isFresh: false`) is still returned.
          */
         get: operations["getCompanyResearch"];
         put?: never;
         /**
          * Research a company now (synchronous)
-         * @description Runs research on the company and caches the result (it also sets the company's
-         *     `researchUpdatedAt`). Synchronous: the request stays open until the run ends (typically tens
-         *     of seconds); clients should use a timeout of at least 120 seconds. There is no job to poll;
-         *     `jobId` only identifies the run. Takes no body. There is no missing-domain error.
+         * @description Researches the company's own public website anew and caches the dossier (it also sets the
+         *     company's `researchUpdatedAt` and `sourcesCount`). The service fetches, as a well-behaved
+         *     crawler, the site at the company's normalized domain: robots.txt first (honoured for the
+         *     product token `OutboundResearchBot`; a 4xx allows everything, a 5xx or an unreachable file
+         *     allows nothing), the home page, up to five same-site pages that matter for sales (about,
+         *     product, customers, careers, blog or news), the RSS/Atom feed the home page links to (or the
+         *     sitemap), and the two newest news articles. Every fact cites its source: `researchSources` is
+         *     the ordered source list (draft citations point at its 1-based index), and every fact, news
+         *     item and pain point carries `sourceIndex` and `source` `{url, title, domain, snippet,
+         *     fetchedAt}` whose snippet is text that is on that source. A site that cannot be fetched is not
+         *     an error: the run completes with what it found, `coverage.lowConfidence` true and
+         *     `coverage.notes` saying why.
+         *
+         *     Synchronous: the request stays open until the run ends (fetching is bounded to about 45
+         *     seconds); clients should use a timeout of at least 120 seconds. A request that finds the
+         *     company being researched by another waits for that run and answers its result (one run, one
+         *     event, one unit of budget). There is no job to poll; `jobId` only identifies the run. Takes no
+         *     body. There is no missing-domain error.
          *
          *     Emits `company.research_completed` (resource type Company, data
-         *     `{companyId, hasMinimumCoverage, lowConfidence}`).
+         *     `{companyId, hasMinimumCoverage, lowConfidence}`); minimum coverage is the home page plus two
+         *     more pages, or the home page plus one dated news item of the last six months.
          *
          *     Errors: 404 `not-found` for an unknown or foreign company; 429 `research-budget-exhausted`
-         *     when the organization's research budget is spent (a cause separate from the per-key rate
-         *     limit, 429 `rate-limited`).
+         *     (with `Retry-After`, seconds until the usage period ends) when the organization's research
+         *     budget for the period is spent (a cause separate from the per-key rate limit, 429
+         *     `rate-limited`); nothing is fetched or stored then.
          */
         post: operations["researchCompany"];
         delete?: never;
@@ -484,24 +501,41 @@ export interface paths {
         };
         /**
          * Get a contact's cached research
-         * @description Returns the contact's cached research dossier. 404 `not-found` when the contact is unknown,
-         *     foreign, soft-deleted or erased, or when no research has been cached for it yet (run
-         *     POST /contacts/{id}/research). `isFresh` tells whether the research is still within its TTL;
-         *     stale research is still returned.
+         * @description Returns the contact's cached research: `facts` (company facts, recent news and pain points,
+         *     each with `sourceIndex`, a 1-based index into `sources`, and its `source`), `sources` (the
+         *     company dossier's source list in the same order: draft citations point into it), the
+         *     `contactAssessment` and the `signalReasons` of the last run. 404 `not-found` when the contact
+         *     is unknown, foreign, soft-deleted or erased, or when no research has been cached for it yet
+         *     (run POST /contacts/{id}/research). `ttlDays` is the organization's current research TTL and
+         *     `isFresh` tells whether `updatedAt` is still within it; stale research is still returned.
          */
         get: operations["getContactResearch"];
         put?: never;
         /**
          * Research a contact now (synchronous)
-         * @description Runs research on the contact and caches the result (read it back with
-         *     GET /contacts/{id}/research). Synchronous: the request stays open until the run ends
-         *     (typically tens of seconds); clients should use a timeout of at least 120 seconds. There is
-         *     no job to poll; `jobId` only identifies the run. Takes no body.
+         * @description Researches the contact and caches the result (read it back with GET /contacts/{id}/research
+         *     or `include=research`). The contact's linked company is researched first when its dossier is
+         *     missing or stale (older than the organization's research TTL); a fresh dossier is reused,
+         *     fetches nothing and costs no research budget. The assessment is made from the contact's
+         *     record (seniority and function from the title) and the dossier (buying signals such as recent
+         *     funding, launches, expansion, leadership changes and open roles); each `signalReasons` string
+         *     names the fact it rests on and its source number, and that fact is kept with its source in
+         *     the stored research. The contact's own `fitScore` and `urgencyScore` are never changed: the
+         *     assessment carries suggestions. Emits `research.completed` (resource Contact, data
+         *     `{contactId, companyId, hasMinimumCoverage, lowConfidence, companyResearchReused}`), and
+         *     `company.research_completed` when the company was researched anew.
+         *
+         *     Synchronous: the request stays open until the run ends (a run is bounded to about 45 seconds
+         *     of fetching; a request that finds the company being researched by another waits for that run
+         *     and answers its result); clients should use a timeout of at least 120 seconds. There is no
+         *     job to poll; `jobId` only identifies the run. Takes no body.
          *
          *     Errors: 400 `validation-failed` when the contact has no linked company with a domain;
          *     404 `not-found` for an unknown, foreign, soft-deleted or erased contact; 429
-         *     `research-budget-exhausted` when the organization's research budget is spent (a cause
-         *     separate from the per-key rate limit, 429 `rate-limited`).
+         *     `research-budget-exhausted` (with `Retry-After`, seconds until the usage period ends) when the
+         *     company must be researched anew and the organization's research budget for the period is
+         *     spent (a cause separate from the per-key rate limit, 429 `rate-limited`); nothing is fetched
+         *     or stored then.
          */
         post: operations["researchContact"];
         delete?: never;
@@ -1814,21 +1848,32 @@ export interface components {
         /** @description The cached research dossier of a company (GET /companies/{id}/research). */
         CompanyResearch: {
             companyId: string;
+            /** @description What the run could read; null for research stored by an earlier version of the service. */
+            coverage: components["schemas"]["ResearchCoverage"] | null;
+            facts: components["schemas"]["ResearchFacts"];
             /** @description True while `updatedAt` plus `ttlDays` is in the future. */
             isFresh: boolean;
-            /** @description Likely pain points (free-shape objects); [] for a malformed stored value. */
+            /**
+             * @description What the company's pages say it struggles with (`kind` challenge: a first-person sentence
+             *     naming a bottleneck, a backlog, manual work...) or is hiring for (`kind` hiring: an open role
+             *     or a hiring statement), each `{kind, text, sourceIndex, source}`. [] for a malformed stored value.
+             */
             painPoints: {
                 [key: string]: unknown;
             }[];
-            /** @description Recent news items (free-shape objects); [] for a malformed stored value. */
+            /**
+             * @description Dated news items of the last six months, newest first (at most 10), from the site's feed,
+             *     its news index and its articles: `{kind (funding, launch, expansion, leadership,
+             *     partnership or news), text, title, url, publishedAt, sourceIndex, source}`. [] for a
+             *     malformed stored value.
+             */
             recentNews: {
                 [key: string]: unknown;
             }[];
-            /** @description Sources the research used (free-shape objects); [] for a malformed stored value. */
-            researchSources: {
-                [key: string]: unknown;
-            }[];
-            /** @description Days the research stays fresh after `updatedAt`. */
+            researchSources: components["schemas"]["ResearchSources"];
+            /** @description One line on the company built from its cited description fact; null when none was read. */
+            summary: string | null;
+            /** @description The organization's research TTL in days (current value). */
             ttlDays: number;
             /**
              * Format: date-time
@@ -1839,25 +1884,26 @@ export interface components {
         /** @description Result of a synchronous company research run (POST /companies/{id}/research). */
         CompanyResearchJob: {
             companyId: string;
+            coverage: components["schemas"]["ResearchCoverage"];
+            facts: components["schemas"]["ResearchFacts"];
             /** @description Identifier of the research run, for support and logs; there is nothing to poll. */
             jobId: string;
-            /** @description Likely pain points (free-shape objects). */
+            /** @description Stated challenges and open roles (see CompanyResearch). */
             painPoints: {
                 [key: string]: unknown;
             }[];
-            /** @description Recent news items (free-shape objects). */
+            /** @description Dated news items of the last six months, newest first (see CompanyResearch). */
             recentNews: {
                 [key: string]: unknown;
             }[];
-            /** @description Sources the research used (free-shape objects). */
-            researchSources: {
-                [key: string]: unknown;
-            }[];
+            researchSources: components["schemas"]["ResearchSources"];
             /**
              * @description Always `completed` - the run is synchronous.
              * @enum {string}
              */
             status: "completed";
+            /** @description One line on the company built from its cited description fact; null when none was read. */
+            summary: string | null;
             /**
              * Format: date-time
              * @description When this research was computed (now the company's researchUpdatedAt).
@@ -2032,18 +2078,29 @@ export interface components {
         };
         /** @description The cached research dossier of a contact (GET /contacts/{id}/research). */
         ContactResearch: {
+            /** @description The company whose dossier the research used; null for research stored by an earlier version. */
+            companyId: string | null;
+            /** @description The assessment of the last run (see ContactResearchJob); null for research stored by an earlier version. */
+            contactAssessment: {
+                [key: string]: unknown;
+            } | null;
             contactId: string;
-            /** @description Researched facts about the contact (free-shape objects). */
+            /**
+             * @description Researched facts (free-shape objects): the company's facts, recent news and pain points, each
+             *     `{kind, text, sourceIndex, source}` with `sourceIndex` a 1-based index into `sources`.
+             */
             facts: {
                 [key: string]: unknown;
             }[];
             /** @description True while `updatedAt` plus `ttlDays` is in the future. */
             isFresh: boolean;
+            /** @description The buying-signal reasons of the last run; each names its fact and source number. */
+            signalReasons: string[];
             /** @description Sources the facts were drawn from (free-shape objects); draft citations index into this list (1-based). */
             sources: {
                 [key: string]: unknown;
             }[];
-            /** @description Days the research stays fresh after `updatedAt`. */
+            /** @description The organization's research TTL in days (current value). */
             ttlDays: number;
             /**
              * Format: date-time
@@ -2053,12 +2110,25 @@ export interface components {
         };
         /** @description Result of a synchronous contact research run (POST /contacts/{id}/research). */
         ContactResearchJob: {
-            /** @description Free-shape assessment of the contact produced by the run; null when none could be made. */
-            contactAssessment: Record<string, never> | null;
+            /**
+             * @description Assessment of the contact produced by the run: `{seniority (executive, vp, director,
+             *     manager, senior, entry, individual_contributor, unknown), function (engineering, data,
+             *     product, sales, marketing, finance, operations, people, it_security, customer_success,
+             *     legal, general_management or null), decisionMaker, title, company {id, name,
+             *     researchUpdatedAt, lowConfidence, hasMinimumCoverage}, signals [{type, fact, sourceIndex,
+             *     publishedAt}], suggestedFitScore, suggestedUrgencyScore (0-100, suggestions only), basis}`.
+             */
+            contactAssessment: {
+                [key: string]: unknown;
+            } | null;
             contactId: string;
             /** @description Identifier of the research run, for support and logs; there is nothing to poll. */
             jobId: string;
-            /** @description Human-readable reasons behind the buying signals found (may be empty). */
+            /**
+             * @description Human-readable reasons behind the buying signals found, strongest first (may be empty); each
+             *     names the fact it rests on and its source number, e.g. `Recent funding: "Acme raises $40M
+             *     Series B" (source 7, 2026-11-11)`.
+             */
             signalReasons: string[];
             /**
              * @description Outcome of the run; `completed` when the research finished and was cached.
@@ -2427,7 +2497,9 @@ export interface components {
             /**
              * @description Event-specific payload; its shape depends on `type` and is free-form (clients must tolerate
              *     unknown keys). Known facts: `company.research_completed` carries `{companyId, hasMinimumCoverage,
-             *     lowConfidence}`; `deal.won` carries at least `dealId` and `dealName`; `contact.erased` carries
+             *     lowConfidence}`; `research.completed` (resource Contact) carries `{contactId, companyId,
+             *     hasMinimumCoverage, lowConfidence, companyResearchReused}`; `org.research_ttl_updated`
+             *     (resource Organization) carries `{organizationId, previousTtlDays, ttlDays}`; `deal.won` carries at least `dealId` and `dealName`; `contact.erased` carries
              *     only the contact id, never the address; `draft.approved` comes in two granularities that may
              *     both arrive for one approval, a list-level one (`resource.type` `ContactList`, payload
              *     `approvedCount`) and a per-contact or digest one (`contactId`, or `count` plus `contactIds`),
@@ -2814,6 +2886,54 @@ export interface components {
             step: number;
             subject: string;
         };
+        /**
+         * @description What a research run could read of the company's site, and how far to trust it. `hasMinimumCoverage`
+         *     is true when the home page and two more pages, or the home page and one dated news item of the
+         *     last six months, were read. `lowConfidence` is true below minimum coverage or when fewer than
+         *     three facts could be read; `notes` says why, `skipped` lists what was not fetched and the reason
+         *     (disallowed by robots.txt, refused address, timeout, size cap, content type, HTTP status).
+         */
+        ResearchCoverage: {
+            durationMs: number;
+            /** @description Items of the site's RSS/Atom feed that were read (recent or not). */
+            feedItems: number;
+            hasMinimumCoverage: boolean;
+            lowConfidence: boolean;
+            notes: string[];
+            pagesFetched: number;
+            /** @description HTTP requests the run made (robots.txt, pages, feed, sitemap). */
+            requests: number;
+            /**
+             * @description `parsed`: robots.txt was read and honoured; `absent`: it answered 4xx, so every page may be fetched; `unreachable`: 5xx, timeout or network failure, so no page was fetched.
+             * @enum {string}
+             */
+            robots: "parsed" | "absent" | "unreachable";
+            skipped: {
+                reason: string;
+                url: string;
+            }[];
+        };
+        /**
+         * @description Facts read from the company's site, each `{kind, text, sourceIndex, source}`: `kind` is one of
+         *     description, founded, headquarters, employees, industry, customers, product, or a news kind
+         *     (funding, launch, expansion, leadership, partnership) with `publishedAt`; `sourceIndex` is the
+         *     1-based index of its source in the source list; `source` is `{url, title, domain, snippet,
+         *     fetchedAt}` where `snippet` is the text on that source the fact rests on. [] for a malformed
+         *     stored value.
+         */
+        ResearchFacts: {
+            [key: string]: unknown;
+        }[];
+        /**
+         * @description The ordered source list of the research; a draft citation's `sourceIndex` is a 1-based index
+         *     into it. Each source is `{url, title, domain, snippet, fetchedAt, kind}`: a fetched page (`kind`
+         *     home, about, product, customers, careers, news, article; `snippet` is its description or first
+         *     substantial paragraph, as on the page) or an item of the site's feed (`kind` feed-item, with
+         *     `feedUrl`; `snippet` is the item's text in the feed). [] for a malformed stored value.
+         */
+        ResearchSources: {
+            [key: string]: unknown;
+        }[];
         /**
          * @description A multi-step outreach sequence of one contact, built from a template.
          * @example {

@@ -1,18 +1,16 @@
 // Companies: identity is (organization, normalized domain). A repeat create never duplicates and
 // never overwrites a curated name; it only backfills a name onto an unnamed company.
 import { sql, type Selectable } from 'kysely';
-import type { Handler } from '../src/handler.js';
+import type { Handler, LongHandler } from '../src/handler.js';
 import type { Tx } from '../db/database.js';
 import type { CompaniesTable } from '../db/schema.js';
 import { iso, isoNN, newId } from '../src/ids.js';
 import { keyset, page } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
 import { isFreemailDomain, normalizeDomain } from '../src/domains.js';
+import { isFresh, researchCompany as runCompanyResearch, storedDossier } from '../src/research/runs.js';
 
 export type CompanyRow = Selectable<CompaniesTable>;
-
-const DEFAULT_RESEARCH_TTL_DAYS = 30;
-const DAY_MS = 86_400_000;
 
 /** Escapes LIKE wildcards so user text matches literally (backslash is Postgres's default escape). */
 export const likeEscape = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
@@ -23,11 +21,14 @@ export const objectArray = (v: unknown): Record<string, unknown>[] => (Array.isA
 /** A non-negative integer from a stored value, or null. */
 export const nonNegativeInt = (v: unknown): number | null => (Number.isInteger(v) && (v as number) >= 0 ? (v as number) : null);
 
-/** Freshness of cached research: updatedAt plus ttlDays still in the future. */
-export function freshness(updatedAt: Date, stored: unknown) {
-  const ttlDays = nonNegativeInt(isObject(stored) ? stored.ttlDays : undefined) ?? DEFAULT_RESEARCH_TTL_DAYS;
-  return { ttlDays, isFresh: updatedAt.getTime() + ttlDays * DAY_MS > Date.now() };
+/** The organization's research TTL in days: freshness is always judged by its current value. */
+export async function researchTtlDays(trx: Tx, organizationId: string): Promise<number> {
+  const o = await trx.selectFrom('organizations').select('research_ttl_days').where('id', '=', organizationId).executeTakeFirstOrThrow();
+  return o.research_ttl_days;
 }
+
+/** Freshness of cached research: updatedAt plus the organization's TTL still in the future. */
+export const freshness = (updatedAt: Date, ttlDays: number) => ({ ttlDays, isFresh: isFresh(updatedAt, ttlDays) });
 
 export function toCompany(r: CompanyRow) {
   return {
@@ -113,19 +114,26 @@ const getCompanyResearch: Handler<'getCompanyResearch'> = async ({ trx, auth, pa
   return {
     status: 200,
     body: {
-      companyId: row.id, researchSources: objectArray(r.researchSources), recentNews: objectArray(r.recentNews),
-      painPoints: objectArray(r.painPoints), updatedAt: isoNN(row.research_updated_at), ...freshness(row.research_updated_at, r),
+      companyId: row.id, summary: typeof r.summary === 'string' ? r.summary : null, facts: objectArray(r.facts),
+      researchSources: objectArray(r.researchSources), recentNews: objectArray(r.recentNews), painPoints: objectArray(r.painPoints),
+      coverage: storedDossier(r)?.coverage ?? null, updatedAt: isoNN(row.research_updated_at),
+      ...freshness(row.research_updated_at, await researchTtlDays(trx, auth.organizationId)),
     },
   };
 };
 
-/**
- * The research run itself arrives with the research work; until then the refusals a client can
- * act on are answered (404 for a company of no organization of the key's), and the run is 501.
- */
-const researchCompany: Handler<'researchCompany'> = async ({ trx, auth, params }) => {
-  await companyById(trx, auth.organizationId, params.id);
-  throw new ProblemError('not-implemented', 'Company research is not implemented by this deployment yet.');
+/** Researches the company's site anew (synchronous; see src/research/). */
+const researchCompany: LongHandler<'researchCompany'> = async ({ config, db, log, services, auth, params }) => {
+  const o = await runCompanyResearch({ config, db, log, services }, auth.organizationId, params.id, { reuseFresh: false });
+  const d = o.dossier;
+  return {
+    status: 200,
+    body: {
+      jobId: o.runId, companyId: o.companyId, status: 'completed', summary: d.summary, facts: d.facts,
+      researchSources: d.researchSources, recentNews: d.recentNews, painPoints: d.painPoints,
+      coverage: d.coverage, updatedAt: isoNN(o.updatedAt),
+    },
+  };
 };
 
 export const companyHandlers = { createCompany, listCompanies, getCompany, getCompanyResearch, researchCompany };

@@ -1,8 +1,8 @@
 // Contacts: idempotent creation per person, filtered keyset listing, soft delete, GDPR erasure and
 // pausing of a contact's sequences.
 import { sql, type Expression, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
-import type { Handler } from '../src/handler.js';
-import { epochMs, withGenericPlan, type Tx } from '../db/database.js';
+import type { Handler, LongHandler } from '../src/handler.js';
+import { epochMs, withGenericPlan, withOrg, type Tx } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { emit } from '../src/events.js';
 import { isoNN, msIso, msJson, newId } from '../src/ids.js';
@@ -11,7 +11,8 @@ import { ProblemError, invalid, notFound } from '../src/http/problems.js';
 import { normalizeEmail } from '../src/domains.js';
 import { eraseAddress } from '../src/erasure.js';
 import { usableErasureSecret } from '../src/suppression-match.js';
-import { findOrCreateCompany, freshness, likeEscape, objectArray } from './companies.js';
+import { researchContact as runContactResearch } from '../src/research/contact-research.js';
+import { findOrCreateCompany, freshness, likeEscape, objectArray, researchTtlDays } from './companies.js';
 
 export const IN_FLIGHT_SEQUENCE_STATUSES = ['ACTIVE', 'QUEUED', 'DRAFTED', 'APPROVED'];
 const UNDO_WINDOW_MS = 30 * 86_400_000;
@@ -74,11 +75,14 @@ async function contactById(trx: Tx, organizationId: string, id: string) {
   return toContact(await contactSelect(trx).where('c.organization_id', '=', organizationId).where('c.id', '=', id).executeTakeFirstOrThrow());
 }
 
-/** Cached research in the shape of ContactDetail.research / ContactResearch; null when none. */
-function toResearch(research: unknown, updatedAt: Date | null) {
+/** Cached research as ContactDetail.research shows it (the spec's five keys); null when none. */
+async function toResearch(trx: Tx, organizationId: string, research: unknown, updatedAt: Date | null) {
   if (updatedAt === null) return null;
   const r = research !== null && typeof research === 'object' && !Array.isArray(research) ? research as Record<string, unknown> : {};
-  return { facts: objectArray(r.facts), sources: objectArray(r.sources), updatedAt: isoNN(updatedAt), ...freshness(updatedAt, r) };
+  return {
+    facts: objectArray(r.facts), sources: objectArray(r.sources), updatedAt: isoNN(updatedAt),
+    ...freshness(updatedAt, await researchTtlDays(trx, organizationId)),
+  };
 }
 
 /** A live contact (neither soft-deleted nor erased) of the organization, or 404. */
@@ -296,26 +300,39 @@ const getContact: Handler<'getContact'> = async ({ trx, auth, params, query }) =
   const row = await liveContact(trx, auth.organizationId, params.id);
   const include = new Set((query.include ?? '').split(',').map((s) => s.trim().toLowerCase()));
   const body = toContact(row);
-  return { status: 200, body: include.has('research') ? { ...body, research: toResearch(row.research, row.research_updated_at) } : body };
+  if (!include.has('research')) return { status: 200, body };
+  return { status: 200, body: { ...body, research: await toResearch(trx, auth.organizationId, row.research, row.research_updated_at) } };
 };
 
 const getContactResearch: Handler<'getContactResearch'> = async ({ trx, auth, params }) => {
   const row = await liveContact(trx, auth.organizationId, params.id);
-  const research = toResearch(row.research, row.research_updated_at);
+  const research = await toResearch(trx, auth.organizationId, row.research, row.research_updated_at);
   if (!research) throw new ProblemError('not-found', 'No research has been cached for this contact yet; run POST /contacts/{id}/research.');
-  return { status: 200, body: { contactId: row.id, ...research } };
+  const r = row.research as Record<string, unknown>;
+  const assessment = r.contactAssessment;
+  return {
+    status: 200,
+    body: {
+      contactId: row.id, companyId: typeof r.companyId === 'string' ? r.companyId : null, ...research,
+      contactAssessment: assessment !== null && typeof assessment === 'object' && !Array.isArray(assessment) ? assessment as Record<string, unknown> : null,
+      signalReasons: Array.isArray(r.signalReasons) ? r.signalReasons.filter((x): x is string => typeof x === 'string') : [],
+    },
+  };
 };
 
-/**
- * The research run arrives with the research work; until then the refusals a client can act on
- * are answered (404 unknown contact, 400 no linked company domain), and the run is 501.
- */
-const researchContact: Handler<'researchContact'> = async ({ trx, auth, params }) => {
-  const row = await liveContact(trx, auth.organizationId, params.id);
+/** Researches the contact (synchronous; see src/research/): 404 unknown, 400 no company domain, then the run. */
+const researchContact: LongHandler<'researchContact'> = async ({ config, db, log, services, auth, params }) => {
+  const org = auth.organizationId;
+  const row = await withOrg(db, org, (trx) => liveContact(trx, org, params.id));
   if (row.company_ref === null || (row.company_domain ?? row.company_domain_normalized) === null) {
     throw invalid('The contact has no linked company with a domain to research; link one with PATCH /contacts/{id} (companyId).');
   }
-  throw new ProblemError('not-implemented', 'Contact research is not implemented by this deployment yet.');
+  const result = await runContactResearch(
+    { config, db, log, services }, org,
+    { id: row.id, name: row.name, title: row.title, fitScore: row.fit_score, urgencyScore: row.urgency_score },
+    { id: row.company_ref, name: row.company_name ?? row.company_domain_normalized ?? row.company_ref },
+  );
+  return { status: 200, body: result };
 };
 
 const PATCHABLE = {

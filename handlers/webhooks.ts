@@ -9,7 +9,7 @@ import { keyset, page } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
 import type { SecretBox } from '../src/secret-box.js';
 import { EVENT_API_VERSION, EVENT_GROUP, EVENT_TYPES, NEVER_EMITTED, isEventType } from '../src/spec.js';
-import { ResolveError, UnsafeTargetError, resolveTarget } from '../src/webhooks/address.js';
+import { ResolveError, UnsafeTargetError, resolveTarget } from '../src/net/address.js';
 import { enqueueAttempt } from '../src/webhooks/delivery.js';
 import { postWebhook } from '../src/webhooks/http.js';
 import { SIGNATURE_HEADER, newSigningSecret, signatureHeader } from '../src/webhooks/signing.js';

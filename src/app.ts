@@ -17,6 +17,7 @@ import { authenticate, bearerToken, enforceRate, rateHeaders } from './http/auth
 import { idempotent } from './http/idempotency.js';
 import { JsonText } from './http/paging.js';
 import { publicDoc, adminDoc, publicOperations, adminOperations } from './spec.js';
+import { botPage } from './research/robots.js';
 import type { OpenApiDoc, OperationInfo } from './openapi-doc.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -306,6 +307,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     if (html === null) throw new ProblemError('not-found', 'No such problem type.');
     return c.html(html);
   });
+  // The page the research crawler's User-Agent names, for site owners.
+  app.get('/research-bot', (c) => c.html(botPage()));
   app.get('/problems', (c) => c.json({ data: Object.entries(PROBLEMS).map(([slug, p]) => ({ slug, ...p, type: `${config.publicBaseUrl}/problems/${slug}` })) }));
 
   // CORS preflight for the one operation that needs no key.
@@ -327,9 +330,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
       return respond(c, reply, { 'Access-Control-Allow-Origin': '*' });
     }
 
-    // One connection serves the whole keyed request: the key lookup binds it to the key's
-    // organization, reads then run on it directly, and writes in a transaction on it.
-    const { reply, rh } = await requestDb.connection().execute(async (conn) => {
+    /** Authentication, rate limit, scope and input, on the request's connection. */
+    const admit = async (conn: Db) => {
       const { auth, rate } = await authenticate(conn, c.req.header('authorization'), config.rateLimitPerMinute);
       c.set('organizationId', auth.organizationId);
       const headers = rateHeaders(rate);
@@ -338,7 +340,21 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
       if (!scopeAllows(auth, op.requiredScope)) {
         throw new ProblemError('insufficient-scope', `This operation requires the scope ${op.requiredScope}, which the API key lacks (missing: ${op.requiredScope}).`);
       }
-      const req = await parseRequest(c, op, params);
+      return { auth, headers, req: await parseRequest(c, op, params) };
+    };
+
+    // A long-running operation (research) gives its connection back before its slow work, so
+    // waiting on the outside world holds no connection and no transaction.
+    if (op.longRunning) {
+      const { auth, headers, req } = await requestDb.connection().execute(admit);
+      const reply = await handlerFor(deps.handlers, op)({ config, services, log, requestId: c.get('requestId'), db, auth, ...req });
+      return respond(c, reply, headers);
+    }
+
+    // One connection serves the whole keyed request: the key lookup binds it to the key's
+    // organization, reads then run on it directly, and writes in a transaction on it.
+    const { reply, rh } = await requestDb.connection().execute(async (conn) => {
+      const { auth, headers, req } = await admit(conn);
       const handler = handlerFor(deps.handlers, op);
       const run = () => handler({ config, services, log, requestId: c.get('requestId'), db, trx: conn, auth, ...req });
       if (op.method === 'get') return { reply: await run(), rh: headers };

@@ -16,6 +16,15 @@ export interface Config {
   webhookSecretKey: string | null;
   smtpUrl: string | null;
   logLevel: string;
+  /** The root of a company's site for research; `{domain}` is the normalized domain. */
+  researchSiteUrlTemplate: string;
+  researchAllowPrivateTargets: boolean;
+  /** Exact `address:port` targets research may reach although private (see src/net/address.ts). */
+  researchAllowedTargets: ReadonlySet<string>;
+  /** Per-request limit of research fetches (DNS, connect, headers and body). */
+  researchRequestTimeoutMs: number;
+  /** Largest page body research reads (decompressed); a larger page is skipped. */
+  researchMaxPageBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -74,6 +83,15 @@ export function loadConfig(env: Env = process.env): Config {
   if (webhookSecretKey !== null && !/^[0-9a-f]{64}$/i.test(webhookSecretKey)) {
     throw new ConfigError('WEBHOOK_SECRET_KEY must be 64 hex characters (a 256-bit key)');
   }
+  const template = env.RESEARCH_SITE_URL_TEMPLATE || 'https://{domain}';
+  if (!template.includes('{domain}')) throw new ConfigError(`RESEARCH_SITE_URL_TEMPLATE must contain {domain}, got "${template}"`);
+  url({ RESEARCH_SITE_URL_TEMPLATE: template.replaceAll('{domain}', 'example.com') }, 'RESEARCH_SITE_URL_TEMPLATE', ['http:', 'https:']);
+  const allowedTargets = (env.RESEARCH_ALLOWED_TARGETS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const t of allowedTargets) {
+    if (!/^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5}$/i.test(t)) {
+      throw new ConfigError(`RESEARCH_ALLOWED_TARGETS must list address:port pairs (IPv6 as [addr]:port), got "${t}"`);
+    }
+  }
   return {
     port,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
@@ -89,5 +107,10 @@ export function loadConfig(env: Env = process.env): Config {
     webhookSecretKey,
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     logLevel,
+    researchSiteUrlTemplate: template.replace(/\/+$/, ''),
+    researchAllowPrivateTargets: bool(env, 'RESEARCH_ALLOW_PRIVATE_TARGETS', false),
+    researchAllowedTargets: new Set(allowedTargets.map((t) => t.toLowerCase())),
+    researchRequestTimeoutMs: int(env, 'RESEARCH_REQUEST_TIMEOUT_MS', 8000, 100, 30_000),
+    researchMaxPageBytes: int(env, 'RESEARCH_MAX_PAGE_BYTES', 2 * 1024 * 1024, 16 * 1024, 50 * 1024 * 1024),
   };
 }

@@ -27,10 +27,31 @@ export function addressPattern(address: string): string {
   return `(^|[^a-z0-9.!#$%&'*+/=?^_\`{|}~-])${escaped}($|[^a-z0-9_-]|\\.($|[^a-z0-9]))`;
 }
 
+/**
+ * Research dossiers hold company facts from public pages; a person appears there only as the
+ * company's own pages name them in a role (a leadership announcement). Erasure replaces the
+ * person's full name, wherever it appears in the organization's company dossiers and other
+ * contacts' research, with "[erased]". Only a full name (two words or more, five characters or
+ * more) is matched: a single first name would strike unrelated text.
+ */
+async function redactNameInResearch(trx: Tx, org: string, name: string): Promise<void> {
+  const full = name.trim().replace(/\s+/g, ' ');
+  if (full.length < 5 || !full.includes(' ')) return;
+  // The name as it is written inside JSON text, as a case-insensitive regular expression.
+  const inJson = JSON.stringify(full).slice(1, -1).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  for (const table of ['companies', 'contacts'] as const) {
+    await sql`
+      UPDATE ${sql.table(table)} SET research = regexp_replace(research::text, ${inJson}, '[erased]', 'gi')::jsonb
+      WHERE organization_id = ${org} AND research IS NOT NULL AND position(${full.toLowerCase()} in lower(research::text)) > 0`.execute(trx);
+  }
+}
+
 /** Redacts one contact record and everything that holds its person's data, then records it. */
 async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, address: string, at: Date): Promise<void> {
   const org = req.organizationId;
   const pattern = addressPattern(address);
+  const { name } = await trx.selectFrom('contacts').select('name').where('organization_id', '=', org).where('id', '=', contactId).executeTakeFirstOrThrow();
+  await redactNameInResearch(trx, org, name);
   await trx.updateTable('contacts').set({
     email: erasedAddress(contactId), email_normalized: erasedAddress(contactId), name: '', title: null, phone: null,
     notes: null, lead_source: null, research: null, research_updated_at: null, erased_at: at,

@@ -67,6 +67,11 @@ export interface AdminContext<O> extends BaseContext {
 }
 
 export type Handler<K extends OperationId> = (ctx: Context<operations[K]>) => Promise<Reply<operations[K]>>;
+/**
+ * The handler of an `x-long-running` operation: it gets no request connection (`trx`); it opens
+ * its own short transactions bound to `auth.organizationId` (withOrg) around its slow work.
+ */
+export type LongHandler<K extends OperationId> = (ctx: Omit<Context<operations[K]>, 'trx'>) => Promise<Reply<operations[K]>>;
 export type Handlers = { [K in OperationId]?: Handler<K> };
 export type PublicHandler<K extends OperationId> = (ctx: PublicContext<operations[K]>) => Promise<Reply<operations[K]>>;
 export type AdminHandler<K extends AdminOperationId> = (ctx: AdminContext<adminOperations[K]>) => Promise<Reply<adminOperations[K]>>;

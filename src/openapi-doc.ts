@@ -19,6 +19,12 @@ export interface OperationInfo {
   path: string;
   tag: string | null;
   requiredScope: string | null;
+  /**
+   * `x-long-running: true`: the operation waits on the outside world (research). Its handler runs
+   * after the request's connection is released, with no transaction around it, and opens its own
+   * short transactions (see src/app.ts).
+   */
+  longRunning: boolean;
   parameters: Param[];
   /** JSON pointers into the document, used as `$ref` targets of the validators. */
   parameterPointers: Record<string, string>;
@@ -83,6 +89,7 @@ export function collectOperations(doc: OpenApiDoc): OperationInfo[] {
         path: p,
         tag: ((op.tags as string[] | undefined) ?? [])[0] ?? null,
         requiredScope: (op['x-required-scope'] as string | undefined) ?? null,
+        longRunning: op['x-long-running'] === true,
         parameters: list.map((x) => x.param),
         parameterPointers: Object.fromEntries(list.map((x) => [`${x.param.in}:${x.param.name}`, x.pointer])),
         bodyPointer,

@@ -1,5 +1,6 @@
 // Long-lived collaborators shared by handlers and tasks, built once at start.
 import type { SecretBox } from './secret-box.js';
+import type { Lookup } from './net/address.js';
 
 export interface Services {
   /** Encrypts webhook signing secrets at rest. */
@@ -9,4 +10,9 @@ export interface Services {
    * (for example `erase:after-first-record`). Empty in production.
    */
   faults: Set<string>;
+  /**
+   * The DNS lookup research connects through (the SSRF guard checks every address it returns);
+   * unset, the system resolver. Tests inject one to point names at chosen addresses.
+   */
+  lookup?: Lookup;
 }

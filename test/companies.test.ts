@@ -135,8 +135,10 @@ describe('GET /companies/{id} and research', () => {
       expect(one.data).toMatchObject({ sourcesCount: count, tags: ['a', 'b'], industry: 'Software', researchUpdatedAt: at.toISOString() });
     }
     const research = await api.GET('/companies/{id}/research', { params: { path: { id: c.id } } });
+    // A legacy value: malformed arrays read as [], the missing parts as null; freshness by the organization's TTL (default 30 days).
     expect(research.data).toEqual({
-      companyId: c.id, researchSources: [{ url: 'u' }], recentNews: [], painPoints: [{ p: 1 }], updatedAt: at.toISOString(), ttlDays: 30, isFresh: true,
+      companyId: c.id, summary: null, facts: [], researchSources: [{ url: 'u' }], recentNews: [], painPoints: [{ p: 1 }], coverage: null,
+      updatedAt: at.toISOString(), ttlDays: 30, isFresh: true,
     });
     expect((await api.GET('/companies/{id}', { params: { path: { id: 'cmp_unknown' } } })).response.status).toBe(404);
   });

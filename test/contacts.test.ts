@@ -390,10 +390,15 @@ describe('GET /contacts/{id} and research', () => {
     const c = await mkContact(api);
     const at = new Date(Date.now() - 2 * 86_400_000);
     await system(svc, (trx) => trx.updateTable('contacts').set({
-      research: JSON.stringify({ facts: [{ text: 'f' }, 'junk'], sources: 'malformed', ttlDays: 1 }), research_updated_at: at,
+      research: JSON.stringify({ facts: [{ text: 'f' }, 'junk'], sources: 'malformed', ttlDays: 30 }), research_updated_at: at,
     }).where('organization_id', '=', org.id).where('id', '=', c.id).execute());
+    // Freshness follows the organization's current TTL (set to 1 day here), not what the stored value says.
+    await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: org.id } }, body: { researchTtlDays: 1 } });
     const r = await api.GET('/contacts/{id}/research', { params: { path: { id: c.id } } });
-    expect(r.data).toEqual({ contactId: c.id, facts: [{ text: 'f' }], sources: [], updatedAt: at.toISOString(), ttlDays: 1, isFresh: false });
+    expect(r.data).toEqual({
+      contactId: c.id, companyId: null, facts: [{ text: 'f' }], sources: [], contactAssessment: null, signalReasons: [],
+      updatedAt: at.toISOString(), ttlDays: 1, isFresh: false,
+    });
     const d = await api.GET('/contacts/{id}', { params: { path: { id: c.id }, query: { include: 'research' } } });
     expect(d.data?.research).toEqual({ facts: [{ text: 'f' }], sources: [], updatedAt: at.toISOString(), ttlDays: 1, isFresh: false });
   });

@@ -1,4 +1,4 @@
-// Operations whose work arrives with later issues (research runs, draft generation) already give
+// Operations whose work arrives with later issues (draft generation) already give
 // every refusal a client can act on; only the run itself answers 501 not-implemented.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { raw, startService, type TestService } from './support/harness.js';
@@ -32,21 +32,5 @@ describe('POST /lists/{id}/generate', () => {
     const refused = await post(freeKey, `/lists/${freeList!.id}/generate`);
     expect(refused.status).toBe(403);
     expect(refused.body.type).toBe(`${svc.baseUrl}/problems/not-entitled`);
-  });
-});
-
-describe('research runs', () => {
-  it('answer 404 for unknown contacts and companies and 400 for a contact without a company domain', async () => {
-    const org = await svc.newOrg();
-    const key = await org.key();
-    expect((await post(key, '/contacts/con_000000000000000000000000/research')).status).toBe(404);
-    expect((await post(key, '/companies/cmp_000000000000000000000000/research')).status).toBe(404);
-    const { data: bare } = await svc.api(key).POST('/contacts', { body: { email: uniqueEmail() } });
-    const noDomain = await post(key, `/contacts/${bare!.id}/research`);
-    expect(noDomain.status).toBe(400);
-    expect(noDomain.body.type).toBe(`${svc.baseUrl}/problems/validation-failed`);
-    const { data: linked } = await svc.api(key).POST('/contacts', { body: { email: uniqueEmail(), company: { name: 'Acme', domain: `${uid('acme')}.com` } } });
-    expect((await post(key, `/contacts/${linked!.id}/research`)).status).toBe(501);
-    expect((await post(key, `/companies/${linked!.company!.id}/research`)).status).toBe(501);
   });
 });

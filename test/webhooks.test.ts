@@ -6,7 +6,7 @@ import { startReceiver, type Receiver } from './support/receiver.js';
 import { withOrg, withSystem } from '../db/database.js';
 import { emit } from '../src/events.js';
 import { EVENT_TYPES, NEVER_EMITTED } from '../src/spec.js';
-import { forbiddenReason, resolveTarget, UnsafeTargetError } from '../src/webhooks/address.js';
+import { forbiddenReason, resolveTarget, UnsafeTargetError } from '../src/net/address.js';
 
 const SECRET = /^whs_[0-9a-f]{32}$/;
 let svc: TestService;

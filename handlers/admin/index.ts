@@ -27,7 +27,7 @@ async function organizationBody(trx: Tx, orgId: string) {
   const owner = await ownerOf(trx, orgId);
   return {
     id: o.id, name: o.name, plan: o.plan as Plan, flags: { v1_2_api_send: o.flags.v1_2_api_send === true },
-    researchBudget: o.research_budget, owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
+    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
   };
 }
 
@@ -49,10 +49,18 @@ const adminCreateOrganization: AdminHandler<'adminCreateOrganization'> = async (
 
 const adminUpdateOrganization: AdminHandler<'adminUpdateOrganization'> = async ({ db, params, body }) =>
   withSystem(db, async (trx) => {
-    await requireOrg(trx, params.orgId);
+    const before = await trx.selectFrom('organizations').select('research_ttl_days').where('id', '=', params.orgId).forUpdate().executeTakeFirst();
+    if (!before) throw notFound('organization');
     const set: Record<string, unknown> = {};
     if (body.plan !== undefined) set.plan = body.plan;
     if (body.researchBudget !== undefined) set.research_budget = body.researchBudget;
+    if (body.researchTtlDays !== undefined && body.researchTtlDays !== before.research_ttl_days) {
+      set.research_ttl_days = body.researchTtlDays;
+      await emit(trx, params.orgId, {
+        type: 'org.research_ttl_updated', resource: { type: 'Organization', id: params.orgId },
+        data: { organizationId: params.orgId, previousTtlDays: before.research_ttl_days, ttlDays: body.researchTtlDays },
+      });
+    }
     if (body.flags !== undefined) set.flags = sql`flags || ${JSON.stringify(body.flags)}::jsonb`;
     if (Object.keys(set).length > 0) {
       await trx.updateTable('organizations').set({ ...set, updated_at: sql`now_ms()` } as never).where('id', '=', params.orgId).execute();

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import { ResolveError, UnsafeTargetError, bareHost, resolveTarget } from './address.js';
+import { ResolveError, UnsafeTargetError, bareHost, resolveTarget } from '../net/address.js';
 
 export type Outcome = 'success' | 'retry' | 'reject';
 

@@ -1,7 +1,9 @@
-// Which network addresses a webhook may reach. Unless the operator allows private targets, a
-// webhook may only connect to globally routable unicast addresses: never loopback, private,
-// link-local (cloud metadata lives there), CGNAT, unique-local, multicast or reserved ranges, in
-// IPv4, IPv6, or IPv4 embedded in IPv6 (mapped, compatible, NAT64, 6to4).
+// The one SSRF guard: which network addresses the service may connect to when it reaches out on a
+// user's behalf (webhook deliveries, company research). Unless the operator allows private
+// targets, only globally routable unicast addresses: never loopback, private, link-local (cloud
+// metadata lives there), CGNAT, unique-local, multicast or reserved ranges, in IPv4, IPv6, or
+// IPv4 embedded in IPv6 (mapped, compatible, NAT64, 6to4). Callers connect to the address this
+// module vetted, never to a name, so DNS cannot answer differently between check and connect.
 import dns from 'node:dns';
 import net from 'node:net';
 
@@ -98,6 +100,26 @@ const FORBIDDEN_NAMES = /^(localhost|.*\.localhost|metadata|metadata\.google\.in
 
 export interface ResolvedTarget { host: string; addresses: Array<{ address: string; family: 4 | 6 }> }
 
+/** A DNS lookup of every address of a host (tests inject one to map names to chosen addresses). */
+export type Lookup = (host: string) => Promise<ResolvedTarget['addresses']>;
+
+const systemLookup: Lookup = (host) => dns.promises.lookup(host, { all: true, verbatim: true }) as Promise<ResolvedTarget['addresses']>;
+
+export interface GuardOptions {
+  /**
+   * Exact `address:port` pairs (`[v6]:port` for IPv6) that may be connected to although their
+   * address is private: an operator's one known internal site, or a test server on loopback.
+   */
+  exempt?: ReadonlySet<string>;
+  lookup?: Lookup;
+}
+
+/** The port a URL connects to. */
+export const portOf = (u: URL): number => Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+
+/** The `address:port` key of the exemption list. */
+export const targetKey = (address: string, port: number): string => (net.isIPv6(address) ? `[${address}]:${port}` : `${address}:${port}`);
+
 export class UnsafeTargetError extends Error {}
 export class ResolveError extends Error {}
 
@@ -109,8 +131,9 @@ export const bareHost = (u: URL): string => u.hostname.replace(/^\[|\]$/g, '');
  * caller connects only to an address returned here, so DNS cannot change the answer between the
  * check and the connection.
  */
-export async function resolveTarget(u: URL, allowPrivate: boolean, timeoutMs: number): Promise<ResolvedTarget> {
+export async function resolveTarget(u: URL, allowPrivate: boolean, timeoutMs: number, opts: GuardOptions = {}): Promise<ResolvedTarget> {
   const host = bareHost(u);
+  const lookup = opts.lookup ?? systemLookup;
   if (!allowPrivate && FORBIDDEN_NAMES.test(host)) throw new UnsafeTargetError(`${host} names a local or metadata host`);
   const family = net.isIP(host);
   let addresses: ResolvedTarget['addresses'];
@@ -120,7 +143,7 @@ export async function resolveTarget(u: URL, allowPrivate: boolean, timeoutMs: nu
     let timer: NodeJS.Timeout | undefined;
     try {
       addresses = await Promise.race([
-        dns.promises.lookup(host, { all: true, verbatim: true }) as Promise<ResolvedTarget['addresses']>,
+        lookup(host),
         new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new ResolveError(`resolving ${host} timed out`)), timeoutMs); }),
       ]);
     } catch (e) {
@@ -132,9 +155,10 @@ export async function resolveTarget(u: URL, allowPrivate: boolean, timeoutMs: nu
     if (addresses.length === 0) throw new ResolveError(`cannot resolve ${host}`);
   }
   if (!allowPrivate) {
+    const port = portOf(u);
     for (const a of addresses) {
       const reason = forbiddenReason(a.address);
-      if (reason) throw new UnsafeTargetError(`${host === a.address ? host : `${host} resolves to ${a.address}, which`} is a ${reason} address`);
+      if (reason && !opts.exempt?.has(targetKey(a.address, port))) throw new UnsafeTargetError(`${host === a.address ? host : `${host} resolves to ${a.address}, which`} is a ${reason} address`);
     }
   }
   return { host, addresses };

@@ -1,0 +1,175 @@
+// Research runs: who may fetch, once, within the budget, and where the result goes. A run is
+// reserved in a short transaction (the organization's research decisions queue on an advisory
+// lock), the site is crawled with no transaction or connection held, and the dossier, the run's
+// outcome and company.research_completed commit together. A second request for a company that is
+// being researched waits for that run and answers its result; it fetches nothing and costs nothing.
+import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import { withOrg, type Db, type Tx } from '../../db/database.js';
+import type { Config } from '../config.js';
+import type { Services } from '../services.js';
+import { emit } from '../events.js';
+import { newId } from '../ids.js';
+import { ProblemError, notFound } from '../http/problems.js';
+import { crawlSite } from './crawl.js';
+import { buildDossier, type Dossier } from './dossier.js';
+import { ROBOTS_TOKEN } from './robots.js';
+
+export interface ResearchDeps { config: Config; db: Db; log: Logger; services: Services }
+
+/** How long one crawl may take: well inside the 120 s a client is told to wait. */
+export const CRAWL_BUDGET_MS = 45_000;
+/** A run still marked running after this long belongs to a process that died: it is abandoned. */
+const STALE_RUN_MS = 60_000;
+const POLL_MS = 150;
+const DAY_MS = 86_400_000;
+
+export const userAgent = (config: Config) => `${ROBOTS_TOKEN}/1.0 (+${config.publicBaseUrl}/research-bot)`;
+
+/** The usage period: the current calendar month in UTC. */
+export function usagePeriod(now = new Date()): { start: Date; end: Date } {
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  return { start, end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)) };
+}
+
+export const isFresh = (updatedAt: Date, ttlDays: number, now = Date.now()) => updatedAt.getTime() + ttlDays * DAY_MS > now;
+
+/** A stored dossier this version of the service wrote, or null (legacy or malformed). */
+export function storedDossier(research: unknown): Dossier | null {
+  const d = research as Partial<Dossier> | null;
+  return d && typeof d === 'object' && d.version === 1 && Array.isArray(d.researchSources) && d.coverage ? d as Dossier : null;
+}
+
+export interface CompanyResearchOutcome {
+  runId: string;
+  companyId: string;
+  dossier: Dossier;
+  updatedAt: Date;
+  ttlDays: number;
+  /** A fresh stored dossier was used; nothing was fetched. */
+  reused: boolean;
+}
+
+type Reservation =
+  | { kind: 'reuse'; outcome: CompanyResearchOutcome }
+  | { kind: 'wait'; runId: string }
+  | { kind: 'run'; runId: string; company: { name: string | null; domain: string }; ttlDays: number };
+
+async function companyRow(trx: Tx, org: string, companyId: string) {
+  return trx.selectFrom('companies').select(['id', 'name', 'domain_normalized', 'research', 'research_updated_at'])
+    .where('organization_id', '=', org).where('id', '=', companyId).executeTakeFirst();
+}
+
+async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: boolean, contactId: string | null): Promise<Reservation> {
+  // Budget decisions of one organization are taken one at a time (two runs cannot both take the
+  // last unit of budget); the lock ends with this short transaction.
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended('research:' || ${org}, 0))`.execute(trx);
+  const o = await trx.selectFrom('organizations').select(['research_budget', 'research_ttl_days']).where('id', '=', org).executeTakeFirstOrThrow();
+  const company = await companyRow(trx, org, companyId);
+  if (!company) throw notFound('company');
+  const stored = storedDossier(company.research);
+  if (reuseFresh && stored && company.research_updated_at && isFresh(company.research_updated_at, o.research_ttl_days)) {
+    return {
+      kind: 'reuse',
+      outcome: { runId: stored.runId, companyId, dossier: stored, updatedAt: company.research_updated_at, ttlDays: o.research_ttl_days, reused: true },
+    };
+  }
+  await trx.updateTable('research_runs').set({ status: 'abandoned', finished_at: sql`now_ms()`, error: 'the process running it stopped' } as never)
+    .where('organization_id', '=', org).where('company_id', '=', companyId).where('status', '=', 'running')
+    .where('started_at', '<', new Date(Date.now() - STALE_RUN_MS)).execute();
+  const running = await trx.selectFrom('research_runs').select('id').where('organization_id', '=', org)
+    .where('company_id', '=', companyId).where('status', '=', 'running').executeTakeFirst();
+  if (running) return { kind: 'wait', runId: running.id };
+  const period = usagePeriod();
+  const used = await trx.selectFrom('research_runs').select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('organization_id', '=', org).where('started_at', '>=', period.start).executeTakeFirstOrThrow();
+  if (Number(used.n) >= o.research_budget) {
+    const retryAfter = Math.max(1, Math.ceil((period.end.getTime() - Date.now()) / 1000));
+    throw new ProblemError(
+      'research-budget-exhausted',
+      `The organization's research budget of ${o.research_budget} run(s) for this period is spent; it resets at ${period.end.toISOString()}.`,
+      { researchBudget: o.research_budget, used: Number(used.n), periodEnd: period.end.toISOString() },
+      { 'Retry-After': String(retryAfter) },
+    );
+  }
+  const runId = newId('rrn');
+  await trx.insertInto('research_runs').values({ organization_id: org, id: runId, company_id: companyId, contact_id: contactId }).execute();
+  return { kind: 'run', runId, company: { name: company.name, domain: company.domain_normalized }, ttlDays: o.research_ttl_days };
+}
+
+/** Waits for a running run to end; true when it completed, false when it failed or was abandoned. */
+async function awaitRun(db: Db, org: string, runId: string): Promise<boolean> {
+  for (;;) {
+    const r = await withOrg(db, org, (trx) => trx.selectFrom('research_runs').select(['status', 'started_at'])
+      .where('organization_id', '=', org).where('id', '=', runId).executeTakeFirstOrThrow());
+    if (r.status !== 'running') return r.status === 'completed';
+    if (r.started_at.getTime() < Date.now() - STALE_RUN_MS) return false;
+    await new Promise((res) => setTimeout(res, POLL_MS));
+  }
+}
+
+async function completedOutcome(db: Db, org: string, companyId: string, runId: string): Promise<CompanyResearchOutcome | null> {
+  return withOrg(db, org, async (trx) => {
+    const c = await companyRow(trx, org, companyId);
+    const o = await trx.selectFrom('organizations').select('research_ttl_days').where('id', '=', org).executeTakeFirstOrThrow();
+    const dossier = storedDossier(c?.research);
+    if (!c || !dossier || !c.research_updated_at) return null;
+    return { runId: dossier.runId === runId ? runId : dossier.runId, companyId, dossier, updatedAt: c.research_updated_at, ttlDays: o.research_ttl_days, reused: false };
+  });
+}
+
+/** Crawls, builds the dossier, and commits it with the run's outcome and the event. */
+async function run(deps: ResearchDeps, org: string, companyId: string, r: Extract<Reservation, { kind: 'run' }>): Promise<CompanyResearchOutcome> {
+  const { config } = deps;
+  let dossier: Dossier;
+  try {
+    const crawl = await crawlSite(r.company.domain, {
+      siteUrlTemplate: config.researchSiteUrlTemplate, userAgent: userAgent(config), allowPrivate: config.researchAllowPrivateTargets,
+      allowedTargets: config.researchAllowedTargets, requestTimeoutMs: config.researchRequestTimeoutMs, maxPageBytes: config.researchMaxPageBytes,
+      budgetMs: CRAWL_BUDGET_MS, lookup: deps.services.lookup,
+    });
+    dossier = buildDossier(r.runId, r.company, crawl);
+  } catch (e) {
+    await withOrg(deps.db, org, (trx) => trx.updateTable('research_runs')
+      .set({ status: 'failed', error: String((e as Error).message).slice(0, 500), finished_at: sql`now_ms()` } as never)
+      .where('organization_id', '=', org).where('id', '=', r.runId).execute()).catch(() => {});
+    throw e;
+  }
+  const updatedAt = await withOrg(deps.db, org, async (trx) => {
+    const row = await trx.updateTable('companies').set({
+      research: JSON.stringify(dossier), research_updated_at: sql`now_ms()`, sources_count: JSON.stringify(dossier.researchSources.length),
+      updated_at: sql`now_ms()`,
+    } as never).where('organization_id', '=', org).where('id', '=', companyId).returning('research_updated_at').executeTakeFirstOrThrow();
+    await trx.updateTable('research_runs').set({
+      status: 'completed', finished_at: sql`now_ms()`, pages_fetched: dossier.coverage.pagesFetched, requests: dossier.coverage.requests,
+    } as never).where('organization_id', '=', org).where('id', '=', r.runId).execute();
+    await emit(trx, org, {
+      type: 'company.research_completed', resource: { type: 'Company', id: companyId },
+      data: { companyId, hasMinimumCoverage: dossier.coverage.hasMinimumCoverage, lowConfidence: dossier.coverage.lowConfidence },
+    });
+    return row.research_updated_at!;
+  });
+  deps.log.info({ organizationId: org, companyId, runId: r.runId, pages: dossier.coverage.pagesFetched, durationMs: dossier.coverage.durationMs }, 'research run completed');
+  return { runId: r.runId, companyId, dossier, updatedAt, ttlDays: r.ttlDays, reused: false };
+}
+
+/**
+ * Researches a company: anew, or (reuseFresh) from its stored dossier while that is fresh. Throws
+ * 404 for a company of no organization of the key's, 429 when a run is needed and the budget is
+ * spent.
+ */
+export async function researchCompany(
+  deps: ResearchDeps, org: string, companyId: string, opts: { reuseFresh: boolean; contactId?: string },
+): Promise<CompanyResearchOutcome> {
+  for (let attempt = 0; ; attempt += 1) {
+    const r = await withOrg(deps.db, org, (trx) => reserve(trx, org, companyId, opts.reuseFresh, opts.contactId ?? null));
+    if (r.kind === 'reuse') return r.outcome;
+    if (r.kind === 'run') return run(deps, org, companyId, r);
+    // Another request is researching this company: its result is this request's result.
+    if (await awaitRun(deps.db, org, r.runId)) {
+      const outcome = await completedOutcome(deps.db, org, companyId, r.runId);
+      if (outcome) return outcome;
+    }
+    if (attempt >= 1) throw new ProblemError('internal-error', 'A concurrent research run of this company failed; retry the request.');
+  }
+}
