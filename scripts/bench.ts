@@ -13,7 +13,7 @@ import { migrate } from '../db/database.js';
 import type { BenchArea, BenchContext, LoadOptions, LoadResult } from './bench/types.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const AREAS = ['platform', 'crm', 'webhooks', 'deals'];
+const AREAS = ['platform', 'crm', 'webhooks', 'deals', 'research'];
 
 async function freePort(): Promise<number> {
   const net = await import('node:net');
@@ -33,8 +33,10 @@ async function waitHealthy(origin: string, child: ChildProcess): Promise<void> {
 }
 
 export function startProcess(script: string, env: Record<string, string>): ChildProcess {
-  // The same runtime flags as `npm start` (package.json).
-  const child = spawn(process.execPath, ['--max-semi-space-size=32', '--import', 'tsx', script], {
+  // The same runtime flags as `npm start` (package.json); BENCH_CPU_PROF_DIR=<dir> also writes a
+  // CPU profile of each started process there (node --cpu-prof), read when it exits.
+  const prof = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
+  const child = spawn(process.execPath, [...prof, '--max-semi-space-size=32', '--import', 'tsx', script], {
     cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'],
   });
   return child;

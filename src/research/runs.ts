@@ -1,6 +1,6 @@
 // Research runs: who may fetch, once, within the budget, and where the result goes. A run is
-// reserved in a short transaction (the organization's research decisions queue on an advisory
-// lock), the site is crawled with no transaction or connection held, and the dossier, the run's
+// reserved in a short transaction (the budget count queues on an advisory lock per organization),
+// the site is crawled with no transaction or connection held, and the dossier, the run's
 // outcome and company.research_completed commit together. A second request for a company that is
 // being researched waits for that run and answers its result; it fetches nothing and costs nothing.
 import { sql } from 'kysely';
@@ -60,41 +60,59 @@ async function companyRow(trx: Tx, org: string, companyId: string) {
     .where('organization_id', '=', org).where('id', '=', companyId).executeTakeFirst();
 }
 
+/** Takes the company's one running slot; false when another run holds it. */
+async function takeSlot(trx: Tx, org: string, runId: string, companyId: string, contactId: string | null): Promise<boolean> {
+  const r = await sql<{ id: string }>`
+    INSERT INTO research_runs (organization_id, id, company_id, contact_id) VALUES (${org}, ${runId}, ${companyId}, ${contactId})
+    ON CONFLICT (organization_id, company_id) WHERE status = 'running' DO NOTHING RETURNING id`.execute(trx);
+  return r.rows.length > 0;
+}
+
 async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: boolean, contactId: string | null): Promise<Reservation> {
-  // Budget decisions of one organization are taken one at a time (two runs cannot both take the
-  // last unit of budget); the lock ends with this short transaction.
-  await sql`SELECT pg_advisory_xact_lock(hashtextextended('research:' || ${org}, 0))`.execute(trx);
-  const o = await trx.selectFrom('organizations').select(['research_budget', 'research_ttl_days']).where('id', '=', org).executeTakeFirstOrThrow();
-  const company = await companyRow(trx, org, companyId);
-  if (!company) throw notFound('company');
-  const stored = storedDossier(company.research);
-  if (reuseFresh && stored && company.research_updated_at && isFresh(company.research_updated_at, o.research_ttl_days)) {
+  // The dossier itself is read only when it may be reused.
+  const c = await trx.selectFrom('companies as c').innerJoin('organizations as o', 'o.id', 'c.organization_id')
+    .select(['c.name', 'c.domain_normalized', 'c.research_updated_at', 'o.research_budget', 'o.research_ttl_days'])
+    .$if(reuseFresh, (q) => q.select('c.research'))
+    .where('c.organization_id', '=', org).where('c.id', '=', companyId).executeTakeFirst();
+  if (!c) throw notFound('company');
+  const stored = reuseFresh ? storedDossier((c as { research?: unknown }).research) : null;
+  if (stored && c.research_updated_at && isFresh(c.research_updated_at, c.research_ttl_days)) {
     return {
       kind: 'reuse',
-      outcome: { runId: stored.runId, companyId, dossier: stored, updatedAt: company.research_updated_at, ttlDays: o.research_ttl_days, reused: true },
+      outcome: { runId: stored.runId, companyId, dossier: stored, updatedAt: c.research_updated_at, ttlDays: c.research_ttl_days, reused: true },
     };
   }
-  await trx.updateTable('research_runs').set({ status: 'abandoned', finished_at: sql`now_ms()`, error: 'the process running it stopped' } as never)
-    .where('organization_id', '=', org).where('company_id', '=', companyId).where('status', '=', 'running')
-    .where('started_at', '<', new Date(Date.now() - STALE_RUN_MS)).execute();
-  const running = await trx.selectFrom('research_runs').select('id').where('organization_id', '=', org)
-    .where('company_id', '=', companyId).where('status', '=', 'running').executeTakeFirst();
-  if (running) return { kind: 'wait', runId: running.id };
+  // At most one running run per company (a partial unique index): a request that finds one waits
+  // for it, unless it is left over from a process that died.
+  const runId = newId('rrn');
+  if (!await takeSlot(trx, org, runId, companyId, contactId)) {
+    const running = await trx.selectFrom('research_runs').select(['id', 'started_at']).where('organization_id', '=', org)
+      .where('company_id', '=', companyId).where('status', '=', 'running').forUpdate().executeTakeFirst();
+    if (running && running.started_at.getTime() >= Date.now() - STALE_RUN_MS) return { kind: 'wait', runId: running.id };
+    if (running) {
+      await trx.updateTable('research_runs').set({ status: 'abandoned', finished_at: sql`now_ms()`, error: 'the process running it stopped' } as never)
+        .where('organization_id', '=', org).where('id', '=', running.id).execute();
+    }
+    if (!await takeSlot(trx, org, runId, companyId, contactId)) {
+      throw new ProblemError('internal-error', 'Another research run of this company started at the same moment; retry the request.');
+    }
+  }
+  // The budget is counted with the organization's budget decisions queued on an advisory lock,
+  // held from here to COMMIT only: the count sees every run committed before it, and this one.
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended('research:' || ${org}, 0))`.execute(trx);
   const period = usagePeriod();
   const used = await trx.selectFrom('research_runs').select((eb) => eb.fn.countAll<number>().as('n'))
     .where('organization_id', '=', org).where('started_at', '>=', period.start).executeTakeFirstOrThrow();
-  if (Number(used.n) >= o.research_budget) {
+  if (Number(used.n) > c.research_budget) {
     const retryAfter = Math.max(1, Math.ceil((period.end.getTime() - Date.now()) / 1000));
     throw new ProblemError(
       'research-budget-exhausted',
-      `The organization's research budget of ${o.research_budget} run(s) for this period is spent; it resets at ${period.end.toISOString()}.`,
-      { researchBudget: o.research_budget, used: Number(used.n), periodEnd: period.end.toISOString() },
+      `The organization's research budget of ${c.research_budget} run(s) for this period is spent; it resets at ${period.end.toISOString()}.`,
+      { researchBudget: c.research_budget, used: Number(used.n) - 1, periodEnd: period.end.toISOString() },
       { 'Retry-After': String(retryAfter) },
     );
   }
-  const runId = newId('rrn');
-  await trx.insertInto('research_runs').values({ organization_id: org, id: runId, company_id: companyId, contact_id: contactId }).execute();
-  return { kind: 'run', runId, company: { name: company.name, domain: company.domain_normalized }, ttlDays: o.research_ttl_days };
+  return { kind: 'run', runId, company: { name: c.name, domain: c.domain_normalized }, ttlDays: c.research_ttl_days };
 }
 
 /** Waits for a running run to end; true when it completed, false when it failed or was abandoned. */
@@ -108,13 +126,14 @@ async function awaitRun(db: Db, org: string, runId: string): Promise<boolean> {
   }
 }
 
-async function completedOutcome(db: Db, org: string, companyId: string, runId: string): Promise<CompanyResearchOutcome | null> {
+/** The stored result of a run another request made (the dossier names the run that wrote it). */
+async function completedOutcome(db: Db, org: string, companyId: string): Promise<CompanyResearchOutcome | null> {
   return withOrg(db, org, async (trx) => {
     const c = await companyRow(trx, org, companyId);
     const o = await trx.selectFrom('organizations').select('research_ttl_days').where('id', '=', org).executeTakeFirstOrThrow();
     const dossier = storedDossier(c?.research);
     if (!c || !dossier || !c.research_updated_at) return null;
-    return { runId: dossier.runId === runId ? runId : dossier.runId, companyId, dossier, updatedAt: c.research_updated_at, ttlDays: o.research_ttl_days, reused: false };
+    return { runId: dossier.runId, companyId, dossier, updatedAt: c.research_updated_at, ttlDays: o.research_ttl_days, reused: false };
   });
 }
 
@@ -167,7 +186,7 @@ export async function researchCompany(
     if (r.kind === 'run') return run(deps, org, companyId, r);
     // Another request is researching this company: its result is this request's result.
     if (await awaitRun(deps.db, org, r.runId)) {
-      const outcome = await completedOutcome(deps.db, org, companyId, r.runId);
+      const outcome = await completedOutcome(deps.db, org, companyId);
       if (outcome) return outcome;
     }
     if (attempt >= 1) throw new ProblemError('internal-error', 'A concurrent research run of this company failed; retry the request.');
