@@ -56,7 +56,7 @@ export interface ContactsTable {
   organization_id: string; id: string; list_id: string; owner_user_id: string | null; email: string; email_normalized: string;
   name: Generated<string>; title: string | null; phone: string | null; notes: string | null; lead_source: string | null;
   company_id: string | null; qualification_status: Generated<string>; fit_score: number | null; urgency_score: number | null;
-  research: JsonNull; research_updated_at: TsNull; deleted_at: TsNull; erased_at: TsNull;
+  research: JsonNull; research_updated_at: TsNull; deleted_at: TsNull; erased_at: TsNull; tags: Generated<string[]>;
   created_at: Generated<Date>; updated_at: Generated<Date>;
 }
 /** Views of 0002_crm.sql: substring search by trigram index, scoped to app.org_id (see there). */
@@ -75,12 +75,16 @@ export interface SuppressionEntriesTable {
 export interface ContactSequencesTable {
   organization_id: string; id: string; contact_id: string; template_id: string; product_id: string | null;
   status: Generated<string>; anchor_at_utc: TsNull; current_step: Generated<number>; paused_at: TsNull;
+  steps: Json<unknown[]>; paused_from: string | null; list_id: string | null; generation_run_id: string | null;
   created_at: Generated<Date>; updated_at: Generated<Date>;
 }
 export interface DraftsTable {
   organization_id: string; id: string; contact_id: string; sequence_id: string | null; step: Generated<number>;
   status: Generated<string>; subject: Generated<string>; body: Generated<string>; evidence: JsonNull;
   sent_at: TsNull; opened_at: TsNull; replied_at: TsNull; created_at: Generated<Date>; updated_at: Generated<Date>;
+  version: Generated<number>; superseded_at: TsNull; scheduled_at: TsNull; provider: string | null; guardrail: JsonNull;
+  flagged: Generated<boolean>; generation_pass: string | null; generation_run_id: string | null; llm_tokens: Generated<number>;
+  approved_at: TsNull; approval: JsonNull;
 }
 export interface MessagesTable {
   organization_id: string; id: string; contact_id: string | null; direction: string; channel: Generated<string>;
@@ -132,6 +136,18 @@ export interface ResearchRunsTable {
   pages_fetched: number | null; requests: number | null; error: string | null; started_at: Generated<Date>; finished_at: TsNull;
 }
 
+export interface UsageCountersTable {
+  organization_id: string; period_start: string; drafts_created: Generated<number>; drafts_regenerated: Generated<number>;
+  sends_attempted: Generated<number>; llm_tokens: Generated<number>; llm_cost_millicents: Generated<number>; quota_warned_at: TsNull;
+}
+export interface ListGenerationRunsTable {
+  organization_id: string; id: string; list_id: string; template_id: string; product_id: string | null; status: Generated<string>;
+  total_contacts: number; chunk_count: number; done_chunks: Generated<number[]>; sequences_created: Generated<number>;
+  sequences_reused: Generated<number>; drafts_generated: Generated<number>; drafts_failed: Generated<number>;
+  skipped_suppressed: Generated<number>; skipped_collision: Generated<number>; skipped_other: Generated<number>;
+  all_approved_at: TsNull; created_at: Generated<Date>; finished_at: TsNull;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -164,4 +180,6 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   research_runs: ResearchRunsTable;
+  usage_counters: UsageCountersTable;
+  list_generation_runs: ListGenerationRunsTable;
 }

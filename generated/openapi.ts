@@ -814,7 +814,8 @@ export interface paths {
          * List drafts
          * @description Lists the organization's AI-written drafts, newest first (`createdAt` DESC, `id` DESC),
          *     cursor-paged. Results of POST /lists/{id}/generate are read with `?status=DRAFT_GENERATED`.
-         *     Items carry a `bodyPreview`; GET /drafts/{id} returns the full body.
+         *     Items carry a `bodyPreview` (about 200 characters, cut at a word); GET /drafts/{id} returns the
+         *     full body. Only the live version of each step is listed unless `includeSuperseded=true`.
          *
          *     Errors: 400 `validation-failed` for a bad `status`, `contactId` or `limit`, 400 `invalid-cursor`
          *     for a cursor the service did not issue.
@@ -886,9 +887,16 @@ export interface paths {
          *     a list-level event (resource ContactList, payload `approvedCount`) and a per-contact or digest
          *     event (payload `contactId`, or `count` plus `contactIds`); key on the payload shape.
          *
+         *     A contact cannot be emailed when it was deleted or erased, when any suppression entry covers its
+         *     address (its own, its plus-tag-stripped form, its domain, an erasure hash; HARD_BOUNCE and
+         *     COMPLAINT entries included), or when it carries the tag `do-not-contact`. The approval keeps the
+         *     evidence approved with it (citations, guardrail report, acknowledged flags). When it approves
+         *     the last unapproved step of the sequence, the sequence becomes `APPROVED`; when it completes
+         *     every draft of a finished list generation run, the list-level `draft.approved` is emitted too.
+         *
          *     Errors: 400 `validation-failed` when the draft is in a non-approvable status (`REJECTED`), is a
-         *     superseded version, its contact is suppressed, bounced or do-not-contact, or it is flagged and
-         *     `acknowledgeFlags` is not true (the detail names the flags); 404 `not-found`.
+         *     superseded version, its contact cannot be emailed, or it is flagged and `acknowledgeFlags` is
+         *     not true (the detail names the flags, which the problem also carries as `flags`); 404 `not-found`.
          */
         post: operations["approveDraft"];
         delete?: never;
@@ -1157,13 +1165,19 @@ export interface paths {
         put?: never;
         /**
          * Generate drafts for a list's contacts
-         * @description Starts asynchronous AI draft generation for the contacts of the list and answers at once.
-         *     A no-op when a generation run for the list is already in flight (`generationQueued: false`,
-         *     `generationRunning: true`); otherwise a new run is enqueued (`generationQueued: true` with
-         *     `chunkCount` and `totalContacts`). Results are read with `GET /drafts?status=DRAFT_GENERATED`.
-         *     Takes no body.
+         * @description Starts asynchronous AI draft generation for the list's own contacts (contacts merely attached
+         *     to it are generated on their own list) and answers at once. A no-op when a generation run for
+         *     the list is already in flight (`generationQueued: false`, `generationRunning: true`);
+         *     otherwise a new run is enqueued (`generationQueued: true` with `chunkCount` and
+         *     `totalContacts`; chunks of 100 contacts). Each contact gets (or reuses: idempotent on contact
+         *     and template) a sequence on the list's `useCaseTemplateId` (an organization or public template)
+         *     and `productId`, and the drafts its steps lack; a re-run regenerates the steps whose drafts are
+         *     not approved (as `REGENERATED` versions) and keeps approved and sent ones. Suppressed and
+         *     do-not-contact contacts and product collisions are skipped and counted in the run's record.
+         *     Results are read with `GET /drafts?status=DRAFT_GENERATED`. Takes no body.
          *
-         *     Errors: 400 `validation-failed` when the list has no contacts; 403 `not-entitled` when the
+         *     Errors: 400 `list-without-template` when the list has no (or no longer a usable) template;
+         *     400 `validation-failed` when the list has no contacts of its own; 403 `not-entitled` when the
          *     organization's plan is not entitled to outbound; 404 `not-found` for a soft-deleted, unknown
          *     or foreign list.
          */
@@ -1267,16 +1281,21 @@ export interface paths {
         put?: never;
         /**
          * Start a sequence for a contact
-         * @description Creates a sequence of the contact from the template and answers **200** (not 201) with it, in
-         *     status `NEW`. The work is asynchronous: step drafts are generated afterwards, and
-         *     `sequence.started` is emitted when the sequence actually starts.
+         * @description Creates a sequence of the contact from the template (an organization sequence template or an
+         *     active public template; its steps are copied into the sequence) and answers **200** (not 201)
+         *     with it, in status `NEW`. The work is asynchronous: a job writes one draft per step (the
+         *     sequence becomes `DRAFTED` when every step has one; a step whose generation fails emits
+         *     `draft.failed` and leaves the sequence `NEW`), and `sequence.started` is emitted when the
+         *     sequence actually starts sending. Each step is due at `anchorAtUtc` (default: the creation
+         *     time) plus its day offset. `productId` defaults to the template's product.
          *
          *     Naturally idempotent on the (contact, template) pair: when the contact already has a sequence of
          *     that template, that sequence is returned with 200, unchanged (`anchorAtUtc` and `productId` of
          *     the repeat are ignored). No `Idempotency-Key` is needed.
          *
          *     Refusals: 400 `validation-failed` for bad fields; 400 `product-collision` when the contact has
-         *     an active sequence of a different product; 404 `not-found` when the contact, template or product
+         *     an active sequence (`NEW`, `DRAFTED`, `APPROVED`, `QUEUED` or `ACTIVE`) of a different product
+         *     (sequences without a product never collide); 404 `not-found` when the contact, template or product
          *     is unknown or belongs to another organization.
          */
         post: operations["createSequence"];
@@ -2330,6 +2349,8 @@ export interface components {
             contactName: string;
             /** Format: date-time */
             createdAt: string;
+            /** @description True when the draft carries unsupported-claim flags (approval then needs `acknowledgeFlags: true`). */
+            flagged: boolean;
             /** @description Only with `include=evidence`. The content guardrail outcome; null means no report was recorded (which does not mean clean). */
             guardrailReport?: components["schemas"]["DraftGuardrailReport"] | null;
             id: string;
@@ -2351,15 +2372,29 @@ export interface components {
             repliedAt: string | null;
             /**
              * Format: date-time
+             * @description When the step is due to go out (the sequence's anchor plus the step's day offset).
+             */
+            scheduledAt: string | null;
+            /**
+             * Format: date-time
              * @description When the dispatcher handed the email to its transport; null while unsent.
              */
             sentAt: string | null;
+            /** @description The sequence the draft is a step of; null for a draft outside a sequence. */
+            sequenceId: string | null;
             status: components["schemas"]["DraftStatus"];
             /** @description 1-based step of the contact's sequence this draft belongs to. */
             step: number;
             subject: string;
+            /**
+             * Format: date-time
+             * @description When a newer version replaced this one; null for the live version of its step.
+             */
+            supersededAt: string | null;
             /** @description Only with `include=evidence`. Number of citations with `resolved=false`. */
             unresolvedCitationCount?: number;
+            /** @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one. */
+            version: number;
         };
         /** @description Result of POST /drafts/{id}/approve. */
         DraftApprovalResult: {
@@ -2399,6 +2434,15 @@ export interface components {
             attempts: number;
             /** @description True when the final text passed every guardrail. */
             clean: boolean;
+            /**
+             * @description The unsupported-claim flags: each sentence of the draft that states a fact about the prospect
+             *     (a number, a name, a date, recency) that no cited source supports, with the claims. Text copied
+             *     from the template is never flagged. Approval of a flagged draft needs `acknowledgeFlags: true`.
+             */
+            flags: {
+                claims: string[];
+                sentence: string;
+            }[];
             /** @description Guardrails whose findings were repaired in the text. */
             repaired: string[];
         };
@@ -2412,6 +2456,8 @@ export interface components {
             contactName: string;
             /** Format: date-time */
             createdAt: string;
+            /** @description True when the draft carries unsupported-claim flags (approval then needs `acknowledgeFlags: true`). */
+            flagged: boolean;
             id: string;
             /**
              * Format: date-time
@@ -2426,13 +2472,27 @@ export interface components {
             repliedAt: string | null;
             /**
              * Format: date-time
+             * @description When the step is due to go out (the sequence's anchor plus the step's day offset).
+             */
+            scheduledAt: string | null;
+            /**
+             * Format: date-time
              * @description When the dispatcher handed the email to its transport; null while unsent.
              */
             sentAt: string | null;
+            /** @description The sequence the draft is a step of; null for a draft outside a sequence. */
+            sequenceId: string | null;
             status: components["schemas"]["DraftStatus"];
             /** @description 1-based step of the contact's sequence this draft belongs to. */
             step: number;
             subject: string;
+            /**
+             * Format: date-time
+             * @description When a newer version replaced this one; null for the live version of its step.
+             */
+            supersededAt: string | null;
+            /** @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one. */
+            version: number;
         };
         /** @description Result of POST /drafts/{id}/reject. */
         DraftRejectionResult: {
@@ -2605,12 +2665,14 @@ export interface components {
          *     was already in flight (`generationQueued: false`, `generationRunning: true`, nothing enqueued).
          * @example {
          *       "listId": "lst_123",
+         *       "runId": "lgr_7f3a",
          *       "generationQueued": true,
          *       "chunkCount": 3,
          *       "totalContacts": 120
          *     }
          * @example {
          *       "listId": "lst_123",
+         *       "runId": "lgr_7f3a",
          *       "generationQueued": false,
          *       "generationRunning": true
          *     }
@@ -2623,6 +2685,8 @@ export interface components {
             /** @description Present (and true) only when a run was already in flight; the request was then a no-op. */
             generationRunning?: boolean;
             listId: string;
+            /** @description The generation run enqueued now, or the one in flight. */
+            runId: string;
             /** @description Present only when a new run was just enqueued - number of contacts the run covers. */
             totalContacts?: number;
         };
@@ -2944,6 +3008,8 @@ export interface components {
          *       "status": "NEW",
          *       "anchorAtUtc": "2026-07-20T08:00:00Z",
          *       "currentStep": 0,
+         *       "productId": null,
+         *       "pausedFrom": null,
          *       "createdAt": "2026-07-18T10:00:00Z",
          *       "updatedAt": "2026-07-18T10:00:00Z"
          *     }
@@ -2951,20 +3017,27 @@ export interface components {
         Sequence: {
             /**
              * Format: date-time
-             * @description Instant the step schedule is computed from; null when none was given.
+             * @description Instant the step schedule is computed from (each step is due at anchor plus its day offset); the creation time when none was given.
              */
             anchorAtUtc: string | null;
             contactId: string;
             /** Format: date-time */
             createdAt: string;
-            /** @description The step the sequence is at. */
+            /** @description The last step sent (0 before the first send). */
             currentStep: number;
             id: string;
             organizationId: string;
+            /** @description The status the sequence was in when it was last paused (kept for the record after a resume); null if never paused. */
+            pausedFrom: string | null;
+            /** @description The product the sequence sells (the request's productId, else the template's); null when none. */
+            productId: string | null;
             /**
-             * @description `NEW` right after creation; `ACTIVE`, `QUEUED`, `DRAFTED` and `APPROVED` are in-flight
-             *     statuses (they block `DELETE /lists/{id}` without `force=true` and are what pausing acts on);
-             *     `PAUSED` after a pause; `COMPLETED` when every step has run.
+             * @description `NEW` right after creation, while the step drafts are generated; `DRAFTED` once every step has
+             *     a live draft; `APPROVED` once every step's live draft is approved; `QUEUED` once sending was
+             *     requested, `ACTIVE` from the first send, `COMPLETED` after the last. `ACTIVE`, `QUEUED`,
+             *     `DRAFTED` and `APPROVED` are in-flight statuses (they block `DELETE /lists/{id}` without
+             *     `force=true` and are what pausing acts on); `PAUSED` after a pause (`pausedFrom` keeps the
+             *     status it left); a resume regenerates every unsent step and returns it to `DRAFTED`.
              * @enum {string}
              */
             status: "NEW" | "ACTIVE" | "QUEUED" | "DRAFTED" | "APPROVED" | "PAUSED" | "COMPLETED";
@@ -4652,6 +4725,8 @@ export interface operations {
                 contactId?: string;
                 /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
                 cursor?: components["parameters"]["Cursor"];
+                /** @description Also list versions a regeneration superseded (only value `true`). */
+                includeSuperseded?: "true";
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
                 /** @description Only drafts in this state. */

@@ -1,6 +1,6 @@
 // Contacts: idempotent creation per person, filtered keyset listing, soft delete, GDPR erasure and
 // pausing of a contact's sequences.
-import { sql, type Expression, type Kysely, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { Handler, LongHandler } from '../src/handler.js';
 import { epochMs, withGenericPlan, withOrg, type Tx } from '../db/database.js';
 import type { Database } from '../db/schema.js';
@@ -12,9 +12,9 @@ import { normalizeEmail } from '../src/domains.js';
 import { eraseAddress } from '../src/erasure.js';
 import { usableErasureSecret } from '../src/suppression-match.js';
 import { researchContact as runContactResearch } from '../src/research/contact-research.js';
+import { pauseSequences } from '../src/sequences.js';
 import { findOrCreateCompany, freshness, likeEscape, objectArray, researchTtlDays } from './companies.js';
 
-export const IN_FLIGHT_SEQUENCE_STATUSES = ['ACTIVE', 'QUEUED', 'DRAFTED', 'APPROVED'];
 const UNDO_WINDOW_MS = 30 * 86_400_000;
 const ERASE_ROLES = ['MANAGER', 'ADMIN', 'OWNER'];
 const ERASE_NOTE = 'Every record of this organization with the same address was erased and the address is suppressed for good. '
@@ -411,26 +411,6 @@ const eraseContact: Handler<'eraseContact'> = async ({ trx, auth, params, body, 
 };
 
 // ---------------------------------------------------------------- sequences
-
-/**
- * Pauses the in-flight sequences (ACTIVE, QUEUED, DRAFTED, APPROVED) of the given contacts (ids,
- * or a subquery of ids) and emits one sequence.paused per paused sequence. Returns the count.
- */
-export async function pauseSequences(
-  trx: Tx, organizationId: string, contactIds: string[] | SelectQueryBuilder<Database, keyof Database, { id: string }>, reason: string | null,
-): Promise<number> {
-  const paused = await trx.updateTable('contact_sequences')
-    .set({ status: 'PAUSED', paused_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
-    .where('organization_id', '=', organizationId).where('contact_id', 'in', contactIds as string[]) // ids or a subquery of ids
-    .where('status', 'in', IN_FLIGHT_SEQUENCE_STATUSES)
-    .returning(['id', 'contact_id']).execute();
-  for (const s of paused) {
-    await emit(trx, organizationId, {
-      type: 'sequence.paused', resource: { type: 'Sequence', id: s.id }, data: { sequenceId: s.id, contactId: s.contact_id, reason },
-    });
-  }
-  return paused.length;
-}
 
 const pauseContactSequence: Handler<'pauseContactSequence'> = async ({ trx, auth, params, body }) => {
   const org = auth.organizationId;

@@ -10,6 +10,9 @@ import { suppressionHandlers } from './suppression.js';
 import { webhookHandlers } from './webhooks.js';
 import { eventHandlers } from './events.js';
 import { dealHandlers } from './deals.js';
+import { sequenceHandlers } from './sequences.js';
+import { draftHandlers } from './drafts.js';
+import { usageHandlers } from './usage.js';
 
 export const handlers: Handlers = {
   ...meHandlers,
@@ -21,4 +24,7 @@ export const handlers: Handlers = {
   ...webhookHandlers,
   ...eventHandlers,
   ...dealHandlers,
+  ...sequenceHandlers,
+  ...draftHandlers,
+  ...usageHandlers,
 };

@@ -9,7 +9,8 @@ import { audit } from '../src/events.js';
 import { iso, isoNN, newId } from '../src/ids.js';
 import { keyset, page } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
-import { IN_FLIGHT_SEQUENCE_STATUSES, pauseSequences } from './contacts.js';
+import { IN_FLIGHT_SEQUENCE_STATUSES, pauseSequences } from '../src/sequences.js';
+import { startListGeneration } from '../src/drafting/list-generation.js';
 
 export type ListRow = Selectable<ContactListsTable>;
 
@@ -112,28 +113,19 @@ const deleteList: Handler<'deleteList'> = async ({ trx, auth, params, query }) =
 };
 
 /**
- * Draft generation arrives with the drafts work; until then the refusals a client can act on are
- * answered (404 unknown list, 403 plan not entitled to outbound, 400 no live contacts), and the
- * run itself is 501.
+ * Starts draft generation for the list's own contacts (src/drafting/list-generation.ts), or
+ * answers the run in flight. Refusals first: 404 unknown list, 403 plan not entitled to
+ * outbound, 400 no template or no contacts of its own.
  */
 const generateListDrafts: Handler<'generateListDrafts'> = async ({ trx, auth, params }) => {
   const org = auth.organizationId;
-  const list = await trx.selectFrom('contact_lists').select('id').where('organization_id', '=', org)
-    .where('id', '=', params.id).where('deleted_at', 'is', null).executeTakeFirst();
+  const list = await trx.selectFrom('contact_lists').select(['id', 'use_case_template_id', 'product_id']).where('organization_id', '=', org)
+    .where('id', '=', params.id).where('deleted_at', 'is', null).forUpdate().executeTakeFirst();
   if (!list) throw notFound('list');
   if (!outboundEntitled(auth.org.plan)) {
     throw new ProblemError('not-entitled', `The ${auth.org.plan} plan does not include outbound (draft generation).`);
   }
-  const member = await trx.selectFrom('contacts as c').select('c.id')
-    .where('c.organization_id', '=', org).where('c.deleted_at', 'is', null)
-    .where((eb) => eb.or([
-      eb('c.list_id', '=', params.id),
-      eb.exists(eb.selectFrom('list_memberships as m').select('m.contact_id').whereRef('m.organization_id', '=', 'c.organization_id')
-        .whereRef('m.contact_id', '=', 'c.id').where('m.list_id', '=', params.id).where('m.deleted_at', 'is', null)),
-    ]))
-    .limit(1).executeTakeFirst();
-  if (!member) throw invalid('The list has no contacts to generate drafts for.');
-  throw new ProblemError('not-implemented', 'Draft generation is not implemented by this deployment yet.');
+  return { status: 200, body: await startListGeneration(trx, org, list) };
 };
 
 export const listHandlers = { createList, listLists, getList, deleteList, generateListDrafts };

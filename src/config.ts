@@ -25,6 +25,16 @@ export interface Config {
   researchRequestTimeoutMs: number;
   /** Largest page body research reads (decompressed); a larger page is skipped. */
   researchMaxPageBytes: number;
+  /** An OpenAI-compatible chat completions endpoint; null: the `fallback` provider. */
+  llmBaseUrl: string | null;
+  llmApiKey: string | null;
+  llmModel: string | null;
+  llmConcurrency: number;
+  llmTimeoutMs: number;
+  llmMaxRetries: number;
+  /** Price overrides in cents per million tokens; null: the built-in table (src/llm/pricing.ts). */
+  llmPriceInputCentsPerMtok: number | null;
+  llmPriceOutputCentsPerMtok: number | null;
 }
 
 export class ConfigError extends Error {}
@@ -50,6 +60,13 @@ function bool(env: Env, name: string, def: boolean): boolean {
   if (/^(true|1|yes)$/i.test(raw)) return true;
   if (/^(false|0|no)$/i.test(raw)) return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function price(env: Env, name: string): number | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  if (!/^\d+(\.\d+)?$/.test(raw.trim())) throw new ConfigError(`${name} must be a number of cents per million tokens (>= 0), got "${raw}"`);
+  return Number(raw.trim());
 }
 
 function url(env: Env, name: string, protocols: string[]): string | null {
@@ -92,6 +109,9 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError(`RESEARCH_ALLOWED_TARGETS must list address:port pairs (IPv6 as [addr]:port), got "${t}"`);
     }
   }
+  const llmBaseUrl = url(env, 'LLM_BASE_URL', ['http:', 'https:']);
+  const llmModel = env.LLM_MODEL?.trim() || null;
+  if (llmBaseUrl && !llmModel) throw new ConfigError('LLM_MODEL must name the model when LLM_BASE_URL is set');
   return {
     port,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
@@ -112,5 +132,13 @@ export function loadConfig(env: Env = process.env): Config {
     researchAllowedTargets: new Set(allowedTargets.map((t) => t.toLowerCase())),
     researchRequestTimeoutMs: int(env, 'RESEARCH_REQUEST_TIMEOUT_MS', 8000, 100, 30_000),
     researchMaxPageBytes: int(env, 'RESEARCH_MAX_PAGE_BYTES', 2 * 1024 * 1024, 16 * 1024, 50 * 1024 * 1024),
+    llmBaseUrl,
+    llmApiKey: env.LLM_API_KEY || null,
+    llmModel,
+    llmConcurrency: int(env, 'LLM_CONCURRENCY', 4, 1, 256),
+    llmTimeoutMs: int(env, 'LLM_TIMEOUT_MS', 30_000, 100, 600_000),
+    llmMaxRetries: int(env, 'LLM_MAX_RETRIES', 2, 0, 10),
+    llmPriceInputCentsPerMtok: price(env, 'LLM_PRICE_INPUT_CENTS_PER_MTOK'),
+    llmPriceOutputCentsPerMtok: price(env, 'LLM_PRICE_OUTPUT_CENTS_PER_MTOK'),
   };
 }

@@ -62,7 +62,8 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
     .where('organization_id', '=', org)
     .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(from_email)`, '=', address)]))
     .execute();
-  await trx.updateTable('drafts').set({ subject: '', body: '', evidence: null, updated_at: at } as never)
+  // A draft's evidence, guardrail report and approval quote its sentences: they go with the text.
+  await trx.updateTable('drafts').set({ subject: '', body: '', evidence: null, guardrail: null, approval: null, updated_at: at } as never)
     .where('organization_id', '=', org).where('contact_id', '=', contactId).execute();
   await trx.updateTable('send_records').set({ to_email: null, subject: null, text_body: null, html_body: null, headers: null })
     .where('organization_id', '=', org)

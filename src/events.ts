@@ -12,23 +12,38 @@ export interface EmitInput {
 }
 
 export async function emit(trx: Tx, organizationId: string, e: EmitInput): Promise<string> {
-  if (!isEventType(e.type) || NEVER_EMITTED.has(e.type)) throw new Error(`emit: ${e.type} is not an emitted event type`);
-  const id = newId('evt');
-  // One round trip: the event row, and a fan-out job only when some active endpoint of the
-  // organization subscribes to the type (most events have no subscriber).
+  return (await emitMany(trx, organizationId, [e]))[0];
+}
+
+/**
+ * Emits several events in one round trip (batch work such as draft generation): the event rows,
+ * and one fan-out job per event whose type some active endpoint of the organization subscribes to.
+ * Returns the event ids in order.
+ */
+export async function emitMany(trx: Tx, organizationId: string, events: EmitInput[]): Promise<string[]> {
+  if (events.length === 0) return [];
+  for (const e of events) {
+    if (!isEventType(e.type) || NEVER_EMITTED.has(e.type)) throw new Error(`emit: ${e.type} is not an emitted event type`);
+  }
+  const ids = events.map(() => newId('evt'));
+  // Most events have no subscriber: the fan-out job is added only where one exists.
   await sql`
     WITH ev AS (
       INSERT INTO events (organization_id, id, type, api_version, data, resource_type, resource_id)
-      VALUES (${organizationId}, ${id}, ${e.type}, ${EVENT_API_VERSION}, ${JSON.stringify(e.data)}::jsonb, ${e.resource.type}, ${e.resource.id})
-      RETURNING id
+      SELECT ${organizationId}, e.id, e.type, ${EVENT_API_VERSION}, e.data, e.resource_type, e.resource_id
+      FROM unnest(${ids}::text[], ${events.map((e) => e.type)}::text[], ${events.map((e) => JSON.stringify(e.data))}::jsonb[],
+                  ${events.map((e) => e.resource.type)}::text[], ${events.map((e) => e.resource.id)}::text[])
+           WITH ORDINALITY AS e(id, type, data, resource_type, resource_id, n)
+      ORDER BY e.n
+      RETURNING id, type
     )
     SELECT enqueue_job('fanout_event', json_build_object('organizationId', ${organizationId}::text, 'eventId', ev.id))
     FROM ev
     WHERE EXISTS (
       SELECT 1 FROM webhook_endpoints w
-      WHERE w.organization_id = ${organizationId} AND w.status = 'active' AND ${e.type} = ANY (w.event_types)
+      WHERE w.organization_id = ${organizationId} AND w.status = 'active' AND ev.type = ANY (w.event_types)
     )`.execute(trx);
-  return id;
+  return ids;
 }
 
 /** The audit trail for changes that emit no event (list deletion, erasure). */

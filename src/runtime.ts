@@ -18,6 +18,7 @@ import { adminHandlers } from '../handlers/admin/index.js';
 import { createSecretBox, loadSecretKey } from './secret-box.js';
 import type { Services } from './services.js';
 import { startWorker } from './worker.js';
+import { createModelClient } from './llm/client.js';
 
 export interface Runtime {
   config: Config;
@@ -52,6 +53,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
   const services: Services = {
     secretBox: createSecretBox(loadSecretKey(config.webhookSecretKey, config.dataDir)),
     faults: new Set(),
+    model: createModelClient(config, log),
   };
   const app = createApp({
     config, db, requestDb: createDb(requestPool), services, log, handlers, adminHandlers,

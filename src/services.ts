@@ -1,6 +1,7 @@
 // Long-lived collaborators shared by handlers and tasks, built once at start.
 import type { SecretBox } from './secret-box.js';
 import type { Lookup } from './net/address.js';
+import type { ModelClient } from './llm/client.js';
 
 export interface Services {
   /** Encrypts webhook signing secrets at rest. */
@@ -10,6 +11,8 @@ export interface Services {
    * (for example `erase:after-first-record`). Empty in production.
    */
   faults: Set<string>;
+  /** The one model client (drafts, research summaries, reply intent); provider `fallback` when no model is configured. */
+  model: ModelClient;
   /**
    * The DNS lookup research connects through (the SSRF guard checks every address it returns);
    * unset, the system resolver. Tests inject one to point names at chosen addresses.

@@ -38,6 +38,43 @@ export function coveringDomains(domain: string): string[] {
   return out;
 }
 
+/** What may suppress an address: its own and plus-tag-stripped forms, covering domains, its erasure hash. */
+function keysOf(email: string, secret: string | null) {
+  const own = normalizeEmail(email);
+  const key = usableErasureSecret(secret);
+  return { own, stripped: stripPlusTag(own), domains: coveringDomains(domainOfEmail(own)), hmac: key ? erasureHmac(key, own) : null };
+}
+type Keys = ReturnType<typeof keysOf>;
+
+/** The organization's live suppression entries that may match any of the addresses; one indexed query. */
+async function candidateEntries(db: Kysely<Database>, organizationId: string, keys: Keys[]): Promise<SuppressionRow[]> {
+  const addresses = [...new Set(keys.flatMap((k) => [k.own, k.stripped]))];
+  const domains = [...new Set(keys.flatMap((k) => k.domains))];
+  const hmacs = [...new Set(keys.flatMap((k) => (k.hmac ? [k.hmac] : [])))];
+  if (addresses.length === 0) return [];
+  return db.selectFrom('suppression_entries').selectAll()
+    .where('organization_id', '=', organizationId)
+    .where((eb) => eb.or([
+      eb.and([eb('level', '=', 'ADDRESS'), eb('email', 'in', addresses)]),
+      ...(domains.length ? [eb.and([eb('level', '=', 'DOMAIN'), eb('email', 'in', domains)])] : []),
+      ...(hmacs.length ? [eb('email_hmac', 'in', hmacs)] : []),
+    ]))
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
+    .execute();
+}
+
+/** The entries among `rows` that suppress the address of `k`, the one to show first. */
+function matching(k: Keys, rows: SuppressionRow[]): SuppressionRow[] {
+  const rank = (r: SuppressionRow): number => {
+    if (r.level === 'ADDRESS' && r.email === k.own) return 0;
+    if (r.level === 'ADDRESS' && r.email === k.stripped) return 1;
+    if (r.level === 'DOMAIN' && k.domains.includes(r.email ?? '')) return 2 + k.domains.indexOf(r.email ?? ''); // the closest domain first
+    if (k.hmac !== null && r.email_hmac === k.hmac) return 100; // hash-only
+    return -1;
+  };
+  return rows.map((r) => [rank(r), r] as const).filter(([n]) => n >= 0).sort((a, b) => a[0] - b[0]).map(([, r]) => r);
+}
+
 /**
  * Whether `email` is suppressed in the organization; one indexed query. `secret` is the
  * deployment's ERASURE_HASH_SECRET (erased addresses cannot be recognised without it).
@@ -45,27 +82,17 @@ export function coveringDomains(domain: string): string[] {
 export async function matchSuppression(
   db: Kysely<Database>, organizationId: string, email: string, secret: string | null,
 ): Promise<SuppressionMatch> {
-  const own = normalizeEmail(email);
-  const stripped = stripPlusTag(own);
-  const domains = coveringDomains(domainOfEmail(own));
-  const key = usableErasureSecret(secret);
-  const hmac = key ? erasureHmac(key, own) : null;
-  const rows = await db.selectFrom('suppression_entries').selectAll()
-    .where('organization_id', '=', organizationId)
-    .where((eb) => eb.or([
-      eb.and([eb('level', '=', 'ADDRESS'), eb('email', 'in', [...new Set([own, stripped])])]),
-      ...(domains.length ? [eb.and([eb('level', '=', 'DOMAIN'), eb('email', 'in', domains)])] : []),
-      ...(hmac ? [eb('email_hmac', '=', hmac)] : []),
-    ]))
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
-    .execute();
-  const rank = (r: SuppressionRow): number => {
-    if (r.level === 'ADDRESS' && r.email === own) return 0;
-    if (r.level === 'ADDRESS' && r.email === stripped) return 1;
-    if (r.level === 'DOMAIN') return 2 + domains.indexOf(r.email ?? ''); // the closest domain first
-    return 100; // hash-only
-  };
-  const best = rows.sort((a, b) => rank(a) - rank(b))[0];
+  const k = keysOf(email, secret);
+  const best = matching(k, await candidateEntries(db, organizationId, [k]))[0];
   if (!best) return { suppressed: false, entry: null };
   return { suppressed: true, entry: best.email_hmac !== null && best.email === null ? null : best };
+}
+
+/** The addresses among `emails` (normalized) that are suppressed, by the same rule; one query for all. */
+export async function suppressedAmong(
+  db: Kysely<Database>, organizationId: string, emails: string[], secret: string | null,
+): Promise<Set<string>> {
+  const keys = emails.map((e) => keysOf(e, secret));
+  const rows = await candidateEntries(db, organizationId, keys);
+  return new Set(keys.filter((k) => matching(k, rows).length > 0).map((k) => k.own));
 }

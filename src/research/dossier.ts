@@ -3,7 +3,8 @@
 // snippet copied verbatim from that source. Nothing here invents a fact: every entry is a sentence,
 // heading, description or structured-data value of a fetched page or feed item.
 import { NEWS_WINDOW_DAYS, type CrawlResult, type CrawledPage } from './crawl.js';
-import { hasContactDetails, sentences, type Article } from './extract.js';
+import { hasContactDetails, type Article } from './extract.js';
+import { sentences } from '../text.js';
 
 export type Source = {
   url: string;

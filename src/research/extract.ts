@@ -9,6 +9,7 @@
 // international phone number are dropped here, so no dossier ever stores them.
 import * as cheerio from 'cheerio';
 import { decodeBuffer } from 'encoding-sniffer';
+import { collapse } from '../text.js';
 
 type CheerioAPI = ReturnType<typeof cheerio.load>;
 /** The part of a parsed node (domhandler) the text walker reads. */
@@ -61,7 +62,6 @@ const BLOCK = new Set([
   'h5', 'h6', 'header', 'hr', 'li', 'main', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'td', 'th', 'tr', 'ul',
 ]);
 
-export const collapse = (s: string): string => s.replace(/\s+/g, ' ').trim();
 
 const HTML_MODE = { xml: { xmlMode: false, decodeEntities: true } };
 
@@ -284,10 +284,4 @@ export function extractSitemap(body: Buffer, baseUrl: string): { pages: Array<{ 
   const sitemaps = $('sitemap').map((_, node) => absolute(childText($(node) as unknown as cheerio.Cheerio<never>, 'loc') ?? undefined, baseUrl)).get()
     .filter((u): u is string => u !== null);
   return { pages, sitemaps };
-}
-
-/** The sentences of a text block (Intl's sentence segmentation), each verbatim. */
-const segmenter = new Intl.Segmenter('en', { granularity: 'sentence' });
-export function sentences(block: string): string[] {
-  return [...segmenter.segment(block)].map((s) => s.segment.trim()).filter((s) => s.length > 0);
 }

@@ -11,6 +11,7 @@ import type { Services } from '../services.js';
 import { emit } from '../events.js';
 import { newId } from '../ids.js';
 import { ProblemError, notFound } from '../http/problems.js';
+import { usagePeriod } from '../usage.js';
 import { crawlSite } from './crawl.js';
 import { buildDossier, type Dossier } from './dossier.js';
 import { ROBOTS_TOKEN } from './robots.js';
@@ -25,12 +26,6 @@ const POLL_MS = 150;
 const DAY_MS = 86_400_000;
 
 export const userAgent = (config: Config) => `${ROBOTS_TOKEN}/1.0 (+${config.publicBaseUrl}/research-bot)`;
-
-/** The usage period: the current calendar month in UTC. */
-export function usagePeriod(now = new Date()): { start: Date; end: Date } {
-  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-  return { start, end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)) };
-}
 
 export const isFresh = (updatedAt: Date, ttlDays: number, now = Date.now()) => updatedAt.getTime() + ttlDays * DAY_MS > now;
 

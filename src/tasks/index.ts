@@ -5,6 +5,8 @@ import { fanoutEvent } from './fanout_event.js';
 import { deliverWebhook } from './deliver_webhook.js';
 import { purgeIdempotencyKeys } from './purge_idempotency_keys.js';
 import { sweepDeals } from './sweep_deals.js';
+import { generateDraftsTask } from './generate_drafts.js';
+import { generateListChunk } from './generate_list_chunk.js';
 
 export function buildTaskList(deps: TaskDeps): TaskList {
   return {
@@ -12,6 +14,8 @@ export function buildTaskList(deps: TaskDeps): TaskList {
     deliver_webhook: deliverWebhook(deps),
     purge_idempotency_keys: purgeIdempotencyKeys(deps),
     sweep_deals: sweepDeals(deps),
+    generate_drafts: generateDraftsTask(deps),
+    generate_list_chunk: generateListChunk(deps),
   };
 }
 

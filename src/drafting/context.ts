@@ -1,0 +1,51 @@
+// What a draft is written from, and what a writer hands back.
+import type { Fact, Source } from '../research/dossier.js';
+import type { Citation, Flag } from './guardrails.js';
+import type { MergeValues } from './merge.js';
+
+export interface TemplateStep { step: number; dayOffset: number; subject: string; body: string }
+
+export interface DraftContext {
+  step: TemplateStep;
+  stepCount: number;
+  merge: MergeValues;
+  /** The contact's research the draft may cite (its sources are what sourceIndex points into). */
+  research: { runId: string; facts: Fact[]; sources: Source[] } | null;
+  /** Words the sender may use without a source: the contact's and their company's names, lower-case. */
+  known: ReadonlySet<string>;
+  /** The contact's function (from the title), to rank open roles in it first. */
+  contactFunction: string | null;
+}
+
+export interface StoredCitation extends Citation {
+  /** The text on the source the sentence rests on (a fact's snippet, or the source's). */
+  snippet: string;
+}
+
+export interface WrittenDraft {
+  subject: string;
+  body: string;
+  citations: StoredCitation[];
+  /** The effective model id, or `fallback`. */
+  provider: string;
+  attempts: number;
+  repaired: string[];
+  advisories: string[];
+  flags: Flag[];
+  tokens: number;
+  costMillicents: number;
+}
+
+/** What a cited source index vouches for: the facts of that source and the source itself. */
+export function evidenceOf(research: DraftContext['research']) {
+  return (sourceIndex: number) => {
+    const source = research?.sources[sourceIndex - 1];
+    if (!research || !source) return [];
+    const dated = source.kind === 'feed-item' || source.kind === 'article'
+      || research.facts.some((f) => f.sourceIndex === sourceIndex && typeof f.publishedAt === 'string');
+    return [
+      { snippet: source.snippet, title: source.title, dated },
+      ...research.facts.filter((f) => f.sourceIndex === sourceIndex).map((f) => ({ snippet: `${f.text} ${f.source.snippet}`, title: f.source.title, dated })),
+    ];
+  };
+}

@@ -1,0 +1,130 @@
+// The language-model writer: the template step, the recipient and the numbered research sources
+// go to the model, which answers a structured draft `{subject, body, citations: [{sentence,
+// sourceIndex}]}`. Citations that do not quote the body or name no source are dropped. The
+// guardrails then run; a draft with unsupported claims goes back to the model with the problems
+// named, a bounded number of times. A model that fails (after its own retries) makes the caller
+// fall back to the deterministic writer.
+import type { ModelClient } from '../llm/client.js';
+import { collapse } from '../text.js';
+import { evidenceOf, type DraftContext, type StoredCitation, type WrittenDraft } from './context.js';
+import { rankFacts } from './fallback.js';
+import { checkDraft, type Flag } from './guardrails.js';
+import { SUBJECT_FALLBACKS, fillMergeFields } from './merge.js';
+
+/** Model answers after the first that may repair unsupported claims. */
+export const MAX_REPAIRS = 2;
+/** Facts given to the model: the best ones, enough for two personal sentences per step. */
+const MAX_FACTS = 12;
+
+export const DRAFT_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['subject', 'body', 'citations'],
+  properties: {
+    subject: { type: 'string' },
+    body: { type: 'string' },
+    citations: {
+      type: 'array',
+      items: {
+        type: 'object', additionalProperties: false, required: ['sentence', 'sourceIndex'],
+        properties: { sentence: { type: 'string' }, sourceIndex: { type: 'integer' } },
+      },
+    },
+  },
+} as const;
+
+interface Answer { subject: string; body: string; citations: Array<{ sentence: string; sourceIndex: number }> }
+
+const SYSTEM = `You write one email of a B2B outbound sales sequence, as the sender.
+Rules:
+1. Keep the template's intent, offer and call to action, and its own sentences where they fit. Plain text, no markdown, at most 150 words. A short subject, never starting with "Re:" or "Fwd:".
+2. You may add one or two personal sentences, using only facts from the numbered sources. Every sentence that states a fact about the recipient or their company (a number, a name, a date, an event, something they did recently) must be listed in "citations", copied exactly as it appears in the body, with the number of the source that states it.
+3. Never invent facts, numbers, names, dates or events. When the sources give nothing useful, add nothing personal.
+4. Write the recipient's values in directly; never leave placeholders such as {{firstName}}.
+Answer with JSON: {"subject": string, "body": string, "citations": [{"sentence": string, "sourceIndex": integer}]}.`;
+
+function prompt(ctx: DraftContext, template: { subject: string; body: string }) {
+  const facts = ctx.research ? rankFacts(ctx.research.facts, ctx.contactFunction).concat(ctx.research.facts).filter((f, i, all) => all.indexOf(f) === i).slice(0, MAX_FACTS) : [];
+  const used = [...new Set(facts.map((f) => f.sourceIndex))].sort((a, b) => a - b);
+  return JSON.stringify({
+    step: `${ctx.step.step} of ${ctx.stepCount}`,
+    template,
+    recipient: {
+      firstName: ctx.merge.firstName, name: ctx.merge.name, title: ctx.merge.title, company: ctx.merge.company,
+    },
+    listContext: { connectionPoint: ctx.merge.connectionPoint, goal: ctx.merge.goal },
+    sources: used.map((n) => {
+      const s = ctx.research!.sources[n - 1];
+      return { sourceIndex: n, title: s.title, url: s.url, facts: facts.filter((f) => f.sourceIndex === n).map((f) => f.source.snippet) };
+    }),
+  });
+}
+
+const fold = (s: string) => collapse(s).toLowerCase();
+const words = (s: string) => new Set(fold(s).split(/\W+/).filter((w) => w.length > 2));
+
+/** The text on the source a cited sentence rests on: the fact of that source sharing most words with it. */
+function snippetFor(ctx: DraftContext, sentence: string, sourceIndex: number): string {
+  const source = ctx.research!.sources[sourceIndex - 1];
+  const w = words(sentence);
+  let best = source.snippet;
+  let score = [...words(best)].filter((x) => w.has(x)).length;
+  for (const f of ctx.research!.facts.filter((x) => x.sourceIndex === sourceIndex)) {
+    const s = [...words(f.source.snippet)].filter((x) => w.has(x)).length;
+    if (s > score) { best = f.source.snippet; score = s; }
+  }
+  return best;
+}
+
+function problems(flags: Flag[], dropped: string[]): string {
+  return [
+    ...flags.map((f) => `- The sentence "${f.sentence}" states ${f.claims.map((c) => `"${c}"`).join(', ')}, which no cited source states. Remove that claim, or cite the source that states it.`),
+    ...dropped.map((d) => `- ${d}`),
+  ].join('\n');
+}
+
+export async function writeWithModel(ctx: DraftContext, model: ModelClient): Promise<WrittenDraft> {
+  const subjectT = fillMergeFields(ctx.step.subject, ctx.merge, SUBJECT_FALLBACKS);
+  const bodyT = fillMergeFields(ctx.step.body, ctx.merge);
+  const template = { subject: subjectT.text, body: bodyT.text };
+  const user = prompt(ctx, template);
+  let tokens = 0;
+  let costCents = 0;
+  let attempts = 0;
+  let followUp = '';
+  for (let round = 0; ; round += 1) {
+    const r = await model.complete<Answer>({
+      system: SYSTEM, user: followUp ? `${user}\n\n${followUp}` : user, schemaName: 'sales_email_draft', schema: DRAFT_SCHEMA as unknown as Record<string, unknown>,
+    });
+    tokens += r.usage.totalTokens;
+    costCents += r.usage.costCents;
+    attempts += r.attempts;
+    const body = r.value.body;
+    const dropped: string[] = [];
+    const citations: StoredCitation[] = [];
+    for (const c of r.value.citations) {
+      if (!ctx.research || c.sourceIndex < 1 || c.sourceIndex > ctx.research.sources.length) {
+        dropped.push(`citation-dropped: "${c.sentence}" cites source ${c.sourceIndex}, which does not exist`);
+      } else if (!fold(body).includes(fold(c.sentence))) {
+        dropped.push(`citation-dropped: "${c.sentence}" is not a sentence of the body`);
+      } else {
+        citations.push({ text: collapse(c.sentence), sourceIndex: c.sourceIndex, snippet: snippetFor(ctx, c.sentence, c.sourceIndex) });
+      }
+    }
+    const checked = checkDraft({
+      step: ctx.step.step, subject: r.value.subject, body, templateSubject: template.subject, templateBody: template.body,
+      citations, evidence: evidenceOf(ctx.research), known: ctx.known,
+    });
+    if (checked.flags.length === 0 || round >= MAX_REPAIRS) {
+      return {
+        subject: checked.subject, body: checked.body, citations, provider: r.model, attempts,
+        repaired: [...subjectT.repaired, ...bodyT.repaired, ...checked.repaired,
+          ...(round > 0 && checked.flags.length === 0 ? [`unsupported-claim: removed by the model in ${round} rewrite(s)`] : [])],
+        advisories: [...dropped, ...checked.advisories,
+          ...(checked.flags.length > 0 && round > 0 ? [`unsupported-claim: still present after ${round} rewrite(s) by the model`] : [])],
+        flags: checked.flags, tokens, costMillicents: costCents * 1000,
+      };
+    }
+    followUp = `Your previous answer was:\n${JSON.stringify(r.value)}\nIt has these problems; answer again with all of them fixed:\n${problems(checked.flags, dropped)}`;
+  }
+}
