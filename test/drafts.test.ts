@@ -271,3 +271,18 @@ describe('GET /drafts', () => {
     expect((await raw(svc.baseUrl, 'GET', '/api/v1/drafts?cursor=abc', { key: s.key })).status).toBe(400);
   });
 });
+
+describe('erasure', () => {
+  it('redacts a contact\'s drafts in place: text, evidence, guardrail report and the approval record', async () => {
+    const s = await draftingOrg(svc);
+    const { c, drafts: [d] } = await generated(s, [STEP_ONE]);
+    await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } });
+    const r = await s.api.POST('/contacts/{id}/erase', { params: { path: { id: c.id } }, body: { requesterRef: 'DSR-9', reason: 'request' } });
+    expect(r.response.status).toBe(200);
+    const row = await system(svc, (trx) => trx.selectFrom('drafts').select(['subject', 'body', 'evidence', 'guardrail', 'approval', 'status'])
+      .where('id', '=', d.id).executeTakeFirstOrThrow());
+    expect(row).toEqual({ subject: '', body: '', evidence: null, guardrail: null, approval: null, status: 'APPROVED' });
+    const e = (await s.api.GET('/drafts/{id}', { params: { path: { id: d.id }, query: { include: 'evidence' } } })).data!;
+    expect(e).toMatchObject({ body: '', citations: [], unresolvedCitationCount: 0, guardrailReport: null, contactName: '' });
+  });
+});

@@ -1,0 +1,116 @@
+// Drafts written by a language model: a fake OpenAI-compatible server on loopback plays a model
+// that cites its sources, one that invents a fact (and one that fixes it when told), one that
+// times out and one that answers malformed JSON. The recipient's name in the prompt picks the act.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type TestService } from './support/harness.js';
+import { companySite, startSiteServer, type SiteServer } from './support/site-server.js';
+import { startFakeModel, type FakeAnswer, type FakeModel } from './support/fake-llm.js';
+import { eventsOf, uid } from './crm-support.js';
+import { STEP_ONE, contact, draftingOrg, draftsOf, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
+
+let svc: TestService;
+let site: SiteServer;
+let model: FakeModel;
+
+interface Prompt { template: { subject: string; body: string }; recipient: { name: string }; sources: Array<{ sourceIndex: number; facts: string[] }> }
+
+const INVENTED = 'Congrats on your 500 new customers in Berlin last week.';
+
+/** A draft citing the first fact of the first source. */
+function citing(p: Prompt): string {
+  const s = p.sources[0];
+  const sentence = `I read this on your site: "${s.facts[0]}"`;
+  return JSON.stringify({ subject: p.template.subject, body: `${p.template.body}\n\n${sentence}`, citations: [{ sentence, sourceIndex: s.sourceIndex }] });
+}
+
+function act(call: { body: { messages: Array<{ content: string }> } }): FakeAnswer {
+  const user = call.body.messages[1].content;
+  const p = JSON.parse(user.split('\n\n')[0]) as Prompt;
+  const told = user.includes('Your previous answer was');
+  const name = p.recipient.name;
+  if (name.startsWith('Hanging')) return { hang: true };
+  if (name.startsWith('Garbled')) return { content: 'Here is your email: Hi!' };
+  if (name.startsWith('Inventing') || (name.startsWith('Learning') && !told)) {
+    return { content: JSON.stringify({ subject: p.template.subject, body: `${p.template.body}\n\n${INVENTED}`, citations: [] }), usage: { prompt_tokens: 1000, completion_tokens: 200 } };
+  }
+  return { content: citing(p), usage: { prompt_tokens: 1000, completion_tokens: 200 } };
+}
+
+beforeAll(async () => {
+  site = await startSiteServer();
+  model = await startFakeModel();
+  model.answer(act);
+  svc = await startService({
+    RESEARCH_SITE_URL_TEMPLATE: site.template, RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
+    LLM_BASE_URL: model.baseUrl, LLM_MODEL: 'gpt-4o-mini', LLM_API_KEY: 'sk-test', LLM_TIMEOUT_MS: '300', LLM_MAX_RETRIES: '1',
+  });
+  await svc.startWorker();
+});
+afterAll(async () => { await svc?.close(); await model?.close(); await site?.close(); });
+
+async function draftFor(s: DraftingOrg, name: string) {
+  const domain = `${uid('acme')}.example`;
+  site.site(domain, companySite(domain, site.origin));
+  const c = await contact(s.api, { name, title: 'VP of Engineering', company: { domain, name: 'Acme Rockets' } });
+  await s.api.POST('/contacts/{id}/research', { params: { path: { id: c.id } } });
+  await sequence(s.api, c.id, await template(svc, s.org.id, [STEP_ONE]));
+  await settle(svc);
+  const [d] = await draftsOf(s.api, c.id);
+  return { c, d, full: (await s.api.GET('/drafts/{id}', { params: { path: { id: d.id }, query: { include: 'evidence' } } })).data! };
+}
+
+describe('drafts written by a model', () => {
+  it('keeps the model\'s cited sentence with its source, names the model as provider, and meters tokens and cost', async () => {
+    const s = await draftingOrg(svc);
+    const { full } = await draftFor(s, 'Citing Cora');
+    expect(full.provider).toBe('gpt-4o-mini');
+    expect(full.body).toContain('Hi Citing,');
+    expect(full.citations).toHaveLength(1);
+    expect(full.citations![0]).toMatchObject({ resolved: true, sourceUrl: expect.stringContaining('/sites/') });
+    expect(full.body).toContain(full.citations![0].text);
+    expect(full.guardrailReport).toMatchObject({ clean: true, attempts: 1, flags: [] });
+    const usage = (await s.api.GET('/usage', {})).data!;
+    expect(usage.llm.tokensUsed).toBe(1200);
+    expect(usage.llm.costCents).toBe(0); // 1,000 input and 200 output tokens of gpt-4o-mini: 0.027 cents, rounded
+  });
+
+  it('flags a fact the sources do not support after the bounded rewrites, emits grounding.would_fire, and approval needs acknowledgeFlags', async () => {
+    const s = await draftingOrg(svc);
+    const before = model.calls.length;
+    const { d, full } = await draftFor(s, 'Inventing Ian');
+    expect(model.calls.length - before).toBe(3); // the first answer and two rewrites
+    expect(full.flagged).toBe(true);
+    expect(full.guardrailReport!.flags).toEqual([{ sentence: INVENTED, claims: expect.arrayContaining(['500', 'Berlin', 'last week']) }]);
+    expect(full.guardrailReport!.advisories).toEqual(expect.arrayContaining([expect.stringMatching(/^unsupported-claim: "Congrats/), 'unsupported-claim: still present after 2 rewrite(s) by the model']));
+    expect(full.guardrailReport).toMatchObject({ clean: false, attempts: 3 });
+    const g = await eventsOf(svc, s.org.id, 'grounding.would_fire');
+    expect(g).toHaveLength(1);
+    expect(g[0]).toMatchObject({ resource_type: 'Draft', resource_id: d.id, data: { draftId: d.id, flags: [{ sentence: INVENTED }] } });
+    expect((await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } })).response.status).toBe(400);
+    expect((await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } }, body: { acknowledgeFlags: true } })).response.status).toBe(200);
+  });
+
+  it('sends the problems back to the model, which removes the unsupported claim', async () => {
+    const s = await draftingOrg(svc);
+    const before = model.calls.length;
+    const { full } = await draftFor(s, 'Learning Lou');
+    expect(model.calls.length - before).toBe(2);
+    const told = model.calls[model.calls.length - 1].body.messages[1].content as string;
+    expect(told).toContain('"Congrats on your 500 new customers in Berlin last week." states');
+    expect(full).toMatchObject({ flagged: false, guardrailReport: { flags: [], repaired: ['unsupported-claim: removed by the model in 1 rewrite(s)'] } });
+    expect(full.body).not.toContain('Berlin');
+    expect(await eventsOf(svc, s.org.id, 'grounding.would_fire')).toEqual([]);
+  });
+
+  it('falls back to the template when the model times out or answers malformed JSON, and says so', async () => {
+    const s = await draftingOrg(svc);
+    const hang = await draftFor(s, 'Hanging Hal');
+    expect(hang.full.provider).toBe('fallback');
+    expect(hang.full.guardrailReport!.advisories[0]).toBe('model-unavailable: gpt-4o-mini failed (timeout) after 2 attempt(s); the fallback template was used');
+    expect(hang.full.citations).toHaveLength(1); // the fallback's own cited sentence
+    const garbled = await draftFor(s, 'Garbled Gus');
+    expect(garbled.full.provider).toBe('fallback');
+    expect(garbled.full.guardrailReport!.advisories[0]).toBe('model-unavailable: gpt-4o-mini failed (malformed) after 2 attempt(s); the fallback template was used');
+    expect(garbled.full.status).toBe('DRAFT_GENERATED');
+  });
+});

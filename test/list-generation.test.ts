@@ -1,0 +1,125 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { raw, startService, type TestService } from './support/harness.js';
+import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
+import { STEP_ONE, contact, draftingOrg, draftsOf, product, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
+import { newId } from '../src/ids.js';
+
+let svc: TestService;
+beforeAll(async () => { svc = await startService(); });
+afterAll(async () => { await svc?.close(); });
+
+async function list(s: DraftingOrg, body: Record<string, unknown>) {
+  const r = await s.api.POST('/lists', { body: { name: uid('Outbound '), ...body } as never });
+  expect(r.response.status).toBe(201);
+  return r.data!;
+}
+const generate = (s: DraftingOrg, id: string) => s.api.POST('/lists/{id}/generate', { params: { path: { id } } });
+const runOf = (orgId: string, id: string) => system(svc, (trx) => trx.selectFrom('list_generation_runs').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow());
+
+describe('POST /lists/{id}/generate', () => {
+  it('runs over the list\'s own contacts, skipping suppressed ones and product collisions, answers a no-op while in flight, and completes', async () => {
+    const s = await draftingOrg(svc);
+    const [p1, p2] = [await product(svc, s.org.id), await product(svc, s.org.id)];
+    const tpl = await template(svc, s.org.id, [STEP_ONE]);
+    const l = await list(s, { useCaseTemplateId: tpl, productId: p1 });
+    const own = [await contact(s.api, { listId: l.id }), await contact(s.api, { listId: l.id }), await contact(s.api, { listId: l.id })];
+    const suppressed = await contact(s.api, { listId: l.id });
+    await s.api.POST('/suppression', { body: { email: suppressed.email, reason: 'asked' } });
+    const busy = await contact(s.api, { listId: l.id });
+    await sequence(s.api, busy.id, await template(svc, s.org.id, [STEP_ONE], p2));
+    const elsewhere = await contact(s.api);
+    await s.api.POST('/contacts', { body: { email: elsewhere.email, listId: l.id } }); // attached, not own
+
+    const first = await generate(s, l.id);
+    expect(first.response.status).toBe(200);
+    expect(first.data).toEqual({ listId: l.id, runId: expect.stringMatching(/^lgr_/), generationQueued: true, chunkCount: 1, totalContacts: 5 });
+    const again = await generate(s, l.id);
+    expect(again.data).toEqual({ listId: l.id, runId: first.data!.runId, generationQueued: false, generationRunning: true });
+
+    await svc.startWorker();
+    await settle(svc);
+    const run = await runOf(s.org.id, first.data!.runId);
+    expect(run).toMatchObject({ status: 'completed', sequences_created: 3, sequences_reused: 0, skipped_suppressed: 1, skipped_collision: 1, drafts_generated: 3, drafts_failed: 0, done_chunks: [0] });
+    for (const c of own) {
+      const [d] = await draftsOf(s.api, c.id);
+      expect(d).toMatchObject({ status: 'DRAFT_GENERATED', step: 1 });
+    }
+    expect(await draftsOf(s.api, suppressed.id)).toEqual([]);
+    expect((await s.api.GET('/sequences', { params: { query: { contactId: busy.id } } })).data!.data).toHaveLength(1);
+    expect((await s.api.GET('/sequences', { params: { query: { contactId: elsewhere.id } } })).data!.data).toEqual([]);
+    const generated = await s.api.GET('/drafts', { params: { query: { status: 'DRAFT_GENERATED' } } });
+    expect(generated.data!.data.filter((d) => own.some((c) => c.id === d.contactId))).toHaveLength(3);
+  });
+
+  it('emits the list-level draft.approved once the run\'s drafts are all approved; a re-run regenerates only what was not approved', async () => {
+    const s = await draftingOrg(svc);
+    const l = await list(s, { useCaseTemplateId: await template(svc, s.org.id, [STEP_ONE]) });
+    const cs = [await contact(s.api, { listId: l.id }), await contact(s.api, { listId: l.id }), await contact(s.api, { listId: l.id })];
+    const run = (await generate(s, l.id)).data!;
+    await settle(svc);
+    const drafts = (await Promise.all(cs.map((c) => draftsOf(s.api, c.id)))).map((d) => d[0]);
+    for (const d of drafts) await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } });
+    const listLevel = (await eventsOf(svc, s.org.id, 'draft.approved')).filter((e) => e.resource_type === 'ContactList');
+    expect(listLevel).toHaveLength(1);
+    expect(listLevel[0]).toMatchObject({ resource_id: l.id, data: { listId: l.id, generationRunId: run.runId, approvedCount: 3 } });
+
+    // A re-run: the reused sequences keep their approved drafts; a rejected one is written anew.
+    await system(svc, (trx) => sql`UPDATE drafts SET status = 'REJECTED' WHERE id = ${drafts[2].id}`.execute(trx));
+    const rerun = (await generate(s, l.id)).data!;
+    expect(rerun).toMatchObject({ generationQueued: true, totalContacts: 3 });
+    await settle(svc);
+    expect(await runOf(s.org.id, rerun.runId)).toMatchObject({ sequences_created: 0, sequences_reused: 3, drafts_generated: 1, status: 'completed' });
+    const after = await draftsOf(s.api, cs[2].id, true);
+    expect(after.map((d) => [d.version, d.status, d.supersededAt === null])).toEqual([[1, 'REJECTED', false], [2, 'REGENERATED', true]]);
+    expect((await draftsOf(s.api, cs[0].id, true)).map((d) => d.status)).toEqual(['APPROVED']);
+  });
+
+  it('splits a large list into chunks of 100 and generates them all', async () => {
+    const s = await draftingOrg(svc);
+    const l = await list(s, { useCaseTemplateId: await template(svc, s.org.id, [STEP_ONE]) });
+    await system(svc, (trx) => trx.insertInto('contacts').values(Array.from({ length: 250 }, (_, i) => {
+      const email = uniqueEmail(`bulk${i}`);
+      return { organization_id: s.org.id, id: newId('con'), list_id: l.id, email, email_normalized: email, name: `Person ${i}` };
+    })).execute());
+    const r = await generate(s, l.id);
+    expect(r.data).toMatchObject({ generationQueued: true, chunkCount: 3, totalContacts: 250 });
+    await settle(svc, 60_000);
+    expect(await runOf(s.org.id, r.data!.runId)).toMatchObject({ status: 'completed', sequences_created: 250, drafts_generated: 250 });
+    const n = await system(svc, (trx) => trx.selectFrom('drafts').select((eb) => eb.fn.countAll<number>().as('n')).where('organization_id', '=', s.org.id).executeTakeFirstOrThrow());
+    expect(Number(n.n)).toBe(250);
+  });
+
+  it('uses a public template, and refuses: 404 unknown, foreign or deleted list; 403 free plan; 400 no template; 400 no contacts of its own', async () => {
+    const s = await draftingOrg(svc);
+    const pub = await svc.admin.POST('/public-templates', { body: { name: uid('Pub '), useCase: uid('uc'), industry: 'software', steps: [STEP_ONE] } });
+    const withPublic = await list(s, { useCaseTemplateId: pub.data!.id });
+    const c = await contact(s.api, { listId: withPublic.id });
+    expect((await generate(s, withPublic.id)).data).toMatchObject({ generationQueued: true, totalContacts: 1 });
+    await settle(svc);
+    expect((await draftsOf(s.api, c.id)).map((d) => d.status)).toEqual(['DRAFT_GENERATED']);
+
+    const other = await draftingOrg(svc);
+    expect((await generate(other, withPublic.id)).response.status).toBe(404);
+    expect((await raw(svc.baseUrl, 'POST', '/api/v1/lists/lst_000000000000000000000000/generate', { key: s.key })).status).toBe(404);
+    const bare = await list(s, {});
+    await contact(s.api, { listId: bare.id });
+    const noTemplate = await generate(s, bare.id);
+    expect(noTemplate.response.status).toBe(400);
+    expect(noTemplate.error?.type).toMatch(/list-without-template$/);
+    const attachedOnly = await list(s, { useCaseTemplateId: pub.data!.id });
+    await s.api.POST('/contacts', { body: { email: c.email, listId: attachedOnly.id } });
+    const empty = await generate(s, attachedOnly.id);
+    expect(empty.response.status).toBe(400);
+    expect(empty.error?.type).toMatch(/validation-failed$/);
+    await s.api.DELETE('/lists/{id}', { params: { path: { id: attachedOnly.id } } });
+    expect((await generate(s, attachedOnly.id)).response.status).toBe(404);
+    const free = await draftingOrg(svc, 'free');
+    const fl = await list(free, { useCaseTemplateId: pub.data!.id });
+    await contact(free.api, { listId: fl.id });
+    const refused = await generate(free, fl.id);
+    expect(refused.response.status).toBe(403);
+    expect(refused.error?.type).toMatch(/not-entitled$/);
+    expect(await system(svc, (trx) => trx.selectFrom('list_generation_runs').select('id').where('organization_id', 'in', [free.org.id, other.org.id]).execute())).toEqual([]);
+  });
+});
