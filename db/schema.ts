@@ -10,7 +10,7 @@ type JsonNull<T = unknown> = ColumnType<T | null, string | null | undefined, str
 export interface OrganizationsTable {
   id: string; name: string; plan: Generated<string>;
   flags: ColumnType<{ v1_2_api_send: boolean }, string | undefined, string>;
-  research_budget: Generated<number>; research_ttl_days: Generated<number>; created_at: Generated<Date>; updated_at: Generated<Date>;
+  research_budget: Generated<number>; research_ttl_days: Generated<number>; drafts_per_month: number | null; created_at: Generated<Date>; updated_at: Generated<Date>;
 }
 export interface UsersTable {
   organization_id: string; id: string; name: string; email: string; role: string; created_at: Generated<Date>;

@@ -63,8 +63,8 @@ export interface paths {
         head?: never;
         /**
          * Update an organization's plan, flags or research settings
-         * @description Changes any of `plan`, `flags.v1_2_api_send`, `researchBudget` and `researchTtlDays` (at least
-         *     one); fields left out are unchanged. Takes effect on the next public API request. A change of
+         * @description Changes any of `plan`, `flags.v1_2_api_send`, `researchBudget`, `researchTtlDays` and
+         *     `draftsPerMonth` (at least one); fields left out are unchanged. Takes effect on the next public API request. A change of
          *     `researchTtlDays` emits `org.research_ttl_updated` (resource Organization, data
          *     `{organizationId, previousTtlDays, ttlDays}`); setting the value it already has emits nothing.
          */
@@ -417,6 +417,8 @@ export interface components {
         AdminOrganization: {
             /** Format: date-time */
             createdAt: string;
+            /** @description The operator's override of the plan's monthly draft allowance; null when the plan's applies (GET /usage reports the allowance in effect). */
+            draftsPerMonth: number | null;
             /** @description Feature flags that change public API behaviour. */
             flags: {
                 /** @description When false (the default), POST /drafts/{id}/send of the public API answers 404. */
@@ -792,6 +794,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description Overrides the plan's monthly draft allowance (null returns to the plan's). */
+                    draftsPerMonth?: number | null;
                     flags?: {
                         /** @description Turns POST /drafts/{id}/send of the public API on (true) or off (false, answering 404). */
                         v1_2_api_send?: boolean;

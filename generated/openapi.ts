@@ -1176,7 +1176,11 @@ export interface paths {
          *     do-not-contact contacts and product collisions are skipped and counted in the run's record.
          *     Results are read with `GET /drafts?status=DRAFT_GENERATED`. Takes no body.
          *
-         *     Errors: 400 `list-without-template` when the list has no (or no longer a usable) template;
+         *     A list created without `useCaseTemplateId` uses the built-in template `builtin-first-touch`: one
+         *     first-touch step written from the list's connection point (and, with a model, its goal).
+         *
+         *     Errors: 400 `list-template-unavailable` when the list's template no longer exists or is no
+         *     longer active;
          *     400 `validation-failed` when the list has no contacts of its own; 403 `not-entitled` when the
          *     organization's plan is not entitled to outbound; 404 `not-found` for a soft-deleted, unknown
          *     or foreign list.

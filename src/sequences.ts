@@ -35,12 +35,23 @@ export const SEQUENCE_COLUMNS = [
   'id', 'organization_id', 'contact_id', 'template_id', 'product_id', 'status', 'anchor_at_utc', 'current_step', 'paused_from', 'created_at', 'updated_at',
 ] as const;
 
+/**
+ * The built-in template: one first-touch step written from the list's connection point (and, with
+ * a model, its goal), for lists created without a useCaseTemplateId. Usable as a templateId too.
+ */
+export const BUILTIN_TEMPLATE_ID = 'builtin-first-touch';
+const BUILTIN_STEPS: TemplateStep[] = [{
+  step: 1, dayOffset: 0, subject: 'A quick idea for {{company}}',
+  body: 'Hi {{firstName}},\n\n{{connectionPoint}}\n\nWould a short call next week be useful?\n\nBest regards',
+}];
+
 /** Stored template steps ({dayOffset, subject, body} in order) numbered from 1. */
 const numbered = (steps: unknown): TemplateStep[] =>
   (steps as Array<Omit<TemplateStep, 'step'>>).map((s, i) => ({ step: i + 1, dayOffset: s.dayOffset, subject: s.subject, body: s.body }));
 
-/** A template the organization may use: its own sequence template, else an active public one. */
+/** A template the organization may use: the built-in one, its own sequence template, else an active public one. */
 export async function templateSteps(trx: Tx, organizationId: string, templateId: string): Promise<{ steps: TemplateStep[]; productId: string | null } | null> {
+  if (templateId === BUILTIN_TEMPLATE_ID) return { steps: BUILTIN_STEPS, productId: null };
   const own = await trx.selectFrom('sequence_templates').select(['steps', 'product_id'])
     .where('organization_id', '=', organizationId).where('id', '=', templateId).executeTakeFirst();
   if (own) return { steps: numbered(own.steps), productId: own.product_id };

@@ -20,18 +20,23 @@ export interface UsageRow {
   drafts_created: number; drafts_regenerated: number; sends_attempted: number; llm_tokens: number; llm_cost_millicents: number;
 }
 
-/** The period's counters, zero when nothing was used yet. */
-export async function readUsage(trx: Tx, organizationId: string, now = new Date()): Promise<UsageRow> {
-  const row = await trx.selectFrom('usage_counters')
-    .select(['drafts_created', 'drafts_regenerated', 'sends_attempted', 'llm_tokens', 'llm_cost_millicents'])
-    .where('organization_id', '=', organizationId).where('period_start', '=', periodKey(usagePeriod(now))).executeTakeFirst();
-  return row ?? { drafts_created: 0, drafts_regenerated: 0, sends_attempted: 0, llm_tokens: 0, llm_cost_millicents: 0 };
+/** The period's counters (zero when nothing was used yet) and the organization's plan and draft allowance. */
+export async function readUsage(trx: Tx, organizationId: string, now = new Date()): Promise<UsageRow & { plan: string; limit: number }> {
+  const r = await sql<UsageRow & { plan: string; drafts_per_month: number | null }>`
+    SELECT o.plan, o.drafts_per_month, coalesce(u.drafts_created, 0) AS drafts_created, coalesce(u.drafts_regenerated, 0) AS drafts_regenerated,
+           coalesce(u.sends_attempted, 0) AS sends_attempted, coalesce(u.llm_tokens, 0)::int8 AS llm_tokens,
+           coalesce(u.llm_cost_millicents, 0)::int8 AS llm_cost_millicents
+    FROM organizations o
+    LEFT JOIN usage_counters u ON u.organization_id = o.id AND u.period_start = ${periodKey(usagePeriod(now))}::date
+    WHERE o.id = ${organizationId}`.execute(trx);
+  const row = r.rows[0];
+  return { ...row, limit: row.drafts_per_month ?? draftsPerMonth(row.plan) };
 }
 
-/** Drafts the plan still allows this period (a read, not a reservation). */
-export async function draftsRemaining(trx: Tx, organizationId: string, plan: string): Promise<number> {
+/** Drafts the allowance still allows this period (a read, not a reservation). */
+export async function draftsRemaining(trx: Tx, organizationId: string): Promise<number> {
   const u = await readUsage(trx, organizationId);
-  return Math.max(0, draftsPerMonth(plan) - u.drafts_created - u.drafts_regenerated);
+  return Math.max(0, u.limit - u.drafts_created - u.drafts_regenerated);
 }
 
 /**
@@ -40,7 +45,7 @@ export async function draftsRemaining(trx: Tx, organizationId: string, plan: str
  * ahead. Emits quota.warning when this use crosses the warning share for the first time this period.
  */
 export async function takeDrafts(
-  trx: Tx, organizationId: string, plan: string,
+  trx: Tx, organizationId: string,
   wanted: { created: number; regenerated: number; llmTokens: number; llmCostMillicents: number },
 ): Promise<{ created: number; regenerated: number }> {
   const period = usagePeriod();
@@ -48,7 +53,8 @@ export async function takeDrafts(
   await sql`INSERT INTO usage_counters (organization_id, period_start) VALUES (${organizationId}, ${key}) ON CONFLICT DO NOTHING`.execute(trx);
   const cur = await trx.selectFrom('usage_counters').select(['drafts_created', 'drafts_regenerated', 'quota_warned_at'])
     .where('organization_id', '=', organizationId).where('period_start', '=', key).forUpdate().executeTakeFirstOrThrow();
-  const limit = draftsPerMonth(plan);
+  const o = await trx.selectFrom('organizations').select(['plan', 'drafts_per_month']).where('id', '=', organizationId).executeTakeFirstOrThrow();
+  const limit = o.drafts_per_month ?? draftsPerMonth(o.plan);
   const before = cur.drafts_created + cur.drafts_regenerated;
   let left = Math.max(0, limit - before);
   const created = Math.min(wanted.created, left);

@@ -102,11 +102,22 @@ describe('POST /lists/{id}/generate', () => {
     const other = await draftingOrg(svc);
     expect((await generate(other, withPublic.id)).response.status).toBe(404);
     expect((await raw(svc.baseUrl, 'POST', '/api/v1/lists/lst_000000000000000000000000/generate', { key: s.key })).status).toBe(404);
-    const bare = await list(s, {});
-    await contact(s.api, { listId: bare.id });
-    const noTemplate = await generate(s, bare.id);
+    // A list without a template uses the built-in first-touch step, written from its connection point.
+    const bare = await list(s, { connectionPoint: 'We met at the Austin Space Summit in October.' });
+    const bc = await contact(s.api, { listId: bare.id, name: 'Rae Lind' });
+    expect((await generate(s, bare.id)).data).toMatchObject({ generationQueued: true, totalContacts: 1 });
+    await settle(svc);
+    const [bd] = await draftsOf(s.api, bc.id);
+    const body = (await s.api.GET('/drafts/{id}', { params: { path: { id: bd.id } } })).data!.body;
+    expect(body).toBe('Hi Rae,\n\nWe met at the Austin Space Summit in October.\n\nWould a short call next week be useful?\n\nBest regards');
+    expect((await s.api.GET('/sequences', { params: { query: { contactId: bc.id } } })).data!.data[0].templateId).toBe('builtin-first-touch');
+    // A template that is no longer active is refused.
+    const gone = await svc.admin.POST('/public-templates', { body: { name: uid('Pub '), useCase: uid('uc'), industry: null, steps: [STEP_ONE], active: false } });
+    const stale = await system(svc, (trx) => trx.insertInto('contact_lists').values({ organization_id: s.org.id, id: newId('lst'), name: 'Stale', use_case_template_id: gone.data!.id } as never).returning('id').executeTakeFirstOrThrow());
+    await contact(s.api, { listId: stale.id });
+    const noTemplate = await generate(s, stale.id);
     expect(noTemplate.response.status).toBe(400);
-    expect(noTemplate.error?.type).toMatch(/list-without-template$/);
+    expect(noTemplate.error?.type).toMatch(/list-template-unavailable$/);
     const attachedOnly = await list(s, { useCaseTemplateId: pub.data!.id });
     await s.api.POST('/contacts', { body: { email: c.email, listId: attachedOnly.id } });
     const empty = await generate(s, attachedOnly.id);

@@ -1,6 +1,9 @@
 -- Sequences and drafts: template snapshots, pause origin, draft versions, schedules and evidence;
 -- the usage counters of each period; list generation runs.
 
+-- An operator's override of the plan's monthly draft allowance (null: the plan's).
+ALTER TABLE organizations ADD COLUMN drafts_per_month integer CHECK (drafts_per_month >= 0);
+
 -- Tags on a contact (the do-not-contact tag among them; set by actions).
 ALTER TABLE contacts ADD COLUMN tags text[] NOT NULL DEFAULT '{}';
 

@@ -27,7 +27,7 @@ async function organizationBody(trx: Tx, orgId: string) {
   const owner = await ownerOf(trx, orgId);
   return {
     id: o.id, name: o.name, plan: o.plan as Plan, flags: { v1_2_api_send: o.flags.v1_2_api_send === true },
-    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
+    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, draftsPerMonth: o.drafts_per_month, owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
   };
 }
 
@@ -54,6 +54,7 @@ const adminUpdateOrganization: AdminHandler<'adminUpdateOrganization'> = async (
     const set: Record<string, unknown> = {};
     if (body.plan !== undefined) set.plan = body.plan;
     if (body.researchBudget !== undefined) set.research_budget = body.researchBudget;
+    if (body.draftsPerMonth !== undefined) set.drafts_per_month = body.draftsPerMonth;
     if (body.researchTtlDays !== undefined && body.researchTtlDays !== before.research_ttl_days) {
       set.research_ttl_days = body.researchTtlDays;
       await emit(trx, params.orgId, {

@@ -175,16 +175,16 @@ export async function generateDrafts(deps: GenerationDeps, org: string, req: Gen
   }
 
   // The quota is checked before any model is asked (and taken for real at commit).
-  const remaining = await withOrg(deps.db, org, (trx) => draftsRemaining(trx, org, input.organization.plan));
+  const remaining = await withOrg(deps.db, org, (trx) => draftsRemaining(trx, org));
   const over = items.splice(remaining);
   for (const it of over) failures.push({ seq: it.seq, contact: it.contact, step: it.step.step, reason: 'quota_exceeded', detail: 'the plan\'s drafts per month are used up' });
   await Promise.all(items.map(async (it) => { it.written = await write(deps, it); }));
 
-  return withOrg(deps.db, org, (trx) => commit(trx, deps, org, req, input.organization.plan, items, failures, derived));
+  return withOrg(deps.db, org, (trx) => commit(trx, deps, org, req, items, failures, derived));
 }
 
 async function commit(
-  trx: Tx, deps: GenerationDeps, org: string, req: GenerationRequest, plan: string,
+  trx: Tx, deps: GenerationDeps, org: string, req: GenerationRequest,
   items: Item[], failures: Failure[], derived: Map<string, Derived>,
 ): Promise<{ written: number; failed: number }> {
   // Passes over the same sequence queue here; this one then sees what an earlier one wrote.
@@ -197,7 +197,7 @@ async function commit(
   const firsts = todo.filter((it) => it.version === 1);
   const regens = todo.filter((it) => it.version! > 1);
   const spent = todo.reduce((a, it) => ({ tokens: a.tokens + it.written!.tokens, cost: a.cost + it.written!.costMillicents }), { tokens: 0, cost: 0 });
-  const allowed = await takeDrafts(trx, org, plan, { created: firsts.length, regenerated: regens.length, llmTokens: spent.tokens, llmCostMillicents: spent.cost });
+  const allowed = await takeDrafts(trx, org, { created: firsts.length, regenerated: regens.length, llmTokens: spent.tokens, llmCostMillicents: spent.cost });
   const go = [...firsts.slice(0, allowed.created), ...regens.slice(0, allowed.regenerated)];
   for (const it of [...firsts.slice(allowed.created), ...regens.slice(allowed.regenerated)]) {
     failures.push({ seq: it.seq, contact: it.contact, step: it.step.step, reason: 'quota_exceeded', detail: 'the plan\'s drafts per month are used up' });

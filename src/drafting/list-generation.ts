@@ -8,7 +8,7 @@ import { withOrg, type Tx } from '../../db/database.js';
 import { newId } from '../ids.js';
 import { ProblemError, invalid } from '../http/problems.js';
 import { suppressedAmong } from '../suppression-match.js';
-import { ACTIVE_SEQUENCE_STATUSES, templateSteps } from '../sequences.js';
+import { ACTIVE_SEQUENCE_STATUSES, BUILTIN_TEMPLATE_ID, templateSteps } from '../sequences.js';
 import { DO_NOT_CONTACT_TAG, generateDrafts, type GenerationDeps } from './generate.js';
 
 export const CHUNK_SIZE = 100;
@@ -22,11 +22,10 @@ export async function startListGeneration(trx: Tx, org: string, list: { id: stri
   const running = await trx.selectFrom('list_generation_runs').select('id').where('organization_id', '=', org)
     .where('list_id', '=', list.id).where('status', '=', 'running').executeTakeFirst();
   if (running) return { listId: list.id, generationQueued: false, generationRunning: true, runId: running.id };
-  if (!list.use_case_template_id) {
-    throw new ProblemError('list-without-template', 'The list has no template to generate drafts from; create the list with useCaseTemplateId.');
-  }
-  const template = await templateSteps(trx, org, list.use_case_template_id);
-  if (!template) throw new ProblemError('list-without-template', 'The list\'s template no longer exists or is no longer active.');
+  // A list without a template uses the built-in first-touch step (written from the list's context).
+  const templateId = list.use_case_template_id ?? BUILTIN_TEMPLATE_ID;
+  const template = await templateSteps(trx, org, templateId);
+  if (!template) throw new ProblemError('list-template-unavailable', `The list's template ${templateId} no longer exists or is no longer active.`);
   const runId = newId('lgr');
   const { rows } = await sql<{ total: number; chunks: number }>`
     WITH own AS (
@@ -34,7 +33,7 @@ export async function startListGeneration(trx: Tx, org: string, list: { id: stri
       FROM contacts WHERE organization_id = ${org} AND list_id = ${list.id} AND deleted_at IS NULL AND erased_at IS NULL
     ), run AS (
       INSERT INTO list_generation_runs (organization_id, id, list_id, template_id, product_id, total_contacts, chunk_count)
-      SELECT ${org}, ${runId}, ${list.id}, ${list.use_case_template_id}, ${list.product_id ?? template.productId}, count(*), coalesce(max(chunk) + 1, 0)
+      SELECT ${org}, ${runId}, ${list.id}, ${templateId}, ${list.product_id ?? template.productId}, count(*), coalesce(max(chunk) + 1, 0)
       FROM own HAVING count(*) > 0
       ON CONFLICT (organization_id, list_id) WHERE status = 'running' DO NOTHING
       RETURNING total_contacts, chunk_count
