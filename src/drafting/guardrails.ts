@@ -80,7 +80,7 @@ export function checkDraft(input: GuardrailInput): GuardrailOutcome {
 
   // Body.
   for (const f of unfilledFields(body)) {
-    body = body.replace(f, '').replace(/ {2,}/g, ' ');
+    body = body.replace(new RegExp(`[ \\t]*${f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), '');
     repaired.push(`unfilled-merge-field: ${f} removed from the body`);
   }
   if (body.trim() === '') {
