@@ -8,8 +8,9 @@ async function main() {
   const admin = resolveAdminToken(booted.config);
   const config = { ...booted.config, adminToken: admin.token };
   const rt = openRuntime(config, log, url);
-  const http = await serveHttp(rt, config.port);
+  // The worker is up before the port opens: a healthy service has both.
   const worker = await runWorker(rt);
+  const http = await serveHttp(rt, config.port);
   const base = config.publicBaseUrl;
   console.log(`API:        ${base}/api/v1`);
   console.log(`API docs:   ${base}/api-docs/openapi.json (operator API: ${base}/admin/api-docs/openapi.json)`);
