@@ -10,7 +10,7 @@ type JsonNull<T = unknown> = ColumnType<T | null, string | null | undefined, str
 export interface OrganizationsTable {
   id: string; name: string; plan: Generated<string>;
   flags: ColumnType<{ v1_2_api_send: boolean }, string | undefined, string>;
-  research_budget: Generated<number>; research_ttl_days: Generated<number>; drafts_per_month: number | null; created_at: Generated<Date>; updated_at: Generated<Date>;
+  research_budget: Generated<number>; research_ttl_days: Generated<number>; drafts_per_month: number | null; sending: Generated<Record<string, unknown>>; created_at: Generated<Date>; updated_at: Generated<Date>;
 }
 export interface UsersTable {
   organization_id: string; id: string; name: string; email: string; role: string; created_at: Generated<Date>;
@@ -56,7 +56,7 @@ export interface ContactsTable {
   organization_id: string; id: string; list_id: string; owner_user_id: string | null; email: string; email_normalized: string;
   name: Generated<string>; title: string | null; phone: string | null; notes: string | null; lead_source: string | null;
   company_id: string | null; qualification_status: Generated<string>; fit_score: number | null; urgency_score: number | null;
-  research: JsonNull; research_updated_at: TsNull; deleted_at: TsNull; erased_at: TsNull; tags: Generated<string[]>;
+  research: JsonNull; research_updated_at: TsNull; deleted_at: TsNull; erased_at: TsNull; tags: Generated<string[]>; snoozed_until: TsNull;
   created_at: Generated<Date>; updated_at: Generated<Date>;
 }
 /** Views of 0002_crm.sql: substring search by trigram index, scoped to app.org_id (see there). */
@@ -75,7 +75,7 @@ export interface SuppressionEntriesTable {
 export interface ContactSequencesTable {
   organization_id: string; id: string; contact_id: string; template_id: string; product_id: string | null;
   status: Generated<string>; anchor_at_utc: TsNull; current_step: Generated<number>; paused_at: TsNull;
-  steps: Json<unknown[]>; paused_from: string | null; list_id: string | null; generation_run_id: string | null;
+  steps: Json<unknown[]>; paused_from: string | null; list_id: string | null; generation_run_id: string | null; mailbox_id: string | null;
   created_at: Generated<Date>; updated_at: Generated<Date>;
 }
 export interface DraftsTable {
@@ -95,6 +95,8 @@ export interface SendRecordsTable {
   organization_id: string; id: string; contact_id: string | null; draft_id: string | null; to_email: string | null;
   from_email: string | null; subject: string | null; text_body: string | null; html_body: string | null;
   headers: JsonNull; status: Generated<string>; sent_at: TsNull; created_at: Generated<Date>;
+  queue_id: string | null; sequence_id: string | null; step: number | null; mailbox_id: string | null; recipient_domain: string | null;
+  message_id: string | null; provider_message_id: string | null; smtp_response: string | null; opened_at: TsNull;
 }
 export interface ErasureEvidenceTable {
   organization_id: string; id: string; contact_id: string; requester_ref: string; reason: string;
@@ -148,6 +150,18 @@ export interface ListGenerationRunsTable {
   all_approved_at: TsNull; created_at: Generated<Date>; finished_at: TsNull;
 }
 
+export interface PlatformSettingsTable { id: Generated<boolean>; email_kill_switch: Generated<boolean>; updated_at: Generated<Date> }
+export interface MailboxesTable {
+  organization_id: string; id: string; email: string; name: string | null; daily_cap: number; smtp_url_sealed: string | null;
+  dkim_domain: string | null; dkim_selector: string | null; dkim_key_sealed: string | null; status: string; status_reason: string | null;
+  verified_at: TsNull; paused_at: TsNull; created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface SendQueueTable {
+  organization_id: string; id: string; sequence_id: string; step: number; contact_id: string; draft_id: string; scheduled_at: Ts;
+  next_attempt_at: Ts; state: Generated<string>; held_by: string | null; held_detail: string | null; attempts: Generated<number>;
+  send_record_id: string | null; created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -182,4 +196,7 @@ export interface Database {
   research_runs: ResearchRunsTable;
   usage_counters: UsageCountersTable;
   list_generation_runs: ListGenerationRunsTable;
+  platform_settings: PlatformSettingsTable;
+  mailboxes: MailboxesTable;
+  send_queue: SendQueueTable;
 }

@@ -63,8 +63,9 @@ export interface paths {
         head?: never;
         /**
          * Update an organization's plan, flags or research settings
-         * @description Changes any of `plan`, `flags.v1_2_api_send`, `researchBudget`, `researchTtlDays` and
-         *     `draftsPerMonth` (at least one); fields left out are unchanged. Takes effect on the next public API request. A change of
+         * @description Changes any of `plan`, `flags.v1_2_api_send`, `researchBudget`, `researchTtlDays`,
+         *     `draftsPerMonth` and `sending` (at least one; `sending` fields replace the stored ones, a time
+         *     zone must be a known IANA zone and `from` before `to`); fields left out are unchanged. Takes effect on the next public API request. A change of
          *     `researchTtlDays` emits `org.research_ttl_updated` (resource Organization, data
          *     `{organizationId, previousTtlDays, ttlDays}`); setting the value it already has emits nothing.
          */
@@ -209,6 +210,64 @@ export interface paths {
         patch: operations["adminUpdateList"];
         trace?: never;
     };
+    "/organizations/{orgId}/mailboxes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an organization's mailboxes
+         * @description Every mailbox of the organization, oldest first.
+         */
+        get: operations["adminListMailboxes"];
+        put?: never;
+        /**
+         * Add a mailbox to send from
+         * @description Adds a mailbox and verifies it at once with an SMTP handshake through its transport (its own
+         *     `smtpUrl`, else the deployment's SMTP_URL; the capture transport always verifies): status
+         *     `verified`, or `failed` with the reason. The SMTP URL and the DKIM private key are sealed at
+         *     rest and never shown again. Several verified mailboxes rotate: a sequence's first step goes
+         *     from the one with most cap left, every later step from the same one. A second mailbox with the
+         *     same address is 400.
+         */
+        post: operations["adminCreateMailbox"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organizations/{orgId}/mailboxes/{mailboxId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailboxId: string;
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change or resume a mailbox
+         * @description Changes the display name or daily cap; `verify: true` runs the SMTP handshake again, which
+         *     also resumes a mailbox that bounce-rate protection paused (verified on success, failed
+         *     otherwise).
+         */
+        patch: operations["adminUpdateMailbox"];
+        trace?: never;
+    };
     "/organizations/{orgId}/products": {
         parameters: {
             query?: never;
@@ -318,8 +377,8 @@ export interface paths {
         };
         /**
          * List the messages handed to the mail transport
-         * @description Every message the dispatcher handed to its transport, oldest first (`sentAt` ASC, `id` ASC),
-         *     unpaginated. With `organizationId`, only that organization's messages (404 `not-found` when
+         * @description Every message the dispatcher handed to its transport (or claimed for it: `sending`,
+         *     `possibly_sent`), oldest first (`sentAt` ASC, `id` ASC), unpaginated. With `organizationId`, only that organization's messages (404 `not-found` when
          *     no such organization exists).
          */
         get: operations["adminListOutbox"];
@@ -374,6 +433,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/send-queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every step asked to be sent and not sent, and why
+         * @description Every queued step that has not gone out (and steps that will not: skipped, failed, possibly
+         *     sent), oldest due first, with its state and the gate that holds it (`heldBy`, a stable code;
+         *     null when none): `not_yet_due`, `kill_switch`, `previous_step_pending`, `contact_snoozed`,
+         *     `sending_window`, `no_verified_mailbox`, `mailbox_unavailable`, `mailbox_paused`,
+         *     `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `transport_retry` (deferred:
+         *     `nextAttemptAt` says when it is tried again); `contact_removed`, `sequence_not_active`,
+         *     `draft_not_approved`, `suppressed`, `do_not_contact` (skipped); `hard_bounce`,
+         *     `transport_failed` (failed); `possibly_sent` (its worker stopped between the hand-over and
+         *     the record: never sent again automatically). With `organizationId`, only that organization's.
+         */
+        get: operations["adminListSendQueue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the deployment's settings
+         * @description The deployment-wide settings (the email kill switch).
+         */
+        get: operations["adminGetSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the deployment's settings
+         * @description `emailKillSwitch: true` stops every send of every organization at once: steps due meanwhile
+         *     wait (re-checked every minute) and nothing is lost; false lets them go.
+         */
+        patch: operations["adminUpdateSettings"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -413,6 +525,31 @@ export interface components {
         AdminCreatedId: {
             id: string;
         };
+        /** @description A mailbox an organization sends from. */
+        AdminMailbox: {
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Most messages per rolling 24 hours. */
+            dailyCap: number;
+            /** @description The DKIM signing identity (the private key is never shown). */
+            dkim: {
+                domainName: string;
+                keySelector: string;
+            } | null;
+            email: string;
+            id: string;
+            /** @description Display name of the From header. */
+            name: string | null;
+            /** @description Whether it sends through its own SMTP URL (else the deployment's transport). */
+            ownSmtp: boolean;
+            /**
+             * @description `verified` after a successful SMTP handshake with its transport (the capture transport always verifies); `failed` with `statusReason` otherwise; `paused` by bounce-rate protection.
+             * @enum {string}
+             */
+            status: "verified" | "failed" | "paused";
+            /** @description Why the mailbox failed verification or was paused. */
+            statusReason: string | null;
+        };
         /** @description An organization (tenant). */
         AdminOrganization: {
             /** Format: date-time */
@@ -444,6 +581,7 @@ export interface components {
             researchBudget: number;
             /** @description Days a research dossier stays fresh (default 30); POST /contacts/{id}/research reuses a fresh company dossier. */
             researchTtlDays: number;
+            sending: components["schemas"]["AdminSendingSettings"];
         };
         /** @description A message the dispatcher handed to its mail transport (captured when `SMTP_URL` is unset). */
         AdminOutboxMessage: {
@@ -460,16 +598,28 @@ export interface components {
             /** @description HTML body; null when the message had none. */
             html: string | null;
             id: string;
+            /** @description The mailbox it went from (`deployment` for MAIL_FROM). */
+            mailboxId: string | null;
+            /** @description The Message-ID, minted before the SMTP transaction. */
+            messageId: string | null;
             /**
              * Format: date-time
              * @description When the message was handed to the transport.
              */
             sentAt: string;
-            subject: string;
+            /**
+             * @description `sent` (accepted), `bounced` (a permanent 5xx answer), `failed` (a temporary answer: the step is tried again as a new message), `sending` (being handed over now), `possibly_sent` (its worker stopped between the hand-over and the record: never sent again automatically).
+             * @enum {string}
+             */
+            status: "sending" | "sent" | "possibly_sent" | "bounced" | "failed";
+            /** @description The sequence step it sent. */
+            step: number | null;
+            /** @description Null once the recipient was erased. */
+            subject: string | null;
             /** @description Plain-text body; null when the message had none. */
             text: string | null;
-            /** @description Recipient address. */
-            to: string;
+            /** @description Recipient address (null once the recipient was erased). */
+            to: string | null;
         };
         /**
          * @description Plan of an organization; it decides outbound entitlement (`free` is not entitled) and the monthly draft allowance.
@@ -490,11 +640,44 @@ export interface components {
             /** @description Jobs being run now. */
             running: number;
         };
+        /**
+         * @description An organization's sending settings. Every field is optional in a PATCH (the sent ones replace the
+         *     stored ones); the organization shows all of them, defaults filled in.
+         */
+        AdminSendingSettings: {
+            /** @description Whether an organization with no verified mailbox of its own sends from the deployment's MAIL_FROM. Default true. */
+            allowDeploymentSender?: boolean;
+            /** @description ISO weekdays the window is open (1 Monday .. 7 Sunday). Default every day. */
+            days?: number[];
+            /** @description Daily cap (rolling 24 hours) of the deployment sender for this organization. Default 200. */
+            deploymentDailyCap?: number;
+            /** @description Set by bounce-rate protection when the deployment sender's bounces for this organization pass the threshold; set it to false to resume. */
+            deploymentPaused?: boolean;
+            /** @description Local opening time. Default 00:00. */
+            from?: string;
+            /** @description Least seconds between two sends of one mailbox (plus a random extra of up to a fifth). Default 0. */
+            minGapSeconds?: number;
+            /** @description Most messages to one recipient domain per rolling 24 hours, across the organization's mailboxes. Default 25. */
+            recipientDomainDailyCap?: number;
+            /**
+             * @description IANA time zone the sending window is read in (daylight-saving time included). Default UTC.
+             * @example Europe/Berlin
+             */
+            timeZone?: string;
+            /** @description Local closing time, after `from` (24:00 is the end of the day). Default 24:00. */
+            to?: string;
+            /** @description Open and click tracking (a signed pixel and signed click redirects). Off by default, because it hurts deliverability. */
+            tracking?: boolean;
+        };
         /** @description A sequence template of an organization; its `id` is usable as `templateId` in POST /sequences of the public API. */
         AdminSequenceTemplate: {
             id: string;
             name: string;
             steps: components["schemas"]["PublicTemplateStep"][];
+        };
+        AdminSettings: {
+            /** @description While true the dispatcher sends nothing (and loses nothing). */
+            emailKillSwitch: boolean;
         };
         /** @description One email of a template, as given at creation; steps are numbered by their position (1-based). */
         AdminTemplateStepInput: {
@@ -805,6 +988,7 @@ export interface operations {
                     researchBudget?: number;
                     /** @description Days a research dossier stays fresh; 0 makes every dossier stale at once. */
                     researchTtlDays?: number;
+                    sending?: components["schemas"]["AdminSendingSettings"];
                 };
             };
         };
@@ -1068,6 +1252,120 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ContactList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminListMailboxes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The mailboxes. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AdminMailbox"][];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminCreateMailbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Default 50. */
+                    dailyCap?: number;
+                    dkim?: {
+                        domainName: string;
+                        keySelector: string;
+                        /** @description PEM of the RSA private key. */
+                        privateKey: string;
+                    };
+                    /** Format: email */
+                    email: string;
+                    name?: string;
+                    smtpUrl?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The mailbox, verified or failed. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminMailbox"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminUpdateMailbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                mailboxId: string;
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    dailyCap?: number;
+                    name?: string | null;
+                    /** @constant */
+                    verify?: true;
+                };
+            };
+        };
+        responses: {
+            /** @description The mailbox. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminMailbox"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -1366,6 +1664,104 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminListSendQueue: {
+        parameters: {
+            query?: {
+                organizationId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            attempts: number;
+                            contactId: string;
+                            draftId: string;
+                            heldBy: string | null;
+                            heldDetail: string | null;
+                            id: string;
+                            /** Format: date-time */
+                            nextAttemptAt: string;
+                            /** Format: date-time */
+                            scheduledAt: string;
+                            sequenceId: string;
+                            /** @enum {string} */
+                            state: "queued" | "deferred" | "sending" | "possibly_sent" | "failed" | "skipped";
+                            step: number;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminGetSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminUpdateSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    emailKillSwitch: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -945,10 +945,17 @@ export interface paths {
         put?: never;
         /**
          * Queue an approved draft's sequence for sending
-         * @description Enqueues send jobs for every approved, unsent step of the sequence the draft belongs to. Takes
-         *     no body. Nothing is sent synchronously: a dispatcher sends later, under its gates (email-provider
-         *     kill-switch, per-organization transport verification, mailbox and domain daily caps,
-         *     suppression); `draft.sent` or `send.failed` follow.
+         * @description Enqueues send jobs for every approved, unsent step of the sequence the draft belongs to, each
+         *     due at its scheduled time (the sequence's anchor plus the step's day offset); the sequence
+         *     becomes `QUEUED`, `ACTIVE` at its first send (`sequence.started`) and `COMPLETED` after its last
+         *     (`sequence.completed`). A step approved later, while the sequence is `QUEUED` or `ACTIVE`, joins
+         *     the queue at its approval. Takes no body. Nothing is sent synchronously: a dispatcher sends
+         *     later, step after step, under its gates (the operator's kill switch, a verified mailbox or the
+         *     deployment sender, mailbox and recipient-domain daily caps over a rolling 24 hours, the
+         *     organization's sending window and minimum gap, suppression and do-not-contact at send time,
+         *     the contact's snooze); `draft.sent` or `send.failed` follow. A permanent (5xx) answer suppresses
+         *     the address (HARD_BOUNCE), pauses the sequence and emits `email.bounced`, `send.failed` and
+         *     `sequence.step_failed`.
          *
          *     Needs scope `drafts.send` and the organization flag `v1_2_api_send` (off by default; while it is
          *     off the operation answers 404 as if it did not exist). `queued` is true only when
@@ -2516,10 +2523,15 @@ export interface components {
             /** @description Send jobs enqueued, one per approved, unsent step of the sequence. */
             queuedJobCount: number;
             /**
-             * @description Why nothing was queued (contact removed, suppressed, do-not-contact, already in pipeline, every step already sent); null when jobs were queued.
+             * @description Why nothing was queued, a stable code: `contact_removed` (deleted or erased), `suppressed`
+             *     (any suppression entry covers the address), `do_not_contact` (the contact is tagged
+             *     do-not-contact), `already_in_pipeline` (the contact is the primary contact of an open deal),
+             *     `all_steps_sent`, `sequence_not_active` (the sequence is paused or completed),
+             *     `already_queued` (every approved, unsent step is queued already); null when jobs were queued.
              * @example suppressed
+             * @enum {string|null}
              */
-            skippedReason: string | null;
+            skippedReason: "contact_removed" | "suppressed" | "do_not_contact" | "already_in_pipeline" | "all_steps_sent" | "sequence_not_active" | "already_queued" | null;
         };
         /**
          * @description Draft state (uppercase). `DRAFT_GENERATED`, `EDITED` and `REGENERATED` can be approved or rejected;

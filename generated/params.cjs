@@ -454,8 +454,8 @@ return errors === 0;
 }
 validate10.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminCreateProduct_path = validate13;
-const schema9 = {"$id":"adminadminCreateProduct_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminCreateMailbox_path = validate13;
+const schema9 = {"$id":"adminadminCreateMailbox_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -524,7 +524,7 @@ validate14.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminCreateProduct_path" */;
+/*# sourceURL="adminadminCreateMailbox_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate13.evaluated;
@@ -567,8 +567,8 @@ return errors === 0;
 }
 validate13.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminCreateSequenceTemplate_path = validate16;
-const schema11 = {"$id":"adminadminCreateSequenceTemplate_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminCreateProduct_path = validate16;
+const schema11 = {"$id":"adminadminCreateProduct_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -637,7 +637,7 @@ validate17.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminCreateSequenceTemplate_path" */;
+/*# sourceURL="adminadminCreateProduct_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate16.evaluated;
@@ -680,8 +680,8 @@ return errors === 0;
 }
 validate16.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminCreateSuppressionDomain_path = validate19;
-const schema13 = {"$id":"adminadminCreateSuppressionDomain_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminCreateSequenceTemplate_path = validate19;
+const schema13 = {"$id":"adminadminCreateSequenceTemplate_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -750,7 +750,7 @@ validate20.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminCreateSuppressionDomain_path" */;
+/*# sourceURL="adminadminCreateSequenceTemplate_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate19.evaluated;
@@ -793,8 +793,8 @@ return errors === 0;
 }
 validate19.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminCreateUser_path = validate22;
-const schema15 = {"$id":"adminadminCreateUser_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminCreateSuppressionDomain_path = validate22;
+const schema15 = {"$id":"adminadminCreateSuppressionDomain_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -863,7 +863,7 @@ validate23.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminCreateUser_path" */;
+/*# sourceURL="adminadminCreateSuppressionDomain_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate22.evaluated;
@@ -906,9 +906,8 @@ return errors === 0;
 }
 validate22.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminListOutbox_query = validate25;
-const schema17 = {"$id":"adminadminListOutbox_query","type":"object","properties":{"organizationId":{"$ref":"adminopenapi.json#/paths/~1outbox/get/parameters/0/schema"}},"required":[]};
-const schema18 = {"type":"string","minLength":1,"maxLength":64};
+exports.adminCreateUser_path = validate25;
+const schema17 = {"$id":"adminadminCreateUser_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -977,7 +976,7 @@ validate26.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminListOutbox_query" */;
+/*# sourceURL="adminadminCreateUser_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate25.evaluated;
@@ -988,15 +987,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.organizationId !== undefined){
-if(!(validate26(data.organizationId, {instancePath:instancePath+"/organizationId",parentData:data,parentDataProperty:"organizationId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.orgId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1005,14 +997,30 @@ vErrors.push(err0);
 }
 errors++;
 }
+if(data.orgId !== undefined){
+if(!(validate26(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
 validate25.errors = vErrors;
 return errors === 0;
 }
-validate25.evaluated = {"props":{"organizationId":true},"dynamicProps":false,"dynamicItems":false};
+validate25.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminRevokeApiKey_path = validate28;
-const schema19 = {"$id":"adminadminRevokeApiKey_path","type":"object","properties":{"keyId":{"$ref":"adminopenapi.json#/paths/~1api-keys~1{keyId}/parameters/0/schema"}},"required":["keyId"]};
-const schema20 = {"type":"string","minLength":1,"maxLength":64};
+exports.adminListMailboxes_path = validate28;
+const schema19 = {"$id":"adminadminListMailboxes_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1081,7 +1089,7 @@ validate29.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminRevokeApiKey_path" */;
+/*# sourceURL="adminadminListMailboxes_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate28.evaluated;
@@ -1092,8 +1100,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.keyId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "keyId"},message:"must have required property '"+"keyId"+"'"};
+if(data.orgId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1102,8 +1110,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.keyId !== undefined){
-if(!(validate29(data.keyId, {instancePath:instancePath+"/keyId",parentData:data,parentDataProperty:"keyId",rootData,dynamicAnchors}))){
+if(data.orgId !== undefined){
+if(!(validate29(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate29.errors : vErrors.concat(validate29.errors);
 errors = vErrors.length;
 }
@@ -1122,10 +1130,11 @@ errors++;
 validate28.errors = vErrors;
 return errors === 0;
 }
-validate28.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
+validate28.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminUpdateList_path = validate31;
-const schema21 = {"$id":"adminadminUpdateList_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"},"listId":{"$ref":"adminopenapi.json#/paths/~1organizations~1{orgId}~1lists~1{listId}/parameters/1/schema"}},"required":["orgId","listId"]};
+exports.adminListOutbox_query = validate31;
+const schema21 = {"$id":"adminadminListOutbox_query","type":"object","properties":{"organizationId":{"$ref":"adminopenapi.json#/paths/~1outbox/get/parameters/0/schema"}},"required":[]};
+const schema22 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1192,76 +1201,9 @@ return errors === 0;
 }
 validate32.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema23 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate34.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate34.errors = vErrors;
-return errors === 0;
-}
-validate34.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminUpdateList_path" */;
+/*# sourceURL="adminadminListOutbox_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate31.evaluated;
@@ -1272,8 +1214,15 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.orgId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
+if(data.organizationId !== undefined){
+if(!(validate32(data.organizationId, {instancePath:instancePath+"/organizationId",parentData:data,parentDataProperty:"organizationId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1282,51 +1231,19 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.listId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "listId"},message:"must have required property '"+"listId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.orgId !== undefined){
-if(!(validate32(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
-errors = vErrors.length;
-}
-}
-if(data.listId !== undefined){
-if(!(validate34(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
 validate31.errors = vErrors;
 return errors === 0;
 }
-validate31.evaluated = {"props":{"orgId":true,"listId":true},"dynamicProps":false,"dynamicItems":false};
+validate31.evaluated = {"props":{"organizationId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminUpdateOrganization_path = validate36;
-const schema24 = {"$id":"adminadminUpdateOrganization_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminListSendQueue_query = validate34;
+const schema23 = {"$id":"adminadminListSendQueue_query","type":"object","properties":{"organizationId":{"$ref":"adminopenapi.json#/paths/~1send-queue/get/parameters/0/schema"}},"required":[]};
+const schema24 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate35.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1383,17 +1300,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate37.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate35.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminUpdateOrganization_path" */;
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="adminadminListSendQueue_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate36.evaluated;
+const evaluated0 = validate34.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1401,8 +1318,15 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.orgId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
+if(data.organizationId !== undefined){
+if(!(validate35(data.organizationId, {instancePath:instancePath+"/organizationId",parentData:data,parentDataProperty:"organizationId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1411,9 +1335,106 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.orgId !== undefined){
-if(!(validate37(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate37.errors : vErrors.concat(validate37.errors);
+validate34.errors = vErrors;
+return errors === 0;
+}
+validate34.evaluated = {"props":{"organizationId":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.adminRevokeApiKey_path = validate37;
+const schema25 = {"$id":"adminadminRevokeApiKey_path","type":"object","properties":{"keyId":{"$ref":"adminopenapi.json#/paths/~1api-keys~1{keyId}/parameters/0/schema"}},"required":["keyId"]};
+const schema26 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate38.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate38.errors = vErrors;
+return errors === 0;
+}
+validate38.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="adminadminRevokeApiKey_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate37.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.keyId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "keyId"},message:"must have required property '"+"keyId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.keyId !== undefined){
+if(!(validate38(data.keyId, {instancePath:instancePath+"/keyId",parentData:data,parentDataProperty:"keyId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
 errors = vErrors.length;
 }
 }
@@ -1428,14 +1449,13 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
-validate36.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+validate37.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.applyActionItemVerb_path = validate39;
-const schema26 = {"$id":"applyActionItemVerb_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/0/schema"},"verb":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/1/schema"}},"required":["id","verb"]};
-const schema28 = {"type":"string","minLength":1,"maxLength":64};
+exports.adminUpdateList_path = validate40;
+const schema27 = {"$id":"adminadminUpdateList_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"},"listId":{"$ref":"adminopenapi.json#/paths/~1organizations~1{orgId}~1lists~1{listId}/parameters/1/schema"}},"required":["orgId","listId"]};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1502,7 +1522,7 @@ return errors === 0;
 }
 validate41.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema29 = {"type":"string","description":"A verb of POST /action-items/{id}/{verb}.","enum":["complete","reopen","dismiss","snooze"]};
+const schema29 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1542,8 +1562,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(!((((data === "complete") || (data === "reopen")) || (data === "dismiss")) || (data === "snooze"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema29.enum},message:"must be equal to one of the allowed values"};
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1552,17 +1573,28 @@ vErrors.push(err1);
 }
 errors++;
 }
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
 validate43.errors = vErrors;
 return errors === 0;
 }
 validate43.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="applyActionItemVerb_path" */;
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="adminadminUpdateList_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate39.evaluated;
+const evaluated0 = validate40.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1570,8 +1602,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data.orgId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1580,8 +1612,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.verb === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verb"},message:"must have required property '"+"verb"+"'"};
+if(data.listId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "listId"},message:"must have required property '"+"listId"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1590,14 +1622,14 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate41(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+if(data.orgId !== undefined){
+if(!(validate41(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
 errors = vErrors.length;
 }
 }
-if(data.verb !== undefined){
-if(!(validate43(data.verb, {instancePath:instancePath+"/verb",parentData:data,parentDataProperty:"verb",rootData,dynamicAnchors}))){
+if(data.listId !== undefined){
+if(!(validate43(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
 errors = vErrors.length;
 }
@@ -1613,14 +1645,13 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate39.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
-validate39.evaluated = {"props":{"id":true,"verb":true},"dynamicProps":false,"dynamicItems":false};
+validate40.evaluated = {"props":{"orgId":true,"listId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.approveDraft_path = validate45;
-const schema30 = {"$id":"approveDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1approve/parameters/0/schema"}},"required":["id"]};
-const schema31 = {"type":"string","minLength":1,"maxLength":64};
+exports.adminUpdateMailbox_path = validate45;
+const schema30 = {"$id":"adminadminUpdateMailbox_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"},"mailboxId":{"$ref":"adminopenapi.json#/paths/~1organizations~1{orgId}~1mailboxes~1{mailboxId}/parameters/1/schema"}},"required":["orgId","mailboxId"]};
 
 function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1687,9 +1718,76 @@ return errors === 0;
 }
 validate46.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema32 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate48.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate48.errors = vErrors;
+return errors === 0;
+}
+validate48.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
 
 function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="approveDraft_path" */;
+/*# sourceURL="adminadminUpdateMailbox_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate45.evaluated;
@@ -1700,8 +1798,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data.orgId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1710,214 +1808,48 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate46(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.mailboxId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mailboxId"},message:"must have required property '"+"mailboxId"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+if(data.orgId !== undefined){
+if(!(validate46(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
+errors = vErrors.length;
+}
+}
+if(data.mailboxId !== undefined){
+if(!(validate48(data.mailboxId, {instancePath:instancePath+"/mailboxId",parentData:data,parentDataProperty:"mailboxId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate48.errors : vErrors.concat(validate48.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
 validate45.errors = vErrors;
 return errors === 0;
 }
-validate45.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate45.evaluated = {"props":{"orgId":true,"mailboxId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.changeDealStage_path = validate48;
-const schema32 = {"$id":"changeDealStage_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1stage/parameters/0/schema"}},"required":["id"]};
-const schema33 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate49.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate49.errors = vErrors;
-return errors === 0;
-}
-validate49.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="changeDealStage_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate48.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate49(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate48.errors = vErrors;
-return errors === 0;
-}
-validate48.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.convertLead_path = validate51;
-const schema34 = {"$id":"convertLead_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1convert/parameters/0/schema"}},"required":["id"]};
-const schema35 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate52.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate52.errors = vErrors;
-return errors === 0;
-}
-validate52.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
+exports.adminUpdateOrganization_path = validate50;
+const schema33 = {"$id":"adminadminUpdateOrganization_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="convertLead_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate51.evaluated;
@@ -1927,9 +1859,18 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1938,9 +1879,67 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate52(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate52.errors : vErrors.concat(validate52.errors);
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate51.errors = vErrors;
+return errors === 0;
+}
+validate51.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="adminadminUpdateOrganization_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate50.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.orgId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.orgId !== undefined){
+if(!(validate51(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
 errors = vErrors.length;
 }
 }
@@ -1955,14 +1954,14 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate51.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
-validate51.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate50.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.createDeal_header = validate54;
-const schema36 = {"$id":"createDeal_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
-const schema37 = {"type":"string","minLength":1,"maxLength":255};
+exports.applyActionItemVerb_path = validate53;
+const schema35 = {"$id":"applyActionItemVerb_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/0/schema"},"verb":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/1/schema"}},"required":["id","verb"]};
+const schema37 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2003,8 +2002,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 255){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2029,112 +2028,9 @@ return errors === 0;
 }
 validate55.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-
-function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createDeal_header" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate54.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data["idempotency-key"] !== undefined){
-if(!(validate55(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate54.errors = vErrors;
-return errors === 0;
-}
-validate54.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.createDealActivity_header = validate57;
-const schema38 = {"$id":"createDealActivity_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
-
-function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate58.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 255){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate58.errors = vErrors;
-return errors === 0;
-}
-validate58.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
+const schema38 = {"type":"string","description":"A verb of POST /action-items/{id}/{verb}.","enum":["complete","reopen","dismiss","snooze"]};
 
 function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createDealActivity_header" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate57.evaluated;
@@ -2144,16 +2040,18 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data["idempotency-key"] !== undefined){
-if(!(validate58(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate58.errors : vErrors.concat(validate58.errors);
-errors = vErrors.length;
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
 }
-}
+else if(data === null){
+coerced0 = "";
 }
 else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2162,19 +2060,98 @@ vErrors.push(err0);
 }
 errors++;
 }
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!((((data === "complete") || (data === "reopen")) || (data === "dismiss")) || (data === "snooze"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema38.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
 validate57.errors = vErrors;
 return errors === 0;
 }
-validate57.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
+validate57.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-exports.createDealActivity_path = validate60;
-const schema40 = {"$id":"createDealActivity_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1activities/parameters/0/schema"}},"required":["id"]};
-const schema41 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate61(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="applyActionItemVerb_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate61.evaluated;
+const evaluated0 = validate53.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.verb === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verb"},message:"must have required property '"+"verb"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate55(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
+errors = vErrors.length;
+}
+}
+if(data.verb !== undefined){
+if(!(validate57(data.verb, {instancePath:instancePath+"/verb",parentData:data,parentDataProperty:"verb",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate53.errors = vErrors;
+return errors === 0;
+}
+validate53.evaluated = {"props":{"id":true,"verb":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.approveDraft_path = validate59;
+const schema39 = {"$id":"approveDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1approve/parameters/0/schema"}},"required":["id"]};
+const schema40 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2231,17 +2208,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate61.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate61.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createDealActivity_path" */;
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="approveDraft_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate60.evaluated;
+const evaluated0 = validate59.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2260,8 +2237,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate61(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate61.errors : vErrors.concat(validate61.errors);
+if(!(validate60(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
 errors = vErrors.length;
 }
 }
@@ -2276,18 +2253,247 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate60.errors = vErrors;
+validate59.errors = vErrors;
 return errors === 0;
 }
-validate60.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate59.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.createList_header = validate63;
-const schema42 = {"$id":"createList_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
+exports.changeDealStage_path = validate62;
+const schema41 = {"$id":"changeDealStage_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1stage/parameters/0/schema"}},"required":["id"]};
+const schema42 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate64(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate64.evaluated;
+const evaluated0 = validate63.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate63.errors = vErrors;
+return errors === 0;
+}
+validate63.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="changeDealStage_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate62.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate63(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate63.errors : vErrors.concat(validate63.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate62.errors = vErrors;
+return errors === 0;
+}
+validate62.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.convertLead_path = validate65;
+const schema43 = {"$id":"convertLead_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1convert/parameters/0/schema"}},"required":["id"]};
+const schema44 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate66.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate66.errors = vErrors;
+return errors === 0;
+}
+validate66.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="convertLead_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate65.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate66(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate66.errors : vErrors.concat(validate66.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate65.errors = vErrors;
+return errors === 0;
+}
+validate65.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.createDeal_header = validate68;
+const schema45 = {"$id":"createDeal_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
+const schema46 = {"type":"string","minLength":1,"maxLength":255};
+
+function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate69.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2344,17 +2550,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate64.errors = vErrors;
+validate69.errors = vErrors;
 return errors === 0;
 }
-validate64.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate69.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createList_header" */;
+function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createDeal_header" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate63.evaluated;
+const evaluated0 = validate68.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2363,8 +2569,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data["idempotency-key"] !== undefined){
-if(!(validate64(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate64.errors : vErrors.concat(validate64.errors);
+if(!(validate69(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
 errors = vErrors.length;
 }
 }
@@ -2379,19 +2585,122 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate63.errors = vErrors;
+validate68.errors = vErrors;
 return errors === 0;
 }
-validate63.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.deleteContact_path = validate66;
-const schema44 = {"$id":"deleteContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema45 = {"type":"string","minLength":1,"maxLength":64};
+exports.createDealActivity_header = validate71;
+const schema47 = {"$id":"createDealActivity_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
 
-function validate67(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate67.evaluated;
+const evaluated0 = validate72.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 255){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate72.errors = vErrors;
+return errors === 0;
+}
+validate72.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createDealActivity_header" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate71.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data["idempotency-key"] !== undefined){
+if(!(validate72(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate72.errors : vErrors.concat(validate72.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate71.errors = vErrors;
+return errors === 0;
+}
+validate71.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.createDealActivity_path = validate74;
+const schema49 = {"$id":"createDealActivity_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1activities/parameters/0/schema"}},"required":["id"]};
+const schema50 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate75.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2448,17 +2757,234 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate67.errors = vErrors;
+validate75.errors = vErrors;
 return errors === 0;
 }
-validate67.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate75.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createDealActivity_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate74.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate75(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate75.errors : vErrors.concat(validate75.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate74.errors = vErrors;
+return errors === 0;
+}
+validate74.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.createList_header = validate77;
+const schema51 = {"$id":"createList_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
+
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate78.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 255){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate78.errors = vErrors;
+return errors === 0;
+}
+validate78.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createList_header" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate77.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data["idempotency-key"] !== undefined){
+if(!(validate78(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate78.errors : vErrors.concat(validate78.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate77.errors = vErrors;
+return errors === 0;
+}
+validate77.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.deleteContact_path = validate80;
+const schema53 = {"$id":"deleteContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema54 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate81.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate81.errors = vErrors;
+return errors === 0;
+}
+validate81.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteContact_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate66.evaluated;
+const evaluated0 = validate80.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2477,8 +3003,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate67(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate67.errors : vErrors.concat(validate67.errors);
+if(!(validate81(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate81.errors : vErrors.concat(validate81.errors);
 errors = vErrors.length;
 }
 }
@@ -2493,19 +3019,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate66.errors = vErrors;
+validate80.errors = vErrors;
 return errors === 0;
 }
-validate66.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.deleteList_path = validate69;
-const schema46 = {"$id":"deleteList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema47 = {"type":"string","minLength":1,"maxLength":64};
+exports.deleteList_path = validate83;
+const schema55 = {"$id":"deleteList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema56 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate70(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate70.evaluated;
+const evaluated0 = validate84.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2562,17 +3088,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate70.errors = vErrors;
+validate84.errors = vErrors;
 return errors === 0;
 }
-validate70.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate84.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="deleteList_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate69.evaluated;
+const evaluated0 = validate83.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2591,8 +3117,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate70(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate70.errors : vErrors.concat(validate70.errors);
+if(!(validate84(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate84.errors : vErrors.concat(validate84.errors);
 errors = vErrors.length;
 }
 }
@@ -2607,19 +3133,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate69.errors = vErrors;
+validate83.errors = vErrors;
 return errors === 0;
 }
-validate69.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate83.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.deleteList_query = validate72;
-const schema48 = {"$id":"deleteList_query","type":"object","properties":{"force":{"$ref":"openapi.json#/paths/~1lists~1{id}/delete/parameters/0/schema"}},"required":[]};
-const schema49 = {"type":"string","enum":["true"]};
+exports.deleteList_query = validate86;
+const schema57 = {"$id":"deleteList_query","type":"object","properties":{"force":{"$ref":"openapi.json#/paths/~1lists~1{id}/delete/parameters/0/schema"}},"required":[]};
+const schema58 = {"type":"string","enum":["true"]};
 
-function validate73(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate73.evaluated;
+const evaluated0 = validate87.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2655,612 +3181,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema49.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate73.errors = vErrors;
-return errors === 0;
-}
-validate73.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="deleteList_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate72.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.force !== undefined){
-if(!(validate73(data.force, {instancePath:instancePath+"/force",parentData:data,parentDataProperty:"force",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate73.errors : vErrors.concat(validate73.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate72.errors = vErrors;
-return errors === 0;
-}
-validate72.evaluated = {"props":{"force":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.deleteWebhook_path = validate75;
-const schema50 = {"$id":"deleteWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema51 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate76.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate76.errors = vErrors;
-return errors === 0;
-}
-validate76.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="deleteWebhook_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate75.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate76(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate76.errors : vErrors.concat(validate76.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate75.errors = vErrors;
-return errors === 0;
-}
-validate75.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.eraseContact_path = validate78;
-const schema52 = {"$id":"eraseContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1erase/parameters/0/schema"}},"required":["id"]};
-const schema53 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate79(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate79.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate79.errors = vErrors;
-return errors === 0;
-}
-validate79.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="eraseContact_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate78.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate79(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate79.errors : vErrors.concat(validate79.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate78.errors = vErrors;
-return errors === 0;
-}
-validate78.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.generateListDrafts_path = validate81;
-const schema54 = {"$id":"generateListDrafts_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}~1generate/parameters/0/schema"}},"required":["id"]};
-const schema55 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate82(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate82.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate82.errors = vErrors;
-return errors === 0;
-}
-validate82.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="generateListDrafts_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate81.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate82(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate82.errors : vErrors.concat(validate82.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate81.errors = vErrors;
-return errors === 0;
-}
-validate81.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getActionItem_path = validate84;
-const schema56 = {"$id":"getActionItem_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema57 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate85(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate85.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate85.errors = vErrors;
-return errors === 0;
-}
-validate85.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getActionItem_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate84.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate85(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate85.errors : vErrors.concat(validate85.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate84.errors = vErrors;
-return errors === 0;
-}
-validate84.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getCompany_path = validate87;
-const schema58 = {"$id":"getCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema59 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate88(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate88.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate88.errors = vErrors;
-return errors === 0;
-}
-validate88.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getCompany_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate87.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate88(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate88.errors : vErrors.concat(validate88.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema58.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3272,34 +3193,30 @@ errors++;
 validate87.errors = vErrors;
 return errors === 0;
 }
-validate87.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate87.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-exports.getCompanyResearch_path = validate90;
-const schema60 = {"$id":"getCompanyResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
-const schema61 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate91(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="deleteList_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate91.evaluated;
+const evaluated0 = validate86.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.force !== undefined){
+if(!(validate87(data.force, {instancePath:instancePath+"/force",parentData:data,parentDataProperty:"force",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate87.errors : vErrors.concat(validate87.errors);
+errors = vErrors.length;
 }
-else if(data === null){
-coerced0 = "";
+}
 }
 else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -3308,44 +3225,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate91.errors = vErrors;
+validate86.errors = vErrors;
 return errors === 0;
 }
-validate91.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate86.evaluated = {"props":{"force":true},"dynamicProps":false,"dynamicItems":false};
 
+exports.deleteWebhook_path = validate89;
+const schema59 = {"$id":"deleteWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema60 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getCompanyResearch_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate90.evaluated;
@@ -3355,52 +3244,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate91(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate91.errors : vErrors.concat(validate91.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate90.errors = vErrors;
-return errors === 0;
-}
-validate90.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getContact_path = validate93;
-const schema62 = {"$id":"getContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate94(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate94.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -3451,14 +3294,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate94.errors = vErrors;
+validate90.errors = vErrors;
 return errors === 0;
 }
-validate94.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate90.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="deleteWebhook_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate89.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate90(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate89.errors = vErrors;
+return errors === 0;
+}
+validate89.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.eraseContact_path = validate92;
+const schema61 = {"$id":"eraseContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1erase/parameters/0/schema"}},"required":["id"]};
+const schema62 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate93.evaluated;
@@ -3468,53 +3358,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate94(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate94.errors : vErrors.concat(validate94.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate93.errors = vErrors;
-return errors === 0;
-}
-validate93.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getContact_query = validate96;
-const schema64 = {"$id":"getContact_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1contacts~1{id}/get/parameters/0/schema"}},"required":[]};
-const schema65 = {"type":"string","maxLength":200};
-
-function validate97(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate97.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -3544,8 +3387,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 200){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -3554,15 +3397,72 @@ vErrors.push(err1);
 }
 errors++;
 }
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
 }
-validate97.errors = vErrors;
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate93.errors = vErrors;
 return errors === 0;
 }
-validate97.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate93.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate92(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="eraseContact_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate92.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate93(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate93.errors : vErrors.concat(validate93.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate92.errors = vErrors;
+return errors === 0;
+}
+validate92.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.generateListDrafts_path = validate95;
+const schema63 = {"$id":"generateListDrafts_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}~1generate/parameters/0/schema"}},"required":["id"]};
+const schema64 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate96(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getContact_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate96.evaluated;
@@ -3572,43 +3472,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.include !== undefined){
-if(!(validate97(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate97.errors : vErrors.concat(validate97.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate96.errors = vErrors;
-return errors === 0;
-}
-validate96.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getContactResearch_path = validate99;
-const schema66 = {"$id":"getContactResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
-const schema67 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate100(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate100.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -3659,14 +3522,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate100.errors = vErrors;
+validate96.errors = vErrors;
 return errors === 0;
 }
-validate100.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate96.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="generateListDrafts_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate95.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate96(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate96.errors : vErrors.concat(validate96.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate95.errors = vErrors;
+return errors === 0;
+}
+validate95.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getActionItem_path = validate98;
+const schema65 = {"$id":"getActionItem_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema66 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getContactResearch_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate99.evaluated;
@@ -3676,53 +3586,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate100(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate100.errors : vErrors.concat(validate100.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate99.errors = vErrors;
-return errors === 0;
-}
-validate99.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getDeal_path = validate102;
-const schema68 = {"$id":"getDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema69 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate103(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate103.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -3773,14 +3636,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate103.errors = vErrors;
+validate99.errors = vErrors;
 return errors === 0;
 }
-validate103.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate99.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getActionItem_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate98.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate99(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate99.errors : vErrors.concat(validate99.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate98.errors = vErrors;
+return errors === 0;
+}
+validate98.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getCompany_path = validate101;
+const schema67 = {"$id":"getCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema68 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDeal_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate102.evaluated;
@@ -3790,53 +3700,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate103(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate103.errors : vErrors.concat(validate103.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate102.errors = vErrors;
-return errors === 0;
-}
-validate102.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getDeal_query = validate105;
-const schema70 = {"$id":"getDeal_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1deals~1{id}/get/parameters/0/schema"}},"required":[]};
-const schema71 = {"type":"string"};
-
-function validate106(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate106.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -3865,17 +3728,39 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-validate106.errors = vErrors;
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate102.errors = vErrors;
 return errors === 0;
 }
-validate106.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate102.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate105(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDeal_query" */;
+function validate101(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getCompany_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate105.evaluated;
+const evaluated0 = validate101.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3883,15 +3768,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.include !== undefined){
-if(!(validate106(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate106.errors : vErrors.concat(validate106.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -3900,19 +3778,36 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate105.errors = vErrors;
+if(data.id !== undefined){
+if(!(validate102(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate102.errors : vErrors.concat(validate102.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate101.errors = vErrors;
 return errors === 0;
 }
-validate105.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
+validate101.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getDraft_path = validate108;
-const schema72 = {"$id":"getDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema73 = {"type":"string","minLength":1,"maxLength":64};
+exports.getCompanyResearch_path = validate104;
+const schema69 = {"$id":"getCompanyResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+const schema70 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate109(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate105(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate109.evaluated;
+const evaluated0 = validate105.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3969,17 +3864,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate109.errors = vErrors;
+validate105.errors = vErrors;
 return errors === 0;
 }
-validate109.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate105.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate108(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDraft_path" */;
+function validate104(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getCompanyResearch_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate108.evaluated;
+const evaluated0 = validate104.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3998,8 +3893,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate109(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate109.errors : vErrors.concat(validate109.errors);
+if(!(validate105(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate105.errors : vErrors.concat(validate105.errors);
 errors = vErrors.length;
 }
 }
@@ -4014,19 +3909,132 @@ vErrors.push(err1);
 }
 errors++;
 }
+validate104.errors = vErrors;
+return errors === 0;
+}
+validate104.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getContact_path = validate107;
+const schema71 = {"$id":"getContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
+
+function validate108(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate108.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
 validate108.errors = vErrors;
 return errors === 0;
 }
-validate108.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate108.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-exports.getDraft_query = validate111;
-const schema74 = {"$id":"getDraft_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1drafts~1{id}/get/parameters/0/schema"}},"required":[]};
-const schema75 = {"type":"string","maxLength":200};
 
-function validate112(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate107(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getContact_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate112.evaluated;
+const evaluated0 = validate107.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate108(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate108.errors : vErrors.concat(validate108.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate107.errors = vErrors;
+return errors === 0;
+}
+validate107.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getContact_query = validate110;
+const schema73 = {"$id":"getContact_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1contacts~1{id}/get/parameters/0/schema"}},"required":[]};
+const schema74 = {"type":"string","maxLength":200};
+
+function validate111(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate111.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4073,17 +4081,17 @@ vErrors.push(err1);
 errors++;
 }
 }
-validate112.errors = vErrors;
+validate111.errors = vErrors;
 return errors === 0;
 }
-validate112.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate111.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate111(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDraft_query" */;
+function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getContact_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate111.evaluated;
+const evaluated0 = validate110.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4092,8 +4100,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.include !== undefined){
-if(!(validate112(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate112.errors : vErrors.concat(validate112.errors);
+if(!(validate111(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate111.errors : vErrors.concat(validate111.errors);
 errors = vErrors.length;
 }
 }
@@ -4108,20 +4116,19 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate111.errors = vErrors;
+validate110.errors = vErrors;
 return errors === 0;
 }
-validate111.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
+validate110.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getFunnelAnalytics_query = validate114;
-const schema76 = {"$id":"getFunnelAnalytics_query","type":"object","properties":{"from":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/0/schema"},"to":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/1/schema"}},"required":["from","to"]};
-const schema77 = {"type":"string","format":"date"};
-const formats0 = require("ajv-formats/dist/formats").fullFormats.date;
+exports.getContactResearch_path = validate113;
+const schema75 = {"$id":"getContactResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+const schema76 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate115(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate114(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate115.evaluated;
+const evaluated0 = validate114.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4157,8 +4164,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats0.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4167,13 +4174,70 @@ vErrors.push(err1);
 }
 errors++;
 }
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
 }
-validate115.errors = vErrors;
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate114.errors = vErrors;
 return errors === 0;
 }
-validate115.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate114.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema78 = {"type":"string","format":"date"};
+
+function validate113(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getContactResearch_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate113.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate114(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate114.errors : vErrors.concat(validate114.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate113.errors = vErrors;
+return errors === 0;
+}
+validate113.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getDeal_path = validate116;
+const schema77 = {"$id":"getDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema78 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate117(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4214,13 +4278,23 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats0.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -4231,11 +4305,11 @@ return errors === 0;
 validate117.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate114(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getFunnelAnalytics_query" */;
+function validate116(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getDeal_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate114.evaluated;
+const evaluated0 = validate116.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4243,8 +4317,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.from === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -4253,8 +4327,15 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.to === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+if(data.id !== undefined){
+if(!(validate117(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate117.errors : vErrors.concat(validate117.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4263,36 +4344,14 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.from !== undefined){
-if(!(validate115(data.from, {instancePath:instancePath+"/from",parentData:data,parentDataProperty:"from",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate115.errors : vErrors.concat(validate115.errors);
-errors = vErrors.length;
-}
-}
-if(data.to !== undefined){
-if(!(validate117(data.to, {instancePath:instancePath+"/to",parentData:data,parentDataProperty:"to",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate117.errors : vErrors.concat(validate117.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate114.errors = vErrors;
+validate116.errors = vErrors;
 return errors === 0;
 }
-validate114.evaluated = {"props":{"from":true,"to":true},"dynamicProps":false,"dynamicItems":false};
+validate116.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getList_path = validate119;
-const schema79 = {"$id":"getList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.getDeal_query = validate119;
+const schema79 = {"$id":"getDeal_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1deals~1{id}/get/parameters/0/schema"}},"required":[]};
+const schema80 = {"type":"string"};
 
 function validate120(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4332,28 +4391,6 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
 validate120.errors = vErrors;
 return errors === 0;
 }
@@ -4361,7 +4398,7 @@ validate120.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate119(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getList_path" */;
+/*# sourceURL="getDeal_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate119.evaluated;
@@ -4372,8 +4409,15 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data.include !== undefined){
+if(!(validate120(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate120.errors : vErrors.concat(validate120.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -4382,30 +4426,13 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate120(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate120.errors : vErrors.concat(validate120.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
 validate119.errors = vErrors;
 return errors === 0;
 }
-validate119.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate119.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getSequence_path = validate122;
-const schema81 = {"$id":"getSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1sequences~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.getDraft_path = validate122;
+const schema81 = {"$id":"getDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}/parameters/0/schema"}},"required":["id"]};
 const schema82 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate123(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -4475,7 +4502,7 @@ validate123.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate122(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getSequence_path" */;
+/*# sourceURL="getDraft_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate122.evaluated;
@@ -4518,14 +4545,513 @@ return errors === 0;
 }
 validate122.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getSuppression_query = validate125;
-const schema83 = {"$id":"getSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/get/parameters/0/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
-const schema84 = {"type":"string","minLength":1,"maxLength":320};
+exports.getDraft_query = validate125;
+const schema83 = {"$id":"getDraft_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1drafts~1{id}/get/parameters/0/schema"}},"required":[]};
+const schema84 = {"type":"string","maxLength":200};
 
 function validate126(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate126.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 200){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+validate126.errors = vErrors;
+return errors === 0;
+}
+validate126.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate125(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getDraft_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate125.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.include !== undefined){
+if(!(validate126(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate126.errors : vErrors.concat(validate126.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate125.errors = vErrors;
+return errors === 0;
+}
+validate125.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getFunnelAnalytics_query = validate128;
+const schema85 = {"$id":"getFunnelAnalytics_query","type":"object","properties":{"from":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/0/schema"},"to":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/1/schema"}},"required":["from","to"]};
+const schema86 = {"type":"string","format":"date"};
+const formats0 = require("ajv-formats/dist/formats").fullFormats.date;
+
+function validate129(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate129.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(!(formats0.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+validate129.errors = vErrors;
+return errors === 0;
+}
+validate129.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema87 = {"type":"string","format":"date"};
+
+function validate131(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate131.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(!(formats0.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+validate131.errors = vErrors;
+return errors === 0;
+}
+validate131.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate128(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getFunnelAnalytics_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate128.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.from === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.to === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.from !== undefined){
+if(!(validate129(data.from, {instancePath:instancePath+"/from",parentData:data,parentDataProperty:"from",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate129.errors : vErrors.concat(validate129.errors);
+errors = vErrors.length;
+}
+}
+if(data.to !== undefined){
+if(!(validate131(data.to, {instancePath:instancePath+"/to",parentData:data,parentDataProperty:"to",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate131.errors : vErrors.concat(validate131.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate128.errors = vErrors;
+return errors === 0;
+}
+validate128.evaluated = {"props":{"from":true,"to":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getList_path = validate133;
+const schema88 = {"$id":"getList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
+
+function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate134.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate134.errors = vErrors;
+return errors === 0;
+}
+validate134.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate133(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getList_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate133.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate134(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate134.errors : vErrors.concat(validate134.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate133.errors = vErrors;
+return errors === 0;
+}
+validate133.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getSequence_path = validate136;
+const schema90 = {"$id":"getSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1sequences~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema91 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate137(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate137.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate137.errors = vErrors;
+return errors === 0;
+}
+validate137.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate136(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getSequence_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate136.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate137(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate137.errors : vErrors.concat(validate137.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate136.errors = vErrors;
+return errors === 0;
+}
+validate136.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getSuppression_query = validate139;
+const schema92 = {"$id":"getSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/get/parameters/0/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
+const schema93 = {"type":"string","minLength":1,"maxLength":320};
+
+function validate140(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate140.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4582,17 +5108,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate126.errors = vErrors;
+validate140.errors = vErrors;
 return errors === 0;
 }
-validate126.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate140.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema85 = {"type":"string","minLength":1,"maxLength":512};
+const schema94 = {"type":"string","minLength":1,"maxLength":512};
 
-function validate128(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate142(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate128.evaluated;
+const evaluated0 = validate142.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4649,17 +5175,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate128.errors = vErrors;
+validate142.errors = vErrors;
 return errors === 0;
 }
-validate128.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate142.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema86 = {"type":"integer","minimum":1,"maximum":200,"default":50};
+const schema95 = {"type":"integer","minimum":1,"maximum":200,"default":50};
 
-function validate130(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate144(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate130.evaluated;
+const evaluated0 = validate144.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4714,17 +5240,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate130.errors = vErrors;
+validate144.errors = vErrors;
 return errors === 0;
 }
-validate130.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate144.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate125(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate139(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getSuppression_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate125.evaluated;
+const evaluated0 = validate139.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4733,20 +5259,20 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.email !== undefined){
-if(!(validate126(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate126.errors : vErrors.concat(validate126.errors);
+if(!(validate140(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate140.errors : vErrors.concat(validate140.errors);
 errors = vErrors.length;
 }
 }
 if(data.cursor !== undefined){
-if(!(validate128(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate128.errors : vErrors.concat(validate128.errors);
+if(!(validate142(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate142.errors : vErrors.concat(validate142.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate130(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate130.errors : vErrors.concat(validate130.errors);
+if(!(validate144(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate144.errors : vErrors.concat(validate144.errors);
 errors = vErrors.length;
 }
 }
@@ -4761,509 +5287,13 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate125.errors = vErrors;
+validate139.errors = vErrors;
 return errors === 0;
 }
-validate125.evaluated = {"props":{"email":true,"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
+validate139.evaluated = {"props":{"email":true,"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getWebhook_path = validate132;
-const schema87 = {"$id":"getWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate133(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate133.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate133.errors = vErrors;
-return errors === 0;
-}
-validate133.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate132(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getWebhook_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate132.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate133(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate133.errors : vErrors.concat(validate133.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate132.errors = vErrors;
-return errors === 0;
-}
-validate132.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getWebhookDelivery_path = validate135;
-const schema89 = {"$id":"getWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/1/schema"}},"required":["id","deliveryId"]};
-const schema90 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate136(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate136.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate136.errors = vErrors;
-return errors === 0;
-}
-validate136.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema91 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate138(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate138.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate138.errors = vErrors;
-return errors === 0;
-}
-validate138.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate135(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getWebhookDelivery_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate135.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.deliveryId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate136(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate136.errors : vErrors.concat(validate136.errors);
-errors = vErrors.length;
-}
-}
-if(data.deliveryId !== undefined){
-if(!(validate138(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate138.errors : vErrors.concat(validate138.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate135.errors = vErrors;
-return errors === 0;
-}
-validate135.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listActionItems_query = validate140;
-const schema92 = {"$id":"listActionItems_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/2/schema"},"priority":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/3/schema"}},"required":[]};
-
-function validate141(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate141.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate141.errors = vErrors;
-return errors === 0;
-}
-validate141.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate143(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate143.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate143.errors = vErrors;
-return errors === 0;
-}
-validate143.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema95 = {"type":"string","description":"State of an action item. A snoozed item stays `pending` (see `snoozedUntilAt`).","enum":["pending","completed","dismissed","expired"]};
-
-function validate145(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate145.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!((((data === "pending") || (data === "completed")) || (data === "dismissed")) || (data === "expired"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema95.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate145.errors = vErrors;
-return errors === 0;
-}
-validate145.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema96 = {"type":"string","description":"Priority of an action item.","enum":["urgent","high","medium","low"]};
+exports.getWebhook_path = validate146;
+const schema96 = {"$id":"getWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
 
 function validate147(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5303,8 +5333,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(!((((data === "urgent") || (data === "high")) || (data === "medium")) || (data === "low"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema96.enum},message:"must be equal to one of the allowed values"};
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5313,17 +5344,28 @@ vErrors.push(err1);
 }
 errors++;
 }
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
 validate147.errors = vErrors;
 return errors === 0;
 }
 validate147.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate140(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listActionItems_query" */;
+function validate146(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getWebhook_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate140.evaluated;
+const evaluated0 = validate146.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5331,33 +5373,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate141(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate141.errors : vErrors.concat(validate141.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate143(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate143.errors : vErrors.concat(validate143.errors);
-errors = vErrors.length;
-}
-}
-if(data.status !== undefined){
-if(!(validate145(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate145.errors : vErrors.concat(validate145.errors);
-errors = vErrors.length;
-}
-}
-if(data.priority !== undefined){
-if(!(validate147(data.priority, {instancePath:instancePath+"/priority",parentData:data,parentDataProperty:"priority",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate147.errors : vErrors.concat(validate147.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -5366,13 +5383,31 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate140.errors = vErrors;
+if(data.id !== undefined){
+if(!(validate147(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate147.errors : vErrors.concat(validate147.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate146.errors = vErrors;
 return errors === 0;
 }
-validate140.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"priority":true},"dynamicProps":false,"dynamicItems":false};
+validate146.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listCompanies_query = validate149;
-const schema97 = {"$id":"listCompanies_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"search":{"$ref":"openapi.json#/paths/~1companies/get/parameters/2/schema"}},"required":[]};
+exports.getWebhookDelivery_path = validate149;
+const schema98 = {"$id":"getWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/1/schema"}},"required":["id","deliveryId"]};
+const schema99 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate150(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5413,8 +5448,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5439,11 +5474,207 @@ return errors === 0;
 }
 validate150.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema100 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate152.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate152.errors = vErrors;
+return errors === 0;
+}
+validate152.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getWebhookDelivery_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate149.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.deliveryId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate150(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate150.errors : vErrors.concat(validate150.errors);
+errors = vErrors.length;
+}
+}
+if(data.deliveryId !== undefined){
+if(!(validate152(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate152.errors : vErrors.concat(validate152.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate149.errors = vErrors;
+return errors === 0;
+}
+validate149.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listActionItems_query = validate154;
+const schema101 = {"$id":"listActionItems_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/2/schema"},"priority":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/3/schema"}},"required":[]};
+
+function validate155(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate155.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate155.errors = vErrors;
+return errors === 0;
+}
+validate155.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate157.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5498,17 +5729,312 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate152.errors = vErrors;
+validate157.errors = vErrors;
 return errors === 0;
 }
-validate152.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate157.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema100 = {"type":"string","minLength":1,"maxLength":255};
+const schema104 = {"type":"string","description":"State of an action item. A snoozed item stays `pending` (see `snoozedUntilAt`).","enum":["pending","completed","dismissed","expired"]};
+
+function validate159(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate159.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!((((data === "pending") || (data === "completed")) || (data === "dismissed")) || (data === "expired"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema104.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate159.errors = vErrors;
+return errors === 0;
+}
+validate159.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema105 = {"type":"string","description":"Priority of an action item.","enum":["urgent","high","medium","low"]};
+
+function validate161(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate161.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!((((data === "urgent") || (data === "high")) || (data === "medium")) || (data === "low"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema105.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate161.errors = vErrors;
+return errors === 0;
+}
+validate161.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
 
 function validate154(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listActionItems_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate154.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate155(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate155.errors : vErrors.concat(validate155.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate157(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate157.errors : vErrors.concat(validate157.errors);
+errors = vErrors.length;
+}
+}
+if(data.status !== undefined){
+if(!(validate159(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate159.errors : vErrors.concat(validate159.errors);
+errors = vErrors.length;
+}
+}
+if(data.priority !== undefined){
+if(!(validate161(data.priority, {instancePath:instancePath+"/priority",parentData:data,parentDataProperty:"priority",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate161.errors : vErrors.concat(validate161.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate154.errors = vErrors;
+return errors === 0;
+}
+validate154.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"priority":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listCompanies_query = validate163;
+const schema106 = {"$id":"listCompanies_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"search":{"$ref":"openapi.json#/paths/~1companies/get/parameters/2/schema"}},"required":[]};
+
+function validate164(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate164.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate164.errors = vErrors;
+return errors === 0;
+}
+validate164.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate166(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate166.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate166.errors = vErrors;
+return errors === 0;
+}
+validate166.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema109 = {"type":"string","minLength":1,"maxLength":255};
+
+function validate168(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate168.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5565,17 +6091,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate154.errors = vErrors;
+validate168.errors = vErrors;
 return errors === 0;
 }
-validate154.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate168.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate163(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCompanies_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate149.evaluated;
+const evaluated0 = validate163.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5584,20 +6110,20 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate150(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate150.errors : vErrors.concat(validate150.errors);
+if(!(validate164(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate164.errors : vErrors.concat(validate164.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate152(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate152.errors : vErrors.concat(validate152.errors);
+if(!(validate166(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate166.errors : vErrors.concat(validate166.errors);
 errors = vErrors.length;
 }
 }
 if(data.search !== undefined){
-if(!(validate154(data.search, {instancePath:instancePath+"/search",parentData:data,parentDataProperty:"search",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate154.errors : vErrors.concat(validate154.errors);
+if(!(validate168(data.search, {instancePath:instancePath+"/search",parentData:data,parentDataProperty:"search",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate168.errors : vErrors.concat(validate168.errors);
 errors = vErrors.length;
 }
 }
@@ -5612,18 +6138,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate149.errors = vErrors;
+validate163.errors = vErrors;
 return errors === 0;
 }
-validate149.evaluated = {"props":{"cursor":true,"limit":true,"search":true},"dynamicProps":false,"dynamicItems":false};
+validate163.evaluated = {"props":{"cursor":true,"limit":true,"search":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listContacts_query = validate156;
-const schema101 = {"$id":"listContacts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"listId":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/2/schema"},"qualificationStatus":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/3/schema"},"q":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/4/schema"},"email":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/5/schema"},"includeDeleted":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/6/schema"}},"required":[]};
+exports.listContacts_query = validate170;
+const schema110 = {"$id":"listContacts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"listId":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/2/schema"},"qualificationStatus":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/3/schema"},"q":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/4/schema"},"email":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/5/schema"},"includeDeleted":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/6/schema"}},"required":[]};
 
-function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate171(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate157.evaluated;
+const evaluated0 = validate171.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5680,16 +6206,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate157.errors = vErrors;
+validate171.errors = vErrors;
 return errors === 0;
 }
-validate157.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate171.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate159(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate159.evaluated;
+const evaluated0 = validate173.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5744,17 +6270,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate159.errors = vErrors;
+validate173.errors = vErrors;
 return errors === 0;
 }
-validate159.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate173.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema104 = {"type":"string","minLength":1,"maxLength":64};
+const schema113 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate161(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate161.evaluated;
+const evaluated0 = validate175.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5811,17 +6337,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate161.errors = vErrors;
+validate175.errors = vErrors;
 return errors === 0;
 }
-validate161.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate175.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema105 = {"type":"string","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
+const schema114 = {"type":"string","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
 
-function validate163(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate177(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate163.evaluated;
+const evaluated0 = validate177.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5857,7 +6383,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!((((((data === "NEW") || (data === "CONTACTED")) || (data === "QUALIFIED")) || (data === "UNQUALIFIED")) || (data === "NURTURE")) || (data === "CUSTOMER"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema105.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema114.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5866,17 +6392,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate163.errors = vErrors;
+validate177.errors = vErrors;
 return errors === 0;
 }
-validate163.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate177.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema106 = {"type":"string","minLength":1,"maxLength":200};
+const schema115 = {"type":"string","minLength":1,"maxLength":200};
 
-function validate165(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate179(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate165.evaluated;
+const evaluated0 = validate179.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5933,17 +6459,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate165.errors = vErrors;
+validate179.errors = vErrors;
 return errors === 0;
 }
-validate165.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate179.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema107 = {"type":"string","minLength":1,"maxLength":320};
+const schema116 = {"type":"string","minLength":1,"maxLength":320};
 
-function validate167(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate167.evaluated;
+const evaluated0 = validate181.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6000,17 +6526,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate167.errors = vErrors;
+validate181.errors = vErrors;
 return errors === 0;
 }
-validate167.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate181.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema108 = {"type":"string","enum":["true"]};
+const schema117 = {"type":"string","enum":["true"]};
 
-function validate169(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate183(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate169.evaluated;
+const evaluated0 = validate183.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6046,7 +6572,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema108.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema117.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6055,17 +6581,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate169.errors = vErrors;
+validate183.errors = vErrors;
 return errors === 0;
 }
-validate169.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate183.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate156(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate170(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listContacts_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate156.evaluated;
+const evaluated0 = validate170.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6074,44 +6600,44 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate157(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate157.errors : vErrors.concat(validate157.errors);
+if(!(validate171(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate171.errors : vErrors.concat(validate171.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate159(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate159.errors : vErrors.concat(validate159.errors);
+if(!(validate173(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate173.errors : vErrors.concat(validate173.errors);
 errors = vErrors.length;
 }
 }
 if(data.listId !== undefined){
-if(!(validate161(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate161.errors : vErrors.concat(validate161.errors);
+if(!(validate175(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate175.errors : vErrors.concat(validate175.errors);
 errors = vErrors.length;
 }
 }
 if(data.qualificationStatus !== undefined){
-if(!(validate163(data.qualificationStatus, {instancePath:instancePath+"/qualificationStatus",parentData:data,parentDataProperty:"qualificationStatus",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate163.errors : vErrors.concat(validate163.errors);
+if(!(validate177(data.qualificationStatus, {instancePath:instancePath+"/qualificationStatus",parentData:data,parentDataProperty:"qualificationStatus",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate177.errors : vErrors.concat(validate177.errors);
 errors = vErrors.length;
 }
 }
 if(data.q !== undefined){
-if(!(validate165(data.q, {instancePath:instancePath+"/q",parentData:data,parentDataProperty:"q",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate165.errors : vErrors.concat(validate165.errors);
+if(!(validate179(data.q, {instancePath:instancePath+"/q",parentData:data,parentDataProperty:"q",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate179.errors : vErrors.concat(validate179.errors);
 errors = vErrors.length;
 }
 }
 if(data.email !== undefined){
-if(!(validate167(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate167.errors : vErrors.concat(validate167.errors);
+if(!(validate181(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate181.errors : vErrors.concat(validate181.errors);
 errors = vErrors.length;
 }
 }
 if(data.includeDeleted !== undefined){
-if(!(validate169(data.includeDeleted, {instancePath:instancePath+"/includeDeleted",parentData:data,parentDataProperty:"includeDeleted",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate169.errors : vErrors.concat(validate169.errors);
+if(!(validate183(data.includeDeleted, {instancePath:instancePath+"/includeDeleted",parentData:data,parentDataProperty:"includeDeleted",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate183.errors : vErrors.concat(validate183.errors);
 errors = vErrors.length;
 }
 }
@@ -6126,19 +6652,19 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate156.errors = vErrors;
+validate170.errors = vErrors;
 return errors === 0;
 }
-validate156.evaluated = {"props":{"cursor":true,"limit":true,"listId":true,"qualificationStatus":true,"q":true,"email":true,"includeDeleted":true},"dynamicProps":false,"dynamicItems":false};
+validate170.evaluated = {"props":{"cursor":true,"limit":true,"listId":true,"qualificationStatus":true,"q":true,"email":true,"includeDeleted":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDealHistory_path = validate171;
-const schema109 = {"$id":"listDealHistory_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1history/parameters/0/schema"}},"required":["id"]};
-const schema110 = {"type":"string","minLength":1,"maxLength":64};
+exports.listDealHistory_path = validate185;
+const schema118 = {"$id":"listDealHistory_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1history/parameters/0/schema"}},"required":["id"]};
+const schema119 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate172(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate172.evaluated;
+const evaluated0 = validate186.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6195,17 +6721,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate172.errors = vErrors;
+validate186.errors = vErrors;
 return errors === 0;
 }
-validate172.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate186.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate171(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate185(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDealHistory_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate171.evaluated;
+const evaluated0 = validate185.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6224,8 +6750,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate172(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate172.errors : vErrors.concat(validate172.errors);
+if(!(validate186(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate186.errors : vErrors.concat(validate186.errors);
 errors = vErrors.length;
 }
 }
@@ -6240,18 +6766,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate171.errors = vErrors;
+validate185.errors = vErrors;
 return errors === 0;
 }
-validate171.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate185.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDealHistory_query = validate174;
-const schema111 = {"$id":"listDealHistory_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
+exports.listDealHistory_query = validate188;
+const schema120 = {"$id":"listDealHistory_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
 
-function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate189(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate175.evaluated;
+const evaluated0 = validate189.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6308,16 +6834,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate175.errors = vErrors;
+validate189.errors = vErrors;
 return errors === 0;
 }
-validate175.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate189.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate177(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate177.evaluated;
+const evaluated0 = validate191.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6372,17 +6898,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate177.errors = vErrors;
+validate191.errors = vErrors;
 return errors === 0;
 }
-validate177.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate191.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate174(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDealHistory_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate174.evaluated;
+const evaluated0 = validate188.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6391,14 +6917,14 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate175(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate175.errors : vErrors.concat(validate175.errors);
+if(!(validate189(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate189.errors : vErrors.concat(validate189.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate177(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate177.errors : vErrors.concat(validate177.errors);
+if(!(validate191(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate191.errors : vErrors.concat(validate191.errors);
 errors = vErrors.length;
 }
 }
@@ -6413,18 +6939,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate174.errors = vErrors;
+validate188.errors = vErrors;
 return errors === 0;
 }
-validate174.evaluated = {"props":{"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
+validate188.evaluated = {"props":{"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDeals_query = validate179;
-const schema114 = {"$id":"listDeals_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"stageSlug":{"$ref":"openapi.json#/paths/~1deals/get/parameters/2/schema"},"minValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/3/schema"},"maxValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/4/schema"},"include":{"$ref":"openapi.json#/paths/~1deals/get/parameters/5/schema"}},"required":[]};
+exports.listDeals_query = validate193;
+const schema123 = {"$id":"listDeals_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"stageSlug":{"$ref":"openapi.json#/paths/~1deals/get/parameters/2/schema"},"minValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/3/schema"},"maxValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/4/schema"},"include":{"$ref":"openapi.json#/paths/~1deals/get/parameters/5/schema"}},"required":[]};
 
-function validate180(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate194(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate180.evaluated;
+const evaluated0 = validate194.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6481,16 +7007,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate180.errors = vErrors;
+validate194.errors = vErrors;
 return errors === 0;
 }
-validate180.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate194.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate182(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate182.evaluated;
+const evaluated0 = validate196.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6545,17 +7071,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate182.errors = vErrors;
+validate196.errors = vErrors;
 return errors === 0;
 }
-validate182.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate196.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema117 = {"type":"string","minLength":1,"maxLength":100};
+const schema126 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate184(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate198(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate184.evaluated;
+const evaluated0 = validate198.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6612,17 +7138,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate184.errors = vErrors;
+validate198.errors = vErrors;
 return errors === 0;
 }
-validate184.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate198.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema118 = {"type":"integer","minimum":0,"maximum":10000000000000};
+const schema127 = {"type":"integer","minimum":0,"maximum":10000000000000};
 
-function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate200(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate186.evaluated;
+const evaluated0 = validate200.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6677,17 +7203,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate186.errors = vErrors;
+validate200.errors = vErrors;
 return errors === 0;
 }
-validate186.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate200.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema119 = {"type":"integer","minimum":0,"maximum":10000000000000};
+const schema128 = {"type":"integer","minimum":0,"maximum":10000000000000};
 
-function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate202(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate188.evaluated;
+const evaluated0 = validate202.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6742,17 +7268,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate188.errors = vErrors;
+validate202.errors = vErrors;
 return errors === 0;
 }
-validate188.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate202.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema120 = {"type":"string"};
+const schema129 = {"type":"string"};
 
-function validate190(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate190.evaluated;
+const evaluated0 = validate204.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6787,17 +7313,17 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-validate190.errors = vErrors;
+validate204.errors = vErrors;
 return errors === 0;
 }
-validate190.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate204.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate179(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDeals_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate179.evaluated;
+const evaluated0 = validate193.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6806,38 +7332,38 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate180(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate180.errors : vErrors.concat(validate180.errors);
+if(!(validate194(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate194.errors : vErrors.concat(validate194.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate182(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate182.errors : vErrors.concat(validate182.errors);
+if(!(validate196(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate196.errors : vErrors.concat(validate196.errors);
 errors = vErrors.length;
 }
 }
 if(data.stageSlug !== undefined){
-if(!(validate184(data.stageSlug, {instancePath:instancePath+"/stageSlug",parentData:data,parentDataProperty:"stageSlug",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate184.errors : vErrors.concat(validate184.errors);
+if(!(validate198(data.stageSlug, {instancePath:instancePath+"/stageSlug",parentData:data,parentDataProperty:"stageSlug",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate198.errors : vErrors.concat(validate198.errors);
 errors = vErrors.length;
 }
 }
 if(data.minValueCents !== undefined){
-if(!(validate186(data.minValueCents, {instancePath:instancePath+"/minValueCents",parentData:data,parentDataProperty:"minValueCents",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate186.errors : vErrors.concat(validate186.errors);
+if(!(validate200(data.minValueCents, {instancePath:instancePath+"/minValueCents",parentData:data,parentDataProperty:"minValueCents",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate200.errors : vErrors.concat(validate200.errors);
 errors = vErrors.length;
 }
 }
 if(data.maxValueCents !== undefined){
-if(!(validate188(data.maxValueCents, {instancePath:instancePath+"/maxValueCents",parentData:data,parentDataProperty:"maxValueCents",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate188.errors : vErrors.concat(validate188.errors);
+if(!(validate202(data.maxValueCents, {instancePath:instancePath+"/maxValueCents",parentData:data,parentDataProperty:"maxValueCents",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate202.errors : vErrors.concat(validate202.errors);
 errors = vErrors.length;
 }
 }
 if(data.include !== undefined){
-if(!(validate190(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate190.errors : vErrors.concat(validate190.errors);
+if(!(validate204(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate204.errors : vErrors.concat(validate204.errors);
 errors = vErrors.length;
 }
 }
@@ -6852,18 +7378,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate179.errors = vErrors;
+validate193.errors = vErrors;
 return errors === 0;
 }
-validate179.evaluated = {"props":{"cursor":true,"limit":true,"stageSlug":true,"minValueCents":true,"maxValueCents":true,"include":true},"dynamicProps":false,"dynamicItems":false};
+validate193.evaluated = {"props":{"cursor":true,"limit":true,"stageSlug":true,"minValueCents":true,"maxValueCents":true,"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDrafts_query = validate192;
-const schema121 = {"$id":"listDrafts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/2/schema"},"contactId":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/3/schema"},"includeSuperseded":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/4/schema"}},"required":[]};
+exports.listDrafts_query = validate206;
+const schema130 = {"$id":"listDrafts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/2/schema"},"contactId":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/3/schema"},"includeSuperseded":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/4/schema"}},"required":[]};
 
-function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate207(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate193.evaluated;
+const evaluated0 = validate207.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6920,16 +7446,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate193.errors = vErrors;
+validate207.errors = vErrors;
 return errors === 0;
 }
-validate193.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate207.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate195(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate195.evaluated;
+const evaluated0 = validate209.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6984,17 +7510,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate195.errors = vErrors;
+validate209.errors = vErrors;
 return errors === 0;
 }
-validate195.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate209.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema124 = {"type":"string","description":"Draft state (uppercase). `DRAFT_GENERATED`, `EDITED` and `REGENERATED` can be approved or rejected;\n`APPROVED` can be sent (POST /drafts/{id}/send); `REJECTED` is final.\n","enum":["DRAFT_GENERATED","EDITED","REGENERATED","APPROVED","REJECTED"]};
+const schema133 = {"type":"string","description":"Draft state (uppercase). `DRAFT_GENERATED`, `EDITED` and `REGENERATED` can be approved or rejected;\n`APPROVED` can be sent (POST /drafts/{id}/send); `REJECTED` is final.\n","enum":["DRAFT_GENERATED","EDITED","REGENERATED","APPROVED","REJECTED"]};
 
-function validate197(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate211(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate197.evaluated;
+const evaluated0 = validate211.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7030,7 +7556,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(((((data === "DRAFT_GENERATED") || (data === "EDITED")) || (data === "REGENERATED")) || (data === "APPROVED")) || (data === "REJECTED"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema124.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema133.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7039,17 +7565,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate197.errors = vErrors;
+validate211.errors = vErrors;
 return errors === 0;
 }
-validate197.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate211.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema125 = {"type":"string","minLength":1,"maxLength":64};
+const schema134 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate213(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate199.evaluated;
+const evaluated0 = validate213.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7106,17 +7632,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate199.errors = vErrors;
+validate213.errors = vErrors;
 return errors === 0;
 }
-validate199.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate213.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema126 = {"type":"string","enum":["true"]};
+const schema135 = {"type":"string","enum":["true"]};
 
-function validate201(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate215(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate201.evaluated;
+const evaluated0 = validate215.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7152,7 +7678,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema126.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema135.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7161,17 +7687,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate201.errors = vErrors;
+validate215.errors = vErrors;
 return errors === 0;
 }
-validate201.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate215.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate192(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate206(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDrafts_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate192.evaluated;
+const evaluated0 = validate206.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7180,32 +7706,32 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate193(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate193.errors : vErrors.concat(validate193.errors);
+if(!(validate207(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate207.errors : vErrors.concat(validate207.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate195(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate195.errors : vErrors.concat(validate195.errors);
+if(!(validate209(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate209.errors : vErrors.concat(validate209.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate197(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate197.errors : vErrors.concat(validate197.errors);
+if(!(validate211(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate211.errors : vErrors.concat(validate211.errors);
 errors = vErrors.length;
 }
 }
 if(data.contactId !== undefined){
-if(!(validate199(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate199.errors : vErrors.concat(validate199.errors);
+if(!(validate213(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate213.errors : vErrors.concat(validate213.errors);
 errors = vErrors.length;
 }
 }
 if(data.includeSuperseded !== undefined){
-if(!(validate201(data.includeSuperseded, {instancePath:instancePath+"/includeSuperseded",parentData:data,parentDataProperty:"includeSuperseded",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate201.errors : vErrors.concat(validate201.errors);
+if(!(validate215(data.includeSuperseded, {instancePath:instancePath+"/includeSuperseded",parentData:data,parentDataProperty:"includeSuperseded",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate215.errors : vErrors.concat(validate215.errors);
 errors = vErrors.length;
 }
 }
@@ -7220,18 +7746,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate192.errors = vErrors;
+validate206.errors = vErrors;
 return errors === 0;
 }
-validate192.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"contactId":true,"includeSuperseded":true},"dynamicProps":false,"dynamicItems":false};
+validate206.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"contactId":true,"includeSuperseded":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listEvents_query = validate203;
-const schema127 = {"$id":"listEvents_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"type":{"$ref":"openapi.json#/paths/~1events/get/parameters/2/schema"},"resourceType":{"$ref":"openapi.json#/paths/~1events/get/parameters/3/schema"},"resourceId":{"$ref":"openapi.json#/paths/~1events/get/parameters/4/schema"},"createdAfter":{"$ref":"openapi.json#/paths/~1events/get/parameters/5/schema"},"createdBefore":{"$ref":"openapi.json#/paths/~1events/get/parameters/6/schema"}},"required":[]};
+exports.listEvents_query = validate217;
+const schema136 = {"$id":"listEvents_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"type":{"$ref":"openapi.json#/paths/~1events/get/parameters/2/schema"},"resourceType":{"$ref":"openapi.json#/paths/~1events/get/parameters/3/schema"},"resourceId":{"$ref":"openapi.json#/paths/~1events/get/parameters/4/schema"},"createdAfter":{"$ref":"openapi.json#/paths/~1events/get/parameters/5/schema"},"createdBefore":{"$ref":"openapi.json#/paths/~1events/get/parameters/6/schema"}},"required":[]};
 
-function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate204.evaluated;
+const evaluated0 = validate218.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7286,16 +7812,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate204.errors = vErrors;
+validate218.errors = vErrors;
 return errors === 0;
 }
-validate204.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate218.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate206(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate206.evaluated;
+const evaluated0 = validate220.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7352,18 +7878,18 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate206.errors = vErrors;
+validate220.errors = vErrors;
 return errors === 0;
 }
-validate206.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate220.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema130 = {"type":"string","minLength":1,"maxLength":2000,"pattern":"^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"};
+const schema139 = {"type":"string","minLength":1,"maxLength":2000,"pattern":"^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"};
 const pattern0 = new RegExp("^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$", "u");
 
-function validate208(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate208.evaluated;
+const evaluated0 = validate222.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7430,17 +7956,17 @@ vErrors.push(err3);
 errors++;
 }
 }
-validate208.errors = vErrors;
+validate222.errors = vErrors;
 return errors === 0;
 }
-validate208.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate222.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema131 = {"type":"string","minLength":1,"maxLength":64};
+const schema140 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate210(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate224(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate210.evaluated;
+const evaluated0 = validate224.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7497,500 +8023,12 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate210.errors = vErrors;
+validate224.errors = vErrors;
 return errors === 0;
 }
-validate210.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate224.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema132 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate212(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate212.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate212.errors = vErrors;
-return errors === 0;
-}
-validate212.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema133 = {"type":"string","format":"date-time"};
-const formats4 = require("ajv-formats/dist/formats").fullFormats["date-time"];
-
-function validate214(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate214.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(!(formats4.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-validate214.errors = vErrors;
-return errors === 0;
-}
-validate214.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema134 = {"type":"string","format":"date-time"};
-
-function validate216(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate216.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(!(formats4.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-validate216.errors = vErrors;
-return errors === 0;
-}
-validate216.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate203(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listEvents_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate203.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit !== undefined){
-if(!(validate204(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate204.errors : vErrors.concat(validate204.errors);
-errors = vErrors.length;
-}
-}
-if(data.cursor !== undefined){
-if(!(validate206(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate206.errors : vErrors.concat(validate206.errors);
-errors = vErrors.length;
-}
-}
-if(data.type !== undefined){
-if(!(validate208(data.type, {instancePath:instancePath+"/type",parentData:data,parentDataProperty:"type",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate208.errors : vErrors.concat(validate208.errors);
-errors = vErrors.length;
-}
-}
-if(data.resourceType !== undefined){
-if(!(validate210(data.resourceType, {instancePath:instancePath+"/resourceType",parentData:data,parentDataProperty:"resourceType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate210.errors : vErrors.concat(validate210.errors);
-errors = vErrors.length;
-}
-}
-if(data.resourceId !== undefined){
-if(!(validate212(data.resourceId, {instancePath:instancePath+"/resourceId",parentData:data,parentDataProperty:"resourceId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate212.errors : vErrors.concat(validate212.errors);
-errors = vErrors.length;
-}
-}
-if(data.createdAfter !== undefined){
-if(!(validate214(data.createdAfter, {instancePath:instancePath+"/createdAfter",parentData:data,parentDataProperty:"createdAfter",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate214.errors : vErrors.concat(validate214.errors);
-errors = vErrors.length;
-}
-}
-if(data.createdBefore !== undefined){
-if(!(validate216(data.createdBefore, {instancePath:instancePath+"/createdBefore",parentData:data,parentDataProperty:"createdBefore",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate216.errors : vErrors.concat(validate216.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate203.errors = vErrors;
-return errors === 0;
-}
-validate203.evaluated = {"props":{"limit":true,"cursor":true,"type":true,"resourceType":true,"resourceId":true,"createdAfter":true,"createdBefore":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listLeads_query = validate218;
-const schema135 = {"$id":"listLeads_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1leads/get/parameters/2/schema"}},"required":[]};
-
-function validate219(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate219.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate219.errors = vErrors;
-return errors === 0;
-}
-validate219.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate221(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate221.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate221.errors = vErrors;
-return errors === 0;
-}
-validate221.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema138 = {"type":"string","description":"Lead state. `NEW` on capture; `QUALIFIED` once the qualification sweep finds it fit;\n`CONVERTED` (final) after conversion to a contact (and deal), by the periodic sweep or\nPOST /leads/{id}/convert; `SPAM` after POST /leads/{id}/spam (a spam lead cannot be converted).\n","enum":["NEW","QUALIFIED","CONVERTED","SPAM"]};
-
-function validate223(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate223.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!((((data === "NEW") || (data === "QUALIFIED")) || (data === "CONVERTED")) || (data === "SPAM"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema138.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate223.errors = vErrors;
-return errors === 0;
-}
-validate223.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listLeads_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate218.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate219(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate219.errors : vErrors.concat(validate219.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate221(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate221.errors : vErrors.concat(validate221.errors);
-errors = vErrors.length;
-}
-}
-if(data.status !== undefined){
-if(!(validate223(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate223.errors : vErrors.concat(validate223.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate218.errors = vErrors;
-return errors === 0;
-}
-validate218.evaluated = {"props":{"cursor":true,"limit":true,"status":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listLists_query = validate225;
-const schema139 = {"$id":"listLists_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"includeArchived":{"$ref":"openapi.json#/paths/~1lists/get/parameters/2/schema"}},"required":[]};
+const schema141 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate226(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8031,8 +8069,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8057,6 +8095,8 @@ return errors === 0;
 }
 validate226.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema142 = {"type":"string","format":"date-time"};
+const formats4 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate228(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8068,16 +8108,18 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
 if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
 }
 else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -8094,24 +8136,14 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(typeof data === "string"){
+if(!(formats4.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
 }
 errors++;
 }
@@ -8121,7 +8153,7 @@ return errors === 0;
 }
 validate228.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema142 = {"type":"string","enum":["1","0"],"default":"0"};
+const schema143 = {"type":"string","format":"date-time"};
 
 function validate230(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8161,8 +8193,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(!((data === "1") || (data === "0"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema142.enum},message:"must be equal to one of the allowed values"};
+if(typeof data === "string"){
+if(!(formats4.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8171,17 +8204,18 @@ vErrors.push(err1);
 }
 errors++;
 }
+}
 validate230.errors = vErrors;
 return errors === 0;
 }
 validate230.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate225(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listLists_query" */;
+function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listEvents_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate225.evaluated;
+const evaluated0 = validate217.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8189,20 +8223,44 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit !== undefined){
+if(!(validate218(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate218.errors : vErrors.concat(validate218.errors);
+errors = vErrors.length;
+}
+}
 if(data.cursor !== undefined){
-if(!(validate226(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+if(!(validate220(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate220.errors : vErrors.concat(validate220.errors);
+errors = vErrors.length;
+}
+}
+if(data.type !== undefined){
+if(!(validate222(data.type, {instancePath:instancePath+"/type",parentData:data,parentDataProperty:"type",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate222.errors : vErrors.concat(validate222.errors);
+errors = vErrors.length;
+}
+}
+if(data.resourceType !== undefined){
+if(!(validate224(data.resourceType, {instancePath:instancePath+"/resourceType",parentData:data,parentDataProperty:"resourceType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate224.errors : vErrors.concat(validate224.errors);
+errors = vErrors.length;
+}
+}
+if(data.resourceId !== undefined){
+if(!(validate226(data.resourceId, {instancePath:instancePath+"/resourceId",parentData:data,parentDataProperty:"resourceId",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate226.errors : vErrors.concat(validate226.errors);
 errors = vErrors.length;
 }
 }
-if(data.limit !== undefined){
-if(!(validate228(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+if(data.createdAfter !== undefined){
+if(!(validate228(data.createdAfter, {instancePath:instancePath+"/createdAfter",parentData:data,parentDataProperty:"createdAfter",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate228.errors : vErrors.concat(validate228.errors);
 errors = vErrors.length;
 }
 }
-if(data.includeArchived !== undefined){
-if(!(validate230(data.includeArchived, {instancePath:instancePath+"/includeArchived",parentData:data,parentDataProperty:"includeArchived",rootData,dynamicAnchors}))){
+if(data.createdBefore !== undefined){
+if(!(validate230(data.createdBefore, {instancePath:instancePath+"/createdBefore",parentData:data,parentDataProperty:"createdBefore",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate230.errors : vErrors.concat(validate230.errors);
 errors = vErrors.length;
 }
@@ -8218,13 +8276,13 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate225.errors = vErrors;
+validate217.errors = vErrors;
 return errors === 0;
 }
-validate225.evaluated = {"props":{"cursor":true,"limit":true,"includeArchived":true},"dynamicProps":false,"dynamicItems":false};
+validate217.evaluated = {"props":{"limit":true,"cursor":true,"type":true,"resourceType":true,"resourceId":true,"createdAfter":true,"createdBefore":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listMessages_query = validate232;
-const schema143 = {"$id":"listMessages_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1messages/get/parameters/2/schema"},"direction":{"$ref":"openapi.json#/paths/~1messages/get/parameters/3/schema"},"intent":{"$ref":"openapi.json#/paths/~1messages/get/parameters/4/schema"}},"required":[]};
+exports.listLeads_query = validate232;
+const schema144 = {"$id":"listLeads_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1leads/get/parameters/2/schema"}},"required":[]};
 
 function validate233(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8355,7 +8413,7 @@ return errors === 0;
 }
 validate235.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema146 = {"type":"string","minLength":1,"maxLength":64};
+const schema147 = {"type":"string","description":"Lead state. `NEW` on capture; `QUALIFIED` once the qualification sweep finds it fit;\n`CONVERTED` (final) after conversion to a contact (and deal), by the periodic sweep or\nPOST /leads/{id}/convert; `SPAM` after POST /leads/{id}/spam (a spam lead cannot be converted).\n","enum":["NEW","QUALIFIED","CONVERTED","SPAM"]};
 
 function validate237(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8395,74 +8453,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate237.errors = vErrors;
-return errors === 0;
-}
-validate237.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema147 = {"type":"string","enum":["INBOUND","OUTBOUND"]};
-
-function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate239.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!((data === "INBOUND") || (data === "OUTBOUND"))){
+if(!((((data === "NEW") || (data === "QUALIFIED")) || (data === "CONVERTED")) || (data === "SPAM"))){
 const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema147.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
@@ -8472,81 +8463,14 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate239.errors = vErrors;
+validate237.errors = vErrors;
 return errors === 0;
 }
-validate239.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema148 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate241(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate241.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate241.errors = vErrors;
-return errors === 0;
-}
-validate241.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate237.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate232(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listMessages_query" */;
+/*# sourceURL="listLeads_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate232.evaluated;
@@ -8569,21 +8493,9 @@ vErrors = vErrors === null ? validate235.errors : vErrors.concat(validate235.err
 errors = vErrors.length;
 }
 }
-if(data.contactId !== undefined){
-if(!(validate237(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+if(data.status !== undefined){
+if(!(validate237(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate237.errors : vErrors.concat(validate237.errors);
-errors = vErrors.length;
-}
-}
-if(data.direction !== undefined){
-if(!(validate239(data.direction, {instancePath:instancePath+"/direction",parentData:data,parentDataProperty:"direction",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate239.errors : vErrors.concat(validate239.errors);
-errors = vErrors.length;
-}
-}
-if(data.intent !== undefined){
-if(!(validate241(data.intent, {instancePath:instancePath+"/intent",parentData:data,parentDataProperty:"intent",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate241.errors : vErrors.concat(validate241.errors);
 errors = vErrors.length;
 }
 }
@@ -8601,15 +8513,15 @@ errors++;
 validate232.errors = vErrors;
 return errors === 0;
 }
-validate232.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"direction":true,"intent":true},"dynamicProps":false,"dynamicItems":false};
+validate232.evaluated = {"props":{"cursor":true,"limit":true,"status":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listPublicTemplates_query = validate243;
-const schema149 = {"$id":"listPublicTemplates_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"useCase":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/2/schema"},"useCaseSlug":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/3/schema"},"industry":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/4/schema"},"sequenceStep":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/5/schema"}},"required":[]};
+exports.listLists_query = validate239;
+const schema148 = {"$id":"listLists_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"includeArchived":{"$ref":"openapi.json#/paths/~1lists/get/parameters/2/schema"}},"required":[]};
 
-function validate244(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate240(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate244.evaluated;
+const evaluated0 = validate240.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8666,16 +8578,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate244.errors = vErrors;
+validate240.errors = vErrors;
 return errors === 0;
 }
-validate244.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate240.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate242(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate246.evaluated;
+const evaluated0 = validate242.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8730,17 +8642,631 @@ vErrors.push(err2);
 errors++;
 }
 }
+validate242.errors = vErrors;
+return errors === 0;
+}
+validate242.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema151 = {"type":"string","enum":["1","0"],"default":"0"};
+
+function validate244(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate244.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!((data === "1") || (data === "0"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema151.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate244.errors = vErrors;
+return errors === 0;
+}
+validate244.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listLists_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate239.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate240(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate240.errors : vErrors.concat(validate240.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate242(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate242.errors : vErrors.concat(validate242.errors);
+errors = vErrors.length;
+}
+}
+if(data.includeArchived !== undefined){
+if(!(validate244(data.includeArchived, {instancePath:instancePath+"/includeArchived",parentData:data,parentDataProperty:"includeArchived",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate244.errors : vErrors.concat(validate244.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate239.errors = vErrors;
+return errors === 0;
+}
+validate239.evaluated = {"props":{"cursor":true,"limit":true,"includeArchived":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listMessages_query = validate246;
+const schema152 = {"$id":"listMessages_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1messages/get/parameters/2/schema"},"direction":{"$ref":"openapi.json#/paths/~1messages/get/parameters/3/schema"},"intent":{"$ref":"openapi.json#/paths/~1messages/get/parameters/4/schema"}},"required":[]};
+
+function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate247.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate247.errors = vErrors;
+return errors === 0;
+}
+validate247.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate249.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate249.errors = vErrors;
+return errors === 0;
+}
+validate249.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema155 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate251.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate251.errors = vErrors;
+return errors === 0;
+}
+validate251.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema156 = {"type":"string","enum":["INBOUND","OUTBOUND"]};
+
+function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate253.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!((data === "INBOUND") || (data === "OUTBOUND"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema156.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate253.errors = vErrors;
+return errors === 0;
+}
+validate253.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema157 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate255(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate255.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate255.errors = vErrors;
+return errors === 0;
+}
+validate255.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listMessages_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate246.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate247(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate247.errors : vErrors.concat(validate247.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate249(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate249.errors : vErrors.concat(validate249.errors);
+errors = vErrors.length;
+}
+}
+if(data.contactId !== undefined){
+if(!(validate251(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate251.errors : vErrors.concat(validate251.errors);
+errors = vErrors.length;
+}
+}
+if(data.direction !== undefined){
+if(!(validate253(data.direction, {instancePath:instancePath+"/direction",parentData:data,parentDataProperty:"direction",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
+errors = vErrors.length;
+}
+}
+if(data.intent !== undefined){
+if(!(validate255(data.intent, {instancePath:instancePath+"/intent",parentData:data,parentDataProperty:"intent",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate255.errors : vErrors.concat(validate255.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
 validate246.errors = vErrors;
 return errors === 0;
 }
-validate246.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate246.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"direction":true,"intent":true},"dynamicProps":false,"dynamicItems":false};
 
-const schema152 = {"type":"string","minLength":1,"maxLength":100};
+exports.listPublicTemplates_query = validate257;
+const schema158 = {"$id":"listPublicTemplates_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"useCase":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/2/schema"},"useCaseSlug":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/3/schema"},"industry":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/4/schema"},"sequenceStep":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/5/schema"}},"required":[]};
 
-function validate248(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate248.evaluated;
+const evaluated0 = validate258.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate258.errors = vErrors;
+return errors === 0;
+}
+validate258.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate260.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate260.errors = vErrors;
+return errors === 0;
+}
+validate260.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema161 = {"type":"string","minLength":1,"maxLength":100};
+
+function validate262(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate262.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8797,17 +9323,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate248.errors = vErrors;
+validate262.errors = vErrors;
 return errors === 0;
 }
-validate248.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate262.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema153 = {"type":"string","minLength":1,"maxLength":100};
+const schema162 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate250(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate264(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate250.evaluated;
+const evaluated0 = validate264.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8864,17 +9390,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate250.errors = vErrors;
+validate264.errors = vErrors;
 return errors === 0;
 }
-validate250.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate264.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema154 = {"type":"string","minLength":1,"maxLength":100};
+const schema163 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate252.evaluated;
+const evaluated0 = validate266.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8931,17 +9457,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate252.errors = vErrors;
+validate266.errors = vErrors;
 return errors === 0;
 }
-validate252.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate266.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema155 = {"type":"integer","minimum":1,"maximum":1000};
+const schema164 = {"type":"integer","minimum":1,"maximum":1000};
 
-function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate268(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate254.evaluated;
+const evaluated0 = validate268.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8996,80 +9522,14 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate254.errors = vErrors;
+validate268.errors = vErrors;
 return errors === 0;
 }
-validate254.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate268.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-
-function validate243(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listPublicTemplates_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate243.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate244(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate244.errors : vErrors.concat(validate244.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate246(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate246.errors : vErrors.concat(validate246.errors);
-errors = vErrors.length;
-}
-}
-if(data.useCase !== undefined){
-if(!(validate248(data.useCase, {instancePath:instancePath+"/useCase",parentData:data,parentDataProperty:"useCase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate248.errors : vErrors.concat(validate248.errors);
-errors = vErrors.length;
-}
-}
-if(data.useCaseSlug !== undefined){
-if(!(validate250(data.useCaseSlug, {instancePath:instancePath+"/useCaseSlug",parentData:data,parentDataProperty:"useCaseSlug",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate250.errors : vErrors.concat(validate250.errors);
-errors = vErrors.length;
-}
-}
-if(data.industry !== undefined){
-if(!(validate252(data.industry, {instancePath:instancePath+"/industry",parentData:data,parentDataProperty:"industry",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
-errors = vErrors.length;
-}
-}
-if(data.sequenceStep !== undefined){
-if(!(validate254(data.sequenceStep, {instancePath:instancePath+"/sequenceStep",parentData:data,parentDataProperty:"sequenceStep",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate243.errors = vErrors;
-return errors === 0;
-}
-validate243.evaluated = {"props":{"cursor":true,"limit":true,"useCase":true,"useCaseSlug":true,"industry":true,"sequenceStep":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listSequences_query = validate256;
-const schema156 = {"$id":"listSequences_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/2/schema"},"status":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/3/schema"}},"required":[]};
 
 function validate257(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listPublicTemplates_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate257.evaluated;
@@ -9079,281 +9539,40 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate257.errors = vErrors;
-return errors === 0;
-}
-validate257.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate259(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate259.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate259.errors = vErrors;
-return errors === 0;
-}
-validate259.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema159 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate261(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate261.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate261.errors = vErrors;
-return errors === 0;
-}
-validate261.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema160 = {"type":"string","enum":["NEW","ACTIVE","QUEUED","DRAFTED","APPROVED","PAUSED","COMPLETED"]};
-
-function validate263(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate263.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!(((((((data === "NEW") || (data === "ACTIVE")) || (data === "QUEUED")) || (data === "DRAFTED")) || (data === "APPROVED")) || (data === "PAUSED")) || (data === "COMPLETED"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema160.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate263.errors = vErrors;
-return errors === 0;
-}
-validate263.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate256(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listSequences_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate256.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate257(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate257.errors : vErrors.concat(validate257.errors);
+if(!(validate258(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate259(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate259.errors : vErrors.concat(validate259.errors);
+if(!(validate260(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate260.errors : vErrors.concat(validate260.errors);
 errors = vErrors.length;
 }
 }
-if(data.contactId !== undefined){
-if(!(validate261(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate261.errors : vErrors.concat(validate261.errors);
+if(data.useCase !== undefined){
+if(!(validate262(data.useCase, {instancePath:instancePath+"/useCase",parentData:data,parentDataProperty:"useCase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate262.errors : vErrors.concat(validate262.errors);
 errors = vErrors.length;
 }
 }
-if(data.status !== undefined){
-if(!(validate263(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate263.errors : vErrors.concat(validate263.errors);
+if(data.useCaseSlug !== undefined){
+if(!(validate264(data.useCaseSlug, {instancePath:instancePath+"/useCaseSlug",parentData:data,parentDataProperty:"useCaseSlug",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate264.errors : vErrors.concat(validate264.errors);
+errors = vErrors.length;
+}
+}
+if(data.industry !== undefined){
+if(!(validate266(data.industry, {instancePath:instancePath+"/industry",parentData:data,parentDataProperty:"industry",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate266.errors : vErrors.concat(validate266.errors);
+errors = vErrors.length;
+}
+}
+if(data.sequenceStep !== undefined){
+if(!(validate268(data.sequenceStep, {instancePath:instancePath+"/sequenceStep",parentData:data,parentDataProperty:"sequenceStep",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate268.errors : vErrors.concat(validate268.errors);
 errors = vErrors.length;
 }
 }
@@ -9368,191 +9587,13 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate256.errors = vErrors;
+validate257.errors = vErrors;
 return errors === 0;
 }
-validate256.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"status":true},"dynamicProps":false,"dynamicItems":false};
+validate257.evaluated = {"props":{"cursor":true,"limit":true,"useCase":true,"useCaseSlug":true,"industry":true,"sequenceStep":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listWebhookDeliveries_path = validate265;
-const schema161 = {"$id":"listWebhookDeliveries_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries/parameters/0/schema"}},"required":["id"]};
-const schema162 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate266.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate266.errors = vErrors;
-return errors === 0;
-}
-validate266.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate265(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWebhookDeliveries_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate265.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate266(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate266.errors : vErrors.concat(validate266.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate265.errors = vErrors;
-return errors === 0;
-}
-validate265.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listWebhookDeliveries_query = validate268;
-const schema163 = {"$id":"listWebhookDeliveries_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
-
-function validate269(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate269.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate269.errors = vErrors;
-return errors === 0;
-}
-validate269.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
+exports.listSequences_query = validate270;
+const schema165 = {"$id":"listSequences_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/2/schema"},"status":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/3/schema"}},"required":[]};
 
 function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9620,53 +9661,10 @@ return errors === 0;
 validate271.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate268(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWebhookDeliveries_query" */;
+function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate268.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit !== undefined){
-if(!(validate269(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate269.errors : vErrors.concat(validate269.errors);
-errors = vErrors.length;
-}
-}
-if(data.cursor !== undefined){
-if(!(validate271(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate271.errors : vErrors.concat(validate271.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate268.errors = vErrors;
-return errors === 0;
-}
-validate268.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listWebhooks_query = validate273;
-const schema166 = {"$id":"listWebhooks_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
-
-function validate274(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate274.evaluated;
+const evaluated0 = validate273.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9721,16 +9719,371 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate274.errors = vErrors;
+validate273.errors = vErrors;
 return errors === 0;
 }
-validate274.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate273.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema168 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate276(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate276.evaluated;
+const evaluated0 = validate275.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate275.errors = vErrors;
+return errors === 0;
+}
+validate275.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema169 = {"type":"string","enum":["NEW","ACTIVE","QUEUED","DRAFTED","APPROVED","PAUSED","COMPLETED"]};
+
+function validate277(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate277.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!(((((((data === "NEW") || (data === "ACTIVE")) || (data === "QUEUED")) || (data === "DRAFTED")) || (data === "APPROVED")) || (data === "PAUSED")) || (data === "COMPLETED"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema169.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate277.errors = vErrors;
+return errors === 0;
+}
+validate277.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate270(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listSequences_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate270.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate271(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate271.errors : vErrors.concat(validate271.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate273(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
+errors = vErrors.length;
+}
+}
+if(data.contactId !== undefined){
+if(!(validate275(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate275.errors : vErrors.concat(validate275.errors);
+errors = vErrors.length;
+}
+}
+if(data.status !== undefined){
+if(!(validate277(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate277.errors : vErrors.concat(validate277.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate270.errors = vErrors;
+return errors === 0;
+}
+validate270.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"status":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listWebhookDeliveries_path = validate279;
+const schema170 = {"$id":"listWebhookDeliveries_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries/parameters/0/schema"}},"required":["id"]};
+const schema171 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate280.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate280.errors = vErrors;
+return errors === 0;
+}
+validate280.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listWebhookDeliveries_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate279.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate280(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate280.errors : vErrors.concat(validate280.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate279.errors = vErrors;
+return errors === 0;
+}
+validate279.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listWebhookDeliveries_query = validate282;
+const schema172 = {"$id":"listWebhookDeliveries_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
+
+function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate283.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate283.errors = vErrors;
+return errors === 0;
+}
+validate283.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate285.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9787,17 +10140,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate276.errors = vErrors;
+validate285.errors = vErrors;
 return errors === 0;
 }
-validate276.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate285.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWebhooks_query" */;
+function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listWebhookDeliveries_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate273.evaluated;
+const evaluated0 = validate282.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9806,14 +10159,14 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.limit !== undefined){
-if(!(validate274(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate274.errors : vErrors.concat(validate274.errors);
+if(!(validate283(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate283.errors : vErrors.concat(validate283.errors);
 errors = vErrors.length;
 }
 }
 if(data.cursor !== undefined){
-if(!(validate276(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate276.errors : vErrors.concat(validate276.errors);
+if(!(validate285(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate285.errors : vErrors.concat(validate285.errors);
 errors = vErrors.length;
 }
 }
@@ -9828,356 +10181,13 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate273.errors = vErrors;
-return errors === 0;
-}
-validate273.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.markLeadSpam_path = validate278;
-const schema169 = {"$id":"markLeadSpam_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1spam/parameters/0/schema"}},"required":["id"]};
-const schema170 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate279.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate279.errors = vErrors;
-return errors === 0;
-}
-validate279.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate278(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="markLeadSpam_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate278.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate279(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate279.errors : vErrors.concat(validate279.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate278.errors = vErrors;
-return errors === 0;
-}
-validate278.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.pauseContactSequence_path = validate281;
-const schema171 = {"$id":"pauseContactSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1pause-sequence/parameters/0/schema"}},"required":["id"]};
-const schema172 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate282.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
 validate282.errors = vErrors;
 return errors === 0;
 }
-validate282.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate282.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-
-function validate281(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="pauseContactSequence_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate281.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate282(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate282.errors : vErrors.concat(validate282.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate281.errors = vErrors;
-return errors === 0;
-}
-validate281.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.rejectDraft_path = validate284;
-const schema173 = {"$id":"rejectDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1reject/parameters/0/schema"}},"required":["id"]};
-const schema174 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate285.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate285.errors = vErrors;
-return errors === 0;
-}
-validate285.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="rejectDraft_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate284.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate285(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate285.errors : vErrors.concat(validate285.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate284.errors = vErrors;
-return errors === 0;
-}
-validate284.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.removeSuppression_query = validate287;
-const schema175 = {"$id":"removeSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/delete/parameters/0/schema"}},"required":["email"]};
-const schema176 = {"type":"string","minLength":1,"maxLength":320};
+exports.listWebhooks_query = validate287;
+const schema175 = {"$id":"listWebhooks_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
 
 function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10189,18 +10199,16 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(typeof data !== "string"){
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
 let dataType0 = typeof data;
 let coerced0 = undefined;
 if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
 }
 else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10217,9 +10225,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(typeof data === "string"){
-if(func0(data) > 320){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10228,8 +10236,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10245,58 +10253,10 @@ return errors === 0;
 validate288.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="removeSuppression_query" */;
+function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate287.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.email === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.email !== undefined){
-if(!(validate288(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate288.errors : vErrors.concat(validate288.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate287.errors = vErrors;
-return errors === 0;
-}
-validate287.evaluated = {"props":{"email":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.replayWebhookDelivery_path = validate290;
-const schema177 = {"$id":"replayWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/1/schema"}},"required":["id","deliveryId"]};
-const schema178 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate291.evaluated;
+const evaluated0 = validate290.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10332,8 +10292,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10353,11 +10313,54 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate291.errors = vErrors;
+validate290.errors = vErrors;
 return errors === 0;
 }
-validate291.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate290.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listWebhooks_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate287.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit !== undefined){
+if(!(validate288(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate288.errors : vErrors.concat(validate288.errors);
+errors = vErrors.length;
+}
+}
+if(data.cursor !== undefined){
+if(!(validate290(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate290.errors : vErrors.concat(validate290.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate287.errors = vErrors;
+return errors === 0;
+}
+validate287.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.markLeadSpam_path = validate292;
+const schema178 = {"$id":"markLeadSpam_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1spam/parameters/0/schema"}},"required":["id"]};
 const schema179 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -10426,11 +10429,11 @@ return errors === 0;
 validate293.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="replayWebhookDelivery_path" */;
+function validate292(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="markLeadSpam_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate290.evaluated;
+const evaluated0 = validate292.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10448,8 +10451,15 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.deliveryId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
+if(data.id !== undefined){
+if(!(validate293(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10458,36 +10468,14 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate291(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
-errors = vErrors.length;
-}
-}
-if(data.deliveryId !== undefined){
-if(!(validate293(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate290.errors = vErrors;
+validate292.errors = vErrors;
 return errors === 0;
 }
-validate290.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
+validate292.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.researchCompany_path = validate295;
-const schema180 = {"$id":"researchCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+exports.pauseContactSequence_path = validate295;
+const schema180 = {"$id":"pauseContactSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1pause-sequence/parameters/0/schema"}},"required":["id"]};
+const schema181 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate296(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10556,7 +10544,7 @@ validate296.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="researchCompany_path" */;
+/*# sourceURL="pauseContactSequence_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate295.evaluated;
@@ -10599,8 +10587,9 @@ return errors === 0;
 }
 validate295.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.researchContact_path = validate298;
-const schema182 = {"$id":"researchContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+exports.rejectDraft_path = validate298;
+const schema182 = {"$id":"rejectDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1reject/parameters/0/schema"}},"required":["id"]};
+const schema183 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10669,7 +10658,7 @@ validate299.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="researchContact_path" */;
+/*# sourceURL="rejectDraft_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate298.evaluated;
@@ -10712,9 +10701,9 @@ return errors === 0;
 }
 validate298.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.rotateWebhookSecret_path = validate301;
-const schema184 = {"$id":"rotateWebhookSecret_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1rotate-secret/parameters/0/schema"}},"required":["id"]};
-const schema185 = {"type":"string","minLength":1,"maxLength":64};
+exports.removeSuppression_query = validate301;
+const schema184 = {"$id":"removeSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/delete/parameters/0/schema"}},"required":["email"]};
+const schema185 = {"type":"string","minLength":1,"maxLength":320};
 
 function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10755,8 +10744,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func0(data) > 320){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10783,7 +10772,7 @@ validate302.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="rotateWebhookSecret_path" */;
+/*# sourceURL="removeSuppression_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate301.evaluated;
@@ -10794,8 +10783,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data.email === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "email"},message:"must have required property '"+"email"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10804,8 +10793,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate302(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+if(data.email !== undefined){
+if(!(validate302(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
 errors = vErrors.length;
 }
@@ -10824,10 +10813,10 @@ errors++;
 validate301.errors = vErrors;
 return errors === 0;
 }
-validate301.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate301.evaluated = {"props":{"email":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.sendDraft_path = validate304;
-const schema186 = {"$id":"sendDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1send/parameters/0/schema"}},"required":["id"]};
+exports.replayWebhookDelivery_path = validate304;
+const schema186 = {"$id":"replayWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/1/schema"}},"required":["id","deliveryId"]};
 const schema187 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -10895,9 +10884,76 @@ return errors === 0;
 }
 validate305.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema188 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate307.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate307.errors = vErrors;
+return errors === 0;
+}
+validate307.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
 
 function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="sendDraft_path" */;
+/*# sourceURL="replayWebhookDelivery_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate304.evaluated;
@@ -10918,213 +10974,48 @@ vErrors.push(err0);
 }
 errors++;
 }
+if(data.deliveryId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
 if(data.id !== undefined){
 if(!(validate305(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate305.errors : vErrors.concat(validate305.errors);
 errors = vErrors.length;
 }
 }
+if(data.deliveryId !== undefined){
+if(!(validate307(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate307.errors : vErrors.concat(validate307.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err1];
+vErrors = [err2];
 }
 else {
-vErrors.push(err1);
+vErrors.push(err2);
 }
 errors++;
 }
 validate304.errors = vErrors;
 return errors === 0;
 }
-validate304.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate304.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.testDeliverWebhook_path = validate307;
-const schema188 = {"$id":"testDeliverWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1test-deliver/parameters/0/schema"}},"required":["id"]};
-const schema189 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate308.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate308.errors = vErrors;
-return errors === 0;
-}
-validate308.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testDeliverWebhook_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate307.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate308(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate308.errors : vErrors.concat(validate308.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate307.errors = vErrors;
-return errors === 0;
-}
-validate307.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.updateContact_path = validate310;
-const schema190 = {"$id":"updateContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate311.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate311.errors = vErrors;
-return errors === 0;
-}
-validate311.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
+exports.researchCompany_path = validate309;
+const schema189 = {"$id":"researchCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
 
 function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate310.evaluated;
@@ -11134,52 +11025,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate311(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate311.errors : vErrors.concat(validate311.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate310.errors = vErrors;
-return errors === 0;
-}
-validate310.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.updateDeal_path = validate313;
-const schema192 = {"$id":"updateDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate314.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -11230,14 +11075,60 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate314.errors = vErrors;
+validate310.errors = vErrors;
 return errors === 0;
 }
-validate314.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate310.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="researchCompany_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate309.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate310(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate310.errors : vErrors.concat(validate310.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate309.errors = vErrors;
+return errors === 0;
+}
+validate309.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.researchContact_path = validate312;
+const schema191 = {"$id":"researchContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
 
 function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateDeal_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate313.evaluated;
@@ -11247,6 +11138,73 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate313.errors = vErrors;
+return errors === 0;
+}
+validate313.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="researchContact_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate312.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.id === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
@@ -11259,8 +11217,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate314(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate314.errors : vErrors.concat(validate314.errors);
+if(!(validate313(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate313.errors : vErrors.concat(validate313.errors);
 errors = vErrors.length;
 }
 }
@@ -11275,18 +11233,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate313.errors = vErrors;
+validate312.errors = vErrors;
 return errors === 0;
 }
-validate313.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate312.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.updateWebhook_path = validate316;
-const schema194 = {"$id":"updateWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.rotateWebhookSecret_path = validate315;
+const schema193 = {"$id":"rotateWebhookSecret_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1rotate-secret/parameters/0/schema"}},"required":["id"]};
+const schema194 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate317.evaluated;
+const evaluated0 = validate316.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11343,17 +11302,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate317.errors = vErrors;
+validate316.errors = vErrors;
 return errors === 0;
 }
-validate317.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate316.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateWebhook_path" */;
+function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="rotateWebhookSecret_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate316.evaluated;
+const evaluated0 = validate315.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11372,8 +11331,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate317(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
+if(!(validate316(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate316.errors : vErrors.concat(validate316.errors);
 errors = vErrors.length;
 }
 }
@@ -11388,7 +11347,574 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate316.errors = vErrors;
+validate315.errors = vErrors;
 return errors === 0;
 }
-validate316.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate315.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.sendDraft_path = validate318;
+const schema195 = {"$id":"sendDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1send/parameters/0/schema"}},"required":["id"]};
+const schema196 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate319.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate319.errors = vErrors;
+return errors === 0;
+}
+validate319.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="sendDraft_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate318.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate319(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate319.errors : vErrors.concat(validate319.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate318.errors = vErrors;
+return errors === 0;
+}
+validate318.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.testDeliverWebhook_path = validate321;
+const schema197 = {"$id":"testDeliverWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1test-deliver/parameters/0/schema"}},"required":["id"]};
+const schema198 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate322.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate322.errors = vErrors;
+return errors === 0;
+}
+validate322.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="testDeliverWebhook_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate321.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate322(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate322.errors : vErrors.concat(validate322.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate321.errors = vErrors;
+return errors === 0;
+}
+validate321.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.updateContact_path = validate324;
+const schema199 = {"$id":"updateContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
+
+function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate325.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate325.errors = vErrors;
+return errors === 0;
+}
+validate325.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateContact_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate324.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate325(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate325.errors : vErrors.concat(validate325.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate324.errors = vErrors;
+return errors === 0;
+}
+validate324.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.updateDeal_path = validate327;
+const schema201 = {"$id":"updateDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
+
+function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate328.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate328.errors = vErrors;
+return errors === 0;
+}
+validate328.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateDeal_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate327.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate328(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate328.errors : vErrors.concat(validate328.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate327.errors = vErrors;
+return errors === 0;
+}
+validate327.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.updateWebhook_path = validate330;
+const schema203 = {"$id":"updateWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
+
+function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate331.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate331.errors = vErrors;
+return errors === 0;
+}
+validate331.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateWebhook_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate330.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate331(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate331.errors : vErrors.concat(validate331.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate330.errors = vErrors;
+return errors === 0;
+}
+validate330.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};

@@ -13,6 +13,7 @@ import { eraseAddress } from '../src/erasure.js';
 import { usableErasureSecret } from '../src/suppression-match.js';
 import { researchContact as runContactResearch } from '../src/research/contact-research.js';
 import { pauseSequences } from '../src/sequences.js';
+import { cancelQueued } from '../src/dispatch/queue.js';
 import { findOrCreateCompany, freshness, likeEscape, objectArray, researchTtlDays } from './companies.js';
 
 const UNDO_WINDOW_MS = 30 * 86_400_000;
@@ -370,6 +371,8 @@ const deleteContact: Handler<'deleteContact'> = async ({ trx, auth, params }) =>
   let deletedAt = first?.deleted_at ?? null;
   if (first) {
     await emit(trx, org, { type: 'contact.deleted', resource: { type: 'Contact', id: params.id }, data: { contactId: params.id } });
+    // A removed contact is out of the send queue at once (and out of it for good).
+    await cancelQueued(trx, org, { contactId: params.id }, 'contact_removed');
   } else {
     const prior = await trx.selectFrom('contacts').select('deleted_at').where('organization_id', '=', org).where('id', '=', params.id).executeTakeFirst();
     if (!prior) throw notFound('contact');

@@ -9,6 +9,8 @@ import { jsonPage, keyset } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
 import { matchSuppression } from '../src/suppression-match.js';
 import { DO_NOT_CONTACT_TAG } from '../src/drafting/generate.js';
+import { queueSteps } from '../src/dispatch/queue.js';
+import { outboundEntitled } from '../src/plans.js';
 import type { Flag } from '../src/drafting/guardrails.js';
 
 type DraftStatus = 'DRAFT_GENERATED' | 'EDITED' | 'REGENERATED' | 'APPROVED' | 'REJECTED';
@@ -148,6 +150,11 @@ const approveDraft: Handler<'approveDraft'> = async ({ trx, auth, params, body, 
       .where('organization_id', '=', org).where('id', '=', d.sequence_id).where('status', 'in', ['NEW', 'DRAFTED']).execute();
   }
   if (d.generation_run_id !== null) await listApprovalEvent(trx, org, d.generation_run_id);
+  // A step approved while its sequence is sending joins the queue now.
+  if (d.sequence_id !== null) {
+    const seq = await trx.selectFrom('contact_sequences').select('status').where('organization_id', '=', org).where('id', '=', d.sequence_id).executeTakeFirst();
+    if (seq && ['QUEUED', 'ACTIVE'].includes(seq.status)) await queueSteps(trx, org, d.sequence_id);
+  }
   return { status: 200, body: { draftId: d.id, status: 'approved', allApproved: all, contactId: d.contact_id } };
 };
 
@@ -181,4 +188,39 @@ const rejectDraft: Handler<'rejectDraft'> = async ({ trx, auth, params }) => {
   return { status: 200, body: { draftId: d.id, status: 'rejected', contactId: d.contact_id } };
 };
 
-export const draftHandlers = { listDrafts, getDraft, approveDraft, rejectDraft };
+type SkipReason = 'contact_removed' | 'suppressed' | 'do_not_contact' | 'already_in_pipeline' | 'all_steps_sent' | 'sequence_not_active' | 'already_queued';
+
+/**
+ * Queues every approved, unsent step of the draft's sequence (src/dispatch/queue.ts). 404 while
+ * the organization's send flag is off, 403 on a plan without outbound, 400 for a draft that is
+ * not APPROVED or not part of a sequence; a skip is a 200 with a stable reason.
+ */
+const sendDraft: Handler<'sendDraft'> = async ({ trx, auth, params, config }) => {
+  const org = auth.organizationId;
+  if (!auth.org.flags.v1_2_api_send) throw notFound('draft');
+  const d = await draftForUpdate(trx, org, params.id);
+  if (!outboundEntitled(auth.org.plan)) throw new ProblemError('not-entitled', `The ${auth.org.plan} plan does not include outbound (sending).`);
+  if (d.status !== 'APPROVED' || d.superseded_at !== null) throw invalid(`Only the live APPROVED version of a step can be sent; this draft is ${d.superseded_at ? 'superseded' : d.status}.`);
+  if (d.sequence_id === null) throw invalid('The draft is not part of a sequence; only sequence steps are sent.');
+  const skipped = (reason: SkipReason) => ({ status: 200 as const, body: { draftId: d.id, queued: false, queuedJobCount: 0, skippedReason: reason } });
+  const contact = await trx.selectFrom('contacts').select(['email_normalized', 'deleted_at', 'erased_at', 'tags'])
+    .where('organization_id', '=', org).where('id', '=', d.contact_id).executeTakeFirstOrThrow();
+  if (contact.deleted_at !== null || contact.erased_at !== null) return skipped('contact_removed');
+  if ((await matchSuppression(trx, org, contact.email_normalized, config.erasureHashSecret)).suppressed) return skipped('suppressed');
+  if (contact.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG)) return skipped('do_not_contact');
+  const openDeal = await sql<{ id: string }>`
+    SELECT d.id FROM deals d LEFT JOIN deal_stages s ON s.organization_id = d.organization_id AND s.id = d.stage_id
+    WHERE d.organization_id = ${org} AND d.primary_contact_id = ${d.contact_id} AND d.actual_close_date IS NULL AND s.is_terminal IS NOT TRUE
+    LIMIT 1`.execute(trx);
+  if (openDeal.rows.length > 0) return skipped('already_in_pipeline');
+  const seq = await trx.selectFrom('contact_sequences').select(['status', 'steps']).where('organization_id', '=', org).where('id', '=', d.sequence_id).forUpdate().executeTakeFirstOrThrow();
+  const sent = await trx.selectFrom('drafts').select((eb) => eb.fn.countAll<number>().as('n')).where('organization_id', '=', org)
+    .where('sequence_id', '=', d.sequence_id).where('superseded_at', 'is', null).where('sent_at', 'is not', null).executeTakeFirstOrThrow();
+  if (Number(sent.n) >= (seq.steps as unknown[]).length) return skipped('all_steps_sent');
+  if (!['DRAFTED', 'APPROVED', 'QUEUED', 'ACTIVE'].includes(seq.status)) return skipped('sequence_not_active');
+  const queued = await queueSteps(trx, org, d.sequence_id);
+  if (queued === 0) return skipped('already_queued');
+  return { status: 200, body: { draftId: d.id, queued: true, queuedJobCount: queued, skippedReason: null } };
+};
+
+export const draftHandlers = { listDrafts, getDraft, approveDraft, rejectDraft, sendDraft };

@@ -18,6 +18,7 @@ import { idempotent } from './http/idempotency.js';
 import { JsonText } from './http/paging.js';
 import { publicDoc, adminDoc, publicOperations, adminOperations } from './spec.js';
 import { botPage } from './research/robots.js';
+import { mountMailLinks } from './mail/links.js';
 import type { OpenApiDoc, OperationInfo } from './openapi-doc.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -309,6 +310,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   });
   // The page the research crawler's User-Agent names, for site owners.
   app.get('/research-bot', (c) => c.html(botPage()));
+  // Unsubscribe and tracking links of sent messages (no API key: their signed token is the proof).
+  mountMailLinks(app as unknown as Hono<never>, { db, signer: services.signer, log });
   app.get('/problems', (c) => c.json({ data: Object.entries(PROBLEMS).map(([slug, p]) => ({ slug, ...p, type: `${config.publicBaseUrl}/problems/${slug}` })) }));
 
   // CORS preflight for the one operation that needs no key.

@@ -15,6 +15,8 @@ export interface Config {
   webhookTimeoutMs: number;
   webhookSecretKey: string | null;
   smtpUrl: string | null;
+  /** The deployment's sender, `Name <address>`. */
+  mailFrom: { name: string | null; address: string };
   logLevel: string;
   /** The root of a company's site for research; `{domain}` is the normalized domain. */
   researchSiteUrlTemplate: string;
@@ -109,6 +111,9 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError(`RESEARCH_ALLOWED_TARGETS must list address:port pairs (IPv6 as [addr]:port), got "${t}"`);
     }
   }
+  const mailFromRaw = env.MAIL_FROM || 'Outbound <outbound@localhost>';
+  const mf = /^\s*(?:"?([^"<]*?)"?\s*<([^<>\s]+@[^<>\s]+)>|([^<>\s]+@[^<>\s]+))\s*$/.exec(mailFromRaw);
+  if (!mf) throw new ConfigError(`MAIL_FROM must be an address or "Name <address>", got "${mailFromRaw}"`);
   const llmBaseUrl = url(env, 'LLM_BASE_URL', ['http:', 'https:']);
   const llmModel = env.LLM_MODEL?.trim() || null;
   if (llmBaseUrl && !llmModel) throw new ConfigError('LLM_MODEL must name the model when LLM_BASE_URL is set');
@@ -126,6 +131,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
     webhookSecretKey,
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    mailFrom: { name: mf[1]?.trim() || null, address: (mf[2] ?? mf[3]).toLowerCase() },
     logLevel,
     researchSiteUrlTemplate: template.replace(/\/+$/, ''),
     researchAllowPrivateTargets: bool(env, 'RESEARCH_ALLOW_PRIVATE_TARGETS', false),

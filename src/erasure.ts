@@ -7,6 +7,7 @@ import { emit, audit } from './events.js';
 import { newId } from './ids.js';
 import type { Services } from './services.js';
 import { erasureHmac } from './suppression-match.js';
+import { cancelQueued } from './dispatch/queue.js';
 
 export interface ErasureRequest {
   organizationId: string;
@@ -65,6 +66,7 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
   // A draft's evidence, guardrail report and approval quote its sentences: they go with the text.
   await trx.updateTable('drafts').set({ subject: '', body: '', evidence: null, guardrail: null, approval: null, updated_at: at } as never)
     .where('organization_id', '=', org).where('contact_id', '=', contactId).execute();
+  await cancelQueued(trx, org, { contactId }, 'contact_removed');
   await trx.updateTable('send_records').set({ to_email: null, subject: null, text_body: null, html_body: null, headers: null })
     .where('organization_id', '=', org)
     .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(to_email)`, '=', address)]))

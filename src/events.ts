@@ -29,8 +29,9 @@ export async function emitMany(trx: Tx, organizationId: string, events: EmitInpu
   // Most events have no subscriber: the fan-out job is added only where one exists.
   await sql`
     WITH ev AS (
-      INSERT INTO events (organization_id, id, type, api_version, data, resource_type, resource_id)
-      SELECT ${organizationId}, e.id, e.type, ${EVENT_API_VERSION}, e.data, e.resource_type, e.resource_id
+      INSERT INTO events (organization_id, id, type, api_version, data, resource_type, resource_id, created_at)
+      -- A millisecond apart, so the log (newest first, by time) keeps the order they were emitted in.
+      SELECT ${organizationId}, e.id, e.type, ${EVENT_API_VERSION}, e.data, e.resource_type, e.resource_id, now_ms() + (e.n - 1) * interval '1 millisecond'
       FROM unnest(${ids}::text[], ${events.map((e) => e.type)}::text[], ${events.map((e) => JSON.stringify(e.data))}::jsonb[],
                   ${events.map((e) => e.resource.type)}::text[], ${events.map((e) => e.resource.id)}::text[])
            WITH ORDINALITY AS e(id, type, data, resource_type, resource_id, n)

@@ -19,6 +19,8 @@ import { createSecretBox, loadSecretKey } from './secret-box.js';
 import type { Services } from './services.js';
 import { startWorker } from './worker.js';
 import { createModelClient } from './llm/client.js';
+import { createSigner } from './mail/tokens.js';
+import { createTransports } from './mail/transports.js';
 
 export interface Runtime {
   config: Config;
@@ -50,10 +52,14 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
   const ownerPool = createPool(databaseUrl, { max: 24, name: 'outbound-worker', prepare: true });
   const db = createDb(appPool);
   const ownerDb = createDb(ownerPool);
+  const secretKey = loadSecretKey(config.webhookSecretKey, config.dataDir);
+  const secretBox = createSecretBox(secretKey);
   const services: Services = {
-    secretBox: createSecretBox(loadSecretKey(config.webhookSecretKey, config.dataDir)),
+    secretBox,
     faults: new Set(),
     model: createModelClient(config, log),
+    signer: createSigner(secretKey),
+    mail: createTransports(config.smtpUrl, secretBox),
   };
   const app = createApp({
     config, db, requestDb: createDb(requestPool), services, log, handlers, adminHandlers,
@@ -65,6 +71,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
   return {
     config, log, appPool, ownerPool, db, ownerDb, services, app,
     async close() {
+      services.mail.close();
       await Promise.allSettled([appPool.end(), requestPool.end(), ownerPool.end()]);
     },
   };

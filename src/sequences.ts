@@ -11,6 +11,7 @@ import { emit, emitMany } from './events.js';
 import { newId, iso, isoNN } from './ids.js';
 import { ProblemError, notFound } from './http/problems.js';
 import type { TemplateStep } from './drafting/context.js';
+import { cancelQueued } from './dispatch/queue.js';
 
 /** Statuses that hold a list's deletion (409 without force=true) and that pausing acts on. */
 export const IN_FLIGHT_SEQUENCE_STATUSES = ['ACTIVE', 'QUEUED', 'DRAFTED', 'APPROVED'];
@@ -119,6 +120,8 @@ export async function pauseSequences(
     .where('organization_id', '=', organizationId).where('contact_id', 'in', contactIds as string[]) // ids or a subquery of ids
     .where('status', 'in', IN_FLIGHT_SEQUENCE_STATUSES)
     .returning(['id', 'contact_id', 'paused_from']).execute();
+  // A paused sequence sends nothing: its queued steps leave the queue (a resume asks for approval again).
+  await cancelQueued(trx, organizationId, { sequenceIds: paused.map((s) => s.id) }, 'sequence_not_active');
   await emitMany(trx, organizationId, paused.map((s) => ({
     type: 'sequence.paused', resource: { type: 'Sequence', id: s.id }, data: { sequenceId: s.id, contactId: s.contact_id, reason, pausedFrom: s.paused_from },
   })));

@@ -2,6 +2,8 @@
 import type { SecretBox } from './secret-box.js';
 import type { Lookup } from './net/address.js';
 import type { ModelClient } from './llm/client.js';
+import type { Signer } from './mail/tokens.js';
+import type { Transports } from './mail/transports.js';
 
 export interface Services {
   /** Encrypts webhook signing secrets at rest. */
@@ -13,6 +15,10 @@ export interface Services {
   faults: Set<string>;
   /** The one model client (drafts, research summaries, reply intent); provider `fallback` when no model is configured. */
   model: ModelClient;
+  /** Signs the links a message carries (unsubscribe, tracking). */
+  signer: Signer;
+  /** Where the dispatcher hands messages (SMTP or the capture transport). */
+  mail: Transports;
   /**
    * The DNS lookup research connects through (the SSRF guard checks every address it returns);
    * unset, the system resolver. Tests inject one to point names at chosen addresses.

@@ -12,6 +12,8 @@ import { toContactList } from '../lists.js';
 import { toSuppressionEntry } from '../suppression.js';
 import { toPublicTemplate } from '../public-templates.js';
 import { normalizeDomain } from '../../src/domains.js';
+import { sendingSettings } from '../../src/dispatch/settings.js';
+import { checkedSending, sendingHandlers } from './sending.js';
 
 type Plan = 'free' | 'starter' | 'growth';
 type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
@@ -27,7 +29,7 @@ async function organizationBody(trx: Tx, orgId: string) {
   const owner = await ownerOf(trx, orgId);
   return {
     id: o.id, name: o.name, plan: o.plan as Plan, flags: { v1_2_api_send: o.flags.v1_2_api_send === true },
-    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, draftsPerMonth: o.drafts_per_month, owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
+    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, draftsPerMonth: o.drafts_per_month, sending: sendingSettings(o.sending), owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
   };
 }
 
@@ -49,12 +51,13 @@ const adminCreateOrganization: AdminHandler<'adminCreateOrganization'> = async (
 
 const adminUpdateOrganization: AdminHandler<'adminUpdateOrganization'> = async ({ db, params, body }) =>
   withSystem(db, async (trx) => {
-    const before = await trx.selectFrom('organizations').select('research_ttl_days').where('id', '=', params.orgId).forUpdate().executeTakeFirst();
+    const before = await trx.selectFrom('organizations').select(['research_ttl_days', 'sending']).where('id', '=', params.orgId).forUpdate().executeTakeFirst();
     if (!before) throw notFound('organization');
     const set: Record<string, unknown> = {};
     if (body.plan !== undefined) set.plan = body.plan;
     if (body.researchBudget !== undefined) set.research_budget = body.researchBudget;
     if (body.draftsPerMonth !== undefined) set.drafts_per_month = body.draftsPerMonth;
+    if (body.sending !== undefined) set.sending = JSON.stringify(checkedSending(body.sending, (before as { sending: unknown }).sending));
     if (body.researchTtlDays !== undefined && body.researchTtlDays !== before.research_ttl_days) {
       set.research_ttl_days = body.researchTtlDays;
       await emit(trx, params.orgId, {
@@ -179,7 +182,7 @@ const adminGetQueue: AdminHandler<'adminGetQueue'> = async ({ db }) => {
 export const adminHandlers: AdminHandlers = {
   adminCreateOrganization, adminUpdateOrganization, adminCreateUser, adminCreateApiKey, adminRevokeApiKey,
   adminCreateProduct, adminCreateSequenceTemplate, adminCreatePublicTemplate, adminUpdateList,
-  adminCreateSuppressionDomain, adminGetQueue,
+  adminCreateSuppressionDomain, adminGetQueue, ...sendingHandlers,
 };
 
 export { ProblemError };

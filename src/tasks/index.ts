@@ -7,6 +7,8 @@ import { purgeIdempotencyKeys } from './purge_idempotency_keys.js';
 import { sweepDeals } from './sweep_deals.js';
 import { generateDraftsTask } from './generate_drafts.js';
 import { generateListChunk } from './generate_list_chunk.js';
+import { sendStepTask } from './send_step.js';
+import { sweepSends } from './sweep_sends.js';
 
 export function buildTaskList(deps: TaskDeps): TaskList {
   return {
@@ -16,12 +18,16 @@ export function buildTaskList(deps: TaskDeps): TaskList {
     sweep_deals: sweepDeals(deps),
     generate_drafts: generateDraftsTask(deps),
     generate_list_chunk: generateListChunk(deps),
+    send_step: sendStepTask(deps),
+    sweep_sends: sweepSends(deps),
   };
 }
 
 // Sweeps: idempotency keys older than 48 hours (kept at least 24) are purged hourly; the deal
-// sweep (overdue next steps, slipped deals) runs every 15 minutes.
+// sweep (overdue next steps, slipped deals) runs every 15 minutes; steps whose send was never
+// recorded are marked possibly sent every minute.
 export const CRONTAB = `
 15 * * * * purge_idempotency_keys ?max=1
 */15 * * * * sweep_deals ?max=1
+* * * * * sweep_sends ?max=1
 `;

@@ -1,0 +1,55 @@
+// The send queue: which steps of a sequence are asked to go out, one row each, with a send job due
+// at the step's time. POST /drafts/{id}/send queues every approved, unsent step of the draft's
+// sequence; a step approved later, while its sequence is QUEUED or ACTIVE, joins the queue then.
+import { sql } from 'kysely';
+import type { Tx } from '../../db/database.js';
+import { newId } from '../ids.js';
+
+/** Queue states of a step not (known to be) sent: it still counts as in the queue. */
+export const OPEN_STATES = ['queued', 'deferred', 'sending'];
+
+/**
+ * (Re)schedules the send job of a queue row: one job per row (the job key), moved when a gate
+ * defers the step. Runs in the caller's transaction.
+ */
+export async function scheduleSend(trx: Tx, organizationId: string, queueId: string, runAt: Date | null): Promise<void> {
+  await sql`SELECT enqueue_job('send_step', json_build_object('organizationId', ${organizationId}::text, 'queueId', ${queueId}::text),
+    ${runAt}::timestamptz, ${queueId}::text)`.execute(trx);
+}
+
+/**
+ * Queues the approved, unsent live drafts of the sequence that are not queued yet; returns how
+ * many were queued now. The sequence becomes QUEUED when it was DRAFTED or APPROVED.
+ */
+export async function queueSteps(trx: Tx, organizationId: string, sequenceId: string): Promise<number> {
+  const org = organizationId;
+  const drafts = await trx.selectFrom('drafts').select(['id', 'step', 'contact_id', 'scheduled_at', 'created_at'])
+    .where('organization_id', '=', org).where('sequence_id', '=', sequenceId).where('superseded_at', 'is', null)
+    .where('status', '=', 'APPROVED').where('sent_at', 'is', null).orderBy('step').execute();
+  if (drafts.length === 0) return 0;
+  const ids = drafts.map(() => newId('sq'));
+  const queued = await sql<{ id: string; next_attempt_at: Date }>`
+    INSERT INTO send_queue (organization_id, id, sequence_id, step, contact_id, draft_id, scheduled_at, next_attempt_at)
+    SELECT ${org}, v.id, ${sequenceId}, v.step, v.contact_id, v.draft_id, v.at, v.at
+    FROM unnest(${ids}::text[], ${drafts.map((d) => d.step)}::int[], ${drafts.map((d) => d.contact_id)}::text[],
+                ${drafts.map((d) => d.id)}::text[], ${drafts.map((d) => d.scheduled_at ?? d.created_at)}::timestamptz[])
+         AS v(id, step, contact_id, draft_id, at)
+    ON CONFLICT (organization_id, sequence_id, step) WHERE state NOT IN ('skipped', 'failed') DO NOTHING
+    RETURNING id, next_attempt_at`.execute(trx);
+  for (const q of queued.rows) await scheduleSend(trx, org, q.id, q.next_attempt_at);
+  if (queued.rows.length > 0) {
+    await trx.updateTable('contact_sequences').set({ status: 'QUEUED', updated_at: sql`now_ms()` } as never)
+      .where('organization_id', '=', org).where('id', '=', sequenceId).where('status', 'in', ['DRAFTED', 'APPROVED']).execute();
+  }
+  return queued.rows.length;
+}
+
+/** Cancels the open queue rows of the given sequences or contacts (a pause, an erasure): they will not go out. */
+export async function cancelQueued(trx: Tx, organizationId: string, where: { sequenceIds?: string[]; contactId?: string }, reason: string): Promise<number> {
+  let q = trx.updateTable('send_queue').set({ state: 'skipped', held_by: reason, updated_at: sql`now_ms()` } as never)
+    .where('organization_id', '=', organizationId).where('state', 'in', ['queued', 'deferred']);
+  if (where.sequenceIds) q = q.where('sequence_id', 'in', where.sequenceIds.length ? where.sequenceIds : ['']);
+  if (where.contactId) q = q.where('contact_id', '=', where.contactId);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}

@@ -1,0 +1,74 @@
+// A real SMTP server on loopback (the smtp-server package) for dispatcher tests and the sending
+// bench. Per recipient it accepts (250), answers temporarily (451), permanently (550), or hangs
+// on the message until the client gives up; it records every message it accepted, raw.
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+
+export type SinkBehaviour = 'accept' | 'temporary' | 'permanent' | 'hang';
+
+export interface SinkMessage { from: string; to: string[]; raw: string; at: number }
+
+export interface SmtpSink {
+  port: number;
+  url: string;
+  messages: SinkMessage[];
+  /** How a recipient is answered (default accept); by exact address or by domain (`@x.com`). */
+  behave(addressOrDomain: string, b: SinkBehaviour): void;
+  /** Called with each message once it is fully received, before the server answers it. */
+  onMessage(fn: ((m: SinkMessage) => void | Promise<void>) | null): void;
+  /** A delay before the server answers each message. */
+  delayMs: number;
+  waitFor(n: number, timeoutMs?: number): Promise<SinkMessage[]>;
+  close(): Promise<void>;
+}
+
+export async function startSmtpSink(): Promise<SmtpSink> {
+  const rules = new Map<string, SinkBehaviour>();
+  const messages: SinkMessage[] = [];
+  let hook: ((m: SinkMessage) => void | Promise<void>) | null = null;
+  const behaviour = (address: string): SinkBehaviour => rules.get(address.toLowerCase()) ?? rules.get(`@${address.split('@')[1]?.toLowerCase()}`) ?? 'accept';
+  const sink = { delayMs: 0 } as SmtpSink;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    size: 10 * 1024 * 1024,
+    onRcptTo(address, _session, cb) {
+      const b = behaviour(address.address);
+      if (b === 'permanent') { const e = new Error('5.1.1 <' + address.address + '>: user unknown') as Error & { responseCode: number }; e.responseCode = 550; cb(e); return; }
+      if (b === 'temporary') { const e = new Error('4.7.1 try again later') as Error & { responseCode: number }; e.responseCode = 451; cb(e); return; }
+      cb();
+    },
+    onData(stream, session, cb) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', async () => {
+        const to = session.envelope.rcptTo.map((r) => r.address);
+        const m: SinkMessage = { from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to, raw: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+        if (to.some((t) => behaviour(t) === 'hang')) return; // never answered
+        messages.push(m);
+        if (hook) await hook(m);
+        if (sink.delayMs > 0) await new Promise((r) => setTimeout(r, sink.delayMs));
+        cb(null, `2.0.0 Ok: queued as Q${messages.length}`);
+      });
+    },
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.server.address() as AddressInfo).port;
+  return Object.assign(sink, {
+    port,
+    url: `smtp://127.0.0.1:${port}`,
+    messages,
+    behave: (k: string, b: SinkBehaviour) => { rules.set(k.toLowerCase(), b); },
+    onMessage: (fn: typeof hook) => { hook = fn; },
+    async waitFor(n: number, timeoutMs = 20_000) {
+      const end = Date.now() + timeoutMs;
+      while (messages.length < n) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${n} messages (have ${messages.length})`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      return messages;
+    },
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  });
+}
