@@ -12,7 +12,6 @@ import { raw, startService, waitFor, type TestService } from './support/harness.
 import { startSmtpSink, type SmtpSink } from './support/smtp-sink.js';
 import { eventsOf, system, uid } from './crm-support.js';
 import { contact, draftingOrg, draftsOf, getSequence, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
-import { withOrg } from '../db/database.js';
 import { sendStep } from '../src/dispatch/send.js';
 import { sweepStaleSends } from '../src/dispatch/sweep.js';
 
@@ -204,5 +203,314 @@ describe('sending', () => {
     expect((await eventsOf(svc, s.org.id, 'send.failed'))[0].data).toMatchObject({ permanent: false, attempts: 5 });
     expect(await eventsOf(svc, s.org.id, 'sequence.step_failed')).toHaveLength(1);
     expect((await s.api.GET('/usage', {})).data!.sends.attempted).toBe(2);
+  });
+});
+
+describe('one-click unsubscribe', () => {
+  it('GET shows a confirmation page; POST suppresses the address, stops the sequences and emits email.unsubscribed, once', async () => {
+    const s = await sendingOrg();
+    const second = { ...STEPS[1], dayOffset: 3 };
+    const { c, seq, drafts } = await approved(s, undefined, [STEPS[0], second]);
+    await send(s, drafts[0].id);
+    await settle(svc);
+    const [m] = await Promise.all(forTo(c.email).map((x) => simpleParser(x.raw)));
+    const url = /^<(.+)>$/.exec(m.headerLines.find((h) => h.key === 'list-unsubscribe')!.line.slice('list-unsubscribe:'.length).trim())![1];
+    const path = new URL(url).pathname;
+    const page = await raw(svc.baseUrl, 'GET', path);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<form method="post">');
+    expect(await s.api.GET('/suppression', { params: { query: { email: c.email } } }).then((r) => r.data)).toMatchObject({ suppressed: false });
+    // A mail client's one-click POST (RFC 8058).
+    const post = await raw(svc.baseUrl, 'POST', path, { body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(post.status).toBe(200);
+    expect(post.text).toContain('You are unsubscribed');
+    expect((await s.api.GET('/suppression', { params: { query: { email: c.email } } })).data).toMatchObject({ suppressed: true, entry: { reason: 'UNSUBSCRIBE' } });
+    expect(await getSequence(s.api, seq.id)).toMatchObject({ status: 'PAUSED', pausedFrom: 'ACTIVE' });
+    expect((await queueOf(s.org.id)).map((q) => [q.step, q.state, q.heldBy])).toEqual([[2, 'skipped', 'sequence_not_active']]);
+    const again = await raw(svc.baseUrl, 'POST', path);
+    expect(again.status).toBe(200);
+    expect(await eventsOf(svc, s.org.id, 'email.unsubscribed')).toHaveLength(1);
+    expect((await eventsOf(svc, s.org.id, 'email.unsubscribed'))[0].data).toMatchObject({ contactId: c.id, draftId: drafts[0].id, step: 1 });
+    expect((await eventsOf(svc, s.org.id, 'suppression.added')).filter((e) => e.data.reason === 'UNSUBSCRIBE')).toHaveLength(1);
+    expect((await raw(svc.baseUrl, 'POST', `${path.slice(0, -3)}xyz`)).status).toBe(404);
+    expect((await raw(svc.baseUrl, 'GET', '/unsubscribe/garbage')).status).toBe(404);
+  });
+});
+
+describe('tracking (opt-in)', () => {
+  it('is off by default; when on, a signed pixel records the first open and signed redirects record clicks', async () => {
+    const off = await sendingOrg();
+    const a = await approved(off, undefined, [STEPS[0]]);
+    await send(off, a.drafts[0].id);
+    await settle(svc);
+    const plain = await simpleParser(forTo(a.c.email)[0].raw);
+    expect(plain.html).not.toContain('/t/o/');
+    expect(plain.html).not.toContain('/t/c/');
+
+    const s = await sendingOrg({ tracking: true });
+    const { c, drafts } = await approved(s, undefined, [STEPS[0]]);
+    await send(s, drafts[0].id);
+    await settle(svc);
+    const html = String((await simpleParser(forTo(c.email)[0].raw)).html);
+    const pixel = new URL(/src="([^"]+\/t\/o\/[^"]+)"/.exec(html)![1]).pathname;
+    const click = new URL(/href="([^"]+\/t\/c\/[^"]+)"/.exec(html)![1].replace(/&amp;/g, '&')).pathname;
+    for (let i = 0; i < 2; i += 1) {
+      const p = await fetch(`${svc.baseUrl}${pixel}`);
+      expect(p.headers.get('content-type')).toBe('image/gif');
+    }
+    expect(await eventsOf(svc, s.org.id, 'email.opened')).toHaveLength(1);
+    expect((await draftsOf(s.api, c.id))[0].openedAt).not.toBeNull();
+    const r = await fetch(`${svc.baseUrl}${click}`, { redirect: 'manual' });
+    expect(r.status).toBe(302);
+    expect(r.headers.get('location')).toBe('https://acme.example/launch');
+    expect((await eventsOf(svc, s.org.id, 'email.clicked'))[0].data).toMatchObject({ url: 'https://acme.example/launch', contactId: c.id });
+    expect((await fetch(`${svc.baseUrl}${click.replace(/.$/, '0')}`, { redirect: 'manual' })).status).toBe(404);
+  });
+});
+
+describe('gates', () => {
+  it('the kill switch holds every send and loses nothing', async () => {
+    const s = await sendingOrg();
+    await svc.admin.PATCH('/settings', { body: { emailKillSwitch: true } });
+    try {
+      const { c, drafts } = await approved(s, undefined, [STEPS[0]]);
+      await send(s, drafts[0].id);
+      await settle(svc);
+      expect(forTo(c.email)).toEqual([]);
+      const [q] = await queueOf(s.org.id);
+      expect(q).toMatchObject({ state: 'deferred', heldBy: 'kill_switch' });
+      await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
+      await sendStep(svc.rt as never, s.org.id, q.id);
+      expect(forTo(c.email)).toHaveLength(1);
+    } finally {
+      await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
+    }
+  });
+
+  it('holds steps outside the sending window (IANA zone, days, hours) until it opens', async () => {
+    const zone = 'America/New_York';
+    const local = new Intl.DateTimeFormat('en-US', { timeZone: zone, weekday: 'short' }).format(new Date());
+    const today = ['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'].indexOf(local) + 1;
+    const tomorrow = (today % 7) + 1;
+    const s = await sendingOrg({ timeZone: zone, days: [tomorrow], from: '09:30', to: '17:00' });
+    const { c, drafts } = await approved(s, undefined, [STEPS[0]]);
+    await send(s, drafts[0].id);
+    await settle(svc);
+    expect(forTo(c.email)).toEqual([]);
+    const [q] = await queueOf(s.org.id);
+    expect(q).toMatchObject({ state: 'deferred', heldBy: 'sending_window' });
+    const opens = new Date(q.nextAttemptAt);
+    const parts = new Intl.DateTimeFormat('en-US', { timeZone: zone, weekday: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).formatToParts(opens);
+    expect(parts.find((p) => p.type === 'weekday')!.value).toBe(['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'][tomorrow - 1]);
+    expect(`${parts.find((p) => p.type === 'hour')!.value}:${parts.find((p) => p.type === 'minute')!.value}`).toBe('09:30');
+    const bad = await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { sending: { timeZone: 'Mars/Olympus' } } });
+    expect(bad.response.status).toBe(400);
+    const backwards = await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { sending: { from: '18:00', to: '09:00' } } });
+    expect(backwards.response.status).toBe(400);
+  });
+
+  it('skips a step whose contact was suppressed after it was queued, and holds a snoozed contact until the snooze ends', async () => {
+    const s = await sendingOrg();
+    await svc.admin.PATCH('/settings', { body: { emailKillSwitch: true } });
+    const a = await approved(s, undefined, [STEPS[0]]);
+    const b = await approved(s, undefined, [STEPS[0]]);
+    await send(s, a.drafts[0].id);
+    await send(s, b.drafts[0].id);
+    await settle(svc);
+    await s.api.POST('/suppression', { body: { email: a.c.email, reason: 'asked' } });
+    const until = new Date(Date.now() + 3 * 86_400_000);
+    await system(svc, (trx) => trx.updateTable('contacts').set({ snoozed_until: until } as never).where('id', '=', b.c.id).execute());
+    await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
+    for (const q of await queueOf(s.org.id)) await sendStep(svc.rt as never, s.org.id, q.id);
+    const rows = await queueOf(s.org.id);
+    expect(rows.find((r) => r.contactId === a.c.id)).toMatchObject({ state: 'skipped', heldBy: 'suppressed' });
+    expect(rows.find((r) => r.contactId === b.c.id)).toMatchObject({ state: 'deferred', heldBy: 'contact_snoozed', nextAttemptAt: until.toISOString() });
+    expect([...forTo(a.c.email), ...forTo(b.c.email)]).toEqual([]);
+  });
+
+  it('waits when no mailbox is verified and the deployment sender is not allowed', async () => {
+    const s = await sendingOrg({ allowDeploymentSender: false });
+    const { c, drafts } = await approved(s, undefined, [STEPS[0]]);
+    await send(s, drafts[0].id);
+    await settle(svc);
+    expect(forTo(c.email)).toEqual([]);
+    expect((await queueOf(s.org.id))[0]).toMatchObject({ state: 'deferred', heldBy: 'no_verified_mailbox' });
+    const failed = await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: 'rep@nowhere.test', smtpUrl: 'smtp://127.0.0.1:1' } });
+    expect(failed.data).toMatchObject({ status: 'failed', statusReason: expect.stringMatching(/ECONNREFUSED|connect/) });
+  });
+
+  it('keeps a mailbox within its daily cap, a recipient domain within its cap, and the minimum gap', async () => {
+    const s = await sendingOrg({ recipientDomainDailyCap: 2, minGapSeconds: 0 });
+    await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: 'one@capped.test', dailyCap: 3 } });
+    const domain = `${uid('shared')}.example`;
+    const people = [];
+    for (let i = 0; i < 3; i += 1) people.push(await approved(s, `${uid('p')}@${domain}`, [STEPS[0]]));
+    const others = [];
+    for (let i = 0; i < 2; i += 1) others.push(await approved(s, undefined, [STEPS[0]]));
+    for (const p of [...people, ...others]) await send(s, p.drafts[0].id);
+    await settle(svc);
+    const rows = await queueOf(s.org.id);
+    const sentCount = (await outbox(s.org.id)).filter((m) => m.status === 'sent').length;
+    expect(sentCount).toBe(3); // the mailbox's cap
+    expect((await outbox(s.org.id)).filter((m) => m.to?.endsWith(`@${domain}`)).length).toBeLessThanOrEqual(2);
+    expect(rows.map((r) => r.heldBy).sort()).toEqual(expect.arrayContaining(['mailbox_daily_cap']));
+    for (const r of rows) expect(['mailbox_daily_cap', 'recipient_domain_daily_cap']).toContain(r.heldBy);
+    const gap = await sendingOrg({ minGapSeconds: 3600 });
+    const g1 = await approved(gap, undefined, [STEPS[0]]);
+    const g2 = await approved(gap, undefined, [STEPS[0]]);
+    await send(gap, g1.drafts[0].id);
+    await send(gap, g2.drafts[0].id);
+    await settle(svc);
+    const held = (await queueOf(gap.org.id));
+    expect(held).toHaveLength(1);
+    expect(held[0]).toMatchObject({ heldBy: 'min_gap' });
+    expect(Date.parse(held[0].nextAttemptAt) - Date.now()).toBeGreaterThan(3500_000);
+  });
+});
+
+describe('mailboxes and caps under concurrency', () => {
+  it('rotates mailboxes by cap left, keeps every later step on the first step\'s mailbox, and never overshoots a cap with two workers racing', async () => {
+    const s = await sendingOrg();
+    const a = await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: 'a@rotate.test', name: 'A', dailyCap: 6 } });
+    const b = await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: 'b@rotate.test', name: 'B', dailyCap: 6 } });
+    expect([a.data!.status, b.data!.status]).toEqual(['verified', 'verified']);
+    await svc.startWorker(); // a second worker competes for the same jobs
+    const people = [];
+    for (let i = 0; i < 8; i += 1) people.push(await approved(s));
+    // Hold everything, queue it all, then release at once so both workers race.
+    await svc.admin.PATCH('/settings', { body: { emailKillSwitch: true } });
+    try {
+      for (const p of people) await send(s, p.drafts[0].id);
+      await settle(svc);
+    } finally {
+      await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
+    }
+    await system(svc, (trx) => sql`SELECT enqueue_job('send_step', json_build_object('organizationId', organization_id, 'queueId', id), NULL, id)
+      FROM send_queue WHERE organization_id = ${s.org.id} AND state = 'deferred'`.execute(trx));
+    await settle(svc);
+    const box = (await outbox(s.org.id)).filter((m) => m.status === 'sent');
+    // 8 people x 2 steps = 16 messages wanted; the two mailboxes allow 12 in 24 hours.
+    expect(box).toHaveLength(12);
+    expect(box.filter((m) => m.from === 'a@rotate.test')).toHaveLength(6);
+    expect(box.filter((m) => m.from === 'b@rotate.test')).toHaveLength(6);
+    expect(new Set(box.map((m) => `${m.contactId}:${m.step}`)).size).toBe(12); // no step twice
+    for (const p of people) {
+      const mine = box.filter((m) => m.contactId === p.c.id);
+      expect(new Set(mine.map((m) => m.from)).size).toBeLessThanOrEqual(1);
+    }
+    const held = await queueOf(s.org.id);
+    expect(held).toHaveLength(4);
+    for (const h of held) expect(h).toMatchObject({ state: 'deferred', heldBy: expect.stringMatching(/^(mailbox_daily_cap|previous_step_pending)$/) });
+    expect(sink.messages.filter((m) => m.from.endsWith('@rotate.test'))).toHaveLength(12);
+  });
+});
+
+describe('lifecycle', () => {
+  it('a step approved while its sequence is sending joins the queue', async () => {
+    const s = await sendingOrg();
+    const c = await contact(s.api, { name: 'Dana Whitfield' });
+    const seq = await sequence(s.api, c.id, await template(svc, s.org.id, STEPS));
+    await settle(svc);
+    const [d1, d2] = await draftsOf(s.api, c.id);
+    await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d1.id } } });
+    expect((await send(s, d1.id)).data).toMatchObject({ queued: true, queuedJobCount: 1 });
+    await settle(svc);
+    expect((await getSequence(s.api, seq.id)).status).toBe('ACTIVE');
+    await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d2.id } } });
+    await settle(svc);
+    expect(forTo(c.email)).toHaveLength(2);
+    expect((await getSequence(s.api, seq.id)).status).toBe('COMPLETED');
+  });
+
+  it('erasing a contact takes its queued steps out of the queue; nothing is sent', async () => {
+    const s = await sendingOrg({ days: [((new Date().getUTCDay() + 2) % 7) + 1] });
+    const { c, drafts } = await approved(s);
+    await send(s, drafts[0].id);
+    await settle(svc);
+    expect((await queueOf(s.org.id)).map((q) => q.heldBy).sort()).toEqual(['previous_step_pending', 'sending_window']);
+    const owner = svc.api(await s.org.key(undefined, { userId: s.org.ownerId }));
+    await owner.POST('/contacts/{id}/erase', { params: { path: { id: c.id } }, body: { requesterRef: 'DSR', reason: 'request' } });
+    const rows = await queueOf(s.org.id);
+    expect(rows.map((q) => [q.state, q.heldBy])).toEqual([['skipped', 'contact_removed'], ['skipped', 'contact_removed']]);
+    for (const q of rows) await sendStep(svc.rt as never, s.org.id, q.id);
+    expect(forTo(c.email)).toEqual([]);
+  });
+
+  it('pauses a mailbox whose hard bounces reach 2% of 20+ sends in 28 days, and says so with org.health_changed', async () => {
+    const s = await sendingOrg();
+    const mb = (await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: 'health@bounce.test' } })).data!;
+    await system(svc, (trx) => trx.insertInto('send_records').values(Array.from({ length: 25 }, (_, i) => ({
+      organization_id: s.org.id, id: uid('snd_'), mailbox_id: mb.id, status: 'sent', sent_at: new Date(Date.now() - (i + 1) * 3_600_000), to_email: `x${i}@a.example`,
+    })) as never).execute());
+    const email = `${uid('gone')}@bounce.example`;
+    sink.behave(email, 'permanent');
+    const { drafts } = await approved(s, email, [STEPS[0]]);
+    await send(s, drafts[0].id);
+    await settle(svc);
+    const after = (await svc.admin.GET('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } } })).data!.data[0];
+    expect(after).toMatchObject({ status: 'paused', statusReason: 'bounce_rate' });
+    const h = await eventsOf(svc, s.org.id, 'org.health_changed');
+    expect(h).toHaveLength(1);
+    expect(h[0].data).toMatchObject({ mailboxId: mb.id, status: 'paused', reason: 'bounce_rate', bounces: 1, sends: 26, windowDays: 28 });
+    // The operator resumes it (verifying it again).
+    const resumed = await svc.admin.PATCH('/organizations/{orgId}/mailboxes/{mailboxId}', { params: { path: { orgId: s.org.id, mailboxId: mb.id } }, body: { verify: true } });
+    expect(resumed.data).toMatchObject({ status: 'verified', statusReason: null });
+  });
+});
+
+describe('crash safety', () => {
+  it('a worker killed between the SMTP hand-over and the record: the step is marked possibly sent and never sent again', async () => {
+    const crash = await startService({ SMTP_URL: sink.url });
+    const dbUrl = (crash.pool as unknown as { options: { connectionString: string } }).options.connectionString;
+    // Node itself (tsx as a loader), so the kill reaches the process that holds the connection.
+    const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/worker-main.ts')], {
+      env: { ...process.env, DATABASE_URL: dbUrl, DATA_DIR: crash.config.dataDir, SMTP_URL: sink.url, LOG_LEVEL: 'silent' }, stdio: 'ignore',
+    });
+    try {
+      const org = await crash.newOrg();
+      const key = await org.key();
+      const api = crash.api(key);
+      await crash.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: org.id } }, body: { flags: { v1_2_api_send: true } } });
+      const email = `${uid('kill')}@crash.example`;
+      const c = await contact(api, { email });
+      const tpl = (await crash.admin.POST('/organizations/{orgId}/sequence-templates', { params: { path: { orgId: org.id } }, body: { name: 't', steps: [STEPS[0]] } })).data!.id;
+      await api.POST('/sequences', { body: { contactId: c.id, templateId: tpl } });
+      const [d] = await waitFor(async () => {
+        const r = await api.GET('/drafts', { params: { query: { contactId: c.id } } });
+        return r.data!.data.length ? r.data!.data : null;
+      }, 20_000, 'the draft');
+      await api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } });
+      // The server receives the message; before it answers, the worker process is killed.
+      let killed!: () => void;
+      const done = new Promise<void>((r) => { killed = r; });
+      sink.onMessage(async (m) => {
+        if (!m.to.includes(email.toLowerCase())) return;
+        child.kill('SIGKILL');
+        await new Promise((r) => child.once('exit', r));
+        killed();
+      });
+      await api.POST('/drafts/{id}/send', { params: { path: { id: d.id } } });
+      await done;
+      sink.onMessage(null);
+      const q = (await crash.admin.GET('/send-queue', { params: { query: { organizationId: org.id } } })).data!.data;
+      expect(q).toMatchObject([{ state: 'sending' }]);
+      // The recovery sweep (every minute; here at once, with no waiting period) marks it.
+      expect(await sweepStaleSends(crash.rt.db, 0)).toBe(1);
+      const marked = (await crash.admin.GET('/send-queue', { params: { query: { organizationId: org.id } } })).data!.data;
+      expect(marked).toMatchObject([{ state: 'possibly_sent', heldBy: 'possibly_sent' }]);
+      const box = (await crash.admin.GET('/outbox', { params: { query: { organizationId: org.id } } })).data!.data;
+      expect(box).toMatchObject([{ status: 'possibly_sent', to: email.toLowerCase() }]);
+      // Its job, run again (as after its lock expires), sends nothing.
+      await sendStep(crash.rt as never, org.id, marked[0].id);
+      // The dead worker's job lock lapses (graphile-worker frees it after four hours; here at once).
+      await crash.pool.query(`SELECT graphile_worker.force_unlock_workers(array_agg(DISTINCT locked_by))
+        FROM graphile_worker._private_jobs WHERE locked_by IS NOT NULL`);
+      await crash.startWorker();
+      await settle(crash);
+      expect(sink.messages.filter((m) => m.to.includes(email.toLowerCase()))).toHaveLength(1);
+    } finally {
+      child.kill('SIGKILL');
+      await crash.close();
+    }
   });
 });

@@ -133,22 +133,33 @@ async function claim(deps: DispatchDeps, trx: Tx, org: string, queueId: string):
         : { defer: 'no_verified_mailbox', until: new Date(now.getTime() + RECHECK_MS), detail: 'no verified mailbox, and the deployment sender is not allowed' };
     }
     if (pool[0].status === 'paused') return { defer: 'mailbox_paused', until: new Date(now.getTime() + RECHECK_MS), detail: `${pool[0].email} is paused` };
+    // The pool's ledgers, counted under their locks (taken in id order, so workers never deadlock):
+    // the claim below is the only writer, so no number of workers overshoots a cap or the gap.
+    for (const m of [...pool].sort((a, b) => (a.id < b.id ? -1 : 1))) {
+      await sql`SELECT pg_advisory_xact_lock(hashtextextended('mailbox:' || ${org} || ':' || ${m.id}, 0))`.execute(trx);
+    }
     const counts = await sentIn24h(trx, org, pool.map((m) => m.id));
-    const left = (m: Mailbox) => m.dailyCap - counts.get(m.id)!.length;
-    const best = [...pool].sort((a, b) => left(b) - left(a))[0];
-    // The chosen mailbox's ledger, counted again under its lock: the claim below is the only writer.
-    await sql`SELECT pg_advisory_xact_lock(hashtextextended('mailbox:' || ${org} || ':' || ${best.id}, 0))`.execute(trx);
-    const sent = (await sentIn24h(trx, org, [best.id])).get(best.id)!;
-    if (sent.length >= best.dailyCap) {
-      const until = new Date((sent[sent.length - best.dailyCap]?.getTime() ?? now.getTime()) + DAY_MS);
-      return { defer: 'mailbox_daily_cap', until, detail: `${best.email} sent its ${best.dailyCap} messages of the last 24 hours` };
+    // When each mailbox may send next: after its cap frees a slot, and after the minimum gap.
+    const ready = pool.map((m) => {
+      const sent = counts.get(m.id)!;
+      if (sent.length >= m.dailyCap) {
+        const until = new Date((sent[sent.length - m.dailyCap]?.getTime() ?? now.getTime()) + DAY_MS);
+        return { m, until, code: 'mailbox_daily_cap', detail: `${m.email} sent its ${m.dailyCap} messages of the last 24 hours` };
+      }
+      const last = sent[sent.length - 1];
+      if (last && settings.minGapSeconds > 0 && last.getTime() + settings.minGapSeconds * 1000 > now.getTime()) {
+        // A fixed gap plus a random extra of up to a fifth, so sends do not fall on a beat.
+        const until = new Date(last.getTime() + settings.minGapSeconds * 1000 * (1 + Math.random() * 0.2));
+        return { m, until, code: 'min_gap', detail: `${m.email} sent ${Math.round((now.getTime() - last.getTime()) / 1000)} s ago` };
+      }
+      return { m, until: null, code: null, detail: '' };
+    });
+    const open = ready.filter((r) => r.until === null).sort((a, b) => (b.m.dailyCap - counts.get(b.m.id)!.length) - (a.m.dailyCap - counts.get(a.m.id)!.length));
+    if (open.length === 0) {
+      const soonest = ready.sort((a, b) => a.until!.getTime() - b.until!.getTime())[0];
+      return { defer: soonest.code!, until: soonest.until!, detail: soonest.detail };
     }
-    const last = sent[sent.length - 1];
-    if (last && settings.minGapSeconds > 0 && last.getTime() + settings.minGapSeconds * 1000 > now.getTime()) {
-      // A fixed gap plus a random extra of up to a fifth, so sends do not fall on a beat.
-      const until = new Date(last.getTime() + settings.minGapSeconds * 1000 * (1 + Math.random() * 0.2));
-      return { defer: 'min_gap', until, detail: `${best.email} sent ${Math.round((now.getTime() - last.getTime()) / 1000)} s ago` };
-    }
+    const best = open[0].m;
     const domain = domainOfEmail(c.email_normalized);
     await sql`SELECT pg_advisory_xact_lock(hashtextextended('domain:' || ${org} || ':' || ${domain}, 0))`.execute(trx);
     const toDomain = await trx.selectFrom('send_records').select(['sent_at']).where('organization_id', '=', org).where('recipient_domain', '=', domain)
