@@ -15,6 +15,10 @@ export interface Config {
   webhookTimeoutMs: number;
   webhookSecretKey: string | null;
   smtpUrl: string | null;
+  /** Socket limits of one SMTP exchange (connect, greeting, each answer). */
+  smtpTimeoutMs: number;
+  /** Pooled connections per SMTP server. */
+  smtpMaxConnections: number;
   /** The deployment's sender, `Name <address>`. */
   mailFrom: { name: string | null; address: string };
   logLevel: string;
@@ -131,6 +135,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 600_000),
     webhookSecretKey,
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    smtpTimeoutMs: int(env, 'SMTP_TIMEOUT_MS', 30_000, 100, 600_000),
+    smtpMaxConnections: int(env, 'SMTP_MAX_CONNECTIONS', 5, 1, 100),
     mailFrom: { name: mf[1]?.trim() || null, address: (mf[2] ?? mf[3]).toLowerCase() },
     logLevel,
     researchSiteUrlTemplate: template.replace(/\/+$/, ''),

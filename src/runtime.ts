@@ -59,7 +59,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
     faults: new Set(),
     model: createModelClient(config, log),
     signer: createSigner(secretKey),
-    mail: createTransports(config.smtpUrl, secretBox),
+    mail: createTransports(config, secretBox),
   };
   const app = createApp({
     config, db, requestDb: createDb(requestPool), services, log, handlers, adminHandlers,

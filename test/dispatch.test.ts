@@ -19,7 +19,8 @@ let svc: TestService;
 let sink: SmtpSink;
 beforeAll(async () => {
   sink = await startSmtpSink();
-  svc = await startService({ SMTP_URL: sink.url, MAIL_FROM: 'Acme Sales <sales@acme-sender.test>' });
+  // A short socket limit, so a server that hangs is given up on quickly.
+  svc = await startService({ SMTP_URL: sink.url, MAIL_FROM: 'Acme Sales <sales@acme-sender.test>', SMTP_TIMEOUT_MS: '2000' });
   await svc.startWorker();
 });
 afterAll(async () => { await svc?.close(); await sink?.close(); });
@@ -203,6 +204,32 @@ describe('sending', () => {
     expect((await eventsOf(svc, s.org.id, 'send.failed'))[0].data).toMatchObject({ permanent: false, attempts: 5 });
     expect(await eventsOf(svc, s.org.id, 'sequence.step_failed')).toHaveLength(1);
     expect((await s.api.GET('/usage', {})).data!.sends.attempted).toBe(2);
+  });
+
+  it('a server that hangs: before the message, tried again later; after all of it, possibly sent and never sent again', async () => {
+    const s = await sendingOrg();
+    const early = `${uid('slow')}@hang-early.example`;
+    const late = `${uid('slow')}@hang-late.example`;
+    sink.behave(early, 'hang-rcpt');
+    sink.behave(late, 'hang');
+    const a = await approved(s, early, [STEPS[0]]);
+    const b = await approved(s, late);
+    await send(s, a.drafts[0].id);
+    await send(s, b.drafts[0].id);
+    await settle(svc);
+    const q = await queueOf(s.org.id);
+    expect(q.find((r) => r.contactId === a.c.id)).toMatchObject({ state: 'deferred', heldBy: 'transport_retry', attempts: 1 });
+    // The late one's server had the whole message: it may have delivered it. The sequence goes on
+    // (the second step threads onto the first), and neither is tried again.
+    expect(q.filter((r) => r.contactId === b.c.id).map((r) => [r.step, r.state, r.heldBy])).toEqual([[1, 'possibly_sent', 'possibly_sent'], [2, 'possibly_sent', 'possibly_sent']]);
+    const box = (await outbox(s.org.id)).filter((m) => m.contactId === b.c.id);
+    expect(box.map((m) => m.status)).toEqual(['possibly_sent', 'possibly_sent']);
+    const hung = sink.hung.filter((m) => m.to.includes(late.toLowerCase()));
+    expect(hung).toHaveLength(2);
+    const second = await simpleParser(hung[1].raw);
+    expect(second.inReplyTo).toBe((await simpleParser(hung[0].raw)).messageId);
+    expect(await eventsOf(svc, s.org.id, 'send.failed')).toEqual([]);
+    expect(forTo(late)).toEqual([]);
   });
 });
 

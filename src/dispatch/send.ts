@@ -228,6 +228,29 @@ async function claimStep(deps: DispatchDeps, trx: Tx, org: string, q: NonNullabl
   };
 }
 
+/** Lets the step after this one go now, or at its own time. */
+async function releaseNext(trx: Tx, org: string, sequenceId: string, step: number): Promise<void> {
+  const next = await trx.selectFrom('send_queue').select(['id', 'scheduled_at']).where('organization_id', '=', org).where('sequence_id', '=', sequenceId)
+    .where('step', '=', step + 1).where('state', 'in', ['queued', 'deferred']).executeTakeFirst();
+  if (next) await scheduleSend(trx, org, next.id, next.scheduled_at > new Date() ? next.scheduled_at : null);
+}
+
+/**
+ * A claimed step whose outcome cannot be known (no answer after the message went over, or its
+ * worker died): possibly sent, shown so in the outbox and the send queue, never sent again
+ * automatically (sending twice does more harm than not knowing), and the sequence goes on.
+ */
+export async function markPossiblySent(trx: Tx, org: string, recordId: string, detail: string): Promise<boolean> {
+  const r = await trx.updateTable('send_records').set({ status: 'possibly_sent', smtp_response: detail.slice(0, 1000) } as never)
+    .where('organization_id', '=', org).where('id', '=', recordId).where('status', '=', 'sending')
+    .returning(['queue_id', 'sequence_id', 'step']).executeTakeFirst();
+  if (!r) return false;
+  await trx.updateTable('send_queue').set({ state: 'possibly_sent', held_by: 'possibly_sent', held_detail: detail.slice(0, 500), updated_at: sql`now_ms()` } as never)
+    .where('organization_id', '=', org).where('id', '=', r.queue_id!).where('state', '=', 'sending').execute();
+  await releaseNext(trx, org, r.sequence_id!, r.step!);
+  return true;
+}
+
 /** Phase 3: what the SMTP answer means for the step, the sequence, the contact and the mailbox. */
 async function record(deps: DispatchDeps, trx: Tx, org: string, c: Claim, outcome: Awaited<ReturnType<Transport['send']>>): Promise<void> {
   const events: EmitInput[] = [];
@@ -248,9 +271,9 @@ async function record(deps: DispatchDeps, trx: Tx, org: string, c: Claim, outcom
     if (seq.status === 'QUEUED') events.push({ type: 'sequence.started', resource: { type: 'Sequence', id: c.sequenceId }, data: { sequenceId: c.sequenceId, contactId: c.contactId } });
     if (last) events.push({ type: 'sequence.completed', resource: { type: 'Sequence', id: c.sequenceId }, data: { sequenceId: c.sequenceId, contactId: c.contactId, steps: c.stepCount } });
     // The next step waits for this one: it may go now, or at its own time.
-    const next = await trx.selectFrom('send_queue').select(['id', 'scheduled_at']).where('organization_id', '=', org).where('sequence_id', '=', c.sequenceId)
-      .where('step', '=', c.step + 1).where('state', 'in', ['queued', 'deferred']).executeTakeFirst();
-    if (next) await scheduleSend(trx, org, next.id, next.scheduled_at > new Date() ? next.scheduled_at : null);
+    await releaseNext(trx, org, c.sequenceId, c.step);
+  } else if (outcome.kind === 'unknown') {
+    await markPossiblySent(trx, org, c.recordId, outcome.response);
   } else if (outcome.kind === 'permanent') {
     await trx.updateTable('send_records').set({ status: 'bounced', smtp_response: outcome.response } as never).where('organization_id', '=', org).where('id', '=', c.recordId).execute();
     await trx.updateTable('send_queue').set({ state: 'failed', held_by: 'hard_bounce', held_detail: outcome.response, updated_at: sql`now_ms()` } as never)

@@ -2,12 +2,15 @@
 // mailbox's own URL), or, with no SMTP_URL, the capture transport, which accepts every message
 // and keeps it only in the outbox (GET /admin/api/outbox). An SMTP answer is classified for the
 // dispatcher: accepted (2xx), permanent (5xx: a hard bounce), temporary (4xx, connection trouble,
-// a timeout: tried again later).
+// a timeout before the message went over: tried again later), or unknown (the whole message went
+// over and the connection failed before the server answered: it may have been delivered, so it is
+// never sent again; RFC 5321 section 6.1 names this duplicate-delivery window).
+import { PassThrough } from 'node:stream';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 
 export interface SendOutcome {
-  kind: 'accepted' | 'permanent' | 'temporary';
+  kind: 'accepted' | 'permanent' | 'temporary' | 'unknown';
   /** The server's answer, or what went wrong on the way. */
   response: string;
   code: number | null;
@@ -23,8 +26,33 @@ export interface Transport {
   close(): void;
 }
 
-/** Socket limits of one SMTP exchange; a server that hangs is a temporary failure. */
+/** Socket limits of one SMTP exchange; a server that hangs is a temporary failure (or unknown, above). */
 const SMTP_TIMEOUT_MS = 30_000;
+
+/** Set once the message's last byte was handed to the socket, after the server's 354. */
+interface HandOver { done: boolean }
+const HANDOVER = 'outboundHandOver';
+
+/**
+ * Marks when the message has gone over. The hook sits between nodemailer and its SMTP pool, after
+ * the DKIM signer (which reads its input eagerly), so the marker's stream is read only once the
+ * connection pipes the message to the socket, which it does after the server answered DATA.
+ */
+function watchHandOver(mailer: Mail): void {
+  const pool = (mailer as unknown as { transporter: { send(mail: { data: Record<string, unknown>; message: { processFunc(f: (s: NodeJS.ReadableStream) => NodeJS.ReadableStream): void } }, cb: unknown): void } }).transporter;
+  const send = pool.send.bind(pool);
+  pool.send = (mail, cb) => {
+    const flag = mail.data[HANDOVER] as HandOver | undefined;
+    if (flag) {
+      mail.message.processFunc((input) => {
+        const marker = new PassThrough();
+        marker.once('end', () => { flag.done = true; });
+        return input.pipe(marker);
+      });
+    }
+    send(mail, cb);
+  };
+}
 
 export function captureTransport(): Transport {
   return {
@@ -41,12 +69,14 @@ export function smtpTransport(url: string, opts: { timeoutMs?: number; maxConnec
     url, pool: true, maxConnections: opts.maxConnections ?? 5, maxMessages: 500,
     connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout,
   } as never) as unknown as Mail;
+  watchHandOver(t);
   const host = (() => { try { return new URL(url).host; } catch { return 'smtp'; } })();
   return {
     name: `smtp ${host}`,
     async send(message) {
+      const handOver: HandOver = { done: false };
       try {
-        const info = await t.sendMail(message) as { response?: string; messageId?: string };
+        const info = await t.sendMail({ ...message, [HANDOVER]: handOver } as Mail.Options) as { response?: string; messageId?: string };
         const response = info.response ?? '250 accepted';
         const provider = /queued as\s+(\S+)/i.exec(response)?.[1] ?? null;
         return { kind: 'accepted', response, code: Number(response.slice(0, 3)) || 250, providerMessageId: provider };
@@ -57,6 +87,7 @@ export function smtpTransport(url: string, opts: { timeoutMs?: number; maxConnec
         // A 5xx to the recipient or the message is a bounce; a 5xx to our login or sender address
         // is this transport's trouble, not the recipient's, and is tried again.
         const aboutMessage = err.command === undefined || /^(RCPT TO|DATA)/i.test(err.command);
+        if (code === null && handOver.done) return { kind: 'unknown', response: `no answer after the message went over (${response})`, code, providerMessageId: null };
         return { kind: code !== null && code >= 500 && aboutMessage && err.code !== 'EAUTH' ? 'permanent' : 'temporary', response, code, providerMessageId: null };
       }
     },

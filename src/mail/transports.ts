@@ -1,5 +1,6 @@
 // The transports of a process: the deployment's (SMTP_URL, else capture) and one pooled SMTP
 // transport per mailbox URL, made on first use and kept.
+import type { Config } from '../config.js';
 import type { SecretBox } from '../secret-box.js';
 import { captureTransport, smtpTransport, type Transport } from './transport.js';
 
@@ -10,8 +11,9 @@ export interface Transports {
   close(): void;
 }
 
-export function createTransports(smtpUrl: string | null, secretBox: SecretBox): Transports {
-  const deployment = smtpUrl ? smtpTransport(smtpUrl) : captureTransport();
+export function createTransports(config: Pick<Config, 'smtpUrl' | 'smtpTimeoutMs' | 'smtpMaxConnections'>, secretBox: SecretBox): Transports {
+  const opts = { timeoutMs: config.smtpTimeoutMs, maxConnections: config.smtpMaxConnections };
+  const deployment = config.smtpUrl ? smtpTransport(config.smtpUrl, opts) : captureTransport();
   const own = new Map<string, Transport>();
   return {
     deployment,
@@ -20,7 +22,7 @@ export function createTransports(smtpUrl: string | null, secretBox: SecretBox): 
       const url = secretBox.open(sealed);
       if (url === null) return null; // the key changed: the mailbox must be set up again
       let t = own.get(url);
-      if (!t) { t = smtpTransport(url); own.set(url, t); }
+      if (!t) { t = smtpTransport(url, opts); own.set(url, t); }
       return t;
     },
     close() {

@@ -1,10 +1,11 @@
 // A real SMTP server on loopback (the smtp-server package) for dispatcher tests and the sending
-// bench. Per recipient it accepts (250), answers temporarily (451), permanently (550), or hangs
-// on the message until the client gives up; it records every message it accepted, raw.
+// bench. Per recipient it accepts (250), answers temporarily (451), permanently (550), hangs on
+// the recipient (before any of the message) or on the message (after all of it) until the client
+// gives up; it records every message it received, raw (`hung` those it never answered).
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
-export type SinkBehaviour = 'accept' | 'temporary' | 'permanent' | 'hang';
+export type SinkBehaviour = 'accept' | 'temporary' | 'permanent' | 'hang' | 'hang-rcpt';
 
 export interface SinkMessage { from: string; to: string[]; raw: string; at: number }
 
@@ -12,6 +13,7 @@ export interface SmtpSink {
   port: number;
   url: string;
   messages: SinkMessage[];
+  hung: SinkMessage[];
   /** How a recipient is answered (default accept); by exact address or by domain (`@x.com`). */
   behave(addressOrDomain: string, b: SinkBehaviour): void;
   /** Called with each message once it is fully received, before the server answers it. */
@@ -25,6 +27,7 @@ export interface SmtpSink {
 export async function startSmtpSink(): Promise<SmtpSink> {
   const rules = new Map<string, SinkBehaviour>();
   const messages: SinkMessage[] = [];
+  const hung: SinkMessage[] = [];
   let hook: ((m: SinkMessage) => void | Promise<void>) | null = null;
   const behaviour = (address: string): SinkBehaviour => rules.get(address.toLowerCase()) ?? rules.get(`@${address.split('@')[1]?.toLowerCase()}`) ?? 'accept';
   const sink = { delayMs: 0 } as SmtpSink;
@@ -36,6 +39,7 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     onRcptTo(address, _session, cb) {
       const b = behaviour(address.address);
       if (b === 'permanent') { const e = new Error('5.1.1 <' + address.address + '>: user unknown') as Error & { responseCode: number }; e.responseCode = 550; cb(e); return; }
+      if (b === 'hang-rcpt') return; // never answered
       if (b === 'temporary') { const e = new Error('4.7.1 try again later') as Error & { responseCode: number }; e.responseCode = 451; cb(e); return; }
       cb();
     },
@@ -45,7 +49,7 @@ export async function startSmtpSink(): Promise<SmtpSink> {
       stream.on('end', async () => {
         const to = session.envelope.rcptTo.map((r) => r.address);
         const m: SinkMessage = { from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to, raw: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
-        if (to.some((t) => behaviour(t) === 'hang')) return; // never answered
+        if (to.some((t) => behaviour(t) === 'hang')) { hung.push(m); return; } // never answered
         messages.push(m);
         if (hook) await hook(m);
         if (sink.delayMs > 0) await new Promise((r) => setTimeout(r, sink.delayMs));
@@ -59,6 +63,7 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     port,
     url: `smtp://127.0.0.1:${port}`,
     messages,
+    hung,
     behave: (k: string, b: SinkBehaviour) => { rules.set(k.toLowerCase(), b); },
     onMessage: (fn: typeof hook) => { hook = fn; },
     async waitFor(n: number, timeoutMs = 20_000) {
