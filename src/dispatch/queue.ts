@@ -9,12 +9,13 @@ import { newId } from '../ids.js';
 export const OPEN_STATES = ['queued', 'deferred', 'sending'];
 
 /**
- * (Re)schedules the send job of a queue row: one job per row (the job key), moved when a gate
- * defers the step. Runs in the caller's transaction.
+ * (Re)schedules the send jobs of queue rows: one job per row (the job key), moved when a gate
+ * defers the step (null: now). Runs in the caller's transaction.
  */
-export async function scheduleSend(trx: Tx, organizationId: string, queueId: string, runAt: Date | null): Promise<void> {
-  await sql`SELECT enqueue_job('send_step', json_build_object('organizationId', ${organizationId}::text, 'queueId', ${queueId}::text),
-    ${runAt}::timestamptz, ${queueId}::text)`.execute(trx);
+export async function scheduleSends(trx: Tx, organizationId: string, rows: { queueId: string; runAt: Date | null }[]): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`SELECT enqueue_job('send_step', json_build_object('organizationId', ${organizationId}::text, 'queueId', v.id), v.run_at, v.id)
+    FROM unnest(${rows.map((r) => r.queueId)}::text[], ${rows.map((r) => r.runAt)}::timestamptz[]) AS v(id, run_at)`.execute(trx);
 }
 
 /**
@@ -36,7 +37,7 @@ export async function queueSteps(trx: Tx, organizationId: string, sequenceId: st
          AS v(id, step, contact_id, draft_id, at)
     ON CONFLICT (organization_id, sequence_id, step) WHERE state NOT IN ('skipped', 'failed') DO NOTHING
     RETURNING id, next_attempt_at`.execute(trx);
-  for (const q of queued.rows) await scheduleSend(trx, org, q.id, q.next_attempt_at);
+  await scheduleSends(trx, org, queued.rows.map((q) => ({ queueId: q.id, runAt: q.next_attempt_at })));
   if (queued.rows.length > 0) {
     await trx.updateTable('contact_sequences').set({ status: 'QUEUED', updated_at: sql`now_ms()` } as never)
       .where('organization_id', '=', org).where('id', '=', sequenceId).where('status', 'in', ['DRAFTED', 'APPROVED']).execute();

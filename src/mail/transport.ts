@@ -5,7 +5,7 @@
 // a timeout before the message went over: tried again later), or unknown (the whole message went
 // over and the connection failed before the server answered: it may have been delivered, so it is
 // never sent again; RFC 5321 section 6.1 names this duplicate-delivery window).
-import { PassThrough } from 'node:stream';
+import { Transform } from 'node:stream';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 
@@ -34,9 +34,11 @@ interface HandOver { done: boolean }
 const HANDOVER = 'outboundHandOver';
 
 /**
- * Marks when the message has gone over. The hook sits between nodemailer and its SMTP pool, after
- * the DKIM signer (which reads its input eagerly), so the marker's stream is read only once the
- * connection pipes the message to the socket, which it does after the server answered DATA.
+ * The last stage of the message stream, between nodemailer and its SMTP pool (after the DKIM
+ * signer): it gathers the message and hands it over in one piece, so the socket takes it in one
+ * write rather than one per MIME fragment (a write is a system call, and they add up), and it
+ * marks when the message has gone over: its output is read only once the connection pipes the
+ * message to the socket, which it does after the server answered DATA.
  */
 function watchHandOver(mailer: Mail): void {
   const pool = (mailer as unknown as { transporter: { send(mail: { data: Record<string, unknown>; message: { processFunc(f: (s: NodeJS.ReadableStream) => NodeJS.ReadableStream): void } }, cb: unknown): void } }).transporter;
@@ -45,9 +47,13 @@ function watchHandOver(mailer: Mail): void {
     const flag = mail.data[HANDOVER] as HandOver | undefined;
     if (flag) {
       mail.message.processFunc((input) => {
-        const marker = new PassThrough();
-        marker.once('end', () => { flag.done = true; });
-        return input.pipe(marker);
+        const parts: Buffer[] = [];
+        const whole = new Transform({
+          transform(chunk: Buffer, _enc, cb) { parts.push(chunk); cb(); },
+          flush(cb) { cb(null, Buffer.concat(parts)); },
+        });
+        whole.once('end', () => { flag.done = true; });
+        return input.pipe(whole);
       });
     }
     send(mail, cb);
