@@ -15,6 +15,7 @@
 // possibly sent, and they are never sent again automatically.
 // Batching is what makes it fast: a step costs a share of some twenty statements, not thirty.
 import { sql } from 'kysely';
+import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import { withOrg, type Db, type Tx } from '../../db/database.js';
 import type { Config } from '../config.js';
@@ -79,15 +80,33 @@ async function lockAll(trx: Tx, keys: string[]): Promise<void> {
   await sql`SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM (SELECT k FROM unnest(${[...new Set(keys)].sort()}::text[]) k ORDER BY k) s`.execute(trx);
 }
 
-/** The rolling 24-hour ledger of some mailboxes or recipient domains: how many, the oldest, the newest. */
-async function ledger(trx: Tx, org: string, column: 'mailbox_id' | 'recipient_domain', keys: string[]) {
-  const out = new Map<string, { count: number; oldest: Date; newest: Date }>();
+interface Ledger { count: number; oldest: Date | null; newest: Date | null }
+
+/**
+ * The rolling 24-hour ledger of some mailboxes or recipient domains, for caps of `cap(key)` and a
+ * batch of up to BATCH claims. The hourly buckets give an upper bound of each count in a few rows;
+ * a key whose bound could reach its cap within the batch (or whose last send time is wanted, for
+ * the minimum gap) is counted exactly from the send records. An upper bound never lets a cap be
+ * overshot; counting exactly near the cap keeps a step from waiting while there is room.
+ */
+async function ledger(trx: Tx, org: string, kind: 'mailbox' | 'domain', keys: string[], cap: (key: string) => number, exactAlways: boolean) {
+  const out = new Map<string, Ledger>();
   if (keys.length === 0) return out;
+  const bounds = await sql<{ k: string; sends: number }>`
+    SELECT substr(scope, ${kind.length + 2}) AS k, sum(sends)::int AS sends FROM send_ledger_hours
+    WHERE organization_id = ${org} AND scope = ANY(${keys.map((k) => `${kind}:${k}`)}::text[]) AND hour > now() - interval '25 hours'
+    GROUP BY scope`.execute(trx);
+  const bound = new Map(bounds.rows.map((r) => [r.k, r.sends]));
+  const exact = keys.filter((k) => exactAlways || (bound.get(k) ?? 0) + BATCH > cap(k));
+  for (const k of keys) out.set(k, { count: bound.get(k) ?? 0, oldest: null, newest: null });
+  if (exact.length === 0) return out;
+  const column = kind === 'mailbox' ? 'mailbox_id' : 'recipient_domain';
   const rows = await sql<{ k: string; count: number; oldest: Date; newest: Date }>`
     SELECT ${sql.ref(column)} AS k, count(*)::int AS count, min(sent_at) AS oldest, max(sent_at) AS newest FROM send_records
-    WHERE organization_id = ${org} AND ${sql.ref(column)} = ANY(${keys}::text[]) AND status = ANY(${COUNTED}::text[])
+    WHERE organization_id = ${org} AND ${sql.ref(column)} = ANY(${exact}::text[]) AND status = ANY(${COUNTED}::text[])
       AND sent_at > now() - interval '24 hours'
     GROUP BY 1`.execute(trx);
+  for (const k of exact) out.set(k, { count: 0, oldest: null, newest: null });
   for (const r of rows.rows) out.set(r.k, r);
   return out;
 }
@@ -189,12 +208,13 @@ async function chooseMailboxes(
   const poolOf = (r: Row) => (r.seqMailbox ? all.filter((m) => m.id === r.seqMailbox) : fresh);
   const used = [...new Set(rows.flatMap((r) => poolOf(r).map((m) => m.id)))];
   await lockAll(trx, used.map((id) => `mailbox:${org}:${id}`));
-  const counts = await ledger(trx, org, 'mailbox_id', used);
+  const gapMs = settings.minGapSeconds * 1000;
+  const caps = new Map(all.map((m) => [m.id, m.dailyCap]));
+  const counts = await ledger(trx, org, 'mailbox', used, (id) => caps.get(id)!, gapMs > 0);
   const state = new Map(all.map((m) => {
     const l = counts.get(m.id);
     return [m.id, { left: m.dailyCap - (l?.count ?? 0), oldest: l?.oldest ?? null, last: l?.newest ?? null }];
   }));
-  const gapMs = settings.minGapSeconds * 1000;
   const chosen = new Map<string, Mailbox>();
   decide((r) => {
     const pool = poolOf(r);
@@ -231,15 +251,15 @@ async function chooseMailboxes(
   });
   const domains = [...new Set(rows.filter((r) => chosen.has(r.id)).map((r) => domainOfEmail(r.email)))];
   await lockAll(trx, domains.map((d) => `domain:${org}:${d}`));
-  const toDomain = await ledger(trx, org, 'recipient_domain', domains);
   const cap = settings.recipientDomainDailyCap;
+  const toDomain = await ledger(trx, org, 'domain', domains, () => cap, false);
   decide((r) => {
     if (!chosen.has(r.id)) return null;
     const d = domainOfEmail(r.email);
-    const l = toDomain.get(d) ?? { count: 0, oldest: now, newest: now };
+    const l = toDomain.get(d)!;
     if (l.count >= cap) {
       chosen.delete(r.id);
-      return { defer: 'recipient_domain_daily_cap', until: new Date(l.oldest.getTime() + DAY_MS), detail: `${cap} messages went to ${d} in the last 24 hours` };
+      return { defer: 'recipient_domain_daily_cap', until: new Date((l.oldest?.getTime() ?? now.getTime()) + DAY_MS), detail: `${cap} messages went to ${d} in the last 24 hours` };
     }
     toDomain.set(d, { ...l, count: l.count + 1 });
     return null;
@@ -303,6 +323,12 @@ async function writeClaims(deps: DispatchDeps, trx: Tx, org: string, rows: Row[]
       FROM unnest(${firsts.map((c) => c.sequenceId)}::text[], ${firsts.map((c) => c.mailbox.id)}::text[]) AS v(id, mailbox_id)
       WHERE s.organization_id = ${org} AND s.id = v.id AND s.mailbox_id IS NULL`.execute(trx);
   }
+  // The hourly buckets of the caps' ledger (see ledger()).
+  const scopes = claims.flatMap((c) => [`mailbox:${c.mailbox.id}`, `domain:${domainOfEmail(String((c.message.to as { address: string }).address))}`]);
+  await sql`
+    INSERT INTO send_ledger_hours (organization_id, scope, hour, sends)
+    SELECT ${org}, scope, date_trunc('hour', now()), count(*) FROM unnest(${scopes}::text[]) AS scope GROUP BY scope
+    ON CONFLICT (organization_id, scope, hour) DO UPDATE SET sends = send_ledger_hours.sends + EXCLUDED.sends`.execute(trx);
   await sql`
     INSERT INTO usage_counters (organization_id, period_start, sends_attempted) VALUES (${org}, ${usagePeriod().start.toISOString().slice(0, 10)}, ${claims.length})
     ON CONFLICT (organization_id, period_start) DO UPDATE SET sends_attempted = usage_counters.sends_attempted + EXCLUDED.sends_attempted`.execute(trx);
@@ -450,8 +476,19 @@ async function recordOutcomes(trx: Tx, org: string, done: { c: Claim; outcome: S
   await emitMany(trx, org, events);
 }
 
+/**
+ * Batches in flight in this process: enough to keep every pooled SMTP connection busy; more would
+ * only claim steps early (and leave more possibly sent if the process dies) and add to the memory
+ * and the bookkeeping of messages waiting for a connection.
+ */
+const inFlight = pLimit(4);
+
 /** The send job of a queue row: dispatches a batch with that row in it (or without, when it is held elsewhere or gone). */
-export async function sendStep(deps: DispatchDeps, org: string, queueId: string | null): Promise<void> {
+export function sendStep(deps: DispatchDeps, org: string, queueId: string | null): Promise<void> {
+  return inFlight(() => dispatchBatch(deps, org, queueId));
+}
+
+async function dispatchBatch(deps: DispatchDeps, org: string, queueId: string | null): Promise<void> {
   const claims = await withOrg(deps.db, org, (trx) => claimBatch(deps, trx, org, queueId));
   if (claims.length === 0) return;
   const done = await Promise.all(claims.map(async (c) => {

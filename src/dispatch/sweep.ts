@@ -22,3 +22,8 @@ export async function sweepStaleSends(db: Db, staleMs = STALE_SENDING_MS): Promi
     return marked;
   });
 }
+
+/** The caps' hourly buckets past any 24-hour window. */
+export async function purgeLedgerHours(db: Db): Promise<void> {
+  await withSystem(db, (trx) => sql`DELETE FROM send_ledger_hours WHERE hour < now() - interval '2 days'`.execute(trx));
+}
