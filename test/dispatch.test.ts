@@ -487,7 +487,7 @@ describe('lifecycle', () => {
 
 describe('crash safety', () => {
   it('a worker killed between the SMTP hand-over and the record: the step is marked possibly sent and never sent again', async () => {
-    const crash = await startService({ SMTP_URL: sink.url });
+    const crash = await startService({ SMTP_URL: sink.url, RATE_LIMIT_PER_MINUTE: '100000' });
     const dbUrl = (crash.pool as unknown as { options: { connectionString: string } }).options.connectionString;
     // Node itself (tsx as a loader), so the kill reaches the process that holds the connection.
     const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/worker-main.ts')], {
@@ -504,8 +504,8 @@ describe('crash safety', () => {
       await api.POST('/sequences', { body: { contactId: c.id, templateId: tpl } });
       const [d] = await waitFor(async () => {
         const r = await api.GET('/drafts', { params: { query: { contactId: c.id } } });
-        return r.data!.data.length ? r.data!.data : null;
-      }, 20_000, 'the draft');
+        return r.data?.data.length ? r.data.data : null;
+      }, 30_000, 'the draft');
       await api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } });
       // The server receives the message; before it answers, the worker process is killed.
       let killed!: () => void;
