@@ -8,53 +8,15 @@
 // It runs on a database of its own in the bench cluster, with service processes of its own (one
 // per case), so no other worker picks its jobs; the organization's draft allowance is raised by
 // the operator (draftsPerMonth).
-import type { ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import pg from 'pg';
-import { migrate } from '../../db/database.js';
 import { startFakeModel } from '../../test/support/fake-llm.js';
+import { call, ownDatabase, startOwnService, stopProcess } from './own-service.js';
 import type { BenchArea, BenchContext } from './types.js';
-
-type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
 const CONTACTS = Number(process.env.BENCH_DRAFT_CONTACTS ?? 10_000);
 const MODEL_DELAY_MS = 200;
 const LLM_CONCURRENCY = 32;
 const STEP = { dayOffset: 0, subject: 'A quick idea for {{company}}', body: 'Hi {{firstName}},\n\nWe help revenue teams book more meetings.\n\nWorth a call?\n\nBest,\nSam' };
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-  });
-}
-
-/** A service process of this bench on its own database; resolves once it is healthy. */
-async function service(extra: Extra, url: string, env: Record<string, string>): Promise<{ origin: string; child: ChildProcess }> {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
-  const child = extra.startProcess('src/main.ts', { ...extra.serviceEnv, DATABASE_URL: url, PORT: String(port), PUBLIC_BASE_URL: origin, ...env });
-  for (let i = 0; ; i += 1) {
-    try { if ((await fetch(`${origin}/healthz`)).ok) break; } catch { /* starting */ }
-    if (i > 300 || child.exitCode !== null) throw new Error('drafts bench service did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { origin, child };
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  child.kill('SIGTERM');
-  await new Promise<void>((r) => { if (child.exitCode !== null) r(); else child.once('exit', () => r()); });
-}
-
-async function call(origin: string, token: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${origin}${path}`, {
-    method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json() as Record<string, unknown>;
-  if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status}: ${JSON.stringify(json)}`);
-  return json;
-}
 
 /** An organization with a 10,000-contact list on a one-step template, its key, and its list id. */
 async function setup(origin: string, adminToken: string, pool: pg.Pool) {
@@ -100,16 +62,7 @@ async function generateAll(origin: string, key: string, pool: pg.Pool, orgId: st
 const area: BenchArea = {
   name: `drafts: list generation for ${CONTACTS.toLocaleString('en')} contacts, and list reads`,
   async run(ctx: BenchContext) {
-    const extra = ctx as unknown as Extra;
-    const admin = new pg.Client({ connectionString: extra.serviceEnv.DATABASE_URL });
-    await admin.connect();
-    await admin.query('DROP DATABASE IF EXISTS bench_drafts WITH (FORCE)');
-    await admin.query('CREATE DATABASE bench_drafts');
-    await admin.end();
-    const u = new URL(extra.serviceEnv.DATABASE_URL);
-    u.pathname = '/bench_drafts';
-    const url = u.toString();
-    await migrate(url);
+    const url = await ownDatabase(ctx, 'bench_drafts');
     const pool = new pg.Pool({ connectionString: url, max: 3 });
     const model = await startFakeModel();
     model.answer(async (c) => {
@@ -118,7 +71,7 @@ const area: BenchArea = {
     });
     try {
       // Fallback provider.
-      let svc = await service(extra, url, {});
+      let svc = await startOwnService(ctx, url);
       const a = await setup(svc.origin, ctx.adminToken, pool);
       const seconds = await generateAll(svc.origin, a.key, pool, a.orgId, a.list);
       const rate = CONTACTS / seconds;
@@ -139,10 +92,10 @@ const area: BenchArea = {
         figures: { 'req/s': drafts.requestsPerSecond, p50: `${drafts.p50Ms} ms`, p99: `${drafts.p99Ms} ms`, 'contacts/drafts': ratio.toFixed(2), errors: drafts.errors + drafts.non2xx },
         target: 'within 1.5x of GET /contacts', met: ratio <= 1.5,
       });
-      await stop(svc.child);
+      await stopProcess(svc.child);
 
       // A model answering after 200 ms.
-      svc = await service(extra, url, { LLM_BASE_URL: model.baseUrl, LLM_MODEL: 'bench-model', LLM_API_KEY: 'x', LLM_CONCURRENCY: String(LLM_CONCURRENCY) });
+      svc = await startOwnService(ctx, url, { LLM_BASE_URL: model.baseUrl, LLM_MODEL: 'bench-model', LLM_API_KEY: 'x', LLM_CONCURRENCY: String(LLM_CONCURRENCY) });
       const b = await setup(svc.origin, ctx.adminToken, pool);
       const mSeconds = await generateAll(svc.origin, b.key, pool, b.orgId, b.list);
       const mRate = CONTACTS / mSeconds;
@@ -152,7 +105,7 @@ const area: BenchArea = {
         figures: { seconds: mSeconds.toFixed(1), 'drafts/s': Math.round(mRate), 'ceiling drafts/s': ceiling, 'share of ceiling': `${Math.round((100 * mRate) / ceiling)}%`, 'model max in flight': model.maxInFlight },
         target: '>= 80% of LLM_CONCURRENCY / 0.2 s', met: mRate >= 0.8 * ceiling,
       });
-      await stop(svc.child);
+      await stopProcess(svc.child);
     } finally {
       await model.close();
       await pool.end();

@@ -8,14 +8,11 @@
 // runs its worker; the clock runs from that commit to the last message the server accepted.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import nodemailer from 'nodemailer';
 import pg from 'pg';
-import { migrate } from '../../db/database.js';
 import { startSmtpSink } from '../../test/support/smtp-sink.js';
+import { call, ownDatabase, startOwnService, stopProcess } from './own-service.js';
 import type { BenchArea, BenchContext } from './types.js';
-
-type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
 const STEPS = Number(process.env.BENCH_SEND_STEPS ?? 10_000);
 /** Every 20th contact's address is suppressed after its step was queued. */
@@ -24,22 +21,6 @@ const SUPPRESS_EVERY = 20;
 const CONNECTIONS = 5;
 const SUBJECT = 'A quick idea for Acme';
 const BODY = 'Hi Dana,\n\nWe help revenue teams book more meetings: https://acme.example/launch\n\nWorth a call next week?\n\nBest,\nSam';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-  });
-}
-
-async function call(origin: string, token: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${origin}${path}`, {
-    method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json() as Record<string, unknown>;
-  if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status}: ${JSON.stringify(json)}`);
-  return json;
-}
 
 /** CPU seconds so far of the processes whose command line matches (Linux /proc), for the report. */
 function cpuOf(match: (cmd: string, pid: number) => boolean): number {
@@ -130,16 +111,7 @@ async function seed(origin: string, adminToken: string, pool: pg.Pool): Promise<
 const area: BenchArea = {
   name: `sending: ${STEPS.toLocaleString('en')} queued steps to a loopback SMTP server, against a bare nodemailer loop`,
   async run(ctx: BenchContext) {
-    const extra = ctx as unknown as Extra;
-    const admin = new pg.Client({ connectionString: extra.serviceEnv.DATABASE_URL });
-    await admin.connect();
-    await admin.query('DROP DATABASE IF EXISTS bench_sending WITH (FORCE)');
-    await admin.query('CREATE DATABASE bench_sending');
-    await admin.end();
-    const u = new URL(extra.serviceEnv.DATABASE_URL);
-    u.pathname = '/bench_sending';
-    const url = u.toString();
-    await migrate(url);
+    const url = await ownDatabase(ctx, 'bench_sending');
     const pool = new pg.Pool({ connectionString: url, max: 3 });
     const sink = await startSmtpSink();
     let child: ChildProcess | null = null;
@@ -152,17 +124,9 @@ const area: BenchArea = {
       const bareRate = STEPS / bareSeconds;
       sink.messages.length = 0;
 
-      const port = await freePort();
-      const origin = `http://127.0.0.1:${port}`;
-      child = extra.startProcess('src/main.ts', {
-        ...extra.serviceEnv, DATABASE_URL: url, PORT: String(port), PUBLIC_BASE_URL: origin,
-        SMTP_URL: sink.url, SMTP_MAX_CONNECTIONS: String(CONNECTIONS), MAIL_FROM: 'Acme Sales <sales@acme-sender.test>',
-      });
-      for (let i = 0; ; i += 1) {
-        try { if ((await fetch(`${origin}/healthz`)).ok) break; } catch { /* starting */ }
-        if (i > 300 || child.exitCode !== null) throw new Error('sending bench service did not start');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      const svc = await startOwnService(ctx, url, { SMTP_URL: sink.url, SMTP_MAX_CONNECTIONS: String(CONNECTIONS), MAIL_FROM: 'Acme Sales <sales@acme-sender.test>' });
+      child = svc.child;
+      const origin = svc.origin;
       const t0 = performance.now();
       const cpu = () => ({ service: cpuOf((_, pid) => pid === child!.pid), postgres: cpuOf((c) => c.startsWith('postgres') || /\/bin\/postgres /.test(c)), bench: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 });
       const { orgId, suppressed } = await seed(origin, ctx.adminToken, pool);
@@ -192,10 +156,7 @@ const area: BenchArea = {
         target: '>= 50% of the bare loop, 0 duplicates, 0 to suppressed', met: rate >= 0.5 * bareRate && duplicates === 0 && toSuppressed === 0 && recipients.length === expected,
       });
     } finally {
-      if (child) {
-        child.kill('SIGTERM');
-        await new Promise<void>((r) => { if (child!.exitCode !== null) r(); else child!.once('exit', () => r()); });
-      }
+      if (child) await stopProcess(child);
       await sink.close();
       await pool.end();
     }

@@ -1,0 +1,60 @@
+// For bench areas that need a database and service processes of their own (drafts, sending), so
+// no other worker takes their jobs: a fresh database in the bench cluster, a service process on
+// it, and the small HTTP helper their setup uses.
+import type { ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import pg from 'pg';
+import { migrate } from '../../db/database.js';
+import type { BenchContext } from './types.js';
+
+type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
+
+/** Drops and creates database `name` in the bench cluster, migrated; returns its URL. */
+export async function ownDatabase(ctx: BenchContext, name: string): Promise<string> {
+  const extra = ctx as unknown as Extra;
+  const admin = new pg.Client({ connectionString: extra.serviceEnv.DATABASE_URL });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const u = new URL(extra.serviceEnv.DATABASE_URL);
+  u.pathname = `/${name}`;
+  await migrate(u.toString());
+  return u.toString();
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
+  });
+}
+
+/** A service process (as `npm start` runs it) on the database at `url`; resolves once it is healthy. */
+export async function startOwnService(ctx: BenchContext, url: string, env: Record<string, string> = {}): Promise<{ origin: string; child: ChildProcess }> {
+  const extra = ctx as unknown as Extra;
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const child = extra.startProcess('src/main.ts', { ...extra.serviceEnv, DATABASE_URL: url, PORT: String(port), PUBLIC_BASE_URL: origin, ...env });
+  for (let i = 0; ; i += 1) {
+    try { if ((await fetch(`${origin}/healthz`)).ok) break; } catch { /* starting */ }
+    if (i > 300 || child.exitCode !== null) throw new Error('bench service did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { origin, child };
+}
+
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  child.kill('SIGTERM');
+  await new Promise<void>((r) => { if (child.exitCode !== null) r(); else child.once('exit', () => r()); });
+}
+
+/** One JSON call; a status of 300 or more throws. */
+export async function call(origin: string, token: string, method: string, path: string, body?: unknown) {
+  const res = await fetch(`${origin}${path}`, {
+    method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json() as Record<string, unknown>;
+  if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status}: ${JSON.stringify(json)}`);
+  return json;
+}
