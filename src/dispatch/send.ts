@@ -179,12 +179,16 @@ async function claimBatch(deps: DispatchDeps, trx: Tx, org: string, ownId: strin
       return null;
     });
   }
-  const orgRow = await trx.selectFrom('organizations').select('sending').where('id', '=', org).executeTakeFirstOrThrow();
-  const settings = sendingSettings(orgRow.sending);
-  const opens = windowOpensAt(settings, now);
-  if (opens > now) deferAll('sending_window', opens, `the sending window opens at ${opens.toISOString()}`);
-  const chosen = pending.length ? await chooseMailboxes(deps, trx, org, pending, settings, now, decide) : new Map<string, Mailbox>();
-  const claims = pending.length ? await writeClaims(deps, trx, org, pending, chosen, settings) : [];
+  let claims: Claim[] = [];
+  // The window, the mailboxes and the claims only for steps still passing (not, say, under the kill switch).
+  if (pending.length > 0) {
+    const orgRow = await trx.selectFrom('organizations').select('sending').where('id', '=', org).executeTakeFirstOrThrow();
+    const settings = sendingSettings(orgRow.sending);
+    const opens = windowOpensAt(settings, now);
+    if (opens > now) deferAll('sending_window', opens, `the sending window opens at ${opens.toISOString()}`);
+    const chosen = pending.length ? await chooseMailboxes(deps, trx, org, pending, settings, now, decide) : new Map<string, Mailbox>();
+    if (pending.length > 0) claims = await writeClaims(deps, trx, org, pending, chosen, settings);
+  }
   await writeDecisions(trx, org, decided);
   // The other steps now decided have their jobs moved (deferred) or gone (skipped, claimed).
   const done = [...claims.map((c) => c.queueId), ...[...decided].filter(([, d]) => 'skip' in d).map(([id]) => id)].filter((id) => id !== ownId);
@@ -316,7 +320,8 @@ async function writeClaims(deps: DispatchDeps, trx: Tx, org: string, rows: Row[]
       draft_id = v.draft_id, updated_at = now_ms()
     FROM unnest(${claims.map((c) => c.queueId)}::text[], ${claims.map((c) => c.recordId)}::text[], ${claims.map((c) => c.draftId)}::text[]) AS v(id, record_id, draft_id)
     WHERE q.organization_id = ${org} AND q.id = v.id`.execute(trx);
-  const firsts = claims.filter((c) => rows.find((r) => r.id === c.queueId)!.seqMailbox === null);
+  const firstSteps = new Set(rows.filter((r) => r.seqMailbox === null).map((r) => r.id));
+  const firsts = claims.filter((c) => firstSteps.has(c.queueId));
   if (firsts.length) {
     await sql`
       UPDATE contact_sequences s SET mailbox_id = v.mailbox_id
