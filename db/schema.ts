@@ -57,7 +57,7 @@ export interface ContactsTable {
   name: Generated<string>; title: string | null; phone: string | null; notes: string | null; lead_source: string | null;
   company_id: string | null; qualification_status: Generated<string>; fit_score: number | null; urgency_score: number | null;
   research: JsonNull; research_updated_at: TsNull; deleted_at: TsNull; erased_at: TsNull; tags: Generated<string[]>; snoozed_until: TsNull;
-  created_at: Generated<Date>; updated_at: Generated<Date>;
+  out_of_office_until: TsNull; created_at: Generated<Date>; updated_at: Generated<Date>;
 }
 /** Views of 0002_crm.sql: substring search by trigram index, scoped to app.org_id (see there). */
 export interface ContactsSearchView {
@@ -90,6 +90,10 @@ export interface MessagesTable {
   organization_id: string; id: string; contact_id: string | null; direction: string; channel: Generated<string>;
   from_email: string | null; subject: string | null; body: Generated<string>; intent: string | null;
   intent_confidence: number | null; created_at: Generated<Date>;
+  message_id: string | null; in_reply_to: string | null; references_ids: Generated<string[]>; to_email: string | null;
+  raw_mime: Buffer | null; stripped_text: string | null; send_record_id: string | null; sequence_id: string | null;
+  thread_method: string | null; status: Generated<string>; intent_source: string | null; intent_reason: string | null;
+  automatic: Generated<boolean>; report: JsonNull; ooo_until: TsNull; classified_at: TsNull;
 }
 export interface SendRecordsTable {
   organization_id: string; id: string; contact_id: string | null; draft_id: string | null; to_email: string | null;
@@ -162,6 +166,27 @@ export interface SendQueueTable {
   send_record_id: string | null; created_at: Generated<Date>; updated_at: Generated<Date>;
 }
 
+export interface LeadFormsTable { organization_id: string; id: string; name: string; form_key: string; created_at: Generated<Date> }
+export interface LeadCaptureWindowsTable { organization_id: string; ip_hash: string; window_start: Ts; count: number }
+export interface InboundLeadsTable {
+  organization_id: string; id: string; form_id: string | null; email: string; email_normalized: string; name: string | null;
+  company_name: string | null; source: string | null; status: Generated<string>; fit_score: number | null; intent_confidence: number | null;
+  payload: Json<Record<string, unknown>>; ip_hash: string | null; qual_snapshot: JsonNull; submissions: Generated<number>;
+  last_submitted_at: Generated<Date>; contact_id: string | null; deal_id: string | null; captured_at: Generated<Date>;
+  qualified_at: TsNull; converted_at: TsNull; spam_at: TsNull; erased_at: TsNull; updated_at: Generated<Date>;
+}
+export interface ActionItemsTable {
+  organization_id: string; id: string; action_type: string; title: string; description: string | null; priority: string;
+  status: Generated<string>; entity_type: string | null; entity_id: string | null; sales_person_id: string;
+  ai_generated: Generated<boolean>; expected_impact_cents: number | null; source_key: string | null; details: JsonNull;
+  expires_at: TsNull; completed_at: TsNull; dismissed_at: TsNull; snoozed_until_at: TsNull; snoozed_at: TsNull;
+  dismiss_reason: string | null; snooze_reason: string | null; created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface HandoffsTable {
+  organization_id: string; id: string; contact_id: string; deal_id: string | null; from_user_id: string | null; to_user_id: string;
+  reason: string | null; package: Json<Record<string, unknown>>; created_at: Generated<Date>;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -199,4 +224,9 @@ export interface Database {
   platform_settings: PlatformSettingsTable;
   mailboxes: MailboxesTable;
   send_queue: SendQueueTable;
+  lead_forms: LeadFormsTable;
+  lead_capture_windows: LeadCaptureWindowsTable;
+  inbound_leads: InboundLeadsTable;
+  action_items: ActionItemsTable;
+  handoffs: HandoffsTable;
 }

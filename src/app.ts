@@ -147,7 +147,7 @@ async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }>
   // GET and HEAD carry no body; asking the request for its stream would build a full Request.
   if (c.req.method === 'GET' || c.req.method === 'HEAD') return { present: false, value: undefined };
   const raw = await c.req.text();
-  if (raw.length === 0) return { present: false, value: undefined };
+  if (raw.trim().length === 0) return { present: false, value: undefined };
   if (Buffer.byteLength(raw) > MAX_BODY_BYTES) throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
   // JSON sent as text/plain (fetch's default for a string) or with no type is still JSON.
   const ct = (c.req.header('content-type') ?? '').toLowerCase();
@@ -186,6 +186,9 @@ function headerObject(c: C, op: OperationInfo): Record<string, string> {
   return out;
 }
 
+const isEmptyObject = (v: unknown): boolean =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0;
+
 /** Validates and coerces path, query and header parameters, then the body. */
 async function parseRequest(c: C, op: OperationInfo, params: Record<string, string>) {
   const vp = paramValidators[`${op.operationId}_path`];
@@ -201,7 +204,9 @@ async function parseRequest(c: C, op: OperationInfo, params: Record<string, stri
   validate(vh, 'header', headers);
   const body = await readJsonBody(c);
   if (body.present && !op.bodyPointer) {
-    throw new ProblemError('validation-failed', 'This operation takes no request body.');
+    // Clients commonly send `{}` to a POST that takes no body: it says nothing, so it is no body.
+    if (!isEmptyObject(body.value)) throw new ProblemError('validation-failed', 'This operation takes no request body (an empty one or {} is accepted).');
+    return { params, query, headers, body: undefined };
   }
   if (op.bodyPointer) {
     if (!body.present && op.bodyRequired) throw new ProblemError('validation-failed', 'A JSON request body is required.', { errors: [{ field: 'body', message: 'is required' }] });

@@ -118,6 +118,22 @@ describe('problems', () => {
     }
   });
 
+  it('accepts an absent body, an empty one or {} on an operation that takes none, and refuses any other', async () => {
+    const key = await svc.newOrg().then((o) => o.key());
+    const path = '/api/v1/webhooks/whk_unknown/rotate-secret';
+    const json = { 'content-type': 'application/json' };
+    // The body passes, so the unknown id is what answers.
+    for (const body of [undefined, '', '  \n', '{}', ' { } ']) {
+      const r = await raw(svc.baseUrl, 'POST', path, { key, body, headers: json });
+      expect(r.status, JSON.stringify(body)).toBe(404);
+    }
+    for (const body of ['{"a":1}', '[]', 'null']) {
+      const r = await raw(svc.baseUrl, 'POST', path, { key, body, headers: json });
+      expect(r.status, body).toBe(400);
+      expect(r.body.type).toBe(`${svc.baseUrl}/problems/validation-failed`);
+    }
+  });
+
   it('serves a page for every problem type URL', async () => {
     const r = await raw(svc.baseUrl, 'GET', '/api/v1/me');
     const page = await fetch(String(r.body.type));
