@@ -1,0 +1,62 @@
+// What the service reads from an inbound message, shared by the mail analysis (src/inbound/analyze/:
+// MIME parsing, automatic mail, delivery and complaint reports, quote stripping, intent) and the
+// ingestion pipeline (threading, storage, effects). The analysis never throws on what arrives from
+// outside: a malformed message yields what could be read, a failing model the rules' answer.
+
+export const INTENTS = ['interested', 'not_interested', 'unsubscribe', 'out_of_office', 'meeting_request', 'bounce', 'complaint', 'other'] as const;
+export type Intent = typeof INTENTS[number];
+
+/** The layer that decided: headers (automatic mail), a delivery or complaint report, the phrase rules, the model, or nothing matched. */
+export type IntentSource = 'header' | 'report' | 'rules' | 'model' | 'default';
+
+/** An RFC 3464 delivery status notification (or a bounce recognised by the heuristic fallback). */
+export interface DeliveryReport {
+  kind: 'dsn';
+  recipients: { recipient: string; action: string | null; status: string | null; diagnostic: string | null; permanent: boolean }[];
+  /** Message-ID of the returned message (from its text/rfc822-headers or message/rfc822 part), `<...>` form. */
+  originalMessageId: string | null;
+  /** True when found by the fallback (no proper multipart/report), e.g. X-Failed-Recipients or a mailer-daemon text. */
+  heuristic: boolean;
+}
+
+/** An RFC 5965 (ARF) feedback report: a recipient complained. */
+export interface ComplaintReport {
+  kind: 'arf';
+  feedbackType: string | null;
+  /** The complaining recipient: Original-Rcpt-To, else the To of the returned message; lowercased. */
+  recipient: string | null;
+  originalMessageId: string | null;
+}
+
+export interface ParsedMail {
+  /** Message-IDs in `<...>` form, trimmed. */
+  messageId: string | null;
+  inReplyTo: string | null;
+  references: string[];
+  /** The header From; address lowercased. */
+  from: { address: string; name: string | null } | null;
+  /** To and Cc addresses, lowercased. */
+  to: string[];
+  subject: string | null;
+  date: Date | null;
+  /** The plain text body (HTML turned into text when there is no text part); '' when none. */
+  text: string;
+  /** The text without quoted earlier messages and the signature: what is classified and previewed. */
+  strippedText: string;
+  /** Automatic mail recognised from headers and sender (RFC 3834 and the field notes); reason e.g. `auto-submitted:auto-replied`. */
+  automatic: { automatic: boolean; reason: string | null };
+  report: DeliveryReport | ComplaintReport | null;
+  /** A few headers by lowercased name (first value), for the record. */
+  headers: Record<string, string>;
+}
+
+export interface Classification {
+  intent: Intent;
+  /** 0-1. */
+  confidence: number;
+  /** A reason code a person can check, e.g. `dsn:5.1.1`, `arf:abuse`, `rule:unsubscribe`, `model`. */
+  reason: string;
+  source: IntentSource;
+  /** out_of_office only: the return date the text gives, else null. */
+  returnDate: Date | null;
+}
