@@ -1192,7 +1192,9 @@ export interface operations {
                     intentConfidence?: number;
                     name?: string;
                     /** @description The raw capture payload (free shape). */
-                    payload?: Record<string, never>;
+                    payload?: {
+                        [key: string]: unknown;
+                    };
                     /** @description Free-text label of where the lead came from. */
                     source?: string;
                 };
