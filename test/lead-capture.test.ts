@@ -204,6 +204,8 @@ describe('POST /capture/{formKey}', () => {
     expectProblem(await json(url, [email]), 400, 'validation-failed');
     expectProblem(await json(url, { email, message: 'nul \u0000 here' }), 400, 'validation-failed');
     expectProblem(await submit(url, '{"email": ', { 'content-type': 'application/json' }), 400, 'malformed-json');
+    // A lone surrogate cannot be stored as JSON text by Postgres: refused, not a 500.
+    expectProblem(await submit(url, `{"email": "${email}", "message": "\\ud800"}`, { 'content-type': 'application/json' }), 400, 'validation-failed');
     expectProblem(await submit(url, `<lead><email>${email}</email></lead>`, { 'content-type': 'application/xml' }), 415, 'unsupported-media-type');
     expectProblem(await submit(url, '--b\r\nbroken', { 'content-type': 'multipart/form-data; boundary=zzz' }), 400, 'validation-failed');
     expect(await leadRows(svc, org.id)).toHaveLength(0);
