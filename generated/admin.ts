@@ -146,7 +146,11 @@ export interface paths {
          * Capture an inbound lead
          * @description Captures an inbound lead through the same path as a real one (status `NEW`, `capturedAt` now,
          *     `inbound.lead_received` emitted, later picked up by the qualification and conversion sweeps).
-         *     `payload` is stored as the raw capture payload and is never returned by the public API.
+         *     `payload` is stored as the raw capture payload (at most 32768 bytes as JSON, else 400) and is
+         *     never returned by the public API; its `title`, `companySize` and `message` fields feed the
+         *     scores when `fitScore` or `intentConfidence` is not given (rules in GET /leads of the public
+         *     API). An address with a lead captured within the last 7 days lands on that lead (its `id` is
+         *     answered; no second lead, no second event).
          */
         post: operations["adminCreateInboundLead"];
         delete?: never;
@@ -177,6 +181,33 @@ export interface paths {
          *     GET /queue to drain).
          */
         post: operations["adminCreateInboundMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organizations/{orgId}/lead-forms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a lead form
+         * @description Creates a public lead form of the organization and its form key: a random, unguessable token
+         *     (`lf_` and 32 base64url characters, 192 bits) that is the only credential of the form's capture
+         *     endpoint `POST /capture/{formKey}` (no API key; JSON, form-encoded and multipart bodies; any
+         *     origin). Leads captured through the form carry the form's name as `source`. See the README
+         *     section "Inbound leads" for the endpoint's fields, honeypot and limits.
+         */
+        post: operations["adminCreateLeadForm"];
         delete?: never;
         options?: never;
         head?: never;
@@ -523,6 +554,21 @@ export interface components {
         AdminApiKeyScope: "contacts.read" | "contacts.write" | "contacts.erase" | "lists.read" | "lists.write" | "drafts.read" | "drafts.write" | "drafts.send" | "events.read" | "webhooks.manage" | "deals.read" | "deals.write" | "sequences.read" | "sequences.write" | "suppression.write" | "actions.read" | "analytics.read" | "*";
         /** @description The id of the record just created. */
         AdminCreatedId: {
+            id: string;
+        };
+        /** @description A lead form just created. */
+        AdminLeadForm: {
+            /**
+             * Format: uri
+             * @description The public capture endpoint of the form: `$PUBLIC_BASE_URL/capture/{formKey}`.
+             * @example https://api.example.com/capture/lf_q3Jx0Vb8cXnR2m9TzK4wYpLd1sHfA6gE
+             */
+            captureUrl: string;
+            /**
+             * @description The form's secret key; it is the only credential of its capture endpoint.
+             * @example lf_q3Jx0Vb8cXnR2m9TzK4wYpLd1sHfA6gE
+             */
+            formKey: string;
             id: string;
         };
         /** @description A mailbox an organization sends from. */
@@ -1146,7 +1192,9 @@ export interface operations {
                     intentConfidence?: number;
                     name?: string;
                     /** @description The raw capture payload (free shape). */
-                    payload?: Record<string, never>;
+                    payload?: {
+                        [key: string]: unknown;
+                    };
                     /** @description Free-text label of where the lead came from. */
                     source?: string;
                 };
@@ -1208,6 +1256,47 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AdminCreatedId"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminCreateLeadForm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "website-demo-request"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The form's name; also the `source` of the leads it captures. */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The form, with its key and capture URL. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminLeadForm"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1014,6 +1014,16 @@ export interface paths {
          *     cursor-paged. Erased leads are never listed. The capture payload, hashed IP and qualification
          *     snapshot are never returned.
          *
+         *     Leads come from a lead form's public capture endpoint (`POST /capture/{formKey}`, outside this
+         *     API; see the README) or the operator API. A submission of an address (trimmed, lowercased) that
+         *     already has a lead captured within the last 7 days lands on that lead instead of making a new
+         *     one. `fitScore` and `intentConfidence` are computed at capture when not given: fit 20, +30 for
+         *     an address at a company domain (not a free or disposable provider), + the title's seniority
+         *     (executive 30, VP 25, director 20, manager 10, senior 5), + company size (10+ employees 5, 50+
+         *     10, 200+ 15, 1000+ 20), at most 100; intent from the message text: 0.1 when it reads as not
+         *     buying (a job application, a vendor pitch, "not interested"), 0.8 when it asks for a demo,
+         *     pricing, a quote or a trial (0.9 when urgent), 0.6 when it shows interest, else 0.5.
+         *
          *     Errors: 400 `validation-failed` for a bad `status` or `limit`, 400 `invalid-cursor`.
          */
         get: operations["listLeads"];
@@ -1041,9 +1051,15 @@ export interface paths {
          * Convert an inbound lead
          * @description Converts a `NEW` or `QUALIFIED` lead now, without waiting for the periodic sweep: the lead
          *     becomes a contact (an existing live contact of the organization with the same email is reused;
-         *     otherwise one is created on the organization's `CRM import` list) and, unless `createDeal` is
-         *     false, a deal with that contact as primary contact (emitting `deal.created`). The lead becomes
-         *     `CONVERTED` with `convertedAt`.
+         *     otherwise one is created on the organization's `CRM import` list, as POST /contacts without
+         *     `listId` files it, with the lead's name, the `title` field of its capture, its `fitScore` and
+         *     its `source` as `leadSource`, and linked to the company of the email's domain, found or created
+         *     by normalized domain, unless that domain is a free or disposable mail provider) and, unless
+         *     `createDeal` is false, a deal on the organization's first stage (the default stages are seeded
+         *     on first use) with that contact as primary contact and the contact's company, owned by the
+         *     key's user (else the organization's owner), emitting `deal.created`. The lead becomes
+         *     `CONVERTED` with `convertedAt`, `contactId` and `dealId`. Two conversions of one lead at once
+         *     make one contact and one deal: the second waits and answers the first result.
          *
          *     Idempotent: converting an already `CONVERTED` lead answers 200 with `alreadyConverted=true` and
          *     the earlier `contactId` and `dealId`; the body is then ignored and nothing changes.
@@ -2764,9 +2780,11 @@ export interface components {
             status: "SPAM";
         };
         /**
-         * @description Lead state. `NEW` on capture; `QUALIFIED` once the qualification sweep finds it fit;
-         *     `CONVERTED` (final) after conversion to a contact (and deal), by the periodic sweep or
-         *     POST /leads/{id}/convert; `SPAM` after POST /leads/{id}/spam (a spam lead cannot be converted).
+         * @description Lead state. `NEW` on capture; `QUALIFIED` once the qualification sweep (every 5 minutes) finds
+         *     `fitScore >= 60` and `intentConfidence >= 0.5`; `CONVERTED` (final) after conversion to a contact
+         *     (and deal), by POST /leads/{id}/convert from `NEW` or `QUALIFIED`, or by the sweep for a
+         *     `QUALIFIED` lead captured at least 15 minutes ago; `SPAM` (final) after POST /leads/{id}/spam from
+         *     `NEW` or `QUALIFIED` (a spam lead is never converted).
          * @enum {string}
          */
         InboundLeadStatus: "NEW" | "QUALIFIED" | "CONVERTED" | "SPAM";

@@ -454,8 +454,8 @@ return errors === 0;
 }
 validate10.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminCreateMailbox_path = validate13;
-const schema9 = {"$id":"adminadminCreateMailbox_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminCreateLeadForm_path = validate13;
+const schema9 = {"$id":"adminadminCreateLeadForm_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -524,7 +524,7 @@ validate14.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminCreateMailbox_path" */;
+/*# sourceURL="adminadminCreateLeadForm_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate13.evaluated;
@@ -567,8 +567,8 @@ return errors === 0;
 }
 validate13.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminCreateProduct_path = validate16;
-const schema11 = {"$id":"adminadminCreateProduct_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminCreateMailbox_path = validate16;
+const schema11 = {"$id":"adminadminCreateMailbox_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -637,7 +637,7 @@ validate17.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminCreateProduct_path" */;
+/*# sourceURL="adminadminCreateMailbox_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate16.evaluated;
@@ -680,8 +680,8 @@ return errors === 0;
 }
 validate16.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminCreateSequenceTemplate_path = validate19;
-const schema13 = {"$id":"adminadminCreateSequenceTemplate_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminCreateProduct_path = validate19;
+const schema13 = {"$id":"adminadminCreateProduct_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -750,7 +750,7 @@ validate20.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminCreateSequenceTemplate_path" */;
+/*# sourceURL="adminadminCreateProduct_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate19.evaluated;
@@ -793,8 +793,8 @@ return errors === 0;
 }
 validate19.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminCreateSuppressionDomain_path = validate22;
-const schema15 = {"$id":"adminadminCreateSuppressionDomain_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminCreateSequenceTemplate_path = validate22;
+const schema15 = {"$id":"adminadminCreateSequenceTemplate_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -863,7 +863,7 @@ validate23.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminCreateSuppressionDomain_path" */;
+/*# sourceURL="adminadminCreateSequenceTemplate_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate22.evaluated;
@@ -906,8 +906,8 @@ return errors === 0;
 }
 validate22.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminCreateUser_path = validate25;
-const schema17 = {"$id":"adminadminCreateUser_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminCreateSuppressionDomain_path = validate25;
+const schema17 = {"$id":"adminadminCreateSuppressionDomain_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -976,7 +976,7 @@ validate26.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminCreateUser_path" */;
+/*# sourceURL="adminadminCreateSuppressionDomain_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate25.evaluated;
@@ -1019,8 +1019,8 @@ return errors === 0;
 }
 validate25.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminListMailboxes_path = validate28;
-const schema19 = {"$id":"adminadminListMailboxes_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+exports.adminCreateUser_path = validate28;
+const schema19 = {"$id":"adminadminCreateUser_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1089,7 +1089,7 @@ validate29.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminListMailboxes_path" */;
+/*# sourceURL="adminadminCreateUser_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate28.evaluated;
@@ -1132,9 +1132,8 @@ return errors === 0;
 }
 validate28.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminListOutbox_query = validate31;
-const schema21 = {"$id":"adminadminListOutbox_query","type":"object","properties":{"organizationId":{"$ref":"adminopenapi.json#/paths/~1outbox/get/parameters/0/schema"}},"required":[]};
-const schema22 = {"type":"string","minLength":1,"maxLength":64};
+exports.adminListMailboxes_path = validate31;
+const schema21 = {"$id":"adminadminListMailboxes_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
 function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1203,7 +1202,7 @@ validate32.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminListOutbox_query" */;
+/*# sourceURL="adminadminListMailboxes_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate31.evaluated;
@@ -1214,15 +1213,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.organizationId !== undefined){
-if(!(validate32(data.organizationId, {instancePath:instancePath+"/organizationId",parentData:data,parentDataProperty:"organizationId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.orgId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1231,13 +1223,30 @@ vErrors.push(err0);
 }
 errors++;
 }
+if(data.orgId !== undefined){
+if(!(validate32(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate32.errors : vErrors.concat(validate32.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
 validate31.errors = vErrors;
 return errors === 0;
 }
-validate31.evaluated = {"props":{"organizationId":true},"dynamicProps":false,"dynamicItems":false};
+validate31.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminListSendQueue_query = validate34;
-const schema23 = {"$id":"adminadminListSendQueue_query","type":"object","properties":{"organizationId":{"$ref":"adminopenapi.json#/paths/~1send-queue/get/parameters/0/schema"}},"required":[]};
+exports.adminListOutbox_query = validate34;
+const schema23 = {"$id":"adminadminListOutbox_query","type":"object","properties":{"organizationId":{"$ref":"adminopenapi.json#/paths/~1outbox/get/parameters/0/schema"}},"required":[]};
 const schema24 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -1307,7 +1316,7 @@ validate35.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminListSendQueue_query" */;
+/*# sourceURL="adminadminListOutbox_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate34.evaluated;
@@ -1340,8 +1349,8 @@ return errors === 0;
 }
 validate34.evaluated = {"props":{"organizationId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminRevokeApiKey_path = validate37;
-const schema25 = {"$id":"adminadminRevokeApiKey_path","type":"object","properties":{"keyId":{"$ref":"adminopenapi.json#/paths/~1api-keys~1{keyId}/parameters/0/schema"}},"required":["keyId"]};
+exports.adminListSendQueue_query = validate37;
+const schema25 = {"$id":"adminadminListSendQueue_query","type":"object","properties":{"organizationId":{"$ref":"adminopenapi.json#/paths/~1send-queue/get/parameters/0/schema"}},"required":[]};
 const schema26 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -1411,7 +1420,7 @@ validate38.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminRevokeApiKey_path" */;
+/*# sourceURL="adminadminListSendQueue_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate37.evaluated;
@@ -1422,8 +1431,15 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.keyId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "keyId"},message:"must have required property '"+"keyId"+"'"};
+if(data.organizationId !== undefined){
+if(!(validate38(data.organizationId, {instancePath:instancePath+"/organizationId",parentData:data,parentDataProperty:"organizationId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1432,30 +1448,14 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.keyId !== undefined){
-if(!(validate38(data.keyId, {instancePath:instancePath+"/keyId",parentData:data,parentDataProperty:"keyId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
 validate37.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
+validate37.evaluated = {"props":{"organizationId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.adminUpdateList_path = validate40;
-const schema27 = {"$id":"adminadminUpdateList_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"},"listId":{"$ref":"adminopenapi.json#/paths/~1organizations~1{orgId}~1lists~1{listId}/parameters/1/schema"}},"required":["orgId","listId"]};
+exports.adminRevokeApiKey_path = validate40;
+const schema27 = {"$id":"adminadminRevokeApiKey_path","type":"object","properties":{"keyId":{"$ref":"adminopenapi.json#/paths/~1api-keys~1{keyId}/parameters/0/schema"}},"required":["keyId"]};
+const schema28 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1522,12 +1522,58 @@ return errors === 0;
 }
 validate41.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema29 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="adminadminRevokeApiKey_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate43.evaluated;
+const evaluated0 = validate40.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.keyId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "keyId"},message:"must have required property '"+"keyId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.keyId !== undefined){
+if(!(validate41(data.keyId, {instancePath:instancePath+"/keyId",parentData:data,parentDataProperty:"keyId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate40.errors = vErrors;
+return errors === 0;
+}
+validate40.evaluated = {"props":{"keyId":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.adminUpdateList_path = validate43;
+const schema29 = {"$id":"adminadminUpdateList_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"},"listId":{"$ref":"adminopenapi.json#/paths/~1organizations~1{orgId}~1lists~1{listId}/parameters/1/schema"}},"required":["orgId","listId"]};
+
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate44.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1584,74 +1630,12 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate43.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
-validate43.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate44.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminUpdateList_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate40.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.orgId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.listId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "listId"},message:"must have required property '"+"listId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.orgId !== undefined){
-if(!(validate41(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate41.errors : vErrors.concat(validate41.errors);
-errors = vErrors.length;
-}
-}
-if(data.listId !== undefined){
-if(!(validate43(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate40.errors = vErrors;
-return errors === 0;
-}
-validate40.evaluated = {"props":{"orgId":true,"listId":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.adminUpdateMailbox_path = validate45;
-const schema30 = {"$id":"adminadminUpdateMailbox_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"},"mailboxId":{"$ref":"adminopenapi.json#/paths/~1organizations~1{orgId}~1mailboxes~1{mailboxId}/parameters/1/schema"}},"required":["orgId","mailboxId"]};
+const schema31 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1718,12 +1702,74 @@ return errors === 0;
 }
 validate46.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema32 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="adminadminUpdateList_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate48.evaluated;
+const evaluated0 = validate43.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.orgId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.listId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "listId"},message:"must have required property '"+"listId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.orgId !== undefined){
+if(!(validate44(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate44.errors : vErrors.concat(validate44.errors);
+errors = vErrors.length;
+}
+}
+if(data.listId !== undefined){
+if(!(validate46(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate43.errors = vErrors;
+return errors === 0;
+}
+validate43.evaluated = {"props":{"orgId":true,"listId":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.adminUpdateMailbox_path = validate48;
+const schema32 = {"$id":"adminadminUpdateMailbox_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"},"mailboxId":{"$ref":"adminopenapi.json#/paths/~1organizations~1{orgId}~1mailboxes~1{mailboxId}/parameters/1/schema"}},"required":["orgId","mailboxId"]};
+
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1780,74 +1826,12 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate48.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
-validate48.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate49.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminUpdateMailbox_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate45.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.orgId === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.mailboxId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mailboxId"},message:"must have required property '"+"mailboxId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.orgId !== undefined){
-if(!(validate46(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
-errors = vErrors.length;
-}
-}
-if(data.mailboxId !== undefined){
-if(!(validate48(data.mailboxId, {instancePath:instancePath+"/mailboxId",parentData:data,parentDataProperty:"mailboxId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate48.errors : vErrors.concat(validate48.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate45.errors = vErrors;
-return errors === 0;
-}
-validate45.evaluated = {"props":{"orgId":true,"mailboxId":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.adminUpdateOrganization_path = validate50;
-const schema33 = {"$id":"adminadminUpdateOrganization_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
+const schema34 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -1915,11 +1899,11 @@ return errors === 0;
 validate51.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="adminadminUpdateOrganization_path" */;
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="adminadminUpdateMailbox_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate50.evaluated;
+const evaluated0 = validate48.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1937,15 +1921,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.orgId !== undefined){
-if(!(validate51(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.mailboxId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "mailboxId"},message:"must have required property '"+"mailboxId"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1954,19 +1931,41 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate50.errors = vErrors;
+if(data.orgId !== undefined){
+if(!(validate49(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate49.errors : vErrors.concat(validate49.errors);
+errors = vErrors.length;
+}
+}
+if(data.mailboxId !== undefined){
+if(!(validate51(data.mailboxId, {instancePath:instancePath+"/mailboxId",parentData:data,parentDataProperty:"mailboxId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate51.errors : vErrors.concat(validate51.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate48.errors = vErrors;
 return errors === 0;
 }
-validate50.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+validate48.evaluated = {"props":{"orgId":true,"mailboxId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.applyActionItemVerb_path = validate53;
-const schema35 = {"$id":"applyActionItemVerb_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/0/schema"},"verb":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/1/schema"}},"required":["id","verb"]};
-const schema37 = {"type":"string","minLength":1,"maxLength":64};
+exports.adminUpdateOrganization_path = validate53;
+const schema35 = {"$id":"adminadminUpdateOrganization_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"}},"required":["orgId"]};
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate54.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2023,17 +2022,64 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate55.errors = vErrors;
+validate54.errors = vErrors;
 return errors === 0;
 }
-validate55.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate54.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema38 = {"type":"string","description":"A verb of POST /action-items/{id}/{verb}.","enum":["complete","reopen","dismiss","snooze"]};
 
-function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="adminadminUpdateOrganization_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate57.evaluated;
+const evaluated0 = validate53.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.orgId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.orgId !== undefined){
+if(!(validate54(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate54.errors : vErrors.concat(validate54.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate53.errors = vErrors;
+return errors === 0;
+}
+validate53.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.applyActionItemVerb_path = validate56;
+const schema37 = {"$id":"applyActionItemVerb_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/0/schema"},"verb":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/1/schema"}},"required":["id","verb"]};
+const schema39 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate58.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2068,8 +2114,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(!((((data === "complete") || (data === "reopen")) || (data === "dismiss")) || (data === "snooze"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema38.enum},message:"must be equal to one of the allowed values"};
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2078,59 +2125,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate57.errors = vErrors;
-return errors === 0;
-}
-validate57.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="applyActionItemVerb_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate53.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.verb === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verb"},message:"must have required property '"+"verb"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate55(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate55.errors : vErrors.concat(validate55.errors);
-errors = vErrors.length;
-}
-}
-if(data.verb !== undefined){
-if(!(validate57(data.verb, {instancePath:instancePath+"/verb",parentData:data,parentDataProperty:"verb",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate57.errors : vErrors.concat(validate57.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -2139,14 +2135,13 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate53.errors = vErrors;
+}
+validate58.errors = vErrors;
 return errors === 0;
 }
-validate53.evaluated = {"props":{"id":true,"verb":true},"dynamicProps":false,"dynamicItems":false};
+validate58.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-exports.approveDraft_path = validate59;
-const schema39 = {"$id":"approveDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1approve/parameters/0/schema"}},"required":["id"]};
-const schema40 = {"type":"string","minLength":1,"maxLength":64};
+const schema40 = {"type":"string","description":"A verb of POST /action-items/{id}/{verb}.","enum":["complete","reopen","dismiss","snooze"]};
 
 function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2186,9 +2181,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(!((((data === "complete") || (data === "reopen")) || (data === "dismiss")) || (data === "snooze"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema40.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2197,28 +2191,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
 validate60.errors = vErrors;
 return errors === 0;
 }
 validate60.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="approveDraft_path" */;
+function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="applyActionItemVerb_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate59.evaluated;
+const evaluated0 = validate56.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2236,15 +2219,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate60(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.verb === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verb"},message:"must have required property '"+"verb"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2253,13 +2229,36 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate59.errors = vErrors;
+if(data.id !== undefined){
+if(!(validate58(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate58.errors : vErrors.concat(validate58.errors);
+errors = vErrors.length;
+}
+}
+if(data.verb !== undefined){
+if(!(validate60(data.verb, {instancePath:instancePath+"/verb",parentData:data,parentDataProperty:"verb",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate60.errors : vErrors.concat(validate60.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate56.errors = vErrors;
 return errors === 0;
 }
-validate59.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate56.evaluated = {"props":{"id":true,"verb":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.changeDealStage_path = validate62;
-const schema41 = {"$id":"changeDealStage_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1stage/parameters/0/schema"}},"required":["id"]};
+exports.approveDraft_path = validate62;
+const schema41 = {"$id":"approveDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1approve/parameters/0/schema"}},"required":["id"]};
 const schema42 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate63(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -2329,7 +2328,7 @@ validate63.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate62(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="changeDealStage_path" */;
+/*# sourceURL="approveDraft_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate62.evaluated;
@@ -2372,8 +2371,8 @@ return errors === 0;
 }
 validate62.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.convertLead_path = validate65;
-const schema43 = {"$id":"convertLead_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1convert/parameters/0/schema"}},"required":["id"]};
+exports.changeDealStage_path = validate65;
+const schema43 = {"$id":"changeDealStage_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1stage/parameters/0/schema"}},"required":["id"]};
 const schema44 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate66(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -2443,7 +2442,7 @@ validate66.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate65(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="convertLead_path" */;
+/*# sourceURL="changeDealStage_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate65.evaluated;
@@ -2486,9 +2485,9 @@ return errors === 0;
 }
 validate65.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.createDeal_header = validate68;
-const schema45 = {"$id":"createDeal_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
-const schema46 = {"type":"string","minLength":1,"maxLength":255};
+exports.convertLead_path = validate68;
+const schema45 = {"$id":"convertLead_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1convert/parameters/0/schema"}},"required":["id"]};
+const schema46 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate69(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2529,8 +2528,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 255){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2557,7 +2556,7 @@ validate69.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate68(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createDeal_header" */;
+/*# sourceURL="convertLead_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate68.evaluated;
@@ -2568,15 +2567,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data["idempotency-key"] !== undefined){
-if(!(validate69(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -2585,13 +2577,31 @@ vErrors.push(err0);
 }
 errors++;
 }
+if(data.id !== undefined){
+if(!(validate69(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate69.errors : vErrors.concat(validate69.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
 validate68.errors = vErrors;
 return errors === 0;
 }
-validate68.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
+validate68.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.createDealActivity_header = validate71;
-const schema47 = {"$id":"createDealActivity_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
+exports.createDeal_header = validate71;
+const schema47 = {"$id":"createDeal_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
+const schema48 = {"type":"string","minLength":1,"maxLength":255};
 
 function validate72(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2660,7 +2670,7 @@ validate72.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate71(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createDealActivity_header" */;
+/*# sourceURL="createDeal_header" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate71.evaluated;
@@ -2693,127 +2703,13 @@ return errors === 0;
 }
 validate71.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.createDealActivity_path = validate74;
-const schema49 = {"$id":"createDealActivity_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1activities/parameters/0/schema"}},"required":["id"]};
-const schema50 = {"type":"string","minLength":1,"maxLength":64};
+exports.createDealActivity_header = validate74;
+const schema49 = {"$id":"createDealActivity_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
 
 function validate75(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate75.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate75.errors = vErrors;
-return errors === 0;
-}
-validate75.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createDealActivity_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate74.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate75(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate75.errors : vErrors.concat(validate75.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate74.errors = vErrors;
-return errors === 0;
-}
-validate74.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.createList_header = validate77;
-const schema51 = {"$id":"createList_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
-
-function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2870,17 +2766,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate78.errors = vErrors;
+validate75.errors = vErrors;
 return errors === 0;
 }
-validate78.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate75.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createList_header" */;
+function validate74(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createDealActivity_header" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate77.evaluated;
+const evaluated0 = validate74.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2889,8 +2785,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data["idempotency-key"] !== undefined){
-if(!(validate78(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate78.errors : vErrors.concat(validate78.errors);
+if(!(validate75(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate75.errors : vErrors.concat(validate75.errors);
 errors = vErrors.length;
 }
 }
@@ -2905,19 +2801,19 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate77.errors = vErrors;
+validate74.errors = vErrors;
 return errors === 0;
 }
-validate77.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
+validate74.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.deleteContact_path = validate80;
-const schema53 = {"$id":"deleteContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema54 = {"type":"string","minLength":1,"maxLength":64};
+exports.createDealActivity_path = validate77;
+const schema51 = {"$id":"createDealActivity_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1activities/parameters/0/schema"}},"required":["id"]};
+const schema52 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate78(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate81.evaluated;
+const evaluated0 = validate78.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2974,17 +2870,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate81.errors = vErrors;
+validate78.errors = vErrors;
 return errors === 0;
 }
-validate81.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate78.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="deleteContact_path" */;
+function validate77(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createDealActivity_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate80.evaluated;
+const evaluated0 = validate77.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3003,8 +2899,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate81(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate81.errors : vErrors.concat(validate81.errors);
+if(!(validate78(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate78.errors : vErrors.concat(validate78.errors);
 errors = vErrors.length;
 }
 }
@@ -3019,13 +2915,116 @@ vErrors.push(err1);
 }
 errors++;
 }
+validate77.errors = vErrors;
+return errors === 0;
+}
+validate77.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.createList_header = validate80;
+const schema53 = {"$id":"createList_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
+
+function validate81(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate81.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 255){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate81.errors = vErrors;
+return errors === 0;
+}
+validate81.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate80(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createList_header" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate80.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data["idempotency-key"] !== undefined){
+if(!(validate81(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate81.errors : vErrors.concat(validate81.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
 validate80.errors = vErrors;
 return errors === 0;
 }
-validate80.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate80.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.deleteList_path = validate83;
-const schema55 = {"$id":"deleteList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.deleteContact_path = validate83;
+const schema55 = {"$id":"deleteContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
 const schema56 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate84(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3095,7 +3094,7 @@ validate84.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate83(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="deleteList_path" */;
+/*# sourceURL="deleteContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate83.evaluated;
@@ -3138,106 +3137,14 @@ return errors === 0;
 }
 validate83.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.deleteList_query = validate86;
-const schema57 = {"$id":"deleteList_query","type":"object","properties":{"force":{"$ref":"openapi.json#/paths/~1lists~1{id}/delete/parameters/0/schema"}},"required":[]};
-const schema58 = {"type":"string","enum":["true"]};
+exports.deleteList_path = validate86;
+const schema57 = {"$id":"deleteList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema58 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate87(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate87.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema58.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate87.errors = vErrors;
-return errors === 0;
-}
-validate87.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="deleteList_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate86.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.force !== undefined){
-if(!(validate87(data.force, {instancePath:instancePath+"/force",parentData:data,parentDataProperty:"force",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate87.errors : vErrors.concat(validate87.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate86.errors = vErrors;
-return errors === 0;
-}
-validate86.evaluated = {"props":{"force":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.deleteWebhook_path = validate89;
-const schema59 = {"$id":"deleteWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema60 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate90.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3294,17 +3201,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate90.errors = vErrors;
+validate87.errors = vErrors;
 return errors === 0;
 }
-validate90.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate87.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="deleteWebhook_path" */;
+function validate86(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="deleteList_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate89.evaluated;
+const evaluated0 = validate86.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3323,8 +3230,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate90(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.errors);
+if(!(validate87(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate87.errors : vErrors.concat(validate87.errors);
 errors = vErrors.length;
 }
 }
@@ -3339,13 +3246,105 @@ vErrors.push(err1);
 }
 errors++;
 }
+validate86.errors = vErrors;
+return errors === 0;
+}
+validate86.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.deleteList_query = validate89;
+const schema59 = {"$id":"deleteList_query","type":"object","properties":{"force":{"$ref":"openapi.json#/paths/~1lists~1{id}/delete/parameters/0/schema"}},"required":[]};
+const schema60 = {"type":"string","enum":["true"]};
+
+function validate90(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate90.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!(data === "true")){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema60.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate90.errors = vErrors;
+return errors === 0;
+}
+validate90.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate89(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="deleteList_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate89.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.force !== undefined){
+if(!(validate90(data.force, {instancePath:instancePath+"/force",parentData:data,parentDataProperty:"force",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate90.errors : vErrors.concat(validate90.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
 validate89.errors = vErrors;
 return errors === 0;
 }
-validate89.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate89.evaluated = {"props":{"force":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.eraseContact_path = validate92;
-const schema61 = {"$id":"eraseContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1erase/parameters/0/schema"}},"required":["id"]};
+exports.deleteWebhook_path = validate92;
+const schema61 = {"$id":"deleteWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
 const schema62 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate93(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3415,7 +3414,7 @@ validate93.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate92(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="eraseContact_path" */;
+/*# sourceURL="deleteWebhook_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate92.evaluated;
@@ -3458,8 +3457,8 @@ return errors === 0;
 }
 validate92.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.generateListDrafts_path = validate95;
-const schema63 = {"$id":"generateListDrafts_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}~1generate/parameters/0/schema"}},"required":["id"]};
+exports.eraseContact_path = validate95;
+const schema63 = {"$id":"eraseContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1erase/parameters/0/schema"}},"required":["id"]};
 const schema64 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate96(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3529,7 +3528,7 @@ validate96.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate95(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="generateListDrafts_path" */;
+/*# sourceURL="eraseContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate95.evaluated;
@@ -3572,8 +3571,8 @@ return errors === 0;
 }
 validate95.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getActionItem_path = validate98;
-const schema65 = {"$id":"getActionItem_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.generateListDrafts_path = validate98;
+const schema65 = {"$id":"generateListDrafts_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}~1generate/parameters/0/schema"}},"required":["id"]};
 const schema66 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate99(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3643,7 +3642,7 @@ validate99.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate98(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getActionItem_path" */;
+/*# sourceURL="generateListDrafts_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate98.evaluated;
@@ -3686,8 +3685,8 @@ return errors === 0;
 }
 validate98.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getCompany_path = validate101;
-const schema67 = {"$id":"getCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.getActionItem_path = validate101;
+const schema67 = {"$id":"getActionItem_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}/parameters/0/schema"}},"required":["id"]};
 const schema68 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate102(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3757,7 +3756,7 @@ validate102.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate101(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getCompany_path" */;
+/*# sourceURL="getActionItem_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate101.evaluated;
@@ -3800,8 +3799,8 @@ return errors === 0;
 }
 validate101.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getCompanyResearch_path = validate104;
-const schema69 = {"$id":"getCompanyResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+exports.getCompany_path = validate104;
+const schema69 = {"$id":"getCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}/parameters/0/schema"}},"required":["id"]};
 const schema70 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate105(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -3871,7 +3870,7 @@ validate105.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate104(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getCompanyResearch_path" */;
+/*# sourceURL="getCompany_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate104.evaluated;
@@ -3914,8 +3913,9 @@ return errors === 0;
 }
 validate104.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getContact_path = validate107;
-const schema71 = {"$id":"getContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.getCompanyResearch_path = validate107;
+const schema71 = {"$id":"getCompanyResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+const schema72 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate108(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -3984,7 +3984,7 @@ validate108.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate107(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getContact_path" */;
+/*# sourceURL="getCompanyResearch_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate107.evaluated;
@@ -4027,108 +4027,13 @@ return errors === 0;
 }
 validate107.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getContact_query = validate110;
-const schema73 = {"$id":"getContact_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1contacts~1{id}/get/parameters/0/schema"}},"required":[]};
-const schema74 = {"type":"string","maxLength":200};
+exports.getContact_path = validate110;
+const schema73 = {"$id":"getContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
 
 function validate111(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate111.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 200){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-validate111.errors = vErrors;
-return errors === 0;
-}
-validate111.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getContact_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate110.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.include !== undefined){
-if(!(validate111(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate111.errors : vErrors.concat(validate111.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate110.errors = vErrors;
-return errors === 0;
-}
-validate110.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getContactResearch_path = validate113;
-const schema75 = {"$id":"getContactResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
-const schema76 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate114(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate114.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4185,17 +4090,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate114.errors = vErrors;
+validate111.errors = vErrors;
 return errors === 0;
 }
-validate114.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate111.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate113(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getContactResearch_path" */;
+function validate110(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getContact_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate113.evaluated;
+const evaluated0 = validate110.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4214,8 +4119,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate114(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate114.errors : vErrors.concat(validate114.errors);
+if(!(validate111(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate111.errors : vErrors.concat(validate111.errors);
 errors = vErrors.length;
 }
 }
@@ -4230,13 +4135,107 @@ vErrors.push(err1);
 }
 errors++;
 }
+validate110.errors = vErrors;
+return errors === 0;
+}
+validate110.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getContact_query = validate113;
+const schema75 = {"$id":"getContact_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1contacts~1{id}/get/parameters/0/schema"}},"required":[]};
+const schema76 = {"type":"string","maxLength":200};
+
+function validate114(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate114.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 200){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+validate114.errors = vErrors;
+return errors === 0;
+}
+validate114.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate113(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getContact_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate113.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.include !== undefined){
+if(!(validate114(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate114.errors : vErrors.concat(validate114.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
 validate113.errors = vErrors;
 return errors === 0;
 }
-validate113.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate113.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getDeal_path = validate116;
-const schema77 = {"$id":"getDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.getContactResearch_path = validate116;
+const schema77 = {"$id":"getContactResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
 const schema78 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate117(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -4306,7 +4305,7 @@ validate117.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate116(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDeal_path" */;
+/*# sourceURL="getContactResearch_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate116.evaluated;
@@ -4349,96 +4348,14 @@ return errors === 0;
 }
 validate116.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getDeal_query = validate119;
-const schema79 = {"$id":"getDeal_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1deals~1{id}/get/parameters/0/schema"}},"required":[]};
-const schema80 = {"type":"string"};
+exports.getDeal_path = validate119;
+const schema79 = {"$id":"getDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema80 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate120(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate120.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-validate120.errors = vErrors;
-return errors === 0;
-}
-validate120.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate119(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDeal_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate119.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.include !== undefined){
-if(!(validate120(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate120.errors : vErrors.concat(validate120.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate119.errors = vErrors;
-return errors === 0;
-}
-validate119.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getDraft_path = validate122;
-const schema81 = {"$id":"getDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema82 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate123(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate123.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4495,17 +4412,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate123.errors = vErrors;
+validate120.errors = vErrors;
 return errors === 0;
 }
-validate123.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate120.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate122(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDraft_path" */;
+function validate119(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getDeal_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate122.evaluated;
+const evaluated0 = validate119.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4524,8 +4441,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate123(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
+if(!(validate120(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate120.errors : vErrors.concat(validate120.errors);
 errors = vErrors.length;
 }
 }
@@ -4540,19 +4457,215 @@ vErrors.push(err1);
 }
 errors++;
 }
+validate119.errors = vErrors;
+return errors === 0;
+}
+validate119.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getDeal_query = validate122;
+const schema81 = {"$id":"getDeal_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1deals~1{id}/get/parameters/0/schema"}},"required":[]};
+const schema82 = {"type":"string"};
+
+function validate123(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate123.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+validate123.errors = vErrors;
+return errors === 0;
+}
+validate123.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate122(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getDeal_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate122.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.include !== undefined){
+if(!(validate123(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
 validate122.errors = vErrors;
 return errors === 0;
 }
-validate122.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate122.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getDraft_query = validate125;
-const schema83 = {"$id":"getDraft_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1drafts~1{id}/get/parameters/0/schema"}},"required":[]};
-const schema84 = {"type":"string","maxLength":200};
+exports.getDraft_path = validate125;
+const schema83 = {"$id":"getDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema84 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate126(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate126.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate126.errors = vErrors;
+return errors === 0;
+}
+validate126.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate125(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getDraft_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate125.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate126(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate126.errors : vErrors.concat(validate126.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate125.errors = vErrors;
+return errors === 0;
+}
+validate125.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getDraft_query = validate128;
+const schema85 = {"$id":"getDraft_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1drafts~1{id}/get/parameters/0/schema"}},"required":[]};
+const schema86 = {"type":"string","maxLength":200};
+
+function validate129(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate129.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4599,17 +4712,17 @@ vErrors.push(err1);
 errors++;
 }
 }
-validate126.errors = vErrors;
+validate129.errors = vErrors;
 return errors === 0;
 }
-validate126.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate129.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate125(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate128(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getDraft_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate125.evaluated;
+const evaluated0 = validate128.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4618,8 +4731,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.include !== undefined){
-if(!(validate126(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate126.errors : vErrors.concat(validate126.errors);
+if(!(validate129(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate129.errors : vErrors.concat(validate129.errors);
 errors = vErrors.length;
 }
 }
@@ -4634,191 +4747,72 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate125.errors = vErrors;
-return errors === 0;
-}
-validate125.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getFunnelAnalytics_query = validate128;
-const schema85 = {"$id":"getFunnelAnalytics_query","type":"object","properties":{"from":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/0/schema"},"to":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/1/schema"}},"required":["from","to"]};
-const schema86 = {"type":"string","format":"date"};
-const formats0 = require("ajv-formats/dist/formats").fullFormats.date;
-
-function validate129(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate129.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(!(formats0.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-validate129.errors = vErrors;
-return errors === 0;
-}
-validate129.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema87 = {"type":"string","format":"date"};
-
-function validate131(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate131.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(!(formats0.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-validate131.errors = vErrors;
-return errors === 0;
-}
-validate131.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate128(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getFunnelAnalytics_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate128.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.from === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.to === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.from !== undefined){
-if(!(validate129(data.from, {instancePath:instancePath+"/from",parentData:data,parentDataProperty:"from",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate129.errors : vErrors.concat(validate129.errors);
-errors = vErrors.length;
-}
-}
-if(data.to !== undefined){
-if(!(validate131(data.to, {instancePath:instancePath+"/to",parentData:data,parentDataProperty:"to",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate131.errors : vErrors.concat(validate131.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
 validate128.errors = vErrors;
 return errors === 0;
 }
-validate128.evaluated = {"props":{"from":true,"to":true},"dynamicProps":false,"dynamicItems":false};
+validate128.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getList_path = validate133;
-const schema88 = {"$id":"getList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.getFunnelAnalytics_query = validate131;
+const schema87 = {"$id":"getFunnelAnalytics_query","type":"object","properties":{"from":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/0/schema"},"to":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/1/schema"}},"required":["from","to"]};
+const schema88 = {"type":"string","format":"date"};
+const formats0 = require("ajv-formats/dist/formats").fullFormats.date;
+
+function validate132(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate132.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(!(formats0.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+validate132.errors = vErrors;
+return errors === 0;
+}
+validate132.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema89 = {"type":"string","format":"date"};
 
 function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4859,23 +4853,13 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(!(formats0.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
 }
 errors++;
 }
@@ -4886,11 +4870,11 @@ return errors === 0;
 validate134.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate133(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getList_path" */;
+function validate131(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getFunnelAnalytics_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate133.evaluated;
+const evaluated0 = validate131.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4898,8 +4882,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data.from === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -4908,15 +4892,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate134(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate134.errors : vErrors.concat(validate134.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.to === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4925,14 +4902,36 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate133.errors = vErrors;
+if(data.from !== undefined){
+if(!(validate132(data.from, {instancePath:instancePath+"/from",parentData:data,parentDataProperty:"from",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate132.errors : vErrors.concat(validate132.errors);
+errors = vErrors.length;
+}
+}
+if(data.to !== undefined){
+if(!(validate134(data.to, {instancePath:instancePath+"/to",parentData:data,parentDataProperty:"to",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate134.errors : vErrors.concat(validate134.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate131.errors = vErrors;
 return errors === 0;
 }
-validate133.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate131.evaluated = {"props":{"from":true,"to":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getSequence_path = validate136;
-const schema90 = {"$id":"getSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1sequences~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema91 = {"type":"string","minLength":1,"maxLength":64};
+exports.getList_path = validate136;
+const schema90 = {"$id":"getList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
 
 function validate137(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5001,7 +5000,7 @@ validate137.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate136(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getSequence_path" */;
+/*# sourceURL="getList_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate136.evaluated;
@@ -5044,261 +5043,14 @@ return errors === 0;
 }
 validate136.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getSuppression_query = validate139;
-const schema92 = {"$id":"getSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/get/parameters/0/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
-const schema93 = {"type":"string","minLength":1,"maxLength":320};
+exports.getSequence_path = validate139;
+const schema92 = {"$id":"getSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1sequences~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema93 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate140(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate140.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 320){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate140.errors = vErrors;
-return errors === 0;
-}
-validate140.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema94 = {"type":"string","minLength":1,"maxLength":512};
-
-function validate142(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate142.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate142.errors = vErrors;
-return errors === 0;
-}
-validate142.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema95 = {"type":"integer","minimum":1,"maximum":200,"default":50};
-
-function validate144(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate144.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate144.errors = vErrors;
-return errors === 0;
-}
-validate144.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate139(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getSuppression_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate139.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.email !== undefined){
-if(!(validate140(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate140.errors : vErrors.concat(validate140.errors);
-errors = vErrors.length;
-}
-}
-if(data.cursor !== undefined){
-if(!(validate142(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate142.errors : vErrors.concat(validate142.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate144(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate144.errors : vErrors.concat(validate144.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate139.errors = vErrors;
-return errors === 0;
-}
-validate139.evaluated = {"props":{"email":true,"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getWebhook_path = validate146;
-const schema96 = {"$id":"getWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate147(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate147.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5355,17 +5107,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate147.errors = vErrors;
+validate140.errors = vErrors;
 return errors === 0;
 }
-validate147.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate140.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate146(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getWebhook_path" */;
+function validate139(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getSequence_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate146.evaluated;
+const evaluated0 = validate139.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5384,8 +5136,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate147(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate147.errors : vErrors.concat(validate147.errors);
+if(!(validate140(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate140.errors : vErrors.concat(validate140.errors);
 errors = vErrors.length;
 }
 }
@@ -5400,14 +5152,261 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate146.errors = vErrors;
+validate139.errors = vErrors;
 return errors === 0;
 }
-validate146.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate139.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getWebhookDelivery_path = validate149;
-const schema98 = {"$id":"getWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/1/schema"}},"required":["id","deliveryId"]};
-const schema99 = {"type":"string","minLength":1,"maxLength":64};
+exports.getSuppression_query = validate142;
+const schema94 = {"$id":"getSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/get/parameters/0/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
+const schema95 = {"type":"string","minLength":1,"maxLength":320};
+
+function validate143(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate143.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 320){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 320},message:"must NOT have more than 320 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate143.errors = vErrors;
+return errors === 0;
+}
+validate143.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema96 = {"type":"string","minLength":1,"maxLength":512};
+
+function validate145(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate145.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate145.errors = vErrors;
+return errors === 0;
+}
+validate145.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema97 = {"type":"integer","minimum":1,"maximum":200,"default":50};
+
+function validate147(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate147.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate147.errors = vErrors;
+return errors === 0;
+}
+validate147.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate142(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getSuppression_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate142.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.email !== undefined){
+if(!(validate143(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate143.errors : vErrors.concat(validate143.errors);
+errors = vErrors.length;
+}
+}
+if(data.cursor !== undefined){
+if(!(validate145(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate145.errors : vErrors.concat(validate145.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate147(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate147.errors : vErrors.concat(validate147.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate142.errors = vErrors;
+return errors === 0;
+}
+validate142.evaluated = {"props":{"email":true,"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getWebhook_path = validate149;
+const schema98 = {"$id":"getWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
 
 function validate150(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5474,12 +5473,59 @@ return errors === 0;
 }
 validate150.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema100 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getWebhook_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate152.evaluated;
+const evaluated0 = validate149.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate150(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate150.errors : vErrors.concat(validate150.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate149.errors = vErrors;
+return errors === 0;
+}
+validate149.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getWebhookDelivery_path = validate152;
+const schema100 = {"$id":"getWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/1/schema"}},"required":["id","deliveryId"]};
+const schema101 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate153(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate153.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5536,74 +5582,12 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate152.errors = vErrors;
+validate153.errors = vErrors;
 return errors === 0;
 }
-validate152.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate153.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-
-function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getWebhookDelivery_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate149.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.deliveryId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate150(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate150.errors : vErrors.concat(validate150.errors);
-errors = vErrors.length;
-}
-}
-if(data.deliveryId !== undefined){
-if(!(validate152(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate152.errors : vErrors.concat(validate152.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate149.errors = vErrors;
-return errors === 0;
-}
-validate149.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listActionItems_query = validate154;
-const schema101 = {"$id":"listActionItems_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/2/schema"},"priority":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/3/schema"}},"required":[]};
+const schema102 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate155(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5644,8 +5628,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5671,26 +5655,20 @@ return errors === 0;
 validate155.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getWebhookDelivery_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate157.evaluated;
+const evaluated0 = validate152.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -5699,17 +5677,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(data.deliveryId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5718,8 +5687,21 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data.id !== undefined){
+if(!(validate153(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate153.errors : vErrors.concat(validate153.errors);
+errors = vErrors.length;
+}
+}
+if(data.deliveryId !== undefined){
+if(!(validate155(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate155.errors : vErrors.concat(validate155.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -5728,182 +5710,18 @@ vErrors.push(err2);
 }
 errors++;
 }
-}
-validate157.errors = vErrors;
+validate152.errors = vErrors;
 return errors === 0;
 }
-validate157.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate152.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
 
-const schema104 = {"type":"string","description":"State of an action item. A snoozed item stays `pending` (see `snoozedUntilAt`).","enum":["pending","completed","dismissed","expired"]};
+exports.listActionItems_query = validate157;
+const schema103 = {"$id":"listActionItems_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/2/schema"},"priority":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/3/schema"}},"required":[]};
 
-function validate159(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate158(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate159.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!((((data === "pending") || (data === "completed")) || (data === "dismissed")) || (data === "expired"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema104.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate159.errors = vErrors;
-return errors === 0;
-}
-validate159.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema105 = {"type":"string","description":"Priority of an action item.","enum":["urgent","high","medium","low"]};
-
-function validate161(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate161.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!((((data === "urgent") || (data === "high")) || (data === "medium")) || (data === "low"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema105.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate161.errors = vErrors;
-return errors === 0;
-}
-validate161.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate154(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listActionItems_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate154.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate155(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate155.errors : vErrors.concat(validate155.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate157(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate157.errors : vErrors.concat(validate157.errors);
-errors = vErrors.length;
-}
-}
-if(data.status !== undefined){
-if(!(validate159(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate159.errors : vErrors.concat(validate159.errors);
-errors = vErrors.length;
-}
-}
-if(data.priority !== undefined){
-if(!(validate161(data.priority, {instancePath:instancePath+"/priority",parentData:data,parentDataProperty:"priority",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate161.errors : vErrors.concat(validate161.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate154.errors = vErrors;
-return errors === 0;
-}
-validate154.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"priority":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listCompanies_query = validate163;
-const schema106 = {"$id":"listCompanies_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"search":{"$ref":"openapi.json#/paths/~1companies/get/parameters/2/schema"}},"required":[]};
-
-function validate164(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate164.evaluated;
+const evaluated0 = validate158.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5960,16 +5778,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate164.errors = vErrors;
+validate158.errors = vErrors;
 return errors === 0;
 }
-validate164.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate158.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate166(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate160(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate166.evaluated;
+const evaluated0 = validate160.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6024,17 +5842,312 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate166.errors = vErrors;
+validate160.errors = vErrors;
 return errors === 0;
 }
-validate166.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate160.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema109 = {"type":"string","minLength":1,"maxLength":255};
+const schema106 = {"type":"string","description":"State of an action item. A snoozed item stays `pending` (see `snoozedUntilAt`).","enum":["pending","completed","dismissed","expired"]};
 
-function validate168(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate162(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate168.evaluated;
+const evaluated0 = validate162.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!((((data === "pending") || (data === "completed")) || (data === "dismissed")) || (data === "expired"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema106.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate162.errors = vErrors;
+return errors === 0;
+}
+validate162.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema107 = {"type":"string","description":"Priority of an action item.","enum":["urgent","high","medium","low"]};
+
+function validate164(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate164.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!((((data === "urgent") || (data === "high")) || (data === "medium")) || (data === "low"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema107.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate164.errors = vErrors;
+return errors === 0;
+}
+validate164.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listActionItems_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate157.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate158(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate158.errors : vErrors.concat(validate158.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate160(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate160.errors : vErrors.concat(validate160.errors);
+errors = vErrors.length;
+}
+}
+if(data.status !== undefined){
+if(!(validate162(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate162.errors : vErrors.concat(validate162.errors);
+errors = vErrors.length;
+}
+}
+if(data.priority !== undefined){
+if(!(validate164(data.priority, {instancePath:instancePath+"/priority",parentData:data,parentDataProperty:"priority",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate164.errors : vErrors.concat(validate164.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate157.errors = vErrors;
+return errors === 0;
+}
+validate157.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"priority":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listCompanies_query = validate166;
+const schema108 = {"$id":"listCompanies_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"search":{"$ref":"openapi.json#/paths/~1companies/get/parameters/2/schema"}},"required":[]};
+
+function validate167(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate167.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate167.errors = vErrors;
+return errors === 0;
+}
+validate167.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate169(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate169.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate169.errors = vErrors;
+return errors === 0;
+}
+validate169.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema111 = {"type":"string","minLength":1,"maxLength":255};
+
+function validate171(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate171.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6091,17 +6204,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate168.errors = vErrors;
+validate171.errors = vErrors;
 return errors === 0;
 }
-validate168.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate171.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate163(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate166(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCompanies_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate163.evaluated;
+const evaluated0 = validate166.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6110,20 +6223,20 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate164(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate164.errors : vErrors.concat(validate164.errors);
+if(!(validate167(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate167.errors : vErrors.concat(validate167.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate166(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate166.errors : vErrors.concat(validate166.errors);
+if(!(validate169(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate169.errors : vErrors.concat(validate169.errors);
 errors = vErrors.length;
 }
 }
 if(data.search !== undefined){
-if(!(validate168(data.search, {instancePath:instancePath+"/search",parentData:data,parentDataProperty:"search",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate168.errors : vErrors.concat(validate168.errors);
+if(!(validate171(data.search, {instancePath:instancePath+"/search",parentData:data,parentDataProperty:"search",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate171.errors : vErrors.concat(validate171.errors);
 errors = vErrors.length;
 }
 }
@@ -6138,18 +6251,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate163.errors = vErrors;
+validate166.errors = vErrors;
 return errors === 0;
 }
-validate163.evaluated = {"props":{"cursor":true,"limit":true,"search":true},"dynamicProps":false,"dynamicItems":false};
+validate166.evaluated = {"props":{"cursor":true,"limit":true,"search":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listContacts_query = validate170;
-const schema110 = {"$id":"listContacts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"listId":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/2/schema"},"qualificationStatus":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/3/schema"},"q":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/4/schema"},"email":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/5/schema"},"includeDeleted":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/6/schema"}},"required":[]};
+exports.listContacts_query = validate173;
+const schema112 = {"$id":"listContacts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"listId":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/2/schema"},"qualificationStatus":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/3/schema"},"q":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/4/schema"},"email":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/5/schema"},"includeDeleted":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/6/schema"}},"required":[]};
 
-function validate171(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate174(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate171.evaluated;
+const evaluated0 = validate174.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6206,16 +6319,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate171.errors = vErrors;
+validate174.errors = vErrors;
 return errors === 0;
 }
-validate171.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate174.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate176(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate173.evaluated;
+const evaluated0 = validate176.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6270,17 +6383,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate173.errors = vErrors;
+validate176.errors = vErrors;
 return errors === 0;
 }
-validate173.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate176.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema113 = {"type":"string","minLength":1,"maxLength":64};
+const schema115 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate178(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate175.evaluated;
+const evaluated0 = validate178.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6337,17 +6450,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate175.errors = vErrors;
+validate178.errors = vErrors;
 return errors === 0;
 }
-validate175.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate178.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema114 = {"type":"string","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
+const schema116 = {"type":"string","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
 
-function validate177(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate180(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate177.evaluated;
+const evaluated0 = validate180.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6383,7 +6496,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!((((((data === "NEW") || (data === "CONTACTED")) || (data === "QUALIFIED")) || (data === "UNQUALIFIED")) || (data === "NURTURE")) || (data === "CUSTOMER"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema114.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema116.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6392,17 +6505,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate177.errors = vErrors;
+validate180.errors = vErrors;
 return errors === 0;
 }
-validate177.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate180.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema115 = {"type":"string","minLength":1,"maxLength":200};
+const schema117 = {"type":"string","minLength":1,"maxLength":200};
 
-function validate179(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate182(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate179.evaluated;
+const evaluated0 = validate182.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6459,17 +6572,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate179.errors = vErrors;
+validate182.errors = vErrors;
 return errors === 0;
 }
-validate179.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate182.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema116 = {"type":"string","minLength":1,"maxLength":320};
+const schema118 = {"type":"string","minLength":1,"maxLength":320};
 
-function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate184(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate181.evaluated;
+const evaluated0 = validate184.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6526,17 +6639,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate181.errors = vErrors;
+validate184.errors = vErrors;
 return errors === 0;
 }
-validate181.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate184.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema117 = {"type":"string","enum":["true"]};
+const schema119 = {"type":"string","enum":["true"]};
 
-function validate183(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate183.evaluated;
+const evaluated0 = validate186.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6572,7 +6685,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema117.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema119.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6581,17 +6694,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate183.errors = vErrors;
+validate186.errors = vErrors;
 return errors === 0;
 }
-validate183.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate186.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate170(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listContacts_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate170.evaluated;
+const evaluated0 = validate173.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6600,44 +6713,44 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate171(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate171.errors : vErrors.concat(validate171.errors);
+if(!(validate174(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate174.errors : vErrors.concat(validate174.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate173(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate173.errors : vErrors.concat(validate173.errors);
+if(!(validate176(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate176.errors : vErrors.concat(validate176.errors);
 errors = vErrors.length;
 }
 }
 if(data.listId !== undefined){
-if(!(validate175(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate175.errors : vErrors.concat(validate175.errors);
+if(!(validate178(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate178.errors : vErrors.concat(validate178.errors);
 errors = vErrors.length;
 }
 }
 if(data.qualificationStatus !== undefined){
-if(!(validate177(data.qualificationStatus, {instancePath:instancePath+"/qualificationStatus",parentData:data,parentDataProperty:"qualificationStatus",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate177.errors : vErrors.concat(validate177.errors);
+if(!(validate180(data.qualificationStatus, {instancePath:instancePath+"/qualificationStatus",parentData:data,parentDataProperty:"qualificationStatus",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate180.errors : vErrors.concat(validate180.errors);
 errors = vErrors.length;
 }
 }
 if(data.q !== undefined){
-if(!(validate179(data.q, {instancePath:instancePath+"/q",parentData:data,parentDataProperty:"q",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate179.errors : vErrors.concat(validate179.errors);
+if(!(validate182(data.q, {instancePath:instancePath+"/q",parentData:data,parentDataProperty:"q",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate182.errors : vErrors.concat(validate182.errors);
 errors = vErrors.length;
 }
 }
 if(data.email !== undefined){
-if(!(validate181(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate181.errors : vErrors.concat(validate181.errors);
+if(!(validate184(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate184.errors : vErrors.concat(validate184.errors);
 errors = vErrors.length;
 }
 }
 if(data.includeDeleted !== undefined){
-if(!(validate183(data.includeDeleted, {instancePath:instancePath+"/includeDeleted",parentData:data,parentDataProperty:"includeDeleted",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate183.errors : vErrors.concat(validate183.errors);
+if(!(validate186(data.includeDeleted, {instancePath:instancePath+"/includeDeleted",parentData:data,parentDataProperty:"includeDeleted",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate186.errors : vErrors.concat(validate186.errors);
 errors = vErrors.length;
 }
 }
@@ -6652,19 +6765,19 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate170.errors = vErrors;
+validate173.errors = vErrors;
 return errors === 0;
 }
-validate170.evaluated = {"props":{"cursor":true,"limit":true,"listId":true,"qualificationStatus":true,"q":true,"email":true,"includeDeleted":true},"dynamicProps":false,"dynamicItems":false};
+validate173.evaluated = {"props":{"cursor":true,"limit":true,"listId":true,"qualificationStatus":true,"q":true,"email":true,"includeDeleted":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDealHistory_path = validate185;
-const schema118 = {"$id":"listDealHistory_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1history/parameters/0/schema"}},"required":["id"]};
-const schema119 = {"type":"string","minLength":1,"maxLength":64};
+exports.listDealHistory_path = validate188;
+const schema120 = {"$id":"listDealHistory_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1history/parameters/0/schema"}},"required":["id"]};
+const schema121 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate189(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate186.evaluated;
+const evaluated0 = validate189.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6721,17 +6834,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate186.errors = vErrors;
+validate189.errors = vErrors;
 return errors === 0;
 }
-validate186.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate189.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate185(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDealHistory_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate185.evaluated;
+const evaluated0 = validate188.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6750,8 +6863,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate186(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate186.errors : vErrors.concat(validate186.errors);
+if(!(validate189(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate189.errors : vErrors.concat(validate189.errors);
 errors = vErrors.length;
 }
 }
@@ -6766,18 +6879,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate185.errors = vErrors;
+validate188.errors = vErrors;
 return errors === 0;
 }
-validate185.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate188.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDealHistory_query = validate188;
-const schema120 = {"$id":"listDealHistory_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
+exports.listDealHistory_query = validate191;
+const schema122 = {"$id":"listDealHistory_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
 
-function validate189(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate192(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate189.evaluated;
+const evaluated0 = validate192.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6834,16 +6947,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate189.errors = vErrors;
+validate192.errors = vErrors;
 return errors === 0;
 }
-validate189.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate192.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate194(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate191.evaluated;
+const evaluated0 = validate194.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6889,115 +7002,6 @@ errors++;
 }
 if(data < 1 || isNaN(data)){
 const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate191.errors = vErrors;
-return errors === 0;
-}
-validate191.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listDealHistory_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate188.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate189(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate189.errors : vErrors.concat(validate189.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate191(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate191.errors : vErrors.concat(validate191.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate188.errors = vErrors;
-return errors === 0;
-}
-validate188.evaluated = {"props":{"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listDeals_query = validate193;
-const schema123 = {"$id":"listDeals_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"stageSlug":{"$ref":"openapi.json#/paths/~1deals/get/parameters/2/schema"},"minValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/3/schema"},"maxValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/4/schema"},"include":{"$ref":"openapi.json#/paths/~1deals/get/parameters/5/schema"}},"required":[]};
-
-function validate194(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate194.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -7013,10 +7017,119 @@ return errors === 0;
 validate194.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listDealHistory_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate196.evaluated;
+const evaluated0 = validate191.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate192(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate192.errors : vErrors.concat(validate192.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate194(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate194.errors : vErrors.concat(validate194.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate191.errors = vErrors;
+return errors === 0;
+}
+validate191.evaluated = {"props":{"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listDeals_query = validate196;
+const schema125 = {"$id":"listDeals_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"stageSlug":{"$ref":"openapi.json#/paths/~1deals/get/parameters/2/schema"},"minValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/3/schema"},"maxValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/4/schema"},"include":{"$ref":"openapi.json#/paths/~1deals/get/parameters/5/schema"}},"required":[]};
+
+function validate197(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate197.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate197.errors = vErrors;
+return errors === 0;
+}
+validate197.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate199.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7071,17 +7184,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate196.errors = vErrors;
+validate199.errors = vErrors;
 return errors === 0;
 }
-validate196.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate199.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema126 = {"type":"string","minLength":1,"maxLength":100};
+const schema128 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate198(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate201(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate198.evaluated;
+const evaluated0 = validate201.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7138,17 +7251,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate198.errors = vErrors;
+validate201.errors = vErrors;
 return errors === 0;
 }
-validate198.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate201.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema127 = {"type":"integer","minimum":0,"maximum":10000000000000};
+const schema129 = {"type":"integer","minimum":0,"maximum":10000000000000};
 
-function validate200(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate203(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate200.evaluated;
+const evaluated0 = validate203.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7203,17 +7316,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate200.errors = vErrors;
+validate203.errors = vErrors;
 return errors === 0;
 }
-validate200.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate203.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema128 = {"type":"integer","minimum":0,"maximum":10000000000000};
+const schema130 = {"type":"integer","minimum":0,"maximum":10000000000000};
 
-function validate202(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate205(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate202.evaluated;
+const evaluated0 = validate205.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7268,17 +7381,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate202.errors = vErrors;
+validate205.errors = vErrors;
 return errors === 0;
 }
-validate202.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate205.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema129 = {"type":"string"};
+const schema131 = {"type":"string"};
 
-function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate207(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate204.evaluated;
+const evaluated0 = validate207.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7313,17 +7426,17 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-validate204.errors = vErrors;
+validate207.errors = vErrors;
 return errors === 0;
 }
-validate204.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate207.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDeals_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate193.evaluated;
+const evaluated0 = validate196.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7332,38 +7445,38 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate194(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate194.errors : vErrors.concat(validate194.errors);
+if(!(validate197(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate197.errors : vErrors.concat(validate197.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate196(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate196.errors : vErrors.concat(validate196.errors);
+if(!(validate199(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate199.errors : vErrors.concat(validate199.errors);
 errors = vErrors.length;
 }
 }
 if(data.stageSlug !== undefined){
-if(!(validate198(data.stageSlug, {instancePath:instancePath+"/stageSlug",parentData:data,parentDataProperty:"stageSlug",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate198.errors : vErrors.concat(validate198.errors);
+if(!(validate201(data.stageSlug, {instancePath:instancePath+"/stageSlug",parentData:data,parentDataProperty:"stageSlug",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate201.errors : vErrors.concat(validate201.errors);
 errors = vErrors.length;
 }
 }
 if(data.minValueCents !== undefined){
-if(!(validate200(data.minValueCents, {instancePath:instancePath+"/minValueCents",parentData:data,parentDataProperty:"minValueCents",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate200.errors : vErrors.concat(validate200.errors);
+if(!(validate203(data.minValueCents, {instancePath:instancePath+"/minValueCents",parentData:data,parentDataProperty:"minValueCents",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate203.errors : vErrors.concat(validate203.errors);
 errors = vErrors.length;
 }
 }
 if(data.maxValueCents !== undefined){
-if(!(validate202(data.maxValueCents, {instancePath:instancePath+"/maxValueCents",parentData:data,parentDataProperty:"maxValueCents",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate202.errors : vErrors.concat(validate202.errors);
+if(!(validate205(data.maxValueCents, {instancePath:instancePath+"/maxValueCents",parentData:data,parentDataProperty:"maxValueCents",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate205.errors : vErrors.concat(validate205.errors);
 errors = vErrors.length;
 }
 }
 if(data.include !== undefined){
-if(!(validate204(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate204.errors : vErrors.concat(validate204.errors);
+if(!(validate207(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate207.errors : vErrors.concat(validate207.errors);
 errors = vErrors.length;
 }
 }
@@ -7378,18 +7491,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate193.errors = vErrors;
+validate196.errors = vErrors;
 return errors === 0;
 }
-validate193.evaluated = {"props":{"cursor":true,"limit":true,"stageSlug":true,"minValueCents":true,"maxValueCents":true,"include":true},"dynamicProps":false,"dynamicItems":false};
+validate196.evaluated = {"props":{"cursor":true,"limit":true,"stageSlug":true,"minValueCents":true,"maxValueCents":true,"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDrafts_query = validate206;
-const schema130 = {"$id":"listDrafts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/2/schema"},"contactId":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/3/schema"},"includeSuperseded":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/4/schema"}},"required":[]};
+exports.listDrafts_query = validate209;
+const schema132 = {"$id":"listDrafts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/2/schema"},"contactId":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/3/schema"},"includeSuperseded":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/4/schema"}},"required":[]};
 
-function validate207(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate210(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate207.evaluated;
+const evaluated0 = validate210.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7446,16 +7559,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate207.errors = vErrors;
+validate210.errors = vErrors;
 return errors === 0;
 }
-validate207.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate210.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate212(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate209.evaluated;
+const evaluated0 = validate212.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7510,17 +7623,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate209.errors = vErrors;
+validate212.errors = vErrors;
 return errors === 0;
 }
-validate209.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate212.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema133 = {"type":"string","description":"Draft state (uppercase). `DRAFT_GENERATED`, `EDITED` and `REGENERATED` can be approved or rejected;\n`APPROVED` can be sent (POST /drafts/{id}/send); `REJECTED` is final.\n","enum":["DRAFT_GENERATED","EDITED","REGENERATED","APPROVED","REJECTED"]};
+const schema135 = {"type":"string","description":"Draft state (uppercase). `DRAFT_GENERATED`, `EDITED` and `REGENERATED` can be approved or rejected;\n`APPROVED` can be sent (POST /drafts/{id}/send); `REJECTED` is final.\n","enum":["DRAFT_GENERATED","EDITED","REGENERATED","APPROVED","REJECTED"]};
 
-function validate211(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate214(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate211.evaluated;
+const evaluated0 = validate214.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7556,7 +7669,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(((((data === "DRAFT_GENERATED") || (data === "EDITED")) || (data === "REGENERATED")) || (data === "APPROVED")) || (data === "REJECTED"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema133.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema135.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7565,17 +7678,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate211.errors = vErrors;
+validate214.errors = vErrors;
 return errors === 0;
 }
-validate211.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate214.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema134 = {"type":"string","minLength":1,"maxLength":64};
+const schema136 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate213(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate216(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate213.evaluated;
+const evaluated0 = validate216.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7632,17 +7745,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate213.errors = vErrors;
+validate216.errors = vErrors;
 return errors === 0;
 }
-validate213.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate216.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema135 = {"type":"string","enum":["true"]};
+const schema137 = {"type":"string","enum":["true"]};
 
-function validate215(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate215.evaluated;
+const evaluated0 = validate218.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7678,7 +7791,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema135.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema137.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7687,17 +7800,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate215.errors = vErrors;
+validate218.errors = vErrors;
 return errors === 0;
 }
-validate215.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate218.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate206(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDrafts_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate206.evaluated;
+const evaluated0 = validate209.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7706,32 +7819,32 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate207(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate207.errors : vErrors.concat(validate207.errors);
+if(!(validate210(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate210.errors : vErrors.concat(validate210.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate209(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate209.errors : vErrors.concat(validate209.errors);
+if(!(validate212(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate212.errors : vErrors.concat(validate212.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate211(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate211.errors : vErrors.concat(validate211.errors);
+if(!(validate214(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate214.errors : vErrors.concat(validate214.errors);
 errors = vErrors.length;
 }
 }
 if(data.contactId !== undefined){
-if(!(validate213(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate213.errors : vErrors.concat(validate213.errors);
+if(!(validate216(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate216.errors : vErrors.concat(validate216.errors);
 errors = vErrors.length;
 }
 }
 if(data.includeSuperseded !== undefined){
-if(!(validate215(data.includeSuperseded, {instancePath:instancePath+"/includeSuperseded",parentData:data,parentDataProperty:"includeSuperseded",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate215.errors : vErrors.concat(validate215.errors);
+if(!(validate218(data.includeSuperseded, {instancePath:instancePath+"/includeSuperseded",parentData:data,parentDataProperty:"includeSuperseded",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate218.errors : vErrors.concat(validate218.errors);
 errors = vErrors.length;
 }
 }
@@ -7746,18 +7859,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate206.errors = vErrors;
+validate209.errors = vErrors;
 return errors === 0;
 }
-validate206.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"contactId":true,"includeSuperseded":true},"dynamicProps":false,"dynamicItems":false};
+validate209.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"contactId":true,"includeSuperseded":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listEvents_query = validate217;
-const schema136 = {"$id":"listEvents_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"type":{"$ref":"openapi.json#/paths/~1events/get/parameters/2/schema"},"resourceType":{"$ref":"openapi.json#/paths/~1events/get/parameters/3/schema"},"resourceId":{"$ref":"openapi.json#/paths/~1events/get/parameters/4/schema"},"createdAfter":{"$ref":"openapi.json#/paths/~1events/get/parameters/5/schema"},"createdBefore":{"$ref":"openapi.json#/paths/~1events/get/parameters/6/schema"}},"required":[]};
+exports.listEvents_query = validate220;
+const schema138 = {"$id":"listEvents_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"type":{"$ref":"openapi.json#/paths/~1events/get/parameters/2/schema"},"resourceType":{"$ref":"openapi.json#/paths/~1events/get/parameters/3/schema"},"resourceId":{"$ref":"openapi.json#/paths/~1events/get/parameters/4/schema"},"createdAfter":{"$ref":"openapi.json#/paths/~1events/get/parameters/5/schema"},"createdBefore":{"$ref":"openapi.json#/paths/~1events/get/parameters/6/schema"}},"required":[]};
 
-function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate221(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate218.evaluated;
+const evaluated0 = validate221.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7812,16 +7925,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate218.errors = vErrors;
+validate221.errors = vErrors;
 return errors === 0;
 }
-validate218.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate221.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate223(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate220.evaluated;
+const evaluated0 = validate223.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7878,18 +7991,18 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate220.errors = vErrors;
+validate223.errors = vErrors;
 return errors === 0;
 }
-validate220.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate223.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema139 = {"type":"string","minLength":1,"maxLength":2000,"pattern":"^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"};
+const schema141 = {"type":"string","minLength":1,"maxLength":2000,"pattern":"^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"};
 const pattern0 = new RegExp("^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$", "u");
 
-function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate225(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate222.evaluated;
+const evaluated0 = validate225.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7956,17 +8069,17 @@ vErrors.push(err3);
 errors++;
 }
 }
-validate222.errors = vErrors;
+validate225.errors = vErrors;
 return errors === 0;
 }
-validate222.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate225.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema140 = {"type":"string","minLength":1,"maxLength":64};
+const schema142 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate224(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate227(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate224.evaluated;
+const evaluated0 = validate227.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8023,17 +8136,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate224.errors = vErrors;
+validate227.errors = vErrors;
 return errors === 0;
 }
-validate224.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate227.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema141 = {"type":"string","minLength":1,"maxLength":64};
+const schema143 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate226(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate229(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate226.evaluated;
+const evaluated0 = validate229.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8090,18 +8203,18 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate226.errors = vErrors;
+validate229.errors = vErrors;
 return errors === 0;
 }
-validate226.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate229.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema142 = {"type":"string","format":"date-time"};
+const schema144 = {"type":"string","format":"date-time"};
 const formats4 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
-function validate228(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate231(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate228.evaluated;
+const evaluated0 = validate231.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8148,141 +8261,12 @@ vErrors.push(err1);
 errors++;
 }
 }
-validate228.errors = vErrors;
+validate231.errors = vErrors;
 return errors === 0;
 }
-validate228.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate231.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema143 = {"type":"string","format":"date-time"};
-
-function validate230(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate230.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(!(formats4.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-validate230.errors = vErrors;
-return errors === 0;
-}
-validate230.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listEvents_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate217.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit !== undefined){
-if(!(validate218(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate218.errors : vErrors.concat(validate218.errors);
-errors = vErrors.length;
-}
-}
-if(data.cursor !== undefined){
-if(!(validate220(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate220.errors : vErrors.concat(validate220.errors);
-errors = vErrors.length;
-}
-}
-if(data.type !== undefined){
-if(!(validate222(data.type, {instancePath:instancePath+"/type",parentData:data,parentDataProperty:"type",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate222.errors : vErrors.concat(validate222.errors);
-errors = vErrors.length;
-}
-}
-if(data.resourceType !== undefined){
-if(!(validate224(data.resourceType, {instancePath:instancePath+"/resourceType",parentData:data,parentDataProperty:"resourceType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate224.errors : vErrors.concat(validate224.errors);
-errors = vErrors.length;
-}
-}
-if(data.resourceId !== undefined){
-if(!(validate226(data.resourceId, {instancePath:instancePath+"/resourceId",parentData:data,parentDataProperty:"resourceId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate226.errors : vErrors.concat(validate226.errors);
-errors = vErrors.length;
-}
-}
-if(data.createdAfter !== undefined){
-if(!(validate228(data.createdAfter, {instancePath:instancePath+"/createdAfter",parentData:data,parentDataProperty:"createdAfter",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate228.errors : vErrors.concat(validate228.errors);
-errors = vErrors.length;
-}
-}
-if(data.createdBefore !== undefined){
-if(!(validate230(data.createdBefore, {instancePath:instancePath+"/createdBefore",parentData:data,parentDataProperty:"createdBefore",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate230.errors : vErrors.concat(validate230.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate217.errors = vErrors;
-return errors === 0;
-}
-validate217.evaluated = {"props":{"limit":true,"cursor":true,"type":true,"resourceType":true,"resourceId":true,"createdAfter":true,"createdBefore":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listLeads_query = validate232;
-const schema144 = {"$id":"listLeads_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1leads/get/parameters/2/schema"}},"required":[]};
+const schema145 = {"type":"string","format":"date-time"};
 
 function validate233(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8323,6 +8307,135 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
+if(!(formats4.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+validate233.errors = vErrors;
+return errors === 0;
+}
+validate233.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listEvents_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate220.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit !== undefined){
+if(!(validate221(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate221.errors : vErrors.concat(validate221.errors);
+errors = vErrors.length;
+}
+}
+if(data.cursor !== undefined){
+if(!(validate223(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate223.errors : vErrors.concat(validate223.errors);
+errors = vErrors.length;
+}
+}
+if(data.type !== undefined){
+if(!(validate225(data.type, {instancePath:instancePath+"/type",parentData:data,parentDataProperty:"type",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate225.errors : vErrors.concat(validate225.errors);
+errors = vErrors.length;
+}
+}
+if(data.resourceType !== undefined){
+if(!(validate227(data.resourceType, {instancePath:instancePath+"/resourceType",parentData:data,parentDataProperty:"resourceType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate227.errors : vErrors.concat(validate227.errors);
+errors = vErrors.length;
+}
+}
+if(data.resourceId !== undefined){
+if(!(validate229(data.resourceId, {instancePath:instancePath+"/resourceId",parentData:data,parentDataProperty:"resourceId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate229.errors : vErrors.concat(validate229.errors);
+errors = vErrors.length;
+}
+}
+if(data.createdAfter !== undefined){
+if(!(validate231(data.createdAfter, {instancePath:instancePath+"/createdAfter",parentData:data,parentDataProperty:"createdAfter",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate231.errors : vErrors.concat(validate231.errors);
+errors = vErrors.length;
+}
+}
+if(data.createdBefore !== undefined){
+if(!(validate233(data.createdBefore, {instancePath:instancePath+"/createdBefore",parentData:data,parentDataProperty:"createdBefore",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate233.errors : vErrors.concat(validate233.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate220.errors = vErrors;
+return errors === 0;
+}
+validate220.evaluated = {"props":{"limit":true,"cursor":true,"type":true,"resourceType":true,"resourceId":true,"createdAfter":true,"createdBefore":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listLeads_query = validate235;
+const schema146 = {"$id":"listLeads_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1leads/get/parameters/2/schema"}},"required":[]};
+
+function validate236(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate236.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
 if(func0(data) > 512){
 const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
 if(vErrors === null){
@@ -8344,16 +8457,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate233.errors = vErrors;
+validate236.errors = vErrors;
 return errors === 0;
 }
-validate233.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate236.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate238(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate235.evaluated;
+const evaluated0 = validate238.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8408,115 +8521,12 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate235.errors = vErrors;
+validate238.errors = vErrors;
 return errors === 0;
 }
-validate235.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate238.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema147 = {"type":"string","description":"Lead state. `NEW` on capture; `QUALIFIED` once the qualification sweep finds it fit;\n`CONVERTED` (final) after conversion to a contact (and deal), by the periodic sweep or\nPOST /leads/{id}/convert; `SPAM` after POST /leads/{id}/spam (a spam lead cannot be converted).\n","enum":["NEW","QUALIFIED","CONVERTED","SPAM"]};
-
-function validate237(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate237.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!((((data === "NEW") || (data === "QUALIFIED")) || (data === "CONVERTED")) || (data === "SPAM"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema147.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate237.errors = vErrors;
-return errors === 0;
-}
-validate237.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate232(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listLeads_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate232.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate233(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate233.errors : vErrors.concat(validate233.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate235(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate235.errors : vErrors.concat(validate235.errors);
-errors = vErrors.length;
-}
-}
-if(data.status !== undefined){
-if(!(validate237(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate237.errors : vErrors.concat(validate237.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate232.errors = vErrors;
-return errors === 0;
-}
-validate232.evaluated = {"props":{"cursor":true,"limit":true,"status":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listLists_query = validate239;
-const schema148 = {"$id":"listLists_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"includeArchived":{"$ref":"openapi.json#/paths/~1lists/get/parameters/2/schema"}},"required":[]};
+const schema149 = {"type":"string","description":"Lead state. `NEW` on capture; `QUALIFIED` once the qualification sweep (every 5 minutes) finds\n`fitScore >= 60` and `intentConfidence >= 0.5`; `CONVERTED` (final) after conversion to a contact\n(and deal), by POST /leads/{id}/convert from `NEW` or `QUALIFIED`, or by the sweep for a\n`QUALIFIED` lead captured at least 15 minutes ago; `SPAM` (final) after POST /leads/{id}/spam from\n`NEW` or `QUALIFIED` (a spam lead is never converted).\n","enum":["NEW","QUALIFIED","CONVERTED","SPAM"]};
 
 function validate240(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8556,6 +8566,109 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
+if(!((((data === "NEW") || (data === "QUALIFIED")) || (data === "CONVERTED")) || (data === "SPAM"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema149.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate240.errors = vErrors;
+return errors === 0;
+}
+validate240.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listLeads_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate235.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate236(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate236.errors : vErrors.concat(validate236.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate238(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate238.errors : vErrors.concat(validate238.errors);
+errors = vErrors.length;
+}
+}
+if(data.status !== undefined){
+if(!(validate240(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate240.errors : vErrors.concat(validate240.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate235.errors = vErrors;
+return errors === 0;
+}
+validate235.evaluated = {"props":{"cursor":true,"limit":true,"status":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listLists_query = validate242;
+const schema150 = {"$id":"listLists_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"includeArchived":{"$ref":"openapi.json#/paths/~1lists/get/parameters/2/schema"}},"required":[]};
+
+function validate243(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate243.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
 if(typeof data === "string"){
 if(func0(data) > 512){
 const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
@@ -8578,16 +8691,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate240.errors = vErrors;
+validate243.errors = vErrors;
 return errors === 0;
 }
-validate240.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate243.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate242(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate245(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate242.evaluated;
+const evaluated0 = validate245.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8642,115 +8755,12 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate242.errors = vErrors;
+validate245.errors = vErrors;
 return errors === 0;
 }
-validate242.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate245.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema151 = {"type":"string","enum":["1","0"],"default":"0"};
-
-function validate244(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate244.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!((data === "1") || (data === "0"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema151.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate244.errors = vErrors;
-return errors === 0;
-}
-validate244.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listLists_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate239.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate240(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate240.errors : vErrors.concat(validate240.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate242(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate242.errors : vErrors.concat(validate242.errors);
-errors = vErrors.length;
-}
-}
-if(data.includeArchived !== undefined){
-if(!(validate244(data.includeArchived, {instancePath:instancePath+"/includeArchived",parentData:data,parentDataProperty:"includeArchived",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate244.errors : vErrors.concat(validate244.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate239.errors = vErrors;
-return errors === 0;
-}
-validate239.evaluated = {"props":{"cursor":true,"limit":true,"includeArchived":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listMessages_query = validate246;
-const schema152 = {"$id":"listMessages_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1messages/get/parameters/2/schema"},"direction":{"$ref":"openapi.json#/paths/~1messages/get/parameters/3/schema"},"intent":{"$ref":"openapi.json#/paths/~1messages/get/parameters/4/schema"}},"required":[]};
+const schema153 = {"type":"string","enum":["1","0"],"default":"0"};
 
 function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8790,6 +8800,109 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
+if(!((data === "1") || (data === "0"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema153.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate247.errors = vErrors;
+return errors === 0;
+}
+validate247.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate242(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listLists_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate242.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate243(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate243.errors : vErrors.concat(validate243.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate245(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate245.errors : vErrors.concat(validate245.errors);
+errors = vErrors.length;
+}
+}
+if(data.includeArchived !== undefined){
+if(!(validate247(data.includeArchived, {instancePath:instancePath+"/includeArchived",parentData:data,parentDataProperty:"includeArchived",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate247.errors : vErrors.concat(validate247.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate242.errors = vErrors;
+return errors === 0;
+}
+validate242.evaluated = {"props":{"cursor":true,"limit":true,"includeArchived":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listMessages_query = validate249;
+const schema154 = {"$id":"listMessages_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1messages/get/parameters/2/schema"},"direction":{"$ref":"openapi.json#/paths/~1messages/get/parameters/3/schema"},"intent":{"$ref":"openapi.json#/paths/~1messages/get/parameters/4/schema"}},"required":[]};
+
+function validate250(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate250.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
 if(typeof data === "string"){
 if(func0(data) > 512){
 const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
@@ -8812,16 +8925,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate247.errors = vErrors;
+validate250.errors = vErrors;
 return errors === 0;
 }
-validate247.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate250.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate249.evaluated;
+const evaluated0 = validate252.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8876,17 +8989,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate249.errors = vErrors;
+validate252.errors = vErrors;
 return errors === 0;
 }
-validate249.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate252.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema155 = {"type":"string","minLength":1,"maxLength":64};
+const schema157 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate254(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate251.evaluated;
+const evaluated0 = validate254.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8943,17 +9056,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate251.errors = vErrors;
+validate254.errors = vErrors;
 return errors === 0;
 }
-validate251.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate254.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema156 = {"type":"string","enum":["INBOUND","OUTBOUND"]};
+const schema158 = {"type":"string","enum":["INBOUND","OUTBOUND"]};
 
-function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate256(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate253.evaluated;
+const evaluated0 = validate256.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8989,7 +9102,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!((data === "INBOUND") || (data === "OUTBOUND"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema156.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema158.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8998,139 +9111,12 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate253.errors = vErrors;
+validate256.errors = vErrors;
 return errors === 0;
 }
-validate253.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate256.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema157 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate255(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate255.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate255.errors = vErrors;
-return errors === 0;
-}
-validate255.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listMessages_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate246.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate247(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate247.errors : vErrors.concat(validate247.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate249(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate249.errors : vErrors.concat(validate249.errors);
-errors = vErrors.length;
-}
-}
-if(data.contactId !== undefined){
-if(!(validate251(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate251.errors : vErrors.concat(validate251.errors);
-errors = vErrors.length;
-}
-}
-if(data.direction !== undefined){
-if(!(validate253(data.direction, {instancePath:instancePath+"/direction",parentData:data,parentDataProperty:"direction",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
-errors = vErrors.length;
-}
-}
-if(data.intent !== undefined){
-if(!(validate255(data.intent, {instancePath:instancePath+"/intent",parentData:data,parentDataProperty:"intent",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate255.errors : vErrors.concat(validate255.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate246.errors = vErrors;
-return errors === 0;
-}
-validate246.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"direction":true,"intent":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listPublicTemplates_query = validate257;
-const schema158 = {"$id":"listPublicTemplates_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"useCase":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/2/schema"},"useCaseSlug":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/3/schema"},"industry":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/4/schema"},"sequenceStep":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/5/schema"}},"required":[]};
+const schema159 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9171,8 +9157,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9198,10 +9184,137 @@ return errors === 0;
 validate258.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listMessages_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate260.evaluated;
+const evaluated0 = validate249.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate250(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate250.errors : vErrors.concat(validate250.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate252(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate252.errors : vErrors.concat(validate252.errors);
+errors = vErrors.length;
+}
+}
+if(data.contactId !== undefined){
+if(!(validate254(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate254.errors : vErrors.concat(validate254.errors);
+errors = vErrors.length;
+}
+}
+if(data.direction !== undefined){
+if(!(validate256(data.direction, {instancePath:instancePath+"/direction",parentData:data,parentDataProperty:"direction",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate256.errors : vErrors.concat(validate256.errors);
+errors = vErrors.length;
+}
+}
+if(data.intent !== undefined){
+if(!(validate258(data.intent, {instancePath:instancePath+"/intent",parentData:data,parentDataProperty:"intent",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate249.errors = vErrors;
+return errors === 0;
+}
+validate249.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"direction":true,"intent":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listPublicTemplates_query = validate260;
+const schema160 = {"$id":"listPublicTemplates_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"useCase":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/2/schema"},"useCaseSlug":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/3/schema"},"industry":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/4/schema"},"sequenceStep":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/5/schema"}},"required":[]};
+
+function validate261(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate261.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate261.errors = vErrors;
+return errors === 0;
+}
+validate261.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate263(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate263.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9256,151 +9369,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate260.errors = vErrors;
+validate263.errors = vErrors;
 return errors === 0;
 }
-validate260.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema161 = {"type":"string","minLength":1,"maxLength":100};
-
-function validate262(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate262.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 100){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate262.errors = vErrors;
-return errors === 0;
-}
-validate262.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema162 = {"type":"string","minLength":1,"maxLength":100};
-
-function validate264(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate264.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 100){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate264.errors = vErrors;
-return errors === 0;
-}
-validate264.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate263.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema163 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate265(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate266.evaluated;
+const evaluated0 = validate265.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9457,17 +9436,151 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate266.errors = vErrors;
+validate265.errors = vErrors;
 return errors === 0;
 }
-validate266.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate265.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema164 = {"type":"integer","minimum":1,"maximum":1000};
+const schema164 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate268(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate267(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate268.evaluated;
+const evaluated0 = validate267.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 100){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate267.errors = vErrors;
+return errors === 0;
+}
+validate267.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema165 = {"type":"string","minLength":1,"maxLength":100};
+
+function validate269(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate269.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 100){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate269.errors = vErrors;
+return errors === 0;
+}
+validate269.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema166 = {"type":"integer","minimum":1,"maximum":1000};
+
+function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate271.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9522,17 +9635,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate268.errors = vErrors;
+validate271.errors = vErrors;
 return errors === 0;
 }
-validate268.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate271.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate257(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listPublicTemplates_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate257.evaluated;
+const evaluated0 = validate260.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9541,38 +9654,38 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate258(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
+if(!(validate261(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate261.errors : vErrors.concat(validate261.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate260(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate260.errors : vErrors.concat(validate260.errors);
+if(!(validate263(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate263.errors : vErrors.concat(validate263.errors);
 errors = vErrors.length;
 }
 }
 if(data.useCase !== undefined){
-if(!(validate262(data.useCase, {instancePath:instancePath+"/useCase",parentData:data,parentDataProperty:"useCase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate262.errors : vErrors.concat(validate262.errors);
+if(!(validate265(data.useCase, {instancePath:instancePath+"/useCase",parentData:data,parentDataProperty:"useCase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate265.errors : vErrors.concat(validate265.errors);
 errors = vErrors.length;
 }
 }
 if(data.useCaseSlug !== undefined){
-if(!(validate264(data.useCaseSlug, {instancePath:instancePath+"/useCaseSlug",parentData:data,parentDataProperty:"useCaseSlug",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate264.errors : vErrors.concat(validate264.errors);
+if(!(validate267(data.useCaseSlug, {instancePath:instancePath+"/useCaseSlug",parentData:data,parentDataProperty:"useCaseSlug",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate267.errors : vErrors.concat(validate267.errors);
 errors = vErrors.length;
 }
 }
 if(data.industry !== undefined){
-if(!(validate266(data.industry, {instancePath:instancePath+"/industry",parentData:data,parentDataProperty:"industry",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate266.errors : vErrors.concat(validate266.errors);
+if(!(validate269(data.industry, {instancePath:instancePath+"/industry",parentData:data,parentDataProperty:"industry",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate269.errors : vErrors.concat(validate269.errors);
 errors = vErrors.length;
 }
 }
 if(data.sequenceStep !== undefined){
-if(!(validate268(data.sequenceStep, {instancePath:instancePath+"/sequenceStep",parentData:data,parentDataProperty:"sequenceStep",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate268.errors : vErrors.concat(validate268.errors);
+if(!(validate271(data.sequenceStep, {instancePath:instancePath+"/sequenceStep",parentData:data,parentDataProperty:"sequenceStep",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate271.errors : vErrors.concat(validate271.errors);
 errors = vErrors.length;
 }
 }
@@ -9587,18 +9700,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate257.errors = vErrors;
+validate260.errors = vErrors;
 return errors === 0;
 }
-validate257.evaluated = {"props":{"cursor":true,"limit":true,"useCase":true,"useCaseSlug":true,"industry":true,"sequenceStep":true},"dynamicProps":false,"dynamicItems":false};
+validate260.evaluated = {"props":{"cursor":true,"limit":true,"useCase":true,"useCaseSlug":true,"industry":true,"sequenceStep":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listSequences_query = validate270;
-const schema165 = {"$id":"listSequences_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/2/schema"},"status":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/3/schema"}},"required":[]};
+exports.listSequences_query = validate273;
+const schema167 = {"$id":"listSequences_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/2/schema"},"status":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/3/schema"}},"required":[]};
 
-function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate274(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate271.evaluated;
+const evaluated0 = validate274.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9655,16 +9768,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate271.errors = vErrors;
+validate274.errors = vErrors;
 return errors === 0;
 }
-validate271.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate274.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate276(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate273.evaluated;
+const evaluated0 = validate276.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9719,17 +9832,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate273.errors = vErrors;
+validate276.errors = vErrors;
 return errors === 0;
 }
-validate273.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate276.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema168 = {"type":"string","minLength":1,"maxLength":64};
+const schema170 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate278(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate275.evaluated;
+const evaluated0 = validate278.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9786,122 +9899,12 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate275.errors = vErrors;
+validate278.errors = vErrors;
 return errors === 0;
 }
-validate275.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate278.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema169 = {"type":"string","enum":["NEW","ACTIVE","QUEUED","DRAFTED","APPROVED","PAUSED","COMPLETED"]};
-
-function validate277(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate277.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!(((((((data === "NEW") || (data === "ACTIVE")) || (data === "QUEUED")) || (data === "DRAFTED")) || (data === "APPROVED")) || (data === "PAUSED")) || (data === "COMPLETED"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema169.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate277.errors = vErrors;
-return errors === 0;
-}
-validate277.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate270(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listSequences_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate270.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate271(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate271.errors : vErrors.concat(validate271.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate273(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
-errors = vErrors.length;
-}
-}
-if(data.contactId !== undefined){
-if(!(validate275(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate275.errors : vErrors.concat(validate275.errors);
-errors = vErrors.length;
-}
-}
-if(data.status !== undefined){
-if(!(validate277(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate277.errors : vErrors.concat(validate277.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate270.errors = vErrors;
-return errors === 0;
-}
-validate270.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"status":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listWebhookDeliveries_path = validate279;
-const schema170 = {"$id":"listWebhookDeliveries_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries/parameters/0/schema"}},"required":["id"]};
-const schema171 = {"type":"string","minLength":1,"maxLength":64};
+const schema171 = {"type":"string","enum":["NEW","ACTIVE","QUEUED","DRAFTED","APPROVED","PAUSED","COMPLETED"]};
 
 function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9941,6 +9944,116 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
+if(!(((((((data === "NEW") || (data === "ACTIVE")) || (data === "QUEUED")) || (data === "DRAFTED")) || (data === "APPROVED")) || (data === "PAUSED")) || (data === "COMPLETED"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema171.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate280.errors = vErrors;
+return errors === 0;
+}
+validate280.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listSequences_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate273.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate274(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate274.errors : vErrors.concat(validate274.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate276(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate276.errors : vErrors.concat(validate276.errors);
+errors = vErrors.length;
+}
+}
+if(data.contactId !== undefined){
+if(!(validate278(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate278.errors : vErrors.concat(validate278.errors);
+errors = vErrors.length;
+}
+}
+if(data.status !== undefined){
+if(!(validate280(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate280.errors : vErrors.concat(validate280.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate273.errors = vErrors;
+return errors === 0;
+}
+validate273.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"status":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listWebhookDeliveries_path = validate282;
+const schema172 = {"$id":"listWebhookDeliveries_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries/parameters/0/schema"}},"required":["id"]};
+const schema173 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate283.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
 if(typeof data === "string"){
 if(func0(data) > 64){
 const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
@@ -9963,17 +10076,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate280.errors = vErrors;
+validate283.errors = vErrors;
 return errors === 0;
 }
-validate280.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate283.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWebhookDeliveries_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate279.evaluated;
+const evaluated0 = validate282.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9992,8 +10105,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate280(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate280.errors : vErrors.concat(validate280.errors);
+if(!(validate283(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate283.errors : vErrors.concat(validate283.errors);
 errors = vErrors.length;
 }
 }
@@ -10008,18 +10121,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate279.errors = vErrors;
+validate282.errors = vErrors;
 return errors === 0;
 }
-validate279.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate282.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listWebhookDeliveries_query = validate282;
-const schema172 = {"$id":"listWebhookDeliveries_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
+exports.listWebhookDeliveries_query = validate285;
+const schema174 = {"$id":"listWebhookDeliveries_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
 
-function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate286(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate283.evaluated;
+const evaluated0 = validate286.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10074,16 +10187,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate283.errors = vErrors;
+validate286.errors = vErrors;
 return errors === 0;
 }
-validate283.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate286.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate285.evaluated;
+const evaluated0 = validate288.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10131,113 +10244,6 @@ errors++;
 }
 if(func0(data) < 1){
 const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate285.errors = vErrors;
-return errors === 0;
-}
-validate285.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWebhookDeliveries_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate282.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit !== undefined){
-if(!(validate283(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate283.errors : vErrors.concat(validate283.errors);
-errors = vErrors.length;
-}
-}
-if(data.cursor !== undefined){
-if(!(validate285(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate285.errors : vErrors.concat(validate285.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate282.errors = vErrors;
-return errors === 0;
-}
-validate282.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listWebhooks_query = validate287;
-const schema175 = {"$id":"listWebhooks_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
-
-function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate288.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10253,28 +10259,69 @@ return errors === 0;
 validate288.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listWebhookDeliveries_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate290.evaluated;
+const evaluated0 = validate285.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(typeof data !== "string"){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit !== undefined){
+if(!(validate286(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate286.errors : vErrors.concat(validate286.errors);
+errors = vErrors.length;
+}
+}
+if(data.cursor !== undefined){
+if(!(validate288(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate288.errors : vErrors.concat(validate288.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate285.errors = vErrors;
+return errors === 0;
+}
+validate285.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listWebhooks_query = validate290;
+const schema177 = {"$id":"listWebhooks_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
+
+function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate291.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
 let dataType0 = typeof data;
 let coerced0 = undefined;
 if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
 }
 else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10291,9 +10338,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10302,8 +10349,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10313,55 +10360,11 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate290.errors = vErrors;
+validate291.errors = vErrors;
 return errors === 0;
 }
-validate290.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate291.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-
-function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWebhooks_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate287.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit !== undefined){
-if(!(validate288(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate288.errors : vErrors.concat(validate288.errors);
-errors = vErrors.length;
-}
-}
-if(data.cursor !== undefined){
-if(!(validate290(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate290.errors : vErrors.concat(validate290.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate287.errors = vErrors;
-return errors === 0;
-}
-validate287.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.markLeadSpam_path = validate292;
-const schema178 = {"$id":"markLeadSpam_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1spam/parameters/0/schema"}},"required":["id"]};
-const schema179 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10402,8 +10405,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10429,11 +10432,11 @@ return errors === 0;
 validate293.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate292(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="markLeadSpam_path" */;
+function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listWebhooks_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate292.evaluated;
+const evaluated0 = validate290.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10441,8 +10444,21 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data.limit !== undefined){
+if(!(validate291(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
+errors = vErrors.length;
+}
+}
+if(data.cursor !== undefined){
+if(!(validate293(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10451,30 +10467,13 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate293(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate292.errors = vErrors;
+validate290.errors = vErrors;
 return errors === 0;
 }
-validate292.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate290.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.pauseContactSequence_path = validate295;
-const schema180 = {"$id":"pauseContactSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1pause-sequence/parameters/0/schema"}},"required":["id"]};
+exports.markLeadSpam_path = validate295;
+const schema180 = {"$id":"markLeadSpam_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1spam/parameters/0/schema"}},"required":["id"]};
 const schema181 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate296(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -10544,7 +10543,7 @@ validate296.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="pauseContactSequence_path" */;
+/*# sourceURL="markLeadSpam_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate295.evaluated;
@@ -10587,8 +10586,8 @@ return errors === 0;
 }
 validate295.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.rejectDraft_path = validate298;
-const schema182 = {"$id":"rejectDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1reject/parameters/0/schema"}},"required":["id"]};
+exports.pauseContactSequence_path = validate298;
+const schema182 = {"$id":"pauseContactSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1pause-sequence/parameters/0/schema"}},"required":["id"]};
 const schema183 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -10658,7 +10657,7 @@ validate299.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="rejectDraft_path" */;
+/*# sourceURL="pauseContactSequence_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate298.evaluated;
@@ -10701,14 +10700,128 @@ return errors === 0;
 }
 validate298.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.removeSuppression_query = validate301;
-const schema184 = {"$id":"removeSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/delete/parameters/0/schema"}},"required":["email"]};
-const schema185 = {"type":"string","minLength":1,"maxLength":320};
+exports.rejectDraft_path = validate301;
+const schema184 = {"$id":"rejectDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1reject/parameters/0/schema"}},"required":["id"]};
+const schema185 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate302.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate302.errors = vErrors;
+return errors === 0;
+}
+validate302.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="rejectDraft_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate301.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate302(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate301.errors = vErrors;
+return errors === 0;
+}
+validate301.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.removeSuppression_query = validate304;
+const schema186 = {"$id":"removeSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/delete/parameters/0/schema"}},"required":["email"]};
+const schema187 = {"type":"string","minLength":1,"maxLength":320};
+
+function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate305.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10765,17 +10878,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate302.errors = vErrors;
+validate305.errors = vErrors;
 return errors === 0;
 }
-validate302.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate305.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="removeSuppression_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate301.evaluated;
+const evaluated0 = validate304.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10794,8 +10907,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.email !== undefined){
-if(!(validate302(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
+if(!(validate305(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate305.errors : vErrors.concat(validate305.errors);
 errors = vErrors.length;
 }
 }
@@ -10810,210 +10923,81 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate301.errors = vErrors;
-return errors === 0;
-}
-validate301.evaluated = {"props":{"email":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.replayWebhookDelivery_path = validate304;
-const schema186 = {"$id":"replayWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/1/schema"}},"required":["id","deliveryId"]};
-const schema187 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate305.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate305.errors = vErrors;
-return errors === 0;
-}
-validate305.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema188 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate307.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate307.errors = vErrors;
-return errors === 0;
-}
-validate307.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="replayWebhookDelivery_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate304.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.deliveryId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate305(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate305.errors : vErrors.concat(validate305.errors);
-errors = vErrors.length;
-}
-}
-if(data.deliveryId !== undefined){
-if(!(validate307(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate307.errors : vErrors.concat(validate307.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
 validate304.errors = vErrors;
 return errors === 0;
 }
-validate304.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
+validate304.evaluated = {"props":{"email":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.researchCompany_path = validate309;
-const schema189 = {"$id":"researchCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+exports.replayWebhookDelivery_path = validate307;
+const schema188 = {"$id":"replayWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/1/schema"}},"required":["id","deliveryId"]};
+const schema189 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate308.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate308.errors = vErrors;
+return errors === 0;
+}
+validate308.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema190 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11081,11 +11065,11 @@ return errors === 0;
 validate310.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="researchCompany_path" */;
+function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="replayWebhookDelivery_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate309.evaluated;
+const evaluated0 = validate307.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11103,15 +11087,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate310(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate310.errors : vErrors.concat(validate310.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.deliveryId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11120,13 +11097,36 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate309.errors = vErrors;
+if(data.id !== undefined){
+if(!(validate308(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate308.errors : vErrors.concat(validate308.errors);
+errors = vErrors.length;
+}
+}
+if(data.deliveryId !== undefined){
+if(!(validate310(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate310.errors : vErrors.concat(validate310.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+validate307.errors = vErrors;
 return errors === 0;
 }
-validate309.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate307.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.researchContact_path = validate312;
-const schema191 = {"$id":"researchContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+exports.researchCompany_path = validate312;
+const schema191 = {"$id":"researchCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
 
 function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11195,7 +11195,7 @@ validate313.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="researchContact_path" */;
+/*# sourceURL="researchCompany_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate312.evaluated;
@@ -11238,9 +11238,8 @@ return errors === 0;
 }
 validate312.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.rotateWebhookSecret_path = validate315;
-const schema193 = {"$id":"rotateWebhookSecret_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1rotate-secret/parameters/0/schema"}},"required":["id"]};
-const schema194 = {"type":"string","minLength":1,"maxLength":64};
+exports.researchContact_path = validate315;
+const schema193 = {"$id":"researchContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
 
 function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11309,7 +11308,7 @@ validate316.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="rotateWebhookSecret_path" */;
+/*# sourceURL="researchContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate315.evaluated;
@@ -11352,8 +11351,8 @@ return errors === 0;
 }
 validate315.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.sendDraft_path = validate318;
-const schema195 = {"$id":"sendDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1send/parameters/0/schema"}},"required":["id"]};
+exports.rotateWebhookSecret_path = validate318;
+const schema195 = {"$id":"rotateWebhookSecret_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1rotate-secret/parameters/0/schema"}},"required":["id"]};
 const schema196 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -11423,7 +11422,7 @@ validate319.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="sendDraft_path" */;
+/*# sourceURL="rotateWebhookSecret_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate318.evaluated;
@@ -11466,8 +11465,8 @@ return errors === 0;
 }
 validate318.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.testDeliverWebhook_path = validate321;
-const schema197 = {"$id":"testDeliverWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1test-deliver/parameters/0/schema"}},"required":["id"]};
+exports.sendDraft_path = validate321;
+const schema197 = {"$id":"sendDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1send/parameters/0/schema"}},"required":["id"]};
 const schema198 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -11537,7 +11536,7 @@ validate322.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testDeliverWebhook_path" */;
+/*# sourceURL="sendDraft_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate321.evaluated;
@@ -11580,8 +11579,9 @@ return errors === 0;
 }
 validate321.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.updateContact_path = validate324;
-const schema199 = {"$id":"updateContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.testDeliverWebhook_path = validate324;
+const schema199 = {"$id":"testDeliverWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1test-deliver/parameters/0/schema"}},"required":["id"]};
+const schema200 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11650,7 +11650,7 @@ validate325.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateContact_path" */;
+/*# sourceURL="testDeliverWebhook_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate324.evaluated;
@@ -11693,8 +11693,8 @@ return errors === 0;
 }
 validate324.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.updateDeal_path = validate327;
-const schema201 = {"$id":"updateDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.updateContact_path = validate327;
+const schema201 = {"$id":"updateContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
 
 function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11763,7 +11763,7 @@ validate328.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateDeal_path" */;
+/*# sourceURL="updateContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate327.evaluated;
@@ -11806,8 +11806,8 @@ return errors === 0;
 }
 validate327.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.updateWebhook_path = validate330;
-const schema203 = {"$id":"updateWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.updateDeal_path = validate330;
+const schema203 = {"$id":"updateDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
 
 function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11876,7 +11876,7 @@ validate331.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateWebhook_path" */;
+/*# sourceURL="updateDeal_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate330.evaluated;
@@ -11918,3 +11918,116 @@ validate330.errors = vErrors;
 return errors === 0;
 }
 validate330.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.updateWebhook_path = validate333;
+const schema205 = {"$id":"updateWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
+
+function validate334(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate334.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate334.errors = vErrors;
+return errors === 0;
+}
+validate334.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateWebhook_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate333.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate334(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate334.errors : vErrors.concat(validate334.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate333.errors = vErrors;
+return errors === 0;
+}
+validate333.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};

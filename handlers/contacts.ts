@@ -234,7 +234,7 @@ async function createCrmImportList(trx: Tx, organizationId: string, userId: stri
   return created ?? (await findCrmImportList(trx, organizationId))!;
 }
 
-type CompanyInput = { name?: string; domain?: string };
+export type CompanyInput = { name?: string; domain?: string };
 
 /** The company a new contact links to: by domain (created on demand), else by name (never created). */
 async function companyFor(trx: Tx, organizationId: string, input: CompanyInput) {
@@ -249,23 +249,44 @@ async function companyFor(trx: Tx, organizationId: string, input: CompanyInput) 
 }
 
 /** Serializes, to commit, the writes of one organization that turn on one (normalized) address. */
-async function lockAddress(trx: Tx, organizationId: string, email: string): Promise<void> {
+export async function lockAddress(trx: Tx, organizationId: string, email: string): Promise<void> {
   await sql`select pg_advisory_xact_lock(hashtextextended(${`contact:${organizationId}:${email}`}, 0))`.execute(trx);
 }
 
-const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
-  const org = auth.organizationId;
-  const email = normalizeEmail(body.email);
+export interface ContactFiling {
+  email: string;
+  name?: string;
+  title?: string | null;
+  company?: CompanyInput | null;
+  qualificationStatus?: QualificationStatus;
+  fitScore?: number | null;
+  urgencyScore?: number | null;
+  leadSource?: string | null;
+  /** The list to file on; absent: the organization's `CRM import` list (created on first use). */
+  listId?: string;
+  /** The contact's owner (the key's user); null: none. */
+  userId: string | null;
+}
+
+/**
+ * Files a person as POST /contacts does (rules 1-4): the record already on the requested list
+ * (`on-list`), else a live record elsewhere (`live`; attached to a requested list), else a new
+ * contact on the requested list or the `CRM import` list (`created`). 404 for an unknown listId.
+ * Shared by POST /contacts and inbound lead conversion.
+ */
+export async function fileContact(trx: Tx, organizationId: string, input: ContactFiling): Promise<{ id: string; outcome: 'on-list' | 'live' | 'created' }> {
+  const org = organizationId;
+  const email = normalizeEmail(input.email);
   // Concurrent creates of one person queue here, so each sees the other's record (rules 1-2).
   await lockAddress(trx, org, email);
   // The CRM import list is only looked up here: a 200 must not leave a new, empty list behind.
-  const requested = body.listId !== undefined ? await activeList(trx, org, body.listId) : await findCrmImportList(trx, org);
-  if (body.listId !== undefined && !requested) throw notFound('list');
+  const requested = input.listId !== undefined ? await activeList(trx, org, input.listId) : await findCrmImportList(trx, org);
+  if (input.listId !== undefined && !requested) throw notFound('list');
 
   // Rule 1: already on the requested list.
   const onList = requested && await trx.selectFrom('contacts').select('id').where('organization_id', '=', org)
     .where('list_id', '=', requested.id).where('email_normalized', '=', email).where('deleted_at', 'is', null).executeTakeFirst();
-  if (onList) return { status: 200, body: await contactById(trx, org, onList.id) };
+  if (onList) return { id: onList.id, outcome: 'on-list' };
 
   // Rules 2-3: live elsewhere (not deleted, on a list neither archived nor a test list).
   const live = await trx.selectFrom('contacts as c')
@@ -275,24 +296,35 @@ const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
     .where('l.deleted_at', 'is', null).where('l.archived_at', 'is', null).where('l.is_test', '=', false)
     .orderBy('c.created_at').orderBy('c.id').limit(1).executeTakeFirst();
   if (live) {
-    if (requested && body.listId !== undefined) {
+    if (requested && input.listId !== undefined) {
       await trx.insertInto('list_memberships')
         .values({ organization_id: org, list_id: requested.id, contact_id: live.id, contact_created_at: live.created_at })
         .onConflict((oc) => oc.columns(['organization_id', 'list_id', 'contact_id']).doUpdateSet({ deleted_at: null })).execute();
     }
-    return { status: 200, body: await contactById(trx, org, live.id), headers: { 'X-Service-Existing-List': 'true' } };
+    return { id: live.id, outcome: 'live' };
   }
 
   // Rule 4 / creation.
-  const list = requested ?? await createCrmImportList(trx, org, auth.userId);
-  const company = body.company ? await companyFor(trx, org, body.company) : null;
+  const list = requested ?? await createCrmImportList(trx, org, input.userId);
+  const company = input.company ? await companyFor(trx, org, input.company) : null;
   const id = newId('con');
   await trx.insertInto('contacts').values({
-    organization_id: org, id, list_id: list.id, owner_user_id: auth.userId, email, email_normalized: email,
-    name: body.name ?? '', title: body.title ?? null, company_id: company?.id ?? null,
-    qualification_status: body.qualificationStatus ?? 'NEW', fit_score: body.fitScore ?? null, urgency_score: body.urgencyScore ?? null,
+    organization_id: org, id, list_id: list.id, owner_user_id: input.userId, email, email_normalized: email,
+    name: input.name ?? '', title: input.title ?? null, company_id: company?.id ?? null, lead_source: input.leadSource ?? null,
+    qualification_status: input.qualificationStatus ?? 'NEW', fit_score: input.fitScore ?? null, urgency_score: input.urgencyScore ?? null,
   }).execute();
-  return { status: 201, body: await contactById(trx, org, id) };
+  return { id, outcome: 'created' };
+}
+
+const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
+  const org = auth.organizationId;
+  const filed = await fileContact(trx, org, {
+    email: body.email, name: body.name, title: body.title, company: body.company, listId: body.listId,
+    qualificationStatus: body.qualificationStatus, fitScore: body.fitScore, urgencyScore: body.urgencyScore, userId: auth.userId,
+  });
+  const contact = await contactById(trx, org, filed.id);
+  if (filed.outcome === 'created') return { status: 201, body: contact };
+  return filed.outcome === 'live' ? { status: 200, body: contact, headers: { 'X-Service-Existing-List': 'true' } } : { status: 200, body: contact };
 };
 
 // ---------------------------------------------------------------- one contact

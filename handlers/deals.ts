@@ -199,7 +199,7 @@ async function resolveOwner(trx: Tx, auth: AuthInfo, given: string | undefined):
 }
 
 /** The creation stage: the named one (never terminal), else the first, seeding defaults if needed. */
-async function initialStage(trx: Tx, orgId: string, slug: string | undefined, id: string | undefined): Promise<StageRow> {
+export async function initialStage(trx: Tx, orgId: string, slug: string | undefined, id: string | undefined): Promise<StageRow> {
   if (slug === undefined && id === undefined) return (await stagesSeeded(trx, orgId))[0];
   const stage = resolveStage(await orgStages(trx, orgId), slug, id);
   if (stage.is_terminal) {
@@ -225,25 +225,51 @@ async function insertHistory(trx: Tx, orgId: string, row: {
   }).execute();
 }
 
+export interface NewDeal {
+  name: string;
+  stage: StageRow;
+  ownerId: string;
+  primaryContactId?: string | null;
+  companyId?: string | null;
+  valueCents?: number | null;
+  probability?: number | null;
+  closeDate?: string | null;
+  /** Who the first history row is attributed to (a user, a key, or a system process). */
+  by: string;
+}
+
+/**
+ * Opens a deal: the row, its primary contact's link, the first stage-history row and
+ * `deal.created`, in the caller's transaction. Shared by POST /deals and lead conversion; the
+ * caller has checked the stage, contact and company.
+ */
+export async function insertDeal(trx: Tx, orgId: string, d: NewDeal): Promise<string> {
+  const id = newId('deal');
+  await trx.insertInto('deals').values({
+    organization_id: orgId, id, name: d.name, value_cents: d.valueCents ?? null, probability: d.probability ?? null,
+    close_date: d.closeDate ?? null, actual_close_date: null, owner_sales_person_id: d.ownerId,
+    primary_contact_id: d.primaryContactId ?? null, company_id: d.companyId ?? null, stage_id: d.stage.id,
+    forecast_category: d.stage.forecast_category, readiness_score: null, loss_reason: null, meddpic: null,
+  }).execute();
+  if (d.primaryContactId) {
+    await trx.insertInto('deal_contacts').values({ organization_id: orgId, deal_id: id, contact_id: d.primaryContactId })
+      .onConflict((oc) => oc.doNothing()).execute();
+  }
+  await insertHistory(trx, orgId, { dealId: id, from: null, to: d.stage, reason: null, by: d.by });
+  await emit(trx, orgId, { type: 'deal.created', resource: { type: DEAL_RESOURCE, id }, data: { dealId: id, dealName: d.name } });
+  return id;
+}
+
 const createDeal: Handler<'createDeal'> = async ({ trx, auth, body }) => {
   const org = auth.organizationId;
   const stage = await initialStage(trx, org, body.stage, body.stageId);
   if (body.primaryContactId !== undefined) await requireLiveContact(trx, org, body.primaryContactId);
   if (body.companyId !== undefined) await requireCompany(trx, org, body.companyId);
   const owner = await resolveOwner(trx, auth, body.ownerSalesPersonId);
-  const id = newId('deal');
-  await trx.insertInto('deals').values({
-    organization_id: org, id, name: body.name, value_cents: body.valueCents ?? null, probability: body.probability ?? null,
-    close_date: body.closeDate ?? null, actual_close_date: null, owner_sales_person_id: owner,
-    primary_contact_id: body.primaryContactId ?? null, company_id: body.companyId ?? null, stage_id: stage.id,
-    forecast_category: stage.forecast_category, readiness_score: null, loss_reason: null, meddpic: null,
-  }).execute();
-  if (body.primaryContactId !== undefined) {
-    await trx.insertInto('deal_contacts').values({ organization_id: org, deal_id: id, contact_id: body.primaryContactId })
-      .onConflict((oc) => oc.doNothing()).execute();
-  }
-  await insertHistory(trx, org, { dealId: id, from: null, to: stage, reason: null, by: actorOf(auth) });
-  await emit(trx, org, { type: 'deal.created', resource: { type: DEAL_RESOURCE, id }, data: { dealId: id, dealName: body.name } });
+  const id = await insertDeal(trx, org, {
+    name: body.name, stage, ownerId: owner, primaryContactId: body.primaryContactId, companyId: body.companyId,
+    valueCents: body.valueCents, probability: body.probability, closeDate: body.closeDate, by: actorOf(auth),
+  });
   return { status: 200, body: await readDeal(trx, org, id, false) };
 };
 

@@ -19,6 +19,7 @@ import { JsonText } from './http/paging.js';
 import { publicDoc, adminDoc, publicOperations, adminOperations } from './spec.js';
 import { botPage } from './research/robots.js';
 import { mountMailLinks } from './mail/links.js';
+import { mountLeadCapture } from './leads/endpoint.js';
 import type { OpenApiDoc, OperationInfo } from './openapi-doc.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -317,6 +318,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   app.get('/research-bot', (c) => c.html(botPage()));
   // Unsubscribe and tracking links of sent messages (no API key: their signed token is the proof).
   mountMailLinks(app as unknown as Hono<never>, { db, signer: services.signer, log });
+  // Public lead form submissions (no API key: the form key in the path is the credential; any origin).
+  mountLeadCapture(app as unknown as Hono, { db, config, services, log });
   app.get('/problems', (c) => c.json({ data: Object.entries(PROBLEMS).map(([slug, p]) => ({ slug, ...p, type: `${config.publicBaseUrl}/problems/${slug}` })) }));
 
   // CORS preflight for the one operation that needs no key.

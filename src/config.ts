@@ -41,6 +41,10 @@ export interface Config {
   /** Price overrides in cents per million tokens; null: the built-in table (src/llm/pricing.ts). */
   llmPriceInputCentsPerMtok: number | null;
   llmPriceOutputCentsPerMtok: number | null;
+  /** Behind a trusted reverse proxy: a lead capture's client address is the last X-Forwarded-For entry. */
+  trustProxy: boolean;
+  /** Lead capture submissions per source address per organization per 10-minute window. */
+  leadCaptureRateLimit: number;
 }
 
 export class ConfigError extends Error {}
@@ -152,5 +156,7 @@ export function loadConfig(env: Env = process.env): Config {
     llmMaxRetries: int(env, 'LLM_MAX_RETRIES', 2, 0, 10),
     llmPriceInputCentsPerMtok: price(env, 'LLM_PRICE_INPUT_CENTS_PER_MTOK'),
     llmPriceOutputCentsPerMtok: price(env, 'LLM_PRICE_OUTPUT_CENTS_PER_MTOK'),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    leadCaptureRateLimit: int(env, 'LEAD_CAPTURE_RATE_LIMIT', 20, 1, 1_000_000),
   };
 }

@@ -8,6 +8,7 @@ import { newId } from './ids.js';
 import type { Services } from './services.js';
 import { erasureHmac } from './suppression-match.js';
 import { cancelQueued } from './dispatch/queue.js';
+import { ERASED_DEAL_NAME, defaultDealName } from './leads/deal-name.js';
 
 export interface ErasureRequest {
   organizationId: string;
@@ -114,6 +115,47 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
 }
 
 /**
+ * The inbound leads of the address: redacted in place (erased_at set, so they are no longer
+ * listed or converted; email becomes `erased+<leadId>@erased.invalid`; name, company, payload, IP
+ * hash and qualification snapshot go). Their events keep only {leadId}. A deal opened from one of
+ * them under its default name built from the person's name or address is renamed, in the deal and
+ * in its events. Returns the erased lead ids.
+ */
+async function eraseLeads(trx: Tx, org: string, address: string, at: Date): Promise<string[]> {
+  const { rows } = await sql<{ id: string; name: string | null; email: string; deal_id: string | null }>`
+    UPDATE inbound_leads l SET erased_at = ${at}, updated_at = ${at},
+      email = 'erased+' || l.id || '@erased.invalid', email_normalized = 'erased+' || l.id || '@erased.invalid',
+      name = NULL, company_name = NULL, payload = '{}'::jsonb, ip_hash = NULL, qual_snapshot = NULL
+    FROM (SELECT id, name, email, deal_id FROM inbound_leads
+          WHERE organization_id = ${org} AND email_normalized = ${address} AND erased_at IS NULL
+          ORDER BY id FOR UPDATE) old
+    WHERE l.organization_id = ${org} AND l.id = old.id
+    RETURNING l.id, old.name, old.email, old.deal_id`.execute(trx);
+  if (rows.length === 0) return [];
+  const ids = rows.map((r) => r.id);
+  await sql`
+    UPDATE events SET data = jsonb_build_object('leadId', resource_id)
+    WHERE organization_id = ${org} AND resource_type = 'InboundLead' AND resource_id = ANY(${ids}::text[])`.execute(trx);
+  const personal = rows.filter((r) => r.deal_id !== null).flatMap((r) => [
+    { dealId: r.deal_id!, name: defaultDealName({ company_name: null, name: r.name, email: r.email }) },
+    { dealId: r.deal_id!, name: defaultDealName({ company_name: null, name: null, email: r.email }) },
+  ]);
+  if (personal.length > 0) {
+    const { rows: renamed } = await sql<{ id: string }>`
+      UPDATE deals d SET name = ${ERASED_DEAL_NAME}, updated_at = ${at}
+      FROM unnest(${personal.map((p) => p.dealId)}::text[], ${personal.map((p) => p.name)}::text[]) AS x(deal_id, name)
+      WHERE d.organization_id = ${org} AND d.id = x.deal_id AND d.name = x.name
+      RETURNING d.id`.execute(trx);
+    if (renamed.length > 0) {
+      await sql`
+        UPDATE events SET data = data || jsonb_build_object('dealName', ${ERASED_DEAL_NAME}::text)
+        WHERE organization_id = ${org} AND resource_type = 'Deal' AND resource_id = ANY(${renamed.map((r) => r.id)}::text[]) AND data ? 'dealName'`.execute(trx);
+    }
+  }
+  return ids;
+}
+
+/**
  * Erases every not-yet-erased record of the organization holding `address` (normalized; the
  * address of `requestedId`, the record the request named), writes
  * the permanent hash-only suppression entry and removes any entry that stores the address in
@@ -132,6 +174,8 @@ export async function eraseAddress(trx: Tx, req: ErasureRequest, requestedId: st
     if (i === 0 && req.services.faults.has('erase:after-first-record')) throw new Error('injected fault: erase:after-first-record');
   }
 
+  const erasedLeadIds = await eraseLeads(trx, org, address, at);
+
   await trx.deleteFrom('suppression_entries')
     .where('organization_id', '=', org).where('level', '=', 'ADDRESS').where('email', '=', address).execute();
   await trx.insertInto('suppression_entries').values({
@@ -141,7 +185,7 @@ export async function eraseAddress(trx: Tx, req: ErasureRequest, requestedId: st
 
   await audit(trx, org, {
     action: 'contact.erase', resource: { type: 'Contact', id: requestedId }, keyId: req.keyId, userId: req.userId,
-    details: { erasedContactIds: ids, requesterRef: req.requesterRef },
+    details: { erasedContactIds: ids, erasedLeadIds, requesterRef: req.requesterRef },
   });
   return ids;
 }

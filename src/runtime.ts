@@ -21,6 +21,7 @@ import { startWorker } from './worker.js';
 import { createModelClient } from './llm/client.js';
 import { createSigner } from './mail/tokens.js';
 import { createTransports } from './mail/transports.js';
+import { createIpHasher } from './leads/client-ip.js';
 
 export interface Runtime {
   config: Config;
@@ -60,6 +61,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
     model: createModelClient(config, log),
     signer: createSigner(secretKey),
     mail: createTransports(config, secretBox),
+    ipHash: createIpHasher(secretKey),
   };
   const app = createApp({
     config, db, requestDb: createDb(requestPool), services, log, handlers, adminHandlers,

@@ -19,6 +19,8 @@ export interface Services {
   signer: Signer;
   /** Where the dispatcher hands messages (SMTP or the capture transport). */
   mail: Transports;
+  /** The keyed hash of a lead capture's source address (the address itself is never stored). */
+  ipHash: (ip: string) => string;
   /**
    * The DNS lookup research connects through (the SSRF guard checks every address it returns);
    * unset, the system resolver. Tests inject one to point names at chosen addresses.

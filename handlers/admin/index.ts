@@ -14,6 +14,7 @@ import { toPublicTemplate } from '../public-templates.js';
 import { normalizeDomain } from '../../src/domains.js';
 import { sendingSettings } from '../../src/dispatch/settings.js';
 import { checkedSending, sendingHandlers } from './sending.js';
+import { leadAdminHandlers } from './leads.js';
 
 type Plan = 'free' | 'starter' | 'growth';
 type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
@@ -183,6 +184,7 @@ export const adminHandlers: AdminHandlers = {
   adminCreateOrganization, adminUpdateOrganization, adminCreateUser, adminCreateApiKey, adminRevokeApiKey,
   adminCreateProduct, adminCreateSequenceTemplate, adminCreatePublicTemplate, adminUpdateList,
   adminCreateSuppressionDomain, adminGetQueue, ...sendingHandlers,
+  ...leadAdminHandlers,
 };
 
 export { ProblemError };

@@ -36,6 +36,9 @@ const DECISION_MAKERS: ReadonlySet<Seniority> = new Set(['executive', 'vp', 'dir
 const URGENT_NEWS_DAYS = 90;
 const DAY_MS = 86_400_000;
 
+/** Fit points a seniority adds to a suggested fit score (research, and inbound lead scoring). */
+export const SENIORITY_POINTS: Readonly<Record<Seniority, number>> = { executive: 30, vp: 25, director: 20, manager: 10, senior: 5, entry: 0, individual_contributor: 0, unknown: 0 };
+
 export const seniorityOf = (title: string | null): Seniority =>
   !title?.trim() ? 'unknown' : SENIORITY.find(([, re]) => re.test(title))?.[0] ?? 'individual_contributor';
 
@@ -82,9 +85,8 @@ export function assessContact(contact: ContactRecord, company: { id: string; nam
   };
   const signalReasons = signals.map((s) => `${label[s.type] ?? s.type}: "${s.fact}" (source ${s.sourceIndex}${s.publishedAt ? `, ${day(s.publishedAt)}` : ''})`);
 
-  const seniorityPoints: Record<Seniority, number> = { executive: 30, vp: 25, director: 20, manager: 10, senior: 5, entry: 0, individual_contributor: 0, unknown: 0 };
   const fitBasis = dossier.facts.filter((f) => ['description', 'customers', 'employees', 'industry'].includes(f.kind)).length;
-  const suggestedFitScore = Math.min(100, 30 + seniorityPoints[seniority] + Math.min(15, fitBasis * 5));
+  const suggestedFitScore = Math.min(100, 30 + SENIORITY_POINTS[seniority] + Math.min(15, fitBasis * 5));
   const suggestedUrgencyScore = Math.min(100, 10 + signals.reduce((sum, s) => sum + s.weight, 0));
 
   const contactAssessment = {
