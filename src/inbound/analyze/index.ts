@@ -27,7 +27,7 @@ function stripQuotes(text: string): string {
   for (let i = 0; i < lines.length; i += 1) {
     const l = lines[i];
     if (/^\s*>/.test(l) || /^-- ?$/.test(l) || /^_{8,}\s*$/.test(l) || /^-+\s*Original Message\s*-+/i.test(l)) break;
-    if (/^On\b/.test(l) && /wrote:\s*$/.test(`${l} ${lines[i + 1] ?? ''}`)) break;
+    if (/^On\b/.test(l) && (/wrote:\s*$/.test(l) || /wrote:\s*$/.test(`${l} ${lines[i + 1] ?? ''}`))) break;
     out.push(l);
   }
   return out.join('\n').trim();
