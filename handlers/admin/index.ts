@@ -14,6 +14,7 @@ import { toPublicTemplate } from '../public-templates.js';
 import { normalizeDomain } from '../../src/domains.js';
 import { sendingSettings } from '../../src/dispatch/settings.js';
 import { checkedSending, sendingHandlers } from './sending.js';
+import { inboundMessageHandlers } from './inbound-messages.js';
 
 type Plan = 'free' | 'starter' | 'growth';
 type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
@@ -182,7 +183,7 @@ const adminGetQueue: AdminHandler<'adminGetQueue'> = async ({ db }) => {
 export const adminHandlers: AdminHandlers = {
   adminCreateOrganization, adminUpdateOrganization, adminCreateUser, adminCreateApiKey, adminRevokeApiKey,
   adminCreateProduct, adminCreateSequenceTemplate, adminCreatePublicTemplate, adminUpdateList,
-  adminCreateSuppressionDomain, adminGetQueue, ...sendingHandlers,
+  adminCreateSuppressionDomain, adminGetQueue, ...sendingHandlers, ...inboundMessageHandlers,
 };
 
 export { ProblemError };

@@ -9,6 +9,7 @@ import { generateDraftsTask } from './generate_drafts.js';
 import { generateListChunk } from './generate_list_chunk.js';
 import { sendStepTask } from './send_step.js';
 import { sweepSends } from './sweep_sends.js';
+import { classifyReplyTask } from './classify_reply.js';
 
 export function buildTaskList(deps: TaskDeps): TaskList {
   return {
@@ -20,6 +21,7 @@ export function buildTaskList(deps: TaskDeps): TaskList {
     generate_list_chunk: generateListChunk(deps),
     send_step: sendStepTask(deps),
     sweep_sends: sweepSends(deps),
+    classify_reply: classifyReplyTask(deps),
   };
 }
 
