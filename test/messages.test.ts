@@ -156,7 +156,7 @@ describe('GET /messages', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const p = (await list(s, { limit: 3, ...(cursor ? { cursor } : {}) })).data!;
+      const p: { data: { id: string }[]; nextCursor: string | null } = (await list(s, { limit: 3, ...(cursor ? { cursor } : {}) })).data!;
       seen.push(...p.data.map((m) => m.id));
       cursor = p.nextCursor;
     } while (cursor);

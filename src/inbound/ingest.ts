@@ -105,9 +105,11 @@ export async function ingestMessage(deps: IngestDeps, d: Delivery): Promise<Inge
   const messageId = messageIdOf(mail, d.raw);
   const routeDeps = { signer: deps.services.signer, erasureSecret: deps.config.erasureHashSecret };
   const input = { mail, recipients: d.recipients, organizationId: d.organizationId };
+  // Fault point for tests: a failure before the commit stores nothing (the listener then answers 451).
+  const stored = (r: Ingested) => { if (deps.services.faults.has('inbound:before-commit')) throw new Error('injected fault: inbound:before-commit'); return r; };
   if (d.organizationId !== null) {
     const org = d.organizationId;
-    return withOrg(deps.db, org, async (trx) => store(trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId));
+    return withOrg(deps.db, org, async (trx) => stored(await store(trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId)));
   }
   // Over SMTP the organization is not known until routed: the routing reads across organizations,
   // then the transaction is bound to the one found before anything is written.
@@ -115,6 +117,6 @@ export async function ingestMessage(deps: IngestDeps, d: Delivery): Promise<Inge
     const route = await routeMessage(trx, routeDeps, input);
     if (route === null) return { stored: false as const, reason: 'unroutable' as const };
     await sql`SELECT set_config('app.org_id', ${route.organizationId}, true), set_config('app.system', 'off', true)`.execute(trx);
-    return store(trx, d, mail, route, messageId);
+    return stored(await store(trx, d, mail, route, messageId));
   });
 }

@@ -97,18 +97,23 @@ async function personIn(trx: Tx, org: string, address: string, erasureSecret: st
   return { contactId: r.rows[0]?.contact_id ?? null, erased: r.rows[0]?.contact_id == null && r.rows[0]?.erased === true };
 }
 
-/** Over SMTP, with no thread: the organization whose mailbox is a recipient, else the only one with the sender as a live contact. */
-async function organizationOf(trx: Tx, recipients: string[], person: string | null): Promise<{ org: string; recipient: string | null } | null> {
+/**
+ * Over SMTP, with no thread: the organization whose mailbox is a recipient, else the only one with
+ * the sender as a live contact (that contact comes with it, the oldest of its records).
+ */
+async function organizationOf(trx: Tx, recipients: string[], person: string | null): Promise<{ org: string; recipient: string | null; contactId?: string } | null> {
   const boxes = recipients.length === 0 ? [] : await trx.selectFrom('mailboxes').select(['organization_id', 'email'])
     .where('email', 'in', recipients).execute();
   const boxOrgs = [...new Set(boxes.map((b) => b.organization_id))];
   if (boxOrgs.length === 1) return { org: boxOrgs[0], recipient: boxes[0].email };
   if (person === null) return null;
-  const orgs = (await sql<{ organization_id: string }>`
-    SELECT DISTINCT organization_id FROM contacts WHERE email_normalized = ${person} AND deleted_at IS NULL AND erased_at IS NULL
+  const found = (await sql<{ organization_id: string; id: string }>`
+    SELECT DISTINCT ON (organization_id) organization_id, id FROM contacts
+    WHERE email_normalized = ${person} AND deleted_at IS NULL AND erased_at IS NULL
       AND (cardinality(${boxOrgs}::text[]) = 0 OR organization_id = ANY(${boxOrgs}::text[]))
-    LIMIT 2`.execute(trx)).rows;
-  return orgs.length === 1 ? { org: orgs[0].organization_id, recipient: boxes.find((b) => b.organization_id === orgs[0].organization_id)?.email ?? null } : null;
+    ORDER BY organization_id, created_at, id LIMIT 2`.execute(trx)).rows;
+  if (found.length !== 1) return null;
+  return { org: found[0].organization_id, recipient: boxes.find((b) => b.organization_id === found[0].organization_id)?.email ?? null, contactId: found[0].id };
 }
 
 /** Where the message belongs; null when over SMTP nothing names an organization. */
@@ -133,7 +138,8 @@ export async function routeMessage(trx: Tx, deps: { signer: Signer; erasureSecre
   }
   const home = input.organizationId !== null ? { org: input.organizationId, recipient: null } : await organizationOf(trx, addresses.filter((a) => input.recipients.includes(a)), person);
   if (home === null) return null;
-  const who = person === null ? { contactId: null, erased: false } : await personIn(trx, home.org, person, deps.erasureSecret);
+  const who = 'contactId' in home && home.contactId ? { contactId: home.contactId, erased: false }
+    : person === null ? { contactId: null, erased: false } : await personIn(trx, home.org, person, deps.erasureSecret);
   return {
     organizationId: home.org, record: null, contactId: who.contactId, erased: who.erased,
     threadMethod: who.contactId !== null ? 'sender' : 'none', recipient: home.recipient ?? input.recipients[0] ?? null,

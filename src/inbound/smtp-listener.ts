@@ -2,8 +2,11 @@
 // delivery reports and complaints arrive. No AUTH (mail comes from the world's MTAs, not users),
 // no STARTTLS (put a TLS-terminating relay in front where the path must be encrypted). Bounded:
 // the message size (SIZE advertised, 552 beyond it), recipients per message, connections, idle
-// sockets. A recipient is accepted when it is at the reply domain or is one of the organizations'
-// mailboxes; anything else is refused at RCPT (550 5.1.1), so the listener is no open relay.
+// sockets. With INBOUND_REPLY_DOMAIN the listener is that domain's MX: a recipient is accepted when
+// it is at the reply domain, is one of the organizations' mailboxes or is the deployment sender
+// (MAIL_FROM); anything else is refused at RCPT (550 5.1.1). Without a reply domain it is an
+// internal endpoint (mail is forwarded to it): every recipient is accepted and the headers and the
+// sender route the message. It relays nothing either way.
 // A message is stored (src/inbound/ingest.ts) before DATA is answered 250; a database failure
 // answers 451 so the sender tries again later; a message nothing routes to an organization is
 // accepted and dropped with a log line. Malformed input never crashes the process.
@@ -32,9 +35,9 @@ export async function startInboundSmtp(deps: IngestDeps, opts: { port: number; h
   const domain = config.inboundReplyDomain;
   const max = config.inboundMaxMessageBytes;
 
-  /** A reply address (any local part at the reply domain) or an organization's mailbox. */
+  /** A reply address (any local part at the reply domain), the deployment sender or an organization's mailbox. */
   async function accepts(address: string): Promise<boolean> {
-    if (domain !== null && address.endsWith(`@${domain}`)) return true;
+    if (domain === null || address.endsWith(`@${domain}`) || address === config.mailFrom.address) return true;
     const box = await withSystem(deps.db, (trx) => trx.selectFrom('mailboxes').select('id').where('email', '=', address).limit(1).executeTakeFirst());
     return box !== undefined;
   }
