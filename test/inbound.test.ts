@@ -468,6 +468,10 @@ describe('the listener with bad input', () => {
     expect(ms).toHaveLength(junk.length + 1);
     expect(ms.filter((m) => /@synthesized\.invalid>$/.test(m.message_id ?? ''))).toHaveLength(junk.length + 1);
     expect(ms.every((m) => m.status === 'classified')).toBe(true);
+    // Every message, however broken, is announced and classified exactly once.
+    for (const type of ['reply.received', 'reply.classified']) {
+      expect((await eventsOf(svc, sent.s.org.id, type)).map((e) => e.data.messageId).sort(), type).toEqual(ms.map((m) => m.id).sort());
+    }
     expect((await svc.admin.GET('/queue')).data!.failed).toBe(0);
   });
 

@@ -15,6 +15,7 @@ export interface HardBounce {
   recordId: string | null;
   /** The address that bounced (a send record's recipient). */
   email: string;
+  /** The contact; with no draft, the resource of email.bounced (one of the two is always known). */
   contactId: string | null;
   /** The sequence to stop; without one, the contact's sequences in sending (QUEUED, ACTIVE). */
   sequenceId: string | null;
