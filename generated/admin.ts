@@ -173,12 +173,24 @@ export interface paths {
         put?: never;
         /**
          * Ingest an inbound message
-         * @description Ingests an inbound message (a reply) through the same path as a real one: it is matched to the
-         *     organization's contact by `fromEmail`, stored (direction `INBOUND`), classified (`intent`,
-         *     `intentConfidence`), emits `reply.received` and `reply.classified`, and has the usual sequence
-         *     effects on the contact's sequence. A `fromEmail` that matches no contact is still stored, with
-         *     `contactId` null. Classification and its effects may finish asynchronously (wait for
-         *     GET /queue to drain).
+         * @description Ingests an inbound message (a reply, a delivery report, a complaint) through the same path as
+         *     one arriving at the inbound SMTP listener. Either `raw`, a whole RFC 5322 message (its headers
+         *     and MIME parts are read as a real one's), or `fromEmail` and `body` (with `subject`, `inReplyTo`),
+         *     from which a real RFC 5322 message is composed; both ways the raw MIME is kept.
+         *
+         *     Routing stays inside the organization of the path: the message is threaded to the message of
+         *     ours it answers by its reply address (`reply+<token>@INBOUND_REPLY_DOMAIN` among its To/Cc; a
+         *     token of another organization, forged or altered, is ignored), else by `In-Reply-To` /
+         *     `References` (or a report's returned Message-ID) against the Message-IDs we sent, else matched
+         *     to the organization's live contact with the sender's address (for a report: its failed or
+         *     complaining recipient). A sender that matches no contact is still stored, with `contactId` null.
+         *
+         *     It is stored (direction `INBOUND`), emits `reply.received`, and is classified in the background
+         *     (`intent`, `intentConfidence`, `reply.classified`, and the effects on the contact and its
+         *     sequence); wait for GET /queue to drain. Idempotent on the message's Message-ID (one without a
+         *     Message-ID is identified by a hash of its bytes): the same message again answers 200 with the
+         *     id of the first and changes nothing. A message from an erased contact is stored redacted: no
+         *     contact, no addresses, no text, no raw MIME, not classified.
          */
         post: operations["adminCreateInboundMessage"];
         delete?: never;
@@ -476,7 +488,8 @@ export interface paths {
          * @description Every queued step that has not gone out (and steps that will not: skipped, failed, possibly
          *     sent), oldest due first, with its state and the gate that holds it (`heldBy`, a stable code;
          *     null when none): `not_yet_due`, `kill_switch`, `previous_step_pending`, `contact_snoozed`,
-         *     `sending_window`, `no_verified_mailbox`, `mailbox_unavailable`, `mailbox_paused`,
+         *     `contact_out_of_office` (the contact answered with an out-of-office reply: held until its
+         *     return date, or 7 days when it gave none), `sending_window`, `no_verified_mailbox`, `mailbox_unavailable`, `mailbox_paused`,
          *     `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `transport_retry` (deferred:
          *     `nextAttemptAt` says when it is tried again); `contact_removed`, `sequence_not_active`,
          *     `draft_not_approved`, `suppressed`, `do_not_contact` (skipped); `hard_bounce`,
@@ -1230,24 +1243,32 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "fromEmail": "ada@example.com",
-                 *       "subject": "Re: Great meeting you",
-                 *       "body": "Sounds interesting, can we talk next week?"
-                 *     }
-                 */
                 "application/json": {
-                    body: string;
+                    /** @description The plain-text body of the composed message. */
+                    body?: string;
                     /** @default email */
                     channel?: string;
                     /** Format: email */
-                    fromEmail: string;
+                    fromEmail?: string;
+                    /** @description The Message-ID the composed message answers (`In-Reply-To` and `References`), with or without angle brackets. */
+                    inReplyTo?: string;
+                    /** @description A whole RFC 5322 message (headers, a blank line, the body), as text; used instead of the other fields. */
+                    raw?: string;
                     subject?: string;
-                };
+                } | unknown | unknown;
             };
         };
         responses: {
+            /** @description The message was ingested before (same Message-ID); nothing changed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminCreatedId"];
+                };
+            };
             /** @description The message was ingested. */
             201: {
                 headers: {

@@ -1246,9 +1246,14 @@ export interface paths {
         };
         /**
          * List conversation messages
-         * @description Lists the organization's conversation messages (inbound replies, and outbound messages of the
-         *     conversation), newest first (`createdAt` DESC, `id` DESC), cursor-paged. Bodies are shortened
-         *     to a `bodyPreview` of about 200 characters.
+         * @description Lists the organization's conversation messages: inbound replies (also delivery reports,
+         *     complaints and automatic replies, told apart by `intent`) and the outbound messages the
+         *     dispatcher sent (`OUTBOUND`, one per message accepted by the mail server), newest first
+         *     (`createdAt` DESC, `id` DESC), cursor-paged. Bodies are shortened to a `bodyPreview` of about
+         *     200 characters. An inbound message is listed as soon as it is received; its `intent` is null
+         *     until it is classified (in the background, seconds later).
+         *
+         *     Filters combine: `contactId`, `direction`, `intent`. An unknown contactId gives an empty page.
          *
          *     Errors: 400 `validation-failed` for a bad filter or `limit`, 400 `invalid-cursor`.
          */
@@ -2898,16 +2903,24 @@ export interface components {
                 plan: "free" | "starter" | "growth";
             };
         };
-        /** @description A conversation message (typically an inbound reply) of the organization. */
+        /**
+         * @description A conversation message of the organization: an inbound reply (or delivery report, complaint,
+         *     automatic reply) received by the inbound SMTP listener or the operator row, or an outbound
+         *     message the dispatcher sent.
+         */
         Message: {
-            /** @description The start of the message body, truncated to about 200 characters. */
+            /**
+             * @description About the first 200 characters of the text (for a reply: without quoted earlier messages and
+             *     the signature, or the whole text when nothing else is left), whitespace collapsed, cut at a
+             *     word with `…` when longer.
+             */
             bodyPreview: string;
             /**
              * @description The channel the message came through.
              * @example email
              */
             channel: string;
-            /** @description The contact the message was matched to; null when it matched no contact. */
+            /** @description The contact the message was matched to; null when it matched no contact (or came from an erased one). */
             contactId: string | null;
             /** Format: date-time */
             createdAt: string;
@@ -2915,12 +2928,22 @@ export interface components {
             direction: "INBOUND" | "OUTBOUND";
             id: string;
             /**
-             * @description Classified intent of the message; null when not (yet) classified.
+             * @description Classified intent of an inbound message: `interested`, `not_interested`, `unsubscribe`,
+             *     `out_of_office`, `meeting_request`, `bounce`, `complaint` or `other`; null while not yet
+             *     classified, and for outbound messages.
              * @example interested
              */
             intent: string | null;
             /** @description Classifier confidence in `intent`, 0-1; null when not classified. */
             intentConfidence: number | null;
+            /**
+             * @description Why the classifier decided so, a code a person can check (for example `dsn:5.1.1`,
+             *     `arf:abuse`, `auto-submitted:auto-replied`, `rule:unsubscribe`, `model`); null when not classified.
+             * @example rule:meeting_request
+             */
+            intentReason: string | null;
+            /** @description The sequence of the outbound message this one is (or answers); null when not threaded to one. */
+            sequenceId: string | null;
         };
         /** @description Opaque cursor of the next page, to be passed back as `cursor`; null on the last page. */
         PageCursor: string | null;

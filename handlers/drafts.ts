@@ -12,10 +12,10 @@ import { DO_NOT_CONTACT_TAG } from '../src/drafting/generate.js';
 import { queueSteps } from '../src/dispatch/queue.js';
 import { outboundEntitled } from '../src/plans.js';
 import type { Flag } from '../src/drafting/guardrails.js';
+import { previewSql } from '../src/text.js';
 
 type DraftStatus = 'DRAFT_GENERATED' | 'EDITED' | 'REGENERATED' | 'APPROVED' | 'REJECTED';
 const APPROVABLE = ['DRAFT_GENERATED', 'EDITED', 'REGENERATED'];
-const PREVIEW = 200;
 
 function draftSelect(trx: Tx) {
   return trx.selectFrom('drafts as d')
@@ -55,8 +55,7 @@ const listDrafts: Handler<'listDrafts'> = async ({ trx, auth, query }) => {
   const limit = query.limit ?? 50;
   let q = draftSelect(trx)
     // About 200 characters, cut at a word where one is near; the full body stays in the database.
-    .select(sql<string>`CASE WHEN length(d.body) <= ${sql.lit(PREVIEW)} THEN d.body
-      ELSE coalesce(substring(left(d.body, ${sql.lit(PREVIEW)}) from '^(.*\\S)\\s'), left(d.body, ${sql.lit(PREVIEW)})) || '…' END`.as('body_preview'))
+    .select(previewSql(sql.ref('d.body')).as('body_preview'))
     .where('d.organization_id', '=', auth.organizationId);
   if (query.includeSuperseded !== 'true') q = q.where('d.superseded_at', 'is', null);
   if (query.status !== undefined) q = q.where('d.status', '=', query.status);

@@ -14,6 +14,7 @@ import { sequenceHandlers } from './sequences.js';
 import { draftHandlers } from './drafts.js';
 import { usageHandlers } from './usage.js';
 import { leadHandlers } from './leads.js';
+import { messageHandlers } from './messages.js';
 
 export const handlers: Handlers = {
   ...meHandlers,
@@ -29,4 +30,5 @@ export const handlers: Handlers = {
   ...draftHandlers,
   ...usageHandlers,
   ...leadHandlers,
+  ...messageHandlers,
 };

@@ -1,5 +1,6 @@
 // Configuration is read once from the environment (HARNESS.md) and validated at start: a bad
 // value stops the start with one line naming the variable.
+import { isIP } from 'node:net';
 
 export interface Config {
   port: number;
@@ -45,6 +46,14 @@ export interface Config {
   trustProxy: boolean;
   /** Lead capture submissions per source address per organization per 10-minute window. */
   leadCaptureRateLimit: number;
+  /** Port of the inbound SMTP listener (replies, bounces, complaints); null: no listener. */
+  inboundSmtpPort: number | null;
+  /** Address the listener binds. */
+  inboundSmtpHost: string;
+  /** Domain of the per-message reply address `reply+<token>@<domain>`; null: replies threaded by headers alone. */
+  inboundReplyDomain: string | null;
+  /** Largest inbound message accepted (advertised with SIZE, enforced at DATA). */
+  inboundMaxMessageBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -88,6 +97,17 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   return raw;
 }
 
+/** A domain name of two labels or more (letters, digits, hyphens), lowercased. */
+function domain(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  const d = raw.trim().toLowerCase().replace(/\.$/, '');
+  if (d.length > 253 || !/^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/.test(d)) {
+    throw new ConfigError(`${name} must be a domain name such as replies.example.com, got "${raw}"`);
+  }
+  return d;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 3000, 0, 65535);
   const delaysRaw = env.WEBHOOK_RETRY_DELAYS_SECONDS;
@@ -124,6 +144,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (!mf) throw new ConfigError(`MAIL_FROM must be an address or "Name <address>", got "${mailFromRaw}"`);
   const llmBaseUrl = url(env, 'LLM_BASE_URL', ['http:', 'https:']);
   const llmModel = env.LLM_MODEL?.trim() || null;
+  const inboundHost = env.INBOUND_SMTP_HOST?.trim() || '0.0.0.0';
+  if (isIP(inboundHost) === 0 && inboundHost !== 'localhost') throw new ConfigError(`INBOUND_SMTP_HOST must be an IP address (or localhost), got "${inboundHost}"`);
   if (llmBaseUrl && !llmModel) throw new ConfigError('LLM_MODEL must name the model when LLM_BASE_URL is set');
   return {
     port,
@@ -158,5 +180,9 @@ export function loadConfig(env: Env = process.env): Config {
     llmPriceOutputCentsPerMtok: price(env, 'LLM_PRICE_OUTPUT_CENTS_PER_MTOK'),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     leadCaptureRateLimit: int(env, 'LEAD_CAPTURE_RATE_LIMIT', 20, 1, 1_000_000),
+    inboundSmtpPort: env.INBOUND_SMTP_PORT === undefined || env.INBOUND_SMTP_PORT === '' ? null : int(env, 'INBOUND_SMTP_PORT', 0, 0, 65535),
+    inboundSmtpHost: inboundHost,
+    inboundReplyDomain: domain(env, 'INBOUND_REPLY_DOMAIN'),
+    inboundMaxMessageBytes: int(env, 'INBOUND_MAX_MESSAGE_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
   };
 }

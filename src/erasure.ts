@@ -60,9 +60,10 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
     deleted_at: sql`coalesce(deleted_at, ${at}::timestamptz)`, updated_at: at,
   } as never).where('organization_id', '=', org).where('id', '=', contactId).execute();
 
-  await trx.updateTable('messages').set({ body: '', subject: null, from_email: null })
+  // A message keeps its ids, direction, times and classification; its text, raw MIME, addresses and report go.
+  await trx.updateTable('messages').set({ body: '', subject: null, from_email: null, to_email: null, raw_mime: null, stripped_text: null, report: null })
     .where('organization_id', '=', org)
-    .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(from_email)`, '=', address)]))
+    .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(from_email)`, '=', address), eb(sql`lower(to_email)`, '=', address)]))
     .execute();
   // A draft's evidence, guardrail report and approval quote its sentences: they go with the text.
   await trx.updateTable('drafts').set({ subject: '', body: '', evidence: null, guardrail: null, approval: null, updated_at: at } as never)

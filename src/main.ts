@@ -1,6 +1,7 @@
 // npm start: embedded Postgres (unless DATABASE_URL), migrations, the API and the worker in one
-// process. SIGINT/SIGTERM drain HTTP, stop the worker, then stop Postgres.
-import { boot, openRuntime, resolveAdminToken, runWorker, serveHttp } from './runtime.js';
+// process (and the inbound SMTP listener when INBOUND_SMTP_PORT is set). SIGINT/SIGTERM drain
+// HTTP, close the listener, stop the worker, then stop Postgres.
+import { boot, openRuntime, resolveAdminToken, runWorker, serveHttp, serveInbound } from './runtime.js';
 
 async function main() {
   const booted = await boot();
@@ -10,12 +11,14 @@ async function main() {
   const rt = openRuntime(config, log, url);
   // The worker is up before the port opens: a healthy service has both.
   const worker = await runWorker(rt);
+  const inbound = await serveInbound(rt);
   const http = await serveHttp(rt, config.port);
   const base = config.publicBaseUrl;
   console.log(`API:        ${base}/api/v1`);
   console.log(`API docs:   ${base}/api-docs/openapi.json (operator API: ${base}/admin/api-docs/openapi.json)`);
   console.log(admin.file ? `Operator token: in ${admin.file}` : 'Operator token: from ADMIN_TOKEN');
   console.log(`Listening on port ${http.port}${config.databaseUrl ? '' : ` with embedded Postgres in ${config.dataDir}`}`);
+  if (inbound) console.log(`Inbound SMTP: port ${inbound.port}${config.inboundReplyDomain ? ` (reply addresses at ${config.inboundReplyDomain})` : ''}`);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -25,6 +28,7 @@ async function main() {
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
     await http.close();
+    await inbound?.close();
     await worker.stop();
     await rt.close();
     await stopDb();

@@ -22,6 +22,7 @@ import { createModelClient } from './llm/client.js';
 import { createSigner } from './mail/tokens.js';
 import { createTransports } from './mail/transports.js';
 import { createIpHasher } from './leads/client-ip.js';
+import { startInboundSmtp, type InboundListener } from './inbound/smtp-listener.js';
 
 export interface Runtime {
   config: Config;
@@ -97,6 +98,13 @@ export async function serveHttp(rt: Runtime, port: number, hostname?: string): P
 
 export async function runWorker(rt: Runtime, concurrency?: number): Promise<Runner> {
   return startWorker({ ownerPool: rt.ownerPool, config: rt.config, services: rt.services, log: rt.log, concurrency });
+}
+
+/** The inbound SMTP listener when INBOUND_SMTP_PORT is set (by `npm start` and `npm run worker`), else null. */
+export async function serveInbound(rt: Runtime): Promise<InboundListener | null> {
+  const { config } = rt;
+  if (config.inboundSmtpPort === null) return null;
+  return startInboundSmtp({ db: rt.db, config, services: rt.services, log: rt.log }, { port: config.inboundSmtpPort, host: config.inboundSmtpHost });
 }
 
 /**

@@ -15,6 +15,7 @@ import { normalizeDomain } from '../../src/domains.js';
 import { sendingSettings } from '../../src/dispatch/settings.js';
 import { checkedSending, sendingHandlers } from './sending.js';
 import { leadAdminHandlers } from './leads.js';
+import { inboundMessageHandlers } from './inbound-messages.js';
 
 type Plan = 'free' | 'starter' | 'growth';
 type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
@@ -184,7 +185,7 @@ export const adminHandlers: AdminHandlers = {
   adminCreateOrganization, adminUpdateOrganization, adminCreateUser, adminCreateApiKey, adminRevokeApiKey,
   adminCreateProduct, adminCreateSequenceTemplate, adminCreatePublicTemplate, adminUpdateList,
   adminCreateSuppressionDomain, adminGetQueue, ...sendingHandlers,
-  ...leadAdminHandlers,
+  ...leadAdminHandlers, ...inboundMessageHandlers,
 };
 
 export { ProblemError };

@@ -25,12 +25,13 @@ import { newId } from '../ids.js';
 import { domainOfEmail } from '../domains.js';
 import { suppressedAmong } from '../suppression-match.js';
 import { composeMessage, mintMessageId } from '../mail/message.js';
+import { replyAddress } from '../mail/tokens.js';
 import type { SendOutcome } from '../mail/transport.js';
 import { DO_NOT_CONTACT_TAG } from '../drafting/generate.js';
 import { usagePeriod } from '../usage.js';
 import { sendingSettings, windowOpensAt, type SendingSettings } from './settings.js';
-import { cancelQueued, scheduleSends } from './queue.js';
-import { checkMailboxHealth } from './health.js';
+import { scheduleSends } from './queue.js';
+import { recordHardBounce } from './bounce.js';
 
 export interface DispatchDeps { db: Db; config: Config; log: Logger; services: Services }
 
@@ -143,7 +144,7 @@ async function claimBatch(deps: DispatchDeps, trx: Tx, org: string, ownId: strin
   const kill = await trx.selectFrom('platform_settings').select('email_kill_switch').executeTakeFirst();
   if (kill?.email_kill_switch) deferAll('kill_switch', new Date(now.getTime() + 60_000), 'the operator stopped all sending');
   if (pending.length > 0) {
-    const contacts = new Map((await trx.selectFrom('contacts').select(['id', 'name', 'email_normalized', 'deleted_at', 'erased_at', 'tags', 'snoozed_until'])
+    const contacts = new Map((await trx.selectFrom('contacts').select(['id', 'name', 'email_normalized', 'deleted_at', 'erased_at', 'tags', 'snoozed_until', 'out_of_office_until'])
       .where('organization_id', '=', org).where('id', 'in', pending.map((r) => r.contact_id)).execute()).map((c) => [c.id, c]));
     const seqs = new Map((await trx.selectFrom('contact_sequences').select(['id', 'status', 'steps', 'mailbox_id'])
       .where('organization_id', '=', org).where('id', 'in', pending.map((r) => r.sequence_id)).execute()).map((s) => [s.id, s]));
@@ -175,7 +176,10 @@ async function claimBatch(deps: DispatchDeps, trx: Tx, org: string, ownId: strin
       if (suppressed.has(r.email)) return { skip: 'suppressed', detail: 'the address is suppressed' };
       const c = contacts.get(r.contact_id)!;
       if (c.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG)) return { skip: 'do_not_contact', detail: 'the contact is tagged do-not-contact' };
-      if (c.snoozed_until && c.snoozed_until > now) return { defer: 'contact_snoozed', until: c.snoozed_until, detail: 'the contact is snoozed or out of office' };
+      if (c.snoozed_until && c.snoozed_until > now) return { defer: 'contact_snoozed', until: c.snoozed_until, detail: 'the contact is snoozed' };
+      if (c.out_of_office_until && c.out_of_office_until > now) {
+        return { defer: 'contact_out_of_office', until: c.out_of_office_until, detail: 'the contact answered with an out-of-office reply' };
+      }
       return null;
     });
   }
@@ -284,6 +288,7 @@ async function writeClaims(deps: DispatchDeps, trx: Tx, org: string, rows: Row[]
     const mailbox = chosen.get(r.id)!;
     const thread = earlier.filter((e) => e.sequence_id === r.sequence_id);
     const recordId = newId('snd');
+    const replyTo = deps.config.inboundReplyDomain ? replyAddress(signer, deps.config.inboundReplyDomain, org, recordId) : null;
     const dkimKey = mailbox.dkim ? secretBox.open(mailbox.dkim.keySealed) : null;
     const message = composeMessage({
       from: { name: mailbox.name, address: mailbox.email },
@@ -299,13 +304,14 @@ async function writeClaims(deps: DispatchDeps, trx: Tx, org: string, rows: Row[]
         pixel: `${base}/t/o/${signer.sign('open', { o: org, r: recordId })}`,
         click: (url) => `${base}/t/c/${signer.sign('click', { o: org, r: recordId, u: url })}`,
       } : null,
+      replyTo,
     });
     claims.push({ recordId, queueId: r.id, sequenceId: r.sequence_id, step: r.step, stepCount: r.stepCount, contactId: r.contact_id, draftId: r.draftId, mailbox, message });
   }
   if (claims.length === 0) return claims;
   await trx.insertInto('send_records').values(claims.map((c) => {
     const m = c.message;
-    const headers = { ...(m.headers as Record<string, string>), 'Message-ID': String(m.messageId),
+    const headers = { ...(m.headers as Record<string, string>), 'Message-ID': String(m.messageId), ...(m.replyTo ? { 'Reply-To': String(m.replyTo) } : {}),
       ...(m.inReplyTo ? { 'In-Reply-To': String(m.inReplyTo), References: (m.references as string[]).join(' ') } : {}) };
     const to = (m.to as { address: string }).address;
     return {
@@ -386,12 +392,23 @@ export async function markPossiblySent(trx: Tx, org: string, recordId: string, d
 async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: SendOutcome }[]): Promise<EmitInput[]> {
   if (done.length === 0) return [];
   // A record the recovery sweep marked possibly sent while the server was slow is sent after all.
+  // Each sent message joins the conversation (GET /messages) as OUTBOUND, in the same statement.
   const updated = await sql<{ id: string }>`
-    UPDATE send_records r SET status = 'sent', smtp_response = v.response, provider_message_id = v.provider
-    FROM unnest(${done.map((d) => d.c.recordId)}::text[], ${done.map((d) => d.outcome.response)}::text[], ${done.map((d) => d.outcome.providerMessageId)}::text[])
-      AS v(id, response, provider)
-    WHERE r.organization_id = ${org} AND r.id = v.id AND r.status IN ('sending', 'possibly_sent')
-    RETURNING r.id`.execute(trx);
+    WITH sent AS (
+      UPDATE send_records r SET status = 'sent', smtp_response = v.response, provider_message_id = v.provider
+      FROM unnest(${done.map((d) => d.c.recordId)}::text[], ${done.map((d) => d.outcome.response)}::text[], ${done.map((d) => d.outcome.providerMessageId)}::text[],
+                  ${done.map(() => newId('msg'))}::text[])
+        AS v(id, response, provider, message_row)
+      WHERE r.organization_id = ${org} AND r.id = v.id AND r.status IN ('sending', 'possibly_sent')
+      RETURNING r.*, v.message_row
+    ), written AS (
+      INSERT INTO messages (organization_id, id, contact_id, direction, channel, from_email, to_email, subject, body, message_id,
+        send_record_id, sequence_id, status)
+      SELECT s.organization_id, s.message_row, s.contact_id, 'OUTBOUND', 'email', s.from_email, s.to_email, s.subject, coalesce(d.body, s.text_body, ''),
+        s.message_id, s.id, s.sequence_id, 'sent'
+      FROM sent s LEFT JOIN drafts d ON d.organization_id = s.organization_id AND d.id = s.draft_id
+    )
+    SELECT id FROM sent`.execute(trx);
   const live = new Set(updated.rows.map((r) => r.id));
   const sent = done.map((d) => d.c).filter((c) => live.has(c.recordId));
   if (sent.length === 0) return [];
@@ -419,35 +436,20 @@ async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: S
   return events;
 }
 
-/** Phase 3 for a step the server refused for good (a hard bounce). */
+/** Phase 3 for a step the server refused for good (a hard bounce): the shared bounce, and the step failed. */
 async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome): Promise<EmitInput[]> {
-  const events: EmitInput[] = [];
   const ref = { sequenceId: c.sequenceId, contactId: c.contactId, draftId: c.draftId, step: c.step };
-  await trx.updateTable('send_records').set({ status: 'bounced', smtp_response: outcome.response } as never).where('organization_id', '=', org).where('id', '=', c.recordId).execute();
   await trx.updateTable('send_queue').set({ state: 'failed', held_by: 'hard_bounce', held_detail: outcome.response.slice(0, 500), updated_at: sql`now_ms()` } as never)
     .where('organization_id', '=', org).where('id', '=', c.queueId).execute();
-  const to = String((c.message.to as { address: string }).address);
-  const added = await sql<{ id: string }>`
-    INSERT INTO suppression_entries (organization_id, id, level, email, reason, source, notes)
-    VALUES (${org}, ${newId('sup')}, 'ADDRESS', ${to}, 'HARD_BOUNCE', 'dispatcher', ${outcome.response.slice(0, 1000)})
-    ON CONFLICT (organization_id, level, email) WHERE email IS NOT NULL DO NOTHING RETURNING id`.execute(trx);
-  if (added.rows[0]) {
-    events.push({ type: 'suppression.added', resource: { type: 'SuppressionEntry', id: added.rows[0].id }, data: { email: to, level: 'ADDRESS', reason: 'HARD_BOUNCE', source: 'dispatcher' } });
-  }
-  const paused = await trx.updateTable('contact_sequences')
-    .set({ status: 'PAUSED', paused_from: sql`status`, paused_at: sql`now_ms()`, updated_at: sql`now_ms()` } as never)
-    .where('organization_id', '=', org).where('id', '=', c.sequenceId).where('status', 'in', ['QUEUED', 'ACTIVE']).returning('paused_from').execute();
-  await cancelQueued(trx, org, { sequenceIds: [c.sequenceId] }, 'sequence_not_active');
+  const events = await recordHardBounce(trx, org, {
+    ...ref, recordId: c.recordId, email: String((c.message.to as { address: string }).address), mailboxId: c.mailbox.id,
+    code: outcome.code, diagnostic: outcome.response, source: 'dispatcher',
+  });
   const failure = { ...ref, code: outcome.code, response: outcome.response };
   events.push(
-    { type: 'email.bounced', resource: { type: 'Draft', id: c.draftId }, data: { ...ref, kind: 'hard', code: outcome.code, diagnostic: outcome.response } },
     { type: 'send.failed', resource: { type: 'Draft', id: c.draftId }, data: { ...failure, permanent: true } },
     { type: 'sequence.step_failed', resource: { type: 'Sequence', id: c.sequenceId }, data: { ...failure, reason: 'hard_bounce' } },
   );
-  if (paused[0]) {
-    events.push({ type: 'sequence.paused', resource: { type: 'Sequence', id: c.sequenceId }, data: { sequenceId: c.sequenceId, contactId: c.contactId, reason: 'hard_bounce', pausedFrom: paused[0].paused_from } });
-  }
-  events.push(...await checkMailboxHealth(trx, org, c.mailbox.id));
   return events;
 }
 

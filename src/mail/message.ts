@@ -2,7 +2,9 @@
 // draft and a visible unsubscribe line) and an HTML part written from it (linkify-html, then
 // sanitize-html), a Message-ID minted before sending, threading onto the sequence's first message,
 // RFC 8058 one-click unsubscribe headers, DKIM signing that covers both of them, and (when the
-// organization opted in) an open pixel and click redirects.
+// organization opted in) an open pixel and click redirects. With a reply address (INBOUND_REPLY_DOMAIN)
+// the message carries it as Reply-To and as the envelope sender (VERP), so replies and delivery
+// reports come back to the inbound listener naming the send record; the visible From stays.
 import crypto from 'node:crypto';
 import linkifyHtml from 'linkify-html';
 import sanitizeHtml from 'sanitize-html';
@@ -28,6 +30,8 @@ export interface OutgoingMessage {
   dkim: { domainName: string; keySelector: string; privateKey: string } | null;
   /** Open pixel and click redirect URL makers, when tracking is on. */
   tracking: { pixel: string; click: (url: string) => string } | null;
+  /** The send record's reply address (`reply+<token>@<domain>`), or null. */
+  replyTo?: string | null;
 }
 
 /** A Message-ID whose domain is the sender's, minted before the SMTP transaction. */
@@ -66,6 +70,7 @@ export function composeMessage(m: OutgoingMessage): Mail.Options {
     html: htmlOf(m.body, m.unsubscribeUrl, m.tracking),
     messageId: m.messageId,
     ...(first ? { inReplyTo: m.thread[m.thread.length - 1], references: m.thread } : {}),
+    ...(m.replyTo ? { replyTo: m.replyTo, envelope: { from: m.replyTo, to: [m.to.address] } } : {}),
     headers: { 'List-Unsubscribe': `<${m.unsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
     ...(m.dkim ? { dkim: { ...m.dkim, headerFieldNames: DKIM_FIELDS } } : {}),
   };

@@ -10,6 +10,7 @@ import { generateListChunk } from './generate_list_chunk.js';
 import { sendStepTask } from './send_step.js';
 import { sweepSends } from './sweep_sends.js';
 import { sweepLeads } from './sweep_leads.js';
+import { classifyReplyTask } from './classify_reply.js';
 
 export function buildTaskList(deps: TaskDeps): TaskList {
   return {
@@ -22,6 +23,7 @@ export function buildTaskList(deps: TaskDeps): TaskList {
     send_step: sendStepTask(deps),
     sweep_sends: sweepSends(deps),
     sweep_leads: sweepLeads(deps),
+    classify_reply: classifyReplyTask(deps),
   };
 }
 

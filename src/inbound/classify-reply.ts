@@ -1,0 +1,183 @@
+// The classification of a stored inbound message and its effects (the `classify_reply` job). The
+// raw MIME is read again (the job's payload is two ids), classified outside any transaction (the
+// model may be slow), then in ONE transaction: the message gets its intent, confidence, source,
+// reason and report facts and becomes `classified`, reply.classified is emitted, and the effects
+// happen. Idempotent: only a message still `received` is classified, so a second run does nothing.
+//
+// Effects by what the message is:
+//   a human reply (not automatic, not a report, not out of office): the contact's sequences are
+//     paused (reason `replied`, or `unsubscribed`) and the answered draft (else the contact's latest
+//     sent one) gets repliedAt; besides, by intent:
+//       unsubscribe      UNSUBSCRIBE suppression (suppression.added) and email.unsubscribed;
+//       interested       lead.interested and an action item (`reply_interested`, high);
+//       meeting_request  meeting.booked and an action item (`reply_meeting_request`, urgent);
+//   out of office: not a reply, nothing paused: the contact is out of office until the return date
+//     (default 7 days, at most 90), and the dispatcher holds its next step until then;
+//   a permanent delivery report (DSN 5.x.x): the hard bounce of the dispatcher (src/dispatch/bounce.ts);
+//   a temporary one (4.x.x, delayed): recorded on the message, nothing else;
+//   a complaint (ARF): COMPLAINT suppression, email.complained, the contact's sequences paused;
+//   other automatic mail: recorded only.
+// Event payloads carry ids, intent, confidence and reason: never the message text or an address
+// (suppression.added carries the suppressed address, as everywhere).
+import { sql } from 'kysely';
+import { withOrg, type Tx } from '../../db/database.js';
+import { emitMany, type EmitInput } from '../events.js';
+import { normalizeEmail } from '../domains.js';
+import { pauseSequences } from '../sequences.js';
+import { suppressAddress } from '../suppression-add.js';
+import { openActionItem } from '../action-items.js';
+import { assigneeFor } from '../people.js';
+import { recordHardBounce } from '../dispatch/bounce.js';
+import { INTENTS, type Classification, type ParsedMail } from './analysis.js';
+import { classify } from './analyze/index.js';
+import { readMail, type IngestDeps } from './ingest.js';
+
+/** Out of office with no return date in the text: the contact is left alone this long (Interseller: 1 week; Unify: 14 days). */
+export const OOO_DEFAULT_DAYS = 7;
+/** A return date further out than this is taken as this (a misread date must not silence a contact for a year). */
+export const OOO_MAX_DAYS = 90;
+const DAY_MS = 86_400_000;
+
+export type ReplyKind = 'reply' | 'out_of_office' | 'hard_bounce' | 'soft_bounce' | 'complaint' | 'automatic';
+
+export function kindOf(mail: ParsedMail, c: Classification): ReplyKind {
+  const r = mail.report;
+  if (r?.kind === 'dsn') return r.recipients.some((x) => x.permanent) ? 'hard_bounce' : 'soft_bounce';
+  if (r?.kind === 'arf') return 'complaint';
+  if (c.intent === 'out_of_office') return 'out_of_office';
+  if (mail.automatic.automatic || c.intent === 'bounce' || c.intent === 'complaint') return 'automatic';
+  return 'reply';
+}
+
+/** Until when an out-of-office contact is left alone. */
+export function outOfOfficeUntil(returnDate: Date | null, now: Date): Date {
+  const max = now.getTime() + OOO_MAX_DAYS * DAY_MS;
+  const t = returnDate?.getTime();
+  if (t === undefined || Number.isNaN(t) || t <= now.getTime()) return new Date(now.getTime() + OOO_DEFAULT_DAYS * DAY_MS);
+  return new Date(Math.min(t, max));
+}
+
+/** A classification as stored: a known intent, a confidence in 0-1, a bounded reason. */
+function sane(c: Classification): Classification {
+  const confidence = Number.isFinite(c.confidence) ? Math.min(1, Math.max(0, c.confidence)) : 0;
+  return { ...c, intent: INTENTS.includes(c.intent) ? c.intent : 'other', confidence, reason: String(c.reason ?? '').replace(/\u0000/g, '').slice(0, 200) };
+}
+
+interface Stored {
+  id: string; contactId: string | null; sendRecordId: string | null; sequenceId: string | null; fromEmail: string | null; createdAt: Date;
+  contactEmail: string | null; draftId: string | null; toEmail: string | null; mailboxId: string | null; step: number | null; recordSequenceId: string | null;
+}
+
+/** The effects of a classified message; returns the events to emit (pauses emit their own). */
+async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c: Classification, kind: ReplyKind, oooUntil: Date | null) {
+  const events: EmitInput[] = [];
+  const done: string[] = [];
+  const ref = { messageId: m.id, contactId: m.contactId, sendRecordId: m.sendRecordId, sequenceId: m.sequenceId };
+  const about = m.draftId ? { type: 'Draft', id: m.draftId } : m.contactId ? { type: 'Contact', id: m.contactId } : { type: 'Message', id: m.id };
+  if (kind === 'reply') {
+    // The draft it answers, else the contact's latest sent one.
+    const replied = await sql<{ id: string }>`
+      UPDATE drafts SET replied_at = coalesce(replied_at, ${m.createdAt}::timestamptz), updated_at = now_ms()
+      WHERE organization_id = ${org} AND id = coalesce(${m.draftId}::text, (
+        SELECT id FROM drafts WHERE organization_id = ${org} AND contact_id = ${m.contactId}::text AND sent_at IS NOT NULL
+        ORDER BY sent_at DESC, id DESC LIMIT 1))
+      RETURNING id`.execute(trx);
+    if (replied.rows.length) done.push('replied_at');
+    if (m.contactId && await pauseSequences(trx, org, [m.contactId], c.intent === 'unsubscribe' ? 'unsubscribed' : 'replied') > 0) done.push('paused');
+    if (c.intent === 'unsubscribe') {
+      const address = m.contactEmail ?? (m.fromEmail ? normalizeEmail(m.fromEmail) : null);
+      const added = address ? await suppressAddress(trx, org, { email: address, reason: 'UNSUBSCRIBE', source: 'reply' }) : null;
+      if (added) {
+        done.push('suppressed');
+        events.push(added.event, { type: 'email.unsubscribed', resource: about, data: { ...ref, draftId: m.draftId, step: m.step, source: 'reply' } });
+      }
+    }
+    if (c.intent === 'interested' || c.intent === 'meeting_request') {
+      const meeting = c.intent === 'meeting_request';
+      const facts = { ...ref, intent: c.intent, confidence: c.confidence, reason: c.reason };
+      const actionItemId = await openActionItem(trx, org, {
+        actionType: meeting ? 'reply_meeting_request' : 'reply_interested',
+        title: meeting ? 'Schedule the meeting a contact asked for' : 'Follow up on an interested reply',
+        description: `A reply was classified ${c.intent} (confidence ${c.confidence.toFixed(2)}, ${c.reason}); read it with GET /messages${m.contactId ? `?contactId=${m.contactId}` : ''}.`,
+        priority: meeting ? 'urgent' : 'high',
+        salesPersonId: await assigneeFor(trx, org, m.contactId),
+        aiGenerated: true,
+        entityType: m.contactId ? 'Contact' : 'Message', entityId: m.contactId ?? m.id,
+        sourceKey: `reply:${m.id}`,
+        details: facts,
+      });
+      if (actionItemId) done.push('action_item');
+      events.push({ type: meeting ? 'meeting.booked' : 'lead.interested', resource: m.contactId ? { type: 'Contact', id: m.contactId } : { type: 'Message', id: m.id }, data: { ...facts, actionItemId } });
+    }
+  } else if (kind === 'out_of_office' && m.contactId && oooUntil) {
+    await trx.updateTable('contacts').set({ out_of_office_until: oooUntil, updated_at: sql`now_ms()` } as never)
+      .where('organization_id', '=', org).where('id', '=', m.contactId).execute();
+    done.push('out_of_office');
+  } else if (kind === 'hard_bounce' && mail.report?.kind === 'dsn') {
+    // Each of our messages has one recipient: a permanent failure reported on it is that recipient's bounce.
+    const failed = mail.report.recipients.find((x) => x.permanent)!;
+    const email = m.sendRecordId ? m.toEmail : m.contactEmail;
+    if (email) {
+      const bounced = await recordHardBounce(trx, org, {
+        recordId: m.sendRecordId, email, contactId: m.contactId, sequenceId: m.sendRecordId ? m.recordSequenceId : null, draftId: m.draftId, step: m.step,
+        mailboxId: m.mailboxId, code: failed.status, diagnostic: [failed.status, failed.diagnostic].filter(Boolean).join(' ') || 'delivery report',
+        source: 'delivery report', extra: { messageId: m.id },
+      });
+      if (bounced.length) done.push('hard_bounce');
+      events.push(...bounced);
+    }
+  } else if (kind === 'complaint' && mail.report?.kind === 'arf') {
+    const email = m.sendRecordId ? m.toEmail : m.contactEmail;
+    if (email) {
+      const added = await suppressAddress(trx, org, { email, reason: 'COMPLAINT', source: 'complaint report', notes: mail.report.feedbackType });
+      if (added) events.push(added.event);
+      events.push({ type: 'email.complained', resource: about, data: { ...ref, draftId: m.draftId, step: m.step, feedbackType: mail.report.feedbackType } });
+      done.push('suppressed');
+      if (m.contactId && await pauseSequences(trx, org, [m.contactId], 'complained') > 0) done.push('paused');
+    }
+  }
+  return { events, done };
+}
+
+/** Classifies one stored message and applies its effects; does nothing for a message already classified. */
+export async function classifyReply(deps: IngestDeps, org: string, id: string): Promise<void> {
+  const row = await withOrg(deps.db, org, (trx) => trx.selectFrom('messages').select(['raw_mime', 'status'])
+    .where('organization_id', '=', org).where('id', '=', id).where('direction', '=', 'INBOUND').executeTakeFirst());
+  if (!row || row.status !== 'received') return;
+  if (row.raw_mime === null) {
+    // Its contact was erased before it was classified: nothing is left to read, nothing is done.
+    await withOrg(deps.db, org, (trx) => trx.updateTable('messages').set({ status: 'redacted', classified_at: sql`now_ms()` } as never)
+      .where('organization_id', '=', org).where('id', '=', id).where('status', '=', 'received').execute());
+    return;
+  }
+  const mail = await readMail(row.raw_mime);
+  const c = sane(await classify(mail, { model: deps.services.model }));
+  const kind = kindOf(mail, c);
+  const oooUntil = kind === 'out_of_office' ? outOfOfficeUntil(c.returnDate, new Date()) : null;
+  await withOrg(deps.db, org, async (trx) => {
+    const updated = await sql<{ contact_id: string | null; send_record_id: string | null; sequence_id: string | null; from_email: string | null; created_at: Date }>`
+      UPDATE messages SET status = 'classified', intent = ${c.intent}, intent_confidence = ${c.confidence}, intent_source = ${c.source},
+        intent_reason = ${c.reason}, automatic = ${mail.automatic.automatic || mail.report !== null}, ooo_until = ${oooUntil}, classified_at = now_ms()
+      WHERE organization_id = ${org} AND id = ${id} AND status = 'received'
+      RETURNING contact_id, send_record_id, sequence_id, from_email, created_at`.execute(trx);
+    const u = updated.rows[0];
+    if (!u) return; // classified meanwhile by another run
+    const ctx = (await sql<{ contact_email: string | null; draft_id: string | null; to_email: string | null; mailbox_id: string | null; step: number | null; record_sequence_id: string | null }>`
+      SELECT c.email_normalized AS contact_email, r.draft_id, r.to_email, r.mailbox_id, r.step, r.sequence_id AS record_sequence_id
+      FROM (SELECT 1) one
+      LEFT JOIN contacts c ON c.organization_id = ${org} AND c.id = ${u.contact_id}::text AND c.erased_at IS NULL
+      LEFT JOIN send_records r ON r.organization_id = ${org} AND r.id = ${u.send_record_id}::text`.execute(trx)).rows[0];
+    const m: Stored = {
+      id, contactId: u.contact_id, sendRecordId: u.send_record_id, sequenceId: u.sequence_id, fromEmail: u.from_email, createdAt: u.created_at,
+      contactEmail: ctx.contact_email, draftId: ctx.draft_id, toEmail: ctx.to_email, mailboxId: ctx.mailbox_id, step: ctx.step, recordSequenceId: ctx.record_sequence_id,
+    };
+    const { events, done } = await applyEffects(trx, org, m, mail, c, kind, oooUntil);
+    await emitMany(trx, org, [{
+      type: 'reply.classified', resource: { type: 'Message', id },
+      data: {
+        messageId: id, contactId: m.contactId, sendRecordId: m.sendRecordId, sequenceId: m.sequenceId, intent: c.intent, confidence: c.confidence,
+        reason: c.reason, source: c.source, kind, oooUntil: oooUntil?.toISOString() ?? null, effects: done,
+      },
+    }, ...events]);
+  });
+}

@@ -1,0 +1,122 @@
+// The one ingestion path of inbound mail, used by the SMTP listener and the operator row
+// (POST /admin/api/organizations/{orgId}/inbound-messages): parse the raw MIME, route it
+// (src/inbound/route.ts), and store it (INBOUND, status `received`, raw MIME kept so it can be
+// reprocessed) with reply.received and its classification job, in one transaction. Idempotent on
+// the Message-ID (a message without one gets a stable id from a hash of its bytes): a duplicate
+// delivery stores nothing new, emits nothing and enqueues nothing.
+// A message from an erased contact is not linked to the erased record and keeps neither its text
+// nor its raw MIME nor its addresses: a redacted row (so a redelivery is still recognised) and a
+// reply.received without personal data; it is not classified and has no effects.
+import crypto from 'node:crypto';
+import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import { withOrg, withSystem, type Db, type Tx } from '../../db/database.js';
+import type { Config } from '../config.js';
+import type { Services } from '../services.js';
+import { emit } from '../events.js';
+import { newId } from '../ids.js';
+import type { ParsedMail } from './analysis.js';
+import { parseMail } from './analyze/index.js';
+import { routeMessage, type Route } from './route.js';
+
+export interface IngestDeps { db: Db; config: Config; services: Services; log: Logger }
+
+export interface Delivery {
+  /** The whole message as received (RFC 5322). */
+  raw: Buffer;
+  /** Envelope recipients (RCPT TO), lowercased; none for the operator row. */
+  recipients: string[];
+  /** The operator row's organization (routing stays inside it); null over SMTP. */
+  organizationId: string | null;
+  channel: string;
+}
+
+export type Ingested =
+  | { stored: true; organizationId: string; id: string; duplicate: boolean }
+  | { stored: false; reason: 'unroutable' };
+
+/** Text kept per message at most (the raw MIME is kept whole): a preview and a classification need far less. */
+const MAX_TEXT = 1_000_000;
+const MAX_IDS = 50;
+
+const EMPTY: ParsedMail = {
+  messageId: null, inReplyTo: null, references: [], from: null, to: [], subject: null, date: null, text: '', strippedText: '',
+  automatic: { automatic: false, reason: null }, report: null, headers: {},
+};
+
+/** The analysis of a message; it never throws by contract, and a message it cannot read at all is still kept, empty. */
+export async function readMail(raw: Buffer): Promise<ParsedMail> {
+  try { return await parseMail(raw); } catch { return EMPTY; }
+}
+
+/** Text Postgres can store (no U+0000), bounded. */
+const clean = (s: string | null | undefined, max: number): string | null => (s === null || s === undefined ? null : s.replace(/\u0000/g, '').slice(0, max));
+const cleanJson = (v: unknown): string | null => (v === null || v === undefined ? null
+  : JSON.stringify(v, (_k, x: unknown) => (typeof x === 'string' ? x.replace(/\u0000/g, '') : x)));
+const usableId = (id: string | null | undefined): string | null => (id && id.length <= 500 && !id.includes('\u0000') ? id : null);
+
+/** The Message-ID, or for a message without a usable one, a stable id from a hash of its bytes. */
+export function messageIdOf(mail: ParsedMail, raw: Buffer): string {
+  return usableId(mail.messageId) ?? `<${crypto.createHash('sha256').update(raw).digest('hex').slice(0, 40)}@synthesized.invalid>`;
+}
+
+/** Stores the routed message and, when it is new, its reply.received and classification job. */
+async function store(trx: Tx, d: Delivery, mail: ParsedMail, route: Route, messageId: string): Promise<Ingested> {
+  const org = route.organizationId;
+  const id = newId('msg');
+  const keep = !route.erased;
+  const r = await sql<{ id: string }>`
+    WITH ins AS (
+      INSERT INTO messages (organization_id, id, contact_id, direction, channel, from_email, to_email, subject, body, stripped_text, raw_mime,
+        message_id, in_reply_to, references_ids, send_record_id, sequence_id, thread_method, status, automatic, report, classified_at)
+      VALUES (${org}, ${id}, ${route.contactId}, 'INBOUND', ${d.channel}, ${keep ? clean(mail.from?.address, 320) : null},
+        ${keep ? clean(route.recipient ?? mail.to[0], 320) : null}, ${keep ? clean(mail.subject, 1000) : null}, ${keep ? clean(mail.text, MAX_TEXT) : ''},
+        ${keep ? clean(mail.strippedText, MAX_TEXT) : null}, ${keep ? d.raw : null}, ${messageId}, ${keep ? usableId(mail.inReplyTo) : null},
+        ${keep ? mail.references.map(usableId).filter((x): x is string => x !== null).slice(-MAX_IDS) : []}::text[],
+        ${route.record?.id ?? null}, ${route.record?.sequenceId ?? null}, ${route.threadMethod}, ${keep ? 'received' : 'redacted'},
+        ${mail.automatic.automatic}, ${keep ? cleanJson(mail.report) : null}::jsonb, ${keep ? null : sql`now_ms()`})
+      ON CONFLICT (organization_id, message_id) WHERE direction = 'INBOUND' AND message_id IS NOT NULL DO NOTHING
+      RETURNING id
+    )
+    -- The classification job is enqueued by the same statement, only for a new message that has something to classify.
+    SELECT ins.id, (SELECT enqueue_job('classify_reply', json_build_object('organizationId', ${org}::text, 'messageId', ins.id), NULL, 'classify_reply:' || ins.id)
+                    WHERE ${keep}::boolean) AS job
+    FROM ins`.execute(trx);
+  if (r.rows.length === 0) {
+    const existing = await trx.selectFrom('messages').select('id').where('organization_id', '=', org).where('direction', '=', 'INBOUND')
+      .where('message_id', '=', messageId).executeTakeFirstOrThrow();
+    return { stored: true, organizationId: org, id: existing.id, duplicate: true };
+  }
+  await emit(trx, org, {
+    type: 'reply.received', resource: { type: 'Message', id },
+    data: keep
+      ? {
+        messageId: id, contactId: route.contactId, sendRecordId: route.record?.id ?? null, sequenceId: route.record?.sequenceId ?? null,
+        threadMethod: route.threadMethod, channel: d.channel, automatic: mail.automatic.automatic, report: mail.report?.kind ?? null,
+      }
+      : { messageId: id, contactId: null, redacted: true },
+  });
+  return { stored: true, organizationId: org, id, duplicate: false };
+}
+
+/** Ingests one message: routed, stored, announced; `unroutable` (over SMTP only) when nothing names an organization. */
+export async function ingestMessage(deps: IngestDeps, d: Delivery): Promise<Ingested> {
+  const mail = await readMail(d.raw);
+  const messageId = messageIdOf(mail, d.raw);
+  const routeDeps = { signer: deps.services.signer, erasureSecret: deps.config.erasureHashSecret };
+  const input = { mail, recipients: d.recipients, organizationId: d.organizationId };
+  // Fault point for tests: a failure before the commit stores nothing (the listener then answers 451).
+  const stored = (r: Ingested) => { if (deps.services.faults.has('inbound:before-commit')) throw new Error('injected fault: inbound:before-commit'); return r; };
+  if (d.organizationId !== null) {
+    const org = d.organizationId;
+    return withOrg(deps.db, org, async (trx) => stored(await store(trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId)));
+  }
+  // Over SMTP the organization is not known until routed: the routing reads across organizations,
+  // then the transaction is bound to the one found before anything is written.
+  return withSystem(deps.db, async (trx) => {
+    const route = await routeMessage(trx, routeDeps, input);
+    if (route === null) return { stored: false as const, reason: 'unroutable' as const };
+    await sql`SELECT set_config('app.org_id', ${route.organizationId}, true), set_config('app.system', 'off', true)`.execute(trx);
+    return stored(await store(trx, d, mail, route, messageId));
+  });
+}
