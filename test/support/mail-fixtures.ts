@@ -71,8 +71,9 @@ function english(d: Date): string {
   return d.toLocaleDateString('en-US', { weekday: 'long', year: 'numeric', month: 'long', day: 'numeric', timeZone: 'UTC' });
 }
 
+/** dd.mm.yyyy: ASCII, so it fits the fixture's ISO-8859-1 quoted-printable body as is. */
 function german(d: Date): string {
-  return d.toLocaleDateString('de-DE', { year: 'numeric', month: 'long', day: 'numeric', timeZone: 'UTC' });
+  return d.toLocaleDateString('de-DE', { year: 'numeric', month: '2-digit', day: '2-digit', timeZone: 'UTC' });
 }
 
 /** The raw message of a fixture with its placeholders filled, CRLF line ends. */

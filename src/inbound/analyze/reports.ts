@@ -11,7 +11,7 @@ import type { ComplaintReport, DeliveryReport } from '../analysis.js';
 import { automaticSender, automaticSubject } from './automatic.js';
 import { fold } from './fold.js';
 import { MAX_BOUNCE_TEXT_CHARS, MAX_REPORT_PART_BYTES, MAX_REPORT_RECIPIENTS } from './limits.js';
-import { clean, headerSection, mailboxes, normalizeId, parseMime } from './mime.js';
+import { clean, headerSection, mailboxes, normalizeId } from './mime.js';
 
 export interface ReportInput {
   attachments: Attachment[];
@@ -81,16 +81,13 @@ function statusOf(v: string | undefined): string | null {
 
 const oneLine = (s: string, max: number) => s.replace(/\s+/g, ' ').trim().slice(0, max);
 
-/** Message-ID and first To address of a returned message (its header section). */
-async function returnedMessage(attachments: Attachment[]): Promise<{ messageId: string | null; to: string | null }> {
+/** Message-ID and first To address of a returned message, read from its header section. */
+function returnedMessage(attachments: Attachment[]): { messageId: string | null; to: string | null } {
   const part = attachments.find((a) => RETURNED.has(a.contentType));
   if (!part) return { messageId: null, to: null };
-  try {
-    const m = await parseMime(headerSection(part.content, MAX_REPORT_PART_BYTES));
-    return { messageId: normalizeId(m.messageId), to: mailboxes(m.to)[0]?.address ?? null };
-  } catch {
-    return { messageId: null, to: null };
-  }
+  const headers = fieldGroups(clean(headerSection(part.content, MAX_REPORT_PART_BYTES).toString('utf8')))[0] ?? new Map<string, string>();
+  const to = headers.get('to');
+  return { messageId: normalizeId(headers.get('message-id')), to: to ? mailboxes(parseAddressHeader(to.slice(0, 4000)))[0]?.address ?? null : null };
 }
 
 async function deliveryReport(part: Attachment, input: ReportInput): Promise<DeliveryReport> {
@@ -108,7 +105,7 @@ async function deliveryReport(part: Attachment, input: ReportInput): Promise<Del
     });
     if (recipients.length >= MAX_REPORT_RECIPIENTS) break;
   }
-  const returned = await returnedMessage(input.attachments);
+  const returned = returnedMessage(input.attachments);
   return { kind: 'dsn', recipients, originalMessageId: returned.messageId ?? inlineMessageId(input.text) ?? input.inReplyTo, heuristic: false };
 }
 
@@ -121,7 +118,7 @@ async function complaintReport(part: Attachment, input: ReportInput): Promise<Co
     recipient = typedAddress(rcpt);
     if (!recipient) recipient = mailboxes(parseAddressHeader(rcpt.slice(0, 1000)))[0]?.address ?? null;
   }
-  const returned = await returnedMessage(input.attachments);
+  const returned = returnedMessage(input.attachments);
   return { kind: 'arf', feedbackType, recipient: recipient ?? returned.to, originalMessageId: returned.messageId };
 }
 
@@ -162,7 +159,7 @@ async function heuristicBounce(input: ReportInput): Promise<DeliveryReport | nul
       break;
     }
   }
-  const returned = await returnedMessage(input.attachments);
+  const returned = returnedMessage(input.attachments);
   return {
     kind: 'dsn',
     recipients: [...new Set(recipients)].slice(0, MAX_REPORT_RECIPIENTS).map((recipient) => ({
