@@ -4,7 +4,7 @@
 // against the fake OpenAI-compatible model on loopback.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { INTENTS, type ParsedMail } from '../src/inbound/analysis.js';
-import { CONFIDENCE, MODEL_THRESHOLD, classify, findReturnDate, fromRules, limits, parseMail, stripReply } from '../src/inbound/analyze/index.js';
+import { CONFIDENCE, MODEL_THRESHOLD, classify, findReturnDate, fromRules, limits, mailFromFields, parseMail, stripReply } from '../src/inbound/analyze/index.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { createModelClient } from '../src/llm/client.js';
@@ -485,6 +485,19 @@ describe('return date', () => {
     expect(at('Back on 13/01/2025.', SENT_AT, -300)).toBe('2025-01-13T14:00:00.000Z'); // 09:00 at UTC-5
     expect(at('On sabbatical, back in March 2027.')).toBeNull();
     expect(at('')).toBeNull();
+  });
+});
+
+describe('a message given as fields (the operator row without raw MIME)', () => {
+  it('reads like the same message in MIME: stripped, automatic subject and sender, the bounce heuristic', async () => {
+    const reply = await mailFromFields({ fromEmail: ' Jane.Doe@Customer.example ', fromName: 'Jane Doe', subject: 'Re: Quick idea', text: 'Let\'s set up a call.\n\nJane\n\nOn Mon, Jan 6, 2025 at 9:02 AM Sam <sam@seller.example> wrote:\n> Hi', inReplyTo: 'sent-1@seller.example' });
+    expect(reply).toMatchObject({ from: { address: FROM, name: 'Jane Doe' }, inReplyTo: '<sent-1@seller.example>', references: ['<sent-1@seller.example>'], strippedText: "Let's set up a call.", automatic: { automatic: false } });
+    expect(await classify(reply, { model: noModel })).toMatchObject({ intent: 'meeting_request', source: 'rules' });
+    const ooo = await mailFromFields({ fromEmail: FROM, subject: 'Automatic reply: Quick idea', text: 'I am out of the office.' });
+    expect(await classify(ooo, { model: noModel })).toMatchObject({ intent: 'out_of_office', reason: 'ooo:subject' });
+    const bounce = await mailFromFields({ fromEmail: 'mailer-daemon@mx.example', subject: 'Undeliverable', text: `Delivery has failed to these recipients: ${FROM}\n550 5.1.1 User unknown` });
+    expect(bounce.report).toMatchObject({ kind: 'dsn', heuristic: true, recipients: [{ recipient: FROM, status: '5.1.1', permanent: true }] });
+    expect(await mailFromFields({ fromEmail: undefined as unknown as string, text: undefined as unknown as string })).toMatchObject({ from: null, text: '' });
   });
 });
 

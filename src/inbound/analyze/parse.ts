@@ -183,6 +183,35 @@ async function build(mime: MimeMail): Promise<ParsedMail> {
   return mail;
 }
 
+/**
+ * A message given as fields rather than MIME (the operator row `inbound-messages` without `raw`):
+ * the same record parseMail makes, read the same way (stripping, automatic subject and sender,
+ * the bounce heuristic on the text). Never throws.
+ */
+export async function mailFromFields(f: {
+  fromEmail: string; fromName?: string | null; subject?: string | null; text: string;
+  messageId?: string | null; inReplyTo?: string | null; date?: Date | null; headers?: Record<string, string>;
+}): Promise<ParsedMail> {
+  try {
+    const address = clean(String(f.fromEmail ?? '')).trim().toLowerCase();
+    const from = address.includes('@') ? { address: address.slice(0, 320), name: f.fromName ? clean(f.fromName).trim().slice(0, 200) || null : null } : null;
+    const subject = f.subject ? clean(f.subject).replace(/\n/g, ' ').trim().slice(0, MAX_HEADER_CHARS) || null : null;
+    const text = clean(String(f.text ?? '')).slice(0, MAX_TEXT_CHARS);
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(f.headers ?? {})) if (typeof v === 'string') headers[k.toLowerCase()] = clean(v).slice(0, MAX_HEADER_CHARS);
+    const inReplyTo = normalizeId(f.inReplyTo);
+    const mail: ParsedMail = {
+      messageId: normalizeId(f.messageId), inReplyTo, references: inReplyTo ? [inReplyTo] : [], from, to: [], subject,
+      date: f.date && !Number.isNaN(f.date.getTime()) ? f.date : null, text, strippedText: stripReply(text, from?.name ?? null),
+      automatic: detectAutomatic(headers, from, subject), report: null, headers,
+    };
+    mail.report = await readReport({ attachments: [], headers, from, to: [], subject, text, inReplyTo }).catch(() => null);
+    return mail;
+  } catch {
+    return emptyMail();
+  }
+}
+
 export async function parseMail(raw: Buffer | string): Promise<ParsedMail> {
   try {
     let buf = typeof raw === 'string' ? Buffer.from(raw, 'utf8') : Buffer.isBuffer(raw) ? raw : Buffer.alloc(0);
