@@ -588,6 +588,12 @@ describe('the model layer', () => {
     expect(c.returnDate?.toISOString()).toBe('2025-01-20T00:00:00.000Z');
     expect(fake.calls[0].body.messages[1].content.length).toBe(limits.MAX_RULES_CHARS);
     expect(fake.calls[0].body.messages[0].content).toContain('2025-01-06T09:15:00.000Z'); // relative dates resolve from the message date
+    answer({ intent: 'out_of_office', confidence: 0.9, reason: 'away', returnDate: null });
+    const conflicted = replyOf('I am out of the office until 20 January, but tell me more when I am back.');
+    expect(fromRules(conflicted).confidence).toBeLessThan(MODEL_THRESHOLD);
+    const dated = await classify(conflicted, { model: model() });
+    expect(dated).toMatchObject({ intent: 'out_of_office', source: 'model' });
+    expect(dated.returnDate?.toISOString()).toBe('2025-01-20T08:00:00.000Z'); // the model gave none: the text's
   });
 
   it('nonsense falls back to the rules: confidence out of range, a past or unreadable return date, a report-only intent, an intent outside the enum', async () => {

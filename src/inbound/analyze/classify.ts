@@ -161,7 +161,10 @@ async function fromModel(mail: ParsedMail, model: ModelClient, reference: Date):
     const r = await model.complete<ModelAnswer>({
       ...prompt(mail, reference), schemaName: 'reply_intent', schema: INTENT_SCHEMA as unknown as Record<string, unknown>, maxTokens: 200, temperature: 0,
     });
-    return accept(r.value, reference);
+    const c = accept(r.value, reference);
+    // an absence the model confirms without a date: the date our reader finds in the text, if any
+    if (c?.intent === 'out_of_office' && !c.returnDate) c.returnDate = findReturnDate(mail.strippedText, reference, dateOffsetMinutes(mail.headers.date));
+    return c;
   } catch {
     return null;
   }
