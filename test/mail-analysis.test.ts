@@ -126,7 +126,7 @@ const EXPECTED: Record<MailFixtureName, Expected> = {
     intent: 'bounce', source: 'report', reason: 'dsn-heuristic:5.1.1',
   },
   'arf-complaint-aol': { from: 'scomp@aol.net', name: null, automatic: 'return-path:null', intent: 'complaint', source: 'report', reason: 'arf:abuse' },
-  'arf-complaint-yahoo': { from: 'feedback@arf.mail.yahoo.com', automatic: null, intent: 'complaint', source: 'report', reason: 'arf:abuse' },
+  'arf-complaint-yahoo': { from: 'feedback@arf.mail.yahoo.com', automatic: 'report:arf', intent: 'complaint', source: 'report', reason: 'arf:abuse' }, // no automatic headers: the report says it
   'malformed-broken-boundary': {
     from: FROM, stripped: 'Sounds interesting, tell me more.', intent: 'interested', source: 'rules', reason: 'rule:interested:sounds-interesting',
   },
@@ -158,6 +158,7 @@ describe('fixtures: every message parsed and classified', () => {
     expect(c.confidence).toBeLessThanOrEqual(1);
     expect(c.returnDate?.toISOString() ?? null).toBe(e.returnDate ?? null);
     expect(mail.report?.kind ?? null).toBe(MAIL_FIXTURES[name].report);
+    expect(mail.automatic.automatic).toBe(MAIL_FIXTURES[name].automatic);
   });
 
   it('threads replies: In-Reply-To and References in <...> form, the client quirks included', async () => {
@@ -424,6 +425,8 @@ describe('phrase rules over the stripped text', () => {
       ['How about Thursday?', 'meeting_request', 'day-works'],
       ['Können wir einen Termin vereinbaren?', 'meeting_request', 'meeting-de'],
       ['Tell me more.', 'interested', 'tell-me-more'],
+      ['Interested!', 'interested', 'interested'],
+      ['Hi Sam. Still interested.', 'interested', 'interested'],
       ['Can you send me pricing?', 'interested', 'send-info'],
       ['How much does it cost?', 'interested', 'pricing'],
       ['Klingt interessant!', 'interested', 'interested-de'],
@@ -441,6 +444,8 @@ describe('phrase rules over the stripped text', () => {
     expect(rules('No need to unsubscribe me.')).toMatchObject({ intent: 'other', source: 'default' });
     expect(rules("Please don't unsubscribe me, tell me more.")).toMatchObject({ intent: 'interested', reason: 'rule:interested:tell-me-more' });
     expect(rules("It doesn't sound interesting.")).toMatchObject({ intent: 'other' });
+    expect(rules('Not interested.')).toMatchObject({ intent: 'not_interested' });
+    expect(rules('Not really. Interested parties should call the front desk')).toMatchObject({ intent: 'other' });
     expect(rules('No problem, tell me more.')).toMatchObject({ intent: 'interested' });
     expect(rules("We don't need to have a call.")).toMatchObject({ intent: 'other' });
   });

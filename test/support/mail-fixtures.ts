@@ -51,7 +51,7 @@ export const MAIL_FIXTURES = {
   'gmail-bounce-no-report': { intent: 'bounce', automatic: true, report: 'dsn' },
   'exim-bounce-x-failed-recipients': { intent: 'bounce', automatic: true, report: 'dsn' },
   'arf-complaint-aol': { intent: 'complaint', automatic: true, report: 'arf' },
-  'arf-complaint-yahoo': { intent: 'complaint', automatic: false, report: 'arf' },
+  'arf-complaint-yahoo': { intent: 'complaint', automatic: true, report: 'arf' },
   'malformed-broken-boundary': { intent: 'interested', automatic: false, report: null },
   'malformed-unknown-charset': { intent: 'not_interested', automatic: false, report: null },
   'malformed-truncated': { intent: 'interested', automatic: false, report: null },

@@ -153,6 +153,12 @@ function dateOf(value: string | undefined): Date | null {
   return Number.isNaN(d.getTime()) ? null : d;
 }
 
+/** A delivery or complaint report is machine-written mail even when its headers do not say so. */
+function withReportEvidence(mail: ParsedMail): ParsedMail {
+  if (mail.report && !mail.automatic.automatic) mail.automatic = { automatic: true, reason: `report:${mail.report.kind}` };
+  return mail;
+}
+
 async function build(mime: MimeMail): Promise<ParsedMail> {
   const headers = keptHeaders(mime);
   const from = mailboxes(mime.from)[0] ?? null;
@@ -180,7 +186,7 @@ async function build(mime: MimeMail): Promise<ParsedMail> {
   } catch {
     mail.report = null;
   }
-  return mail;
+  return withReportEvidence(mail);
 }
 
 /**
@@ -206,7 +212,7 @@ export async function mailFromFields(f: {
       automatic: detectAutomatic(headers, from, subject), report: null, headers,
     };
     mail.report = await readReport({ attachments: [], headers, from, to: [], subject, text, inReplyTo }).catch(() => null);
-    return mail;
+    return withReportEvidence(mail);
   } catch {
     return emptyMail();
   }

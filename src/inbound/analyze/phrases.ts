@@ -108,7 +108,9 @@ export const MEETING_REQUEST = new PhraseTable([
 export const INTERESTED = new PhraseTable([
   { key: 'sounds-interesting', re: '(?:sounds|sound|looks|look|seems|seem) (?:very |really |quite |pretty )?(?:interesting|intriguing|promising|great|good|relevant|useful)', negatable: true },
   { key: 'tell-me-more', re: 'tell (?:me|us) more|(?:love|like|keen|happy|curious) to (?:learn|hear|know|see|understand) more|(?:learn|hear|know) more about|more (?:info|information|details) (?:on|about|please)', negatable: true },
-  { key: 'interested', re: "(?:i'm|i am|we're|we are|i'd be|we'd be|i would be|we would be) (?:very |definitely |quite |really |potentially |certainly |also )?interested|interested in (?:learning|hearing|seeing|a demo|this|your|the|how|more|trying)", negatable: true },
+  { key: 'interested', re: "(?:i'm|i am|we're|we are|i'd be|we'd be|i would be|we would be) (?:very |definitely |quite |really |potentially |certainly |also )?interested|interested in (?:learning|hearing|seeing|a demo|this|your|the|how|more|trying)|(?:still|very|definitely|really|yes,?|also) interested", negatable: true },
+  // "Interested." or "Interested, tell me more" as a sentence of its own
+  { key: 'interested', re: '(?:^|(?<=[.!?] ))interested(?= ?[.!,;:]|$)', negatable: true },
   { key: 'send-info', re: 'send (?:me |us |over |through )*(?:some |more |a few |the |your |a |an )?(?:info|information|details|pricing|prices|price list|quote|proposal|deck|case stud(?:y|ies)|one[- ]pager|brochure|materials?)', negatable: true },
   { key: 'pricing', re: "(?:what|how much) (?:does|do|is|would|will) (?:it|this|that|your(?: [a-z]+){0,2}) cost|what(?:'s| is| are) (?:the |your )?(?:pricing|price|prices|cost)|how (?:does|do) (?:the |your )?pricing work" },
   { key: 'open-to', re: 'open to (?:learning|hearing|exploring|a conversation|it|the idea)|keen to (?:explore|learn|hear)|worth (?:exploring|a conversation)', negatable: true },
