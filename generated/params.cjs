@@ -2028,7 +2028,7 @@ return errors === 0;
 }
 validate55.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema38 = {"type":"string","description":"A verb of POST /action-items/{id}/{verb}.","enum":["complete","reopen","dismiss","snooze"]};
+const schema38 = {"type":"string","minLength":1,"examples":["complete"]};
 
 function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2068,8 +2068,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(!((((data === "complete") || (data === "reopen")) || (data === "dismiss")) || (data === "snooze"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema38.enum},message:"must be equal to one of the allowed values"};
+if(typeof data === "string"){
+if(func0(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -2077,6 +2078,7 @@ else {
 vErrors.push(err1);
 }
 errors++;
+}
 }
 validate57.errors = vErrors;
 return errors === 0;
@@ -5603,7 +5605,7 @@ return errors === 0;
 validate149.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
 
 exports.listActionItems_query = validate154;
-const schema101 = {"$id":"listActionItems_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/2/schema"},"priority":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/3/schema"}},"required":[]};
+const schema101 = {"$id":"listActionItems_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/2/schema"},"priority":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/3/schema"},"salesPersonId":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/4/schema"}},"required":[]};
 
 function validate155(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -5844,6 +5846,73 @@ return errors === 0;
 }
 validate161.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema106 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate163(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate163.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate163.errors = vErrors;
+return errors === 0;
+}
+validate163.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
 
 function validate154(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listActionItems_query" */;
@@ -5881,6 +5950,12 @@ vErrors = vErrors === null ? validate161.errors : vErrors.concat(validate161.err
 errors = vErrors.length;
 }
 }
+if(data.salesPersonId !== undefined){
+if(!(validate163(data.salesPersonId, {instancePath:instancePath+"/salesPersonId",parentData:data,parentDataProperty:"salesPersonId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate163.errors : vErrors.concat(validate163.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
 const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
@@ -5895,15 +5970,15 @@ errors++;
 validate154.errors = vErrors;
 return errors === 0;
 }
-validate154.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"priority":true},"dynamicProps":false,"dynamicItems":false};
+validate154.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"priority":true,"salesPersonId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listCompanies_query = validate163;
-const schema106 = {"$id":"listCompanies_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"search":{"$ref":"openapi.json#/paths/~1companies/get/parameters/2/schema"}},"required":[]};
+exports.listCompanies_query = validate165;
+const schema107 = {"$id":"listCompanies_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"search":{"$ref":"openapi.json#/paths/~1companies/get/parameters/2/schema"}},"required":[]};
 
-function validate164(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate166(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate164.evaluated;
+const evaluated0 = validate166.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5960,16 +6035,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate164.errors = vErrors;
+validate166.errors = vErrors;
 return errors === 0;
 }
-validate164.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate166.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate166(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate168(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate166.evaluated;
+const evaluated0 = validate168.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6024,17 +6099,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate166.errors = vErrors;
+validate168.errors = vErrors;
 return errors === 0;
 }
-validate166.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate168.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema109 = {"type":"string","minLength":1,"maxLength":255};
+const schema110 = {"type":"string","minLength":1,"maxLength":255};
 
-function validate168(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate170(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate168.evaluated;
+const evaluated0 = validate170.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6091,17 +6166,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate168.errors = vErrors;
+validate170.errors = vErrors;
 return errors === 0;
 }
-validate168.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate170.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate163(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate165(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCompanies_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate163.evaluated;
+const evaluated0 = validate165.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6110,20 +6185,20 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate164(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate164.errors : vErrors.concat(validate164.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate166(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+if(!(validate166(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate166.errors : vErrors.concat(validate166.errors);
 errors = vErrors.length;
 }
 }
-if(data.search !== undefined){
-if(!(validate168(data.search, {instancePath:instancePath+"/search",parentData:data,parentDataProperty:"search",rootData,dynamicAnchors}))){
+if(data.limit !== undefined){
+if(!(validate168(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate168.errors : vErrors.concat(validate168.errors);
+errors = vErrors.length;
+}
+}
+if(data.search !== undefined){
+if(!(validate170(data.search, {instancePath:instancePath+"/search",parentData:data,parentDataProperty:"search",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate170.errors : vErrors.concat(validate170.errors);
 errors = vErrors.length;
 }
 }
@@ -6138,18 +6213,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate163.errors = vErrors;
+validate165.errors = vErrors;
 return errors === 0;
 }
-validate163.evaluated = {"props":{"cursor":true,"limit":true,"search":true},"dynamicProps":false,"dynamicItems":false};
+validate165.evaluated = {"props":{"cursor":true,"limit":true,"search":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listContacts_query = validate170;
-const schema110 = {"$id":"listContacts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"listId":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/2/schema"},"qualificationStatus":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/3/schema"},"q":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/4/schema"},"email":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/5/schema"},"includeDeleted":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/6/schema"}},"required":[]};
+exports.listContacts_query = validate172;
+const schema111 = {"$id":"listContacts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"listId":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/2/schema"},"qualificationStatus":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/3/schema"},"q":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/4/schema"},"email":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/5/schema"},"includeDeleted":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/6/schema"}},"required":[]};
 
-function validate171(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate171.evaluated;
+const evaluated0 = validate173.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6206,16 +6281,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate171.errors = vErrors;
+validate173.errors = vErrors;
 return errors === 0;
 }
-validate171.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate173.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate173.evaluated;
+const evaluated0 = validate175.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6270,17 +6345,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate173.errors = vErrors;
+validate175.errors = vErrors;
 return errors === 0;
 }
-validate173.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate175.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema113 = {"type":"string","minLength":1,"maxLength":64};
+const schema114 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate177(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate175.evaluated;
+const evaluated0 = validate177.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6337,17 +6412,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate175.errors = vErrors;
+validate177.errors = vErrors;
 return errors === 0;
 }
-validate175.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate177.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema114 = {"type":"string","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
+const schema115 = {"type":"string","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
 
-function validate177(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate179(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate177.evaluated;
+const evaluated0 = validate179.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6383,7 +6458,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!((((((data === "NEW") || (data === "CONTACTED")) || (data === "QUALIFIED")) || (data === "UNQUALIFIED")) || (data === "NURTURE")) || (data === "CUSTOMER"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema114.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema115.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6392,17 +6467,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate177.errors = vErrors;
+validate179.errors = vErrors;
 return errors === 0;
 }
-validate177.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate179.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema115 = {"type":"string","minLength":1,"maxLength":200};
+const schema116 = {"type":"string","minLength":1,"maxLength":200};
 
-function validate179(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate179.evaluated;
+const evaluated0 = validate181.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6459,17 +6534,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate179.errors = vErrors;
+validate181.errors = vErrors;
 return errors === 0;
 }
-validate179.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate181.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema116 = {"type":"string","minLength":1,"maxLength":320};
+const schema117 = {"type":"string","minLength":1,"maxLength":320};
 
-function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate183(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate181.evaluated;
+const evaluated0 = validate183.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6526,17 +6601,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate181.errors = vErrors;
+validate183.errors = vErrors;
 return errors === 0;
 }
-validate181.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate183.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema117 = {"type":"string","enum":["true"]};
+const schema118 = {"type":"string","enum":["true"]};
 
-function validate183(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate185(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate183.evaluated;
+const evaluated0 = validate185.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6572,7 +6647,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema117.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema118.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6581,17 +6656,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate183.errors = vErrors;
+validate185.errors = vErrors;
 return errors === 0;
 }
-validate183.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate185.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate170(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate172(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listContacts_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate170.evaluated;
+const evaluated0 = validate172.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6600,44 +6675,44 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate171(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate171.errors : vErrors.concat(validate171.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate173(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+if(!(validate173(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate173.errors : vErrors.concat(validate173.errors);
 errors = vErrors.length;
 }
 }
-if(data.listId !== undefined){
-if(!(validate175(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
+if(data.limit !== undefined){
+if(!(validate175(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate175.errors : vErrors.concat(validate175.errors);
 errors = vErrors.length;
 }
 }
-if(data.qualificationStatus !== undefined){
-if(!(validate177(data.qualificationStatus, {instancePath:instancePath+"/qualificationStatus",parentData:data,parentDataProperty:"qualificationStatus",rootData,dynamicAnchors}))){
+if(data.listId !== undefined){
+if(!(validate177(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate177.errors : vErrors.concat(validate177.errors);
 errors = vErrors.length;
 }
 }
-if(data.q !== undefined){
-if(!(validate179(data.q, {instancePath:instancePath+"/q",parentData:data,parentDataProperty:"q",rootData,dynamicAnchors}))){
+if(data.qualificationStatus !== undefined){
+if(!(validate179(data.qualificationStatus, {instancePath:instancePath+"/qualificationStatus",parentData:data,parentDataProperty:"qualificationStatus",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate179.errors : vErrors.concat(validate179.errors);
 errors = vErrors.length;
 }
 }
-if(data.email !== undefined){
-if(!(validate181(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
+if(data.q !== undefined){
+if(!(validate181(data.q, {instancePath:instancePath+"/q",parentData:data,parentDataProperty:"q",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate181.errors : vErrors.concat(validate181.errors);
 errors = vErrors.length;
 }
 }
-if(data.includeDeleted !== undefined){
-if(!(validate183(data.includeDeleted, {instancePath:instancePath+"/includeDeleted",parentData:data,parentDataProperty:"includeDeleted",rootData,dynamicAnchors}))){
+if(data.email !== undefined){
+if(!(validate183(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate183.errors : vErrors.concat(validate183.errors);
+errors = vErrors.length;
+}
+}
+if(data.includeDeleted !== undefined){
+if(!(validate185(data.includeDeleted, {instancePath:instancePath+"/includeDeleted",parentData:data,parentDataProperty:"includeDeleted",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate185.errors : vErrors.concat(validate185.errors);
 errors = vErrors.length;
 }
 }
@@ -6652,19 +6727,19 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate170.errors = vErrors;
+validate172.errors = vErrors;
 return errors === 0;
 }
-validate170.evaluated = {"props":{"cursor":true,"limit":true,"listId":true,"qualificationStatus":true,"q":true,"email":true,"includeDeleted":true},"dynamicProps":false,"dynamicItems":false};
+validate172.evaluated = {"props":{"cursor":true,"limit":true,"listId":true,"qualificationStatus":true,"q":true,"email":true,"includeDeleted":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDealHistory_path = validate185;
-const schema118 = {"$id":"listDealHistory_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1history/parameters/0/schema"}},"required":["id"]};
-const schema119 = {"type":"string","minLength":1,"maxLength":64};
+exports.listDealHistory_path = validate187;
+const schema119 = {"$id":"listDealHistory_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1history/parameters/0/schema"}},"required":["id"]};
+const schema120 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate186.evaluated;
+const evaluated0 = validate188.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6721,17 +6796,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate186.errors = vErrors;
+validate188.errors = vErrors;
 return errors === 0;
 }
-validate186.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate188.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate185(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate187(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDealHistory_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate185.evaluated;
+const evaluated0 = validate187.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6750,8 +6825,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate186(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate186.errors : vErrors.concat(validate186.errors);
+if(!(validate188(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate188.errors : vErrors.concat(validate188.errors);
 errors = vErrors.length;
 }
 }
@@ -6766,18 +6841,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate185.errors = vErrors;
+validate187.errors = vErrors;
 return errors === 0;
 }
-validate185.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate187.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDealHistory_query = validate188;
-const schema120 = {"$id":"listDealHistory_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
+exports.listDealHistory_query = validate190;
+const schema121 = {"$id":"listDealHistory_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
 
-function validate189(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate189.evaluated;
+const evaluated0 = validate191.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6825,70 +6900,6 @@ errors++;
 }
 if(func0(data) < 1){
 const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate189.errors = vErrors;
-return errors === 0;
-}
-validate189.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate191.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -6904,11 +6915,75 @@ return errors === 0;
 validate191.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate193.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate193.errors = vErrors;
+return errors === 0;
+}
+validate193.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate190(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDealHistory_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate188.evaluated;
+const evaluated0 = validate190.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6917,14 +6992,14 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate189(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate189.errors : vErrors.concat(validate189.errors);
+if(!(validate191(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate191.errors : vErrors.concat(validate191.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate191(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate191.errors : vErrors.concat(validate191.errors);
+if(!(validate193(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate193.errors : vErrors.concat(validate193.errors);
 errors = vErrors.length;
 }
 }
@@ -6939,18 +7014,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate188.errors = vErrors;
+validate190.errors = vErrors;
 return errors === 0;
 }
-validate188.evaluated = {"props":{"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
+validate190.evaluated = {"props":{"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDeals_query = validate193;
-const schema123 = {"$id":"listDeals_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"stageSlug":{"$ref":"openapi.json#/paths/~1deals/get/parameters/2/schema"},"minValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/3/schema"},"maxValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/4/schema"},"include":{"$ref":"openapi.json#/paths/~1deals/get/parameters/5/schema"}},"required":[]};
+exports.listDeals_query = validate195;
+const schema124 = {"$id":"listDeals_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"stageSlug":{"$ref":"openapi.json#/paths/~1deals/get/parameters/2/schema"},"minValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/3/schema"},"maxValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/4/schema"},"include":{"$ref":"openapi.json#/paths/~1deals/get/parameters/5/schema"}},"required":[]};
 
-function validate194(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate194.evaluated;
+const evaluated0 = validate196.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7007,16 +7082,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate194.errors = vErrors;
+validate196.errors = vErrors;
 return errors === 0;
 }
-validate194.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate196.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate198(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate196.evaluated;
+const evaluated0 = validate198.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7071,17 +7146,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate196.errors = vErrors;
+validate198.errors = vErrors;
 return errors === 0;
 }
-validate196.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate198.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema126 = {"type":"string","minLength":1,"maxLength":100};
+const schema127 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate198(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate200(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate198.evaluated;
+const evaluated0 = validate200.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7129,71 +7204,6 @@ errors++;
 }
 if(func0(data) < 1){
 const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate198.errors = vErrors;
-return errors === 0;
-}
-validate198.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema127 = {"type":"integer","minimum":0,"maximum":10000000000000};
-
-function validate200(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate200.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 10000000000000 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000000000},message:"must be <= 10000000000000"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 0 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -7273,12 +7283,77 @@ return errors === 0;
 }
 validate202.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema129 = {"type":"string"};
+const schema129 = {"type":"integer","minimum":0,"maximum":10000000000000};
 
 function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate204.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data == "number"){
+if(data > 10000000000000 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000000000},message:"must be <= 10000000000000"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data < 0 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate204.errors = vErrors;
+return errors === 0;
+}
+validate204.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema130 = {"type":"string"};
+
+function validate206(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate206.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7313,17 +7388,17 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-validate204.errors = vErrors;
+validate206.errors = vErrors;
 return errors === 0;
 }
-validate204.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate206.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate195(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDeals_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate193.evaluated;
+const evaluated0 = validate195.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7332,38 +7407,38 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate194(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate194.errors : vErrors.concat(validate194.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate196(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+if(!(validate196(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate196.errors : vErrors.concat(validate196.errors);
 errors = vErrors.length;
 }
 }
-if(data.stageSlug !== undefined){
-if(!(validate198(data.stageSlug, {instancePath:instancePath+"/stageSlug",parentData:data,parentDataProperty:"stageSlug",rootData,dynamicAnchors}))){
+if(data.limit !== undefined){
+if(!(validate198(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate198.errors : vErrors.concat(validate198.errors);
 errors = vErrors.length;
 }
 }
-if(data.minValueCents !== undefined){
-if(!(validate200(data.minValueCents, {instancePath:instancePath+"/minValueCents",parentData:data,parentDataProperty:"minValueCents",rootData,dynamicAnchors}))){
+if(data.stageSlug !== undefined){
+if(!(validate200(data.stageSlug, {instancePath:instancePath+"/stageSlug",parentData:data,parentDataProperty:"stageSlug",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate200.errors : vErrors.concat(validate200.errors);
 errors = vErrors.length;
 }
 }
-if(data.maxValueCents !== undefined){
-if(!(validate202(data.maxValueCents, {instancePath:instancePath+"/maxValueCents",parentData:data,parentDataProperty:"maxValueCents",rootData,dynamicAnchors}))){
+if(data.minValueCents !== undefined){
+if(!(validate202(data.minValueCents, {instancePath:instancePath+"/minValueCents",parentData:data,parentDataProperty:"minValueCents",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate202.errors : vErrors.concat(validate202.errors);
 errors = vErrors.length;
 }
 }
-if(data.include !== undefined){
-if(!(validate204(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+if(data.maxValueCents !== undefined){
+if(!(validate204(data.maxValueCents, {instancePath:instancePath+"/maxValueCents",parentData:data,parentDataProperty:"maxValueCents",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate204.errors : vErrors.concat(validate204.errors);
+errors = vErrors.length;
+}
+}
+if(data.include !== undefined){
+if(!(validate206(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate206.errors : vErrors.concat(validate206.errors);
 errors = vErrors.length;
 }
 }
@@ -7378,18 +7453,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate193.errors = vErrors;
+validate195.errors = vErrors;
 return errors === 0;
 }
-validate193.evaluated = {"props":{"cursor":true,"limit":true,"stageSlug":true,"minValueCents":true,"maxValueCents":true,"include":true},"dynamicProps":false,"dynamicItems":false};
+validate195.evaluated = {"props":{"cursor":true,"limit":true,"stageSlug":true,"minValueCents":true,"maxValueCents":true,"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDrafts_query = validate206;
-const schema130 = {"$id":"listDrafts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/2/schema"},"contactId":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/3/schema"},"includeSuperseded":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/4/schema"}},"required":[]};
+exports.listDrafts_query = validate208;
+const schema131 = {"$id":"listDrafts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/2/schema"},"contactId":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/3/schema"},"includeSuperseded":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/4/schema"}},"required":[]};
 
-function validate207(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate207.evaluated;
+const evaluated0 = validate209.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7446,16 +7521,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate207.errors = vErrors;
+validate209.errors = vErrors;
 return errors === 0;
 }
-validate207.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate209.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate211(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate209.evaluated;
+const evaluated0 = validate211.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7510,17 +7585,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate209.errors = vErrors;
+validate211.errors = vErrors;
 return errors === 0;
 }
-validate209.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate211.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema133 = {"type":"string","description":"Draft state (uppercase). `DRAFT_GENERATED`, `EDITED` and `REGENERATED` can be approved or rejected;\n`APPROVED` can be sent (POST /drafts/{id}/send); `REJECTED` is final.\n","enum":["DRAFT_GENERATED","EDITED","REGENERATED","APPROVED","REJECTED"]};
+const schema134 = {"type":"string","description":"Draft state (uppercase). `DRAFT_GENERATED`, `EDITED` and `REGENERATED` can be approved or rejected;\n`APPROVED` can be sent (POST /drafts/{id}/send); `REJECTED` is final.\n","enum":["DRAFT_GENERATED","EDITED","REGENERATED","APPROVED","REJECTED"]};
 
-function validate211(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate213(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate211.evaluated;
+const evaluated0 = validate213.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7556,7 +7631,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(((((data === "DRAFT_GENERATED") || (data === "EDITED")) || (data === "REGENERATED")) || (data === "APPROVED")) || (data === "REJECTED"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema133.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema134.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7565,17 +7640,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate211.errors = vErrors;
+validate213.errors = vErrors;
 return errors === 0;
 }
-validate211.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate213.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema134 = {"type":"string","minLength":1,"maxLength":64};
+const schema135 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate213(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate215(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate213.evaluated;
+const evaluated0 = validate215.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7632,17 +7707,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate213.errors = vErrors;
+validate215.errors = vErrors;
 return errors === 0;
 }
-validate213.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate215.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema135 = {"type":"string","enum":["true"]};
+const schema136 = {"type":"string","enum":["true"]};
 
-function validate215(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate215.evaluated;
+const evaluated0 = validate217.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7678,7 +7753,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema135.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema136.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7687,17 +7762,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate215.errors = vErrors;
+validate217.errors = vErrors;
 return errors === 0;
 }
-validate215.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate217.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate206(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate208(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDrafts_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate206.evaluated;
+const evaluated0 = validate208.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7706,32 +7781,32 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate207(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate207.errors : vErrors.concat(validate207.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate209(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+if(!(validate209(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate209.errors : vErrors.concat(validate209.errors);
 errors = vErrors.length;
 }
 }
-if(data.status !== undefined){
-if(!(validate211(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+if(data.limit !== undefined){
+if(!(validate211(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate211.errors : vErrors.concat(validate211.errors);
 errors = vErrors.length;
 }
 }
-if(data.contactId !== undefined){
-if(!(validate213(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+if(data.status !== undefined){
+if(!(validate213(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate213.errors : vErrors.concat(validate213.errors);
 errors = vErrors.length;
 }
 }
-if(data.includeSuperseded !== undefined){
-if(!(validate215(data.includeSuperseded, {instancePath:instancePath+"/includeSuperseded",parentData:data,parentDataProperty:"includeSuperseded",rootData,dynamicAnchors}))){
+if(data.contactId !== undefined){
+if(!(validate215(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate215.errors : vErrors.concat(validate215.errors);
+errors = vErrors.length;
+}
+}
+if(data.includeSuperseded !== undefined){
+if(!(validate217(data.includeSuperseded, {instancePath:instancePath+"/includeSuperseded",parentData:data,parentDataProperty:"includeSuperseded",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate217.errors : vErrors.concat(validate217.errors);
 errors = vErrors.length;
 }
 }
@@ -7746,18 +7821,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate206.errors = vErrors;
+validate208.errors = vErrors;
 return errors === 0;
 }
-validate206.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"contactId":true,"includeSuperseded":true},"dynamicProps":false,"dynamicItems":false};
+validate208.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"contactId":true,"includeSuperseded":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listEvents_query = validate217;
-const schema136 = {"$id":"listEvents_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"type":{"$ref":"openapi.json#/paths/~1events/get/parameters/2/schema"},"resourceType":{"$ref":"openapi.json#/paths/~1events/get/parameters/3/schema"},"resourceId":{"$ref":"openapi.json#/paths/~1events/get/parameters/4/schema"},"createdAfter":{"$ref":"openapi.json#/paths/~1events/get/parameters/5/schema"},"createdBefore":{"$ref":"openapi.json#/paths/~1events/get/parameters/6/schema"}},"required":[]};
+exports.listEvents_query = validate219;
+const schema137 = {"$id":"listEvents_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"type":{"$ref":"openapi.json#/paths/~1events/get/parameters/2/schema"},"resourceType":{"$ref":"openapi.json#/paths/~1events/get/parameters/3/schema"},"resourceId":{"$ref":"openapi.json#/paths/~1events/get/parameters/4/schema"},"createdAfter":{"$ref":"openapi.json#/paths/~1events/get/parameters/5/schema"},"createdBefore":{"$ref":"openapi.json#/paths/~1events/get/parameters/6/schema"}},"required":[]};
 
-function validate218(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate218.evaluated;
+const evaluated0 = validate220.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7812,16 +7887,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate218.errors = vErrors;
+validate220.errors = vErrors;
 return errors === 0;
 }
-validate218.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate220.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate220.evaluated;
+const evaluated0 = validate222.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7878,18 +7953,18 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate220.errors = vErrors;
+validate222.errors = vErrors;
 return errors === 0;
 }
-validate220.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate222.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema139 = {"type":"string","minLength":1,"maxLength":2000,"pattern":"^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"};
+const schema140 = {"type":"string","minLength":1,"maxLength":2000,"pattern":"^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"};
 const pattern0 = new RegExp("^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$", "u");
 
-function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate224(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate222.evaluated;
+const evaluated0 = validate224.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7952,73 +8027,6 @@ vErrors = [err3];
 }
 else {
 vErrors.push(err3);
-}
-errors++;
-}
-}
-validate222.errors = vErrors;
-return errors === 0;
-}
-validate222.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema140 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate224(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate224.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
 }
 errors++;
 }
@@ -8095,8 +8103,7 @@ return errors === 0;
 }
 validate226.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema142 = {"type":"string","format":"date-time"};
-const formats4 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+const schema142 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate228(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8137,13 +8144,23 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats4.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -8154,6 +8171,7 @@ return errors === 0;
 validate228.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema143 = {"type":"string","format":"date-time"};
+const formats4 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate230(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8210,12 +8228,69 @@ return errors === 0;
 }
 validate230.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema144 = {"type":"string","format":"date-time"};
 
-function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate232(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate232.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(!(formats4.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+validate232.errors = vErrors;
+return errors === 0;
+}
+validate232.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate219(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listEvents_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate217.evaluated;
+const evaluated0 = validate219.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8224,44 +8299,44 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.limit !== undefined){
-if(!(validate218(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate218.errors : vErrors.concat(validate218.errors);
-errors = vErrors.length;
-}
-}
-if(data.cursor !== undefined){
-if(!(validate220(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+if(!(validate220(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate220.errors : vErrors.concat(validate220.errors);
 errors = vErrors.length;
 }
 }
-if(data.type !== undefined){
-if(!(validate222(data.type, {instancePath:instancePath+"/type",parentData:data,parentDataProperty:"type",rootData,dynamicAnchors}))){
+if(data.cursor !== undefined){
+if(!(validate222(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate222.errors : vErrors.concat(validate222.errors);
 errors = vErrors.length;
 }
 }
-if(data.resourceType !== undefined){
-if(!(validate224(data.resourceType, {instancePath:instancePath+"/resourceType",parentData:data,parentDataProperty:"resourceType",rootData,dynamicAnchors}))){
+if(data.type !== undefined){
+if(!(validate224(data.type, {instancePath:instancePath+"/type",parentData:data,parentDataProperty:"type",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate224.errors : vErrors.concat(validate224.errors);
 errors = vErrors.length;
 }
 }
-if(data.resourceId !== undefined){
-if(!(validate226(data.resourceId, {instancePath:instancePath+"/resourceId",parentData:data,parentDataProperty:"resourceId",rootData,dynamicAnchors}))){
+if(data.resourceType !== undefined){
+if(!(validate226(data.resourceType, {instancePath:instancePath+"/resourceType",parentData:data,parentDataProperty:"resourceType",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate226.errors : vErrors.concat(validate226.errors);
 errors = vErrors.length;
 }
 }
-if(data.createdAfter !== undefined){
-if(!(validate228(data.createdAfter, {instancePath:instancePath+"/createdAfter",parentData:data,parentDataProperty:"createdAfter",rootData,dynamicAnchors}))){
+if(data.resourceId !== undefined){
+if(!(validate228(data.resourceId, {instancePath:instancePath+"/resourceId",parentData:data,parentDataProperty:"resourceId",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate228.errors : vErrors.concat(validate228.errors);
 errors = vErrors.length;
 }
 }
-if(data.createdBefore !== undefined){
-if(!(validate230(data.createdBefore, {instancePath:instancePath+"/createdBefore",parentData:data,parentDataProperty:"createdBefore",rootData,dynamicAnchors}))){
+if(data.createdAfter !== undefined){
+if(!(validate230(data.createdAfter, {instancePath:instancePath+"/createdAfter",parentData:data,parentDataProperty:"createdAfter",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate230.errors : vErrors.concat(validate230.errors);
+errors = vErrors.length;
+}
+}
+if(data.createdBefore !== undefined){
+if(!(validate232(data.createdBefore, {instancePath:instancePath+"/createdBefore",parentData:data,parentDataProperty:"createdBefore",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate232.errors : vErrors.concat(validate232.errors);
 errors = vErrors.length;
 }
 }
@@ -8276,18 +8351,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate217.errors = vErrors;
+validate219.errors = vErrors;
 return errors === 0;
 }
-validate217.evaluated = {"props":{"limit":true,"cursor":true,"type":true,"resourceType":true,"resourceId":true,"createdAfter":true,"createdBefore":true},"dynamicProps":false,"dynamicItems":false};
+validate219.evaluated = {"props":{"limit":true,"cursor":true,"type":true,"resourceType":true,"resourceId":true,"createdAfter":true,"createdBefore":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listLeads_query = validate232;
-const schema144 = {"$id":"listLeads_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1leads/get/parameters/2/schema"}},"required":[]};
+exports.listLeads_query = validate234;
+const schema145 = {"$id":"listLeads_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1leads/get/parameters/2/schema"}},"required":[]};
 
-function validate233(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate233.evaluated;
+const evaluated0 = validate235.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8344,16 +8419,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate233.errors = vErrors;
+validate235.errors = vErrors;
 return errors === 0;
 }
-validate233.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate235.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate237(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate235.evaluated;
+const evaluated0 = validate237.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8408,17 +8483,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate235.errors = vErrors;
+validate237.errors = vErrors;
 return errors === 0;
 }
-validate235.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate237.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema147 = {"type":"string","description":"Lead state. `NEW` on capture; `QUALIFIED` once the qualification sweep finds it fit;\n`CONVERTED` (final) after conversion to a contact (and deal), by the periodic sweep or\nPOST /leads/{id}/convert; `SPAM` after POST /leads/{id}/spam (a spam lead cannot be converted).\n","enum":["NEW","QUALIFIED","CONVERTED","SPAM"]};
+const schema148 = {"type":"string","description":"Lead state. `NEW` on capture; `QUALIFIED` once the qualification sweep finds it fit;\n`CONVERTED` (final) after conversion to a contact (and deal), by the periodic sweep or\nPOST /leads/{id}/convert; `SPAM` after POST /leads/{id}/spam (a spam lead cannot be converted).\n","enum":["NEW","QUALIFIED","CONVERTED","SPAM"]};
 
-function validate237(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate237.evaluated;
+const evaluated0 = validate239.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8454,7 +8529,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!((((data === "NEW") || (data === "QUALIFIED")) || (data === "CONVERTED")) || (data === "SPAM"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema147.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema148.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8463,17 +8538,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate237.errors = vErrors;
+validate239.errors = vErrors;
 return errors === 0;
 }
-validate237.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate239.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate232(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate234(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listLeads_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate232.evaluated;
+const evaluated0 = validate234.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8482,20 +8557,20 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate233(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate233.errors : vErrors.concat(validate233.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate235(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+if(!(validate235(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate235.errors : vErrors.concat(validate235.errors);
 errors = vErrors.length;
 }
 }
-if(data.status !== undefined){
-if(!(validate237(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+if(data.limit !== undefined){
+if(!(validate237(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate237.errors : vErrors.concat(validate237.errors);
+errors = vErrors.length;
+}
+}
+if(data.status !== undefined){
+if(!(validate239(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate239.errors : vErrors.concat(validate239.errors);
 errors = vErrors.length;
 }
 }
@@ -8510,18 +8585,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate232.errors = vErrors;
+validate234.errors = vErrors;
 return errors === 0;
 }
-validate232.evaluated = {"props":{"cursor":true,"limit":true,"status":true},"dynamicProps":false,"dynamicItems":false};
+validate234.evaluated = {"props":{"cursor":true,"limit":true,"status":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listLists_query = validate239;
-const schema148 = {"$id":"listLists_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"includeArchived":{"$ref":"openapi.json#/paths/~1lists/get/parameters/2/schema"}},"required":[]};
+exports.listLists_query = validate241;
+const schema149 = {"$id":"listLists_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"includeArchived":{"$ref":"openapi.json#/paths/~1lists/get/parameters/2/schema"}},"required":[]};
 
-function validate240(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate242(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate240.evaluated;
+const evaluated0 = validate242.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8578,16 +8653,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate240.errors = vErrors;
+validate242.errors = vErrors;
 return errors === 0;
 }
-validate240.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate242.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate242(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate244(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate242.evaluated;
+const evaluated0 = validate244.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8642,17 +8717,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate242.errors = vErrors;
+validate244.errors = vErrors;
 return errors === 0;
 }
-validate242.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate244.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema151 = {"type":"string","enum":["1","0"],"default":"0"};
+const schema152 = {"type":"string","enum":["1","0"],"default":"0"};
 
-function validate244(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate244.evaluated;
+const evaluated0 = validate246.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8688,7 +8763,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!((data === "1") || (data === "0"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema151.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema152.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8697,17 +8772,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate244.errors = vErrors;
+validate246.errors = vErrors;
 return errors === 0;
 }
-validate244.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate246.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate241(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listLists_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate239.evaluated;
+const evaluated0 = validate241.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8716,20 +8791,20 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate240(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate240.errors : vErrors.concat(validate240.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate242(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+if(!(validate242(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate242.errors : vErrors.concat(validate242.errors);
 errors = vErrors.length;
 }
 }
-if(data.includeArchived !== undefined){
-if(!(validate244(data.includeArchived, {instancePath:instancePath+"/includeArchived",parentData:data,parentDataProperty:"includeArchived",rootData,dynamicAnchors}))){
+if(data.limit !== undefined){
+if(!(validate244(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate244.errors : vErrors.concat(validate244.errors);
+errors = vErrors.length;
+}
+}
+if(data.includeArchived !== undefined){
+if(!(validate246(data.includeArchived, {instancePath:instancePath+"/includeArchived",parentData:data,parentDataProperty:"includeArchived",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate246.errors : vErrors.concat(validate246.errors);
 errors = vErrors.length;
 }
 }
@@ -8744,18 +8819,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate239.errors = vErrors;
+validate241.errors = vErrors;
 return errors === 0;
 }
-validate239.evaluated = {"props":{"cursor":true,"limit":true,"includeArchived":true},"dynamicProps":false,"dynamicItems":false};
+validate241.evaluated = {"props":{"cursor":true,"limit":true,"includeArchived":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listMessages_query = validate246;
-const schema152 = {"$id":"listMessages_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1messages/get/parameters/2/schema"},"direction":{"$ref":"openapi.json#/paths/~1messages/get/parameters/3/schema"},"intent":{"$ref":"openapi.json#/paths/~1messages/get/parameters/4/schema"}},"required":[]};
+exports.listMessages_query = validate248;
+const schema153 = {"$id":"listMessages_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1messages/get/parameters/2/schema"},"direction":{"$ref":"openapi.json#/paths/~1messages/get/parameters/3/schema"},"intent":{"$ref":"openapi.json#/paths/~1messages/get/parameters/4/schema"}},"required":[]};
 
-function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate247.evaluated;
+const evaluated0 = validate249.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8812,16 +8887,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate247.errors = vErrors;
+validate249.errors = vErrors;
 return errors === 0;
 }
-validate247.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate249.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate249(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate249.evaluated;
+const evaluated0 = validate251.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8876,79 +8951,12 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate249.errors = vErrors;
-return errors === 0;
-}
-validate249.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema155 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate251.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
 validate251.errors = vErrors;
 return errors === 0;
 }
 validate251.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema156 = {"type":"string","enum":["INBOUND","OUTBOUND"]};
+const schema156 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8988,8 +8996,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(!((data === "INBOUND") || (data === "OUTBOUND"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema156.enum},message:"must be equal to one of the allowed values"};
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8998,17 +9007,83 @@ vErrors.push(err1);
 }
 errors++;
 }
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
 validate253.errors = vErrors;
 return errors === 0;
 }
 validate253.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema157 = {"type":"string","minLength":1,"maxLength":64};
+const schema157 = {"type":"string","enum":["INBOUND","OUTBOUND"]};
 
 function validate255(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate255.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!((data === "INBOUND") || (data === "OUTBOUND"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema157.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate255.errors = vErrors;
+return errors === 0;
+}
+validate255.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema158 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate257(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate257.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9065,17 +9140,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate255.errors = vErrors;
+validate257.errors = vErrors;
 return errors === 0;
 }
-validate255.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate257.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate248(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listMessages_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate246.evaluated;
+const evaluated0 = validate248.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9084,32 +9159,32 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate247(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate247.errors : vErrors.concat(validate247.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate249(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+if(!(validate249(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate249.errors : vErrors.concat(validate249.errors);
 errors = vErrors.length;
 }
 }
-if(data.contactId !== undefined){
-if(!(validate251(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+if(data.limit !== undefined){
+if(!(validate251(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate251.errors : vErrors.concat(validate251.errors);
 errors = vErrors.length;
 }
 }
-if(data.direction !== undefined){
-if(!(validate253(data.direction, {instancePath:instancePath+"/direction",parentData:data,parentDataProperty:"direction",rootData,dynamicAnchors}))){
+if(data.contactId !== undefined){
+if(!(validate253(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
 errors = vErrors.length;
 }
 }
-if(data.intent !== undefined){
-if(!(validate255(data.intent, {instancePath:instancePath+"/intent",parentData:data,parentDataProperty:"intent",rootData,dynamicAnchors}))){
+if(data.direction !== undefined){
+if(!(validate255(data.direction, {instancePath:instancePath+"/direction",parentData:data,parentDataProperty:"direction",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate255.errors : vErrors.concat(validate255.errors);
+errors = vErrors.length;
+}
+}
+if(data.intent !== undefined){
+if(!(validate257(data.intent, {instancePath:instancePath+"/intent",parentData:data,parentDataProperty:"intent",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate257.errors : vErrors.concat(validate257.errors);
 errors = vErrors.length;
 }
 }
@@ -9124,18 +9199,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate246.errors = vErrors;
+validate248.errors = vErrors;
 return errors === 0;
 }
-validate246.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"direction":true,"intent":true},"dynamicProps":false,"dynamicItems":false};
+validate248.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"direction":true,"intent":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listPublicTemplates_query = validate257;
-const schema158 = {"$id":"listPublicTemplates_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"useCase":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/2/schema"},"useCaseSlug":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/3/schema"},"industry":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/4/schema"},"sequenceStep":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/5/schema"}},"required":[]};
+exports.listPublicTemplates_query = validate259;
+const schema159 = {"$id":"listPublicTemplates_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"useCase":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/2/schema"},"useCaseSlug":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/3/schema"},"industry":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/4/schema"},"sequenceStep":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/5/schema"}},"required":[]};
 
-function validate258(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate258.evaluated;
+const evaluated0 = validate260.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9192,16 +9267,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate258.errors = vErrors;
+validate260.errors = vErrors;
 return errors === 0;
 }
-validate258.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate260.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate262(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate260.evaluated;
+const evaluated0 = validate262.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9247,73 +9322,6 @@ errors++;
 }
 if(data < 1 || isNaN(data)){
 const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate260.errors = vErrors;
-return errors === 0;
-}
-validate260.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema161 = {"type":"string","minLength":1,"maxLength":100};
-
-function validate262(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate262.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 100){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -9462,12 +9470,79 @@ return errors === 0;
 }
 validate266.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema164 = {"type":"integer","minimum":1,"maximum":1000};
+const schema164 = {"type":"string","minLength":1,"maxLength":100};
 
 function validate268(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate268.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 100){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate268.errors = vErrors;
+return errors === 0;
+}
+validate268.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema165 = {"type":"integer","minimum":1,"maximum":1000};
+
+function validate270(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate270.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9522,17 +9597,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate268.errors = vErrors;
+validate270.errors = vErrors;
 return errors === 0;
 }
-validate268.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate270.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate257(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate259(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listPublicTemplates_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate257.evaluated;
+const evaluated0 = validate259.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9541,38 +9616,38 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate258(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate260(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+if(!(validate260(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate260.errors : vErrors.concat(validate260.errors);
 errors = vErrors.length;
 }
 }
-if(data.useCase !== undefined){
-if(!(validate262(data.useCase, {instancePath:instancePath+"/useCase",parentData:data,parentDataProperty:"useCase",rootData,dynamicAnchors}))){
+if(data.limit !== undefined){
+if(!(validate262(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate262.errors : vErrors.concat(validate262.errors);
 errors = vErrors.length;
 }
 }
-if(data.useCaseSlug !== undefined){
-if(!(validate264(data.useCaseSlug, {instancePath:instancePath+"/useCaseSlug",parentData:data,parentDataProperty:"useCaseSlug",rootData,dynamicAnchors}))){
+if(data.useCase !== undefined){
+if(!(validate264(data.useCase, {instancePath:instancePath+"/useCase",parentData:data,parentDataProperty:"useCase",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate264.errors : vErrors.concat(validate264.errors);
 errors = vErrors.length;
 }
 }
-if(data.industry !== undefined){
-if(!(validate266(data.industry, {instancePath:instancePath+"/industry",parentData:data,parentDataProperty:"industry",rootData,dynamicAnchors}))){
+if(data.useCaseSlug !== undefined){
+if(!(validate266(data.useCaseSlug, {instancePath:instancePath+"/useCaseSlug",parentData:data,parentDataProperty:"useCaseSlug",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate266.errors : vErrors.concat(validate266.errors);
 errors = vErrors.length;
 }
 }
-if(data.sequenceStep !== undefined){
-if(!(validate268(data.sequenceStep, {instancePath:instancePath+"/sequenceStep",parentData:data,parentDataProperty:"sequenceStep",rootData,dynamicAnchors}))){
+if(data.industry !== undefined){
+if(!(validate268(data.industry, {instancePath:instancePath+"/industry",parentData:data,parentDataProperty:"industry",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate268.errors : vErrors.concat(validate268.errors);
+errors = vErrors.length;
+}
+}
+if(data.sequenceStep !== undefined){
+if(!(validate270(data.sequenceStep, {instancePath:instancePath+"/sequenceStep",parentData:data,parentDataProperty:"sequenceStep",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate270.errors : vErrors.concat(validate270.errors);
 errors = vErrors.length;
 }
 }
@@ -9587,18 +9662,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate257.errors = vErrors;
+validate259.errors = vErrors;
 return errors === 0;
 }
-validate257.evaluated = {"props":{"cursor":true,"limit":true,"useCase":true,"useCaseSlug":true,"industry":true,"sequenceStep":true},"dynamicProps":false,"dynamicItems":false};
+validate259.evaluated = {"props":{"cursor":true,"limit":true,"useCase":true,"useCaseSlug":true,"industry":true,"sequenceStep":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listSequences_query = validate270;
-const schema165 = {"$id":"listSequences_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/2/schema"},"status":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/3/schema"}},"required":[]};
+exports.listSequences_query = validate272;
+const schema166 = {"$id":"listSequences_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/2/schema"},"status":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/3/schema"}},"required":[]};
 
-function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate271.evaluated;
+const evaluated0 = validate273.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9655,16 +9730,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate271.errors = vErrors;
+validate273.errors = vErrors;
 return errors === 0;
 }
-validate271.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate273.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate273.evaluated;
+const evaluated0 = validate275.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9719,79 +9794,12 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate273.errors = vErrors;
-return errors === 0;
-}
-validate273.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema168 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate275.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
 validate275.errors = vErrors;
 return errors === 0;
 }
 validate275.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema169 = {"type":"string","enum":["NEW","ACTIVE","QUEUED","DRAFTED","APPROVED","PAUSED","COMPLETED"]};
+const schema169 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate277(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9831,8 +9839,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(!(((((((data === "NEW") || (data === "ACTIVE")) || (data === "QUEUED")) || (data === "DRAFTED")) || (data === "APPROVED")) || (data === "PAUSED")) || (data === "COMPLETED"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema169.enum},message:"must be equal to one of the allowed values"};
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9841,17 +9850,83 @@ vErrors.push(err1);
 }
 errors++;
 }
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
 validate277.errors = vErrors;
 return errors === 0;
 }
 validate277.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema170 = {"type":"string","enum":["NEW","ACTIVE","QUEUED","DRAFTED","APPROVED","PAUSED","COMPLETED"]};
 
-function validate270(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate279.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!(((((((data === "NEW") || (data === "ACTIVE")) || (data === "QUEUED")) || (data === "DRAFTED")) || (data === "APPROVED")) || (data === "PAUSED")) || (data === "COMPLETED"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema170.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate279.errors = vErrors;
+return errors === 0;
+}
+validate279.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate272(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listSequences_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate270.evaluated;
+const evaluated0 = validate272.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9860,26 +9935,26 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate271(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate271.errors : vErrors.concat(validate271.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate273(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+if(!(validate273(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
 errors = vErrors.length;
 }
 }
-if(data.contactId !== undefined){
-if(!(validate275(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+if(data.limit !== undefined){
+if(!(validate275(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate275.errors : vErrors.concat(validate275.errors);
 errors = vErrors.length;
 }
 }
-if(data.status !== undefined){
-if(!(validate277(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+if(data.contactId !== undefined){
+if(!(validate277(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate277.errors : vErrors.concat(validate277.errors);
+errors = vErrors.length;
+}
+}
+if(data.status !== undefined){
+if(!(validate279(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate279.errors : vErrors.concat(validate279.errors);
 errors = vErrors.length;
 }
 }
@@ -9894,19 +9969,19 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate270.errors = vErrors;
+validate272.errors = vErrors;
 return errors === 0;
 }
-validate270.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"status":true},"dynamicProps":false,"dynamicItems":false};
+validate272.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"status":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listWebhookDeliveries_path = validate279;
-const schema170 = {"$id":"listWebhookDeliveries_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries/parameters/0/schema"}},"required":["id"]};
-const schema171 = {"type":"string","minLength":1,"maxLength":64};
+exports.listWebhookDeliveries_path = validate281;
+const schema171 = {"$id":"listWebhookDeliveries_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries/parameters/0/schema"}},"required":["id"]};
+const schema172 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate280.evaluated;
+const evaluated0 = validate282.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9963,17 +10038,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate280.errors = vErrors;
+validate282.errors = vErrors;
 return errors === 0;
 }
-validate280.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate282.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate281(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listWebhookDeliveries_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate279.evaluated;
+const evaluated0 = validate281.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9992,8 +10067,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate280(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate280.errors : vErrors.concat(validate280.errors);
+if(!(validate282(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate282.errors : vErrors.concat(validate282.errors);
 errors = vErrors.length;
 }
 }
@@ -10008,18 +10083,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate279.errors = vErrors;
+validate281.errors = vErrors;
 return errors === 0;
 }
-validate279.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate281.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listWebhookDeliveries_query = validate282;
-const schema172 = {"$id":"listWebhookDeliveries_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
+exports.listWebhookDeliveries_query = validate284;
+const schema173 = {"$id":"listWebhookDeliveries_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
 
-function validate283(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate283.evaluated;
+const evaluated0 = validate285.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10065,72 +10140,6 @@ errors++;
 }
 if(data < 1 || isNaN(data)){
 const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate283.errors = vErrors;
-return errors === 0;
-}
-validate283.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate285.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10146,117 +10155,10 @@ return errors === 0;
 validate285.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWebhookDeliveries_query" */;
+function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate282.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit !== undefined){
-if(!(validate283(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate283.errors : vErrors.concat(validate283.errors);
-errors = vErrors.length;
-}
-}
-if(data.cursor !== undefined){
-if(!(validate285(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate285.errors : vErrors.concat(validate285.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate282.errors = vErrors;
-return errors === 0;
-}
-validate282.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listWebhooks_query = validate287;
-const schema175 = {"$id":"listWebhooks_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
-
-function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate288.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate288.errors = vErrors;
-return errors === 0;
-}
-validate288.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate290.evaluated;
+const evaluated0 = validate287.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10313,17 +10215,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate290.errors = vErrors;
+validate287.errors = vErrors;
 return errors === 0;
 }
-validate290.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate287.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWebhooks_query" */;
+function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listWebhookDeliveries_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate287.evaluated;
+const evaluated0 = validate284.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10332,14 +10234,14 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.limit !== undefined){
-if(!(validate288(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate288.errors : vErrors.concat(validate288.errors);
+if(!(validate285(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate285.errors : vErrors.concat(validate285.errors);
 errors = vErrors.length;
 }
 }
 if(data.cursor !== undefined){
-if(!(validate290(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate290.errors : vErrors.concat(validate290.errors);
+if(!(validate287(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate287.errors : vErrors.concat(validate287.errors);
 errors = vErrors.length;
 }
 }
@@ -10354,37 +10256,34 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate287.errors = vErrors;
+validate284.errors = vErrors;
 return errors === 0;
 }
-validate287.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+validate284.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.markLeadSpam_path = validate292;
-const schema178 = {"$id":"markLeadSpam_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1spam/parameters/0/schema"}},"required":["id"]};
-const schema179 = {"type":"string","minLength":1,"maxLength":64};
+exports.listWebhooks_query = validate289;
+const schema176 = {"$id":"listWebhooks_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
 
-function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate293.evaluated;
+const evaluated0 = validate290.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(typeof data !== "string"){
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
 let dataType0 = typeof data;
 let coerced0 = undefined;
 if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
 }
 else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -10401,9 +10300,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10412,8 +10311,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -10423,14 +10322,13 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate293.errors = vErrors;
+validate290.errors = vErrors;
 return errors === 0;
 }
-validate293.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate290.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate292(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="markLeadSpam_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate292.evaluated;
@@ -10440,53 +10338,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate293(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate292.errors = vErrors;
-return errors === 0;
-}
-validate292.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.pauseContactSequence_path = validate295;
-const schema180 = {"$id":"pauseContactSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1pause-sequence/parameters/0/schema"}},"required":["id"]};
-const schema181 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate296(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate296.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -10516,8 +10367,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10537,14 +10388,57 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate296.errors = vErrors;
+validate292.errors = vErrors;
 return errors === 0;
 }
-validate296.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate292.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate289(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listWebhooks_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate289.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit !== undefined){
+if(!(validate290(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate290.errors : vErrors.concat(validate290.errors);
+errors = vErrors.length;
+}
+}
+if(data.cursor !== undefined){
+if(!(validate292(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate292.errors : vErrors.concat(validate292.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate289.errors = vErrors;
+return errors === 0;
+}
+validate289.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.markLeadSpam_path = validate294;
+const schema179 = {"$id":"markLeadSpam_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1spam/parameters/0/schema"}},"required":["id"]};
+const schema180 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="pauseContactSequence_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate295.evaluated;
@@ -10554,6 +10448,73 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate295.errors = vErrors;
+return errors === 0;
+}
+validate295.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate294(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="markLeadSpam_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate294.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.id === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
@@ -10566,8 +10527,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate296(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate296.errors : vErrors.concat(validate296.errors);
+if(!(validate295(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate295.errors : vErrors.concat(validate295.errors);
 errors = vErrors.length;
 }
 }
@@ -10582,19 +10543,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate295.errors = vErrors;
+validate294.errors = vErrors;
 return errors === 0;
 }
-validate295.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate294.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.rejectDraft_path = validate298;
-const schema182 = {"$id":"rejectDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1reject/parameters/0/schema"}},"required":["id"]};
-const schema183 = {"type":"string","minLength":1,"maxLength":64};
+exports.pauseContactSequence_path = validate297;
+const schema181 = {"$id":"pauseContactSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1pause-sequence/parameters/0/schema"}},"required":["id"]};
+const schema182 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate299.evaluated;
+const evaluated0 = validate298.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10651,17 +10612,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate299.errors = vErrors;
+validate298.errors = vErrors;
 return errors === 0;
 }
-validate299.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate298.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate298(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="rejectDraft_path" */;
+function validate297(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="pauseContactSequence_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate298.evaluated;
+const evaluated0 = validate297.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10680,8 +10641,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate299(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate299.errors : vErrors.concat(validate299.errors);
+if(!(validate298(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate298.errors : vErrors.concat(validate298.errors);
 errors = vErrors.length;
 }
 }
@@ -10696,19 +10657,133 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate298.errors = vErrors;
+validate297.errors = vErrors;
 return errors === 0;
 }
-validate298.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate297.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.removeSuppression_query = validate301;
-const schema184 = {"$id":"removeSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/delete/parameters/0/schema"}},"required":["email"]};
-const schema185 = {"type":"string","minLength":1,"maxLength":320};
+exports.rejectDraft_path = validate300;
+const schema183 = {"$id":"rejectDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1reject/parameters/0/schema"}},"required":["id"]};
+const schema184 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate302.evaluated;
+const evaluated0 = validate301.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate301.errors = vErrors;
+return errors === 0;
+}
+validate301.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="rejectDraft_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate300.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate301(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate301.errors : vErrors.concat(validate301.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate300.errors = vErrors;
+return errors === 0;
+}
+validate300.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.removeSuppression_query = validate303;
+const schema185 = {"$id":"removeSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/delete/parameters/0/schema"}},"required":["email"]};
+const schema186 = {"type":"string","minLength":1,"maxLength":320};
+
+function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate304.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10765,17 +10840,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate302.errors = vErrors;
+validate304.errors = vErrors;
 return errors === 0;
 }
-validate302.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate304.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate303(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="removeSuppression_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate301.evaluated;
+const evaluated0 = validate303.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10794,8 +10869,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.email !== undefined){
-if(!(validate302(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
+if(!(validate304(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate304.errors : vErrors.concat(validate304.errors);
 errors = vErrors.length;
 }
 }
@@ -10810,80 +10885,13 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate301.errors = vErrors;
+validate303.errors = vErrors;
 return errors === 0;
 }
-validate301.evaluated = {"props":{"email":true},"dynamicProps":false,"dynamicItems":false};
+validate303.evaluated = {"props":{"email":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.replayWebhookDelivery_path = validate304;
-const schema186 = {"$id":"replayWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/1/schema"}},"required":["id","deliveryId"]};
-const schema187 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate305(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate305.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate305.errors = vErrors;
-return errors === 0;
-}
-validate305.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
+exports.replayWebhookDelivery_path = validate306;
+const schema187 = {"$id":"replayWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/1/schema"}},"required":["id","deliveryId"]};
 const schema188 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -10951,12 +10959,79 @@ return errors === 0;
 }
 validate307.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema189 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate309.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate309.errors = vErrors;
+return errors === 0;
+}
+validate309.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="replayWebhookDelivery_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate304.evaluated;
+const evaluated0 = validate306.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10985,14 +11060,14 @@ vErrors.push(err1);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate305(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate305.errors : vErrors.concat(validate305.errors);
+if(!(validate307(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate307.errors : vErrors.concat(validate307.errors);
 errors = vErrors.length;
 }
 }
 if(data.deliveryId !== undefined){
-if(!(validate307(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate307.errors : vErrors.concat(validate307.errors);
+if(!(validate309(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate309.errors : vErrors.concat(validate309.errors);
 errors = vErrors.length;
 }
 }
@@ -11007,195 +11082,15 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate304.errors = vErrors;
+validate306.errors = vErrors;
 return errors === 0;
 }
-validate304.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
+validate306.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.researchCompany_path = validate309;
-const schema189 = {"$id":"researchCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
-
-function validate310(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate310.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate310.errors = vErrors;
-return errors === 0;
-}
-validate310.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="researchCompany_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate309.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate310(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate310.errors : vErrors.concat(validate310.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate309.errors = vErrors;
-return errors === 0;
-}
-validate309.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.researchContact_path = validate312;
-const schema191 = {"$id":"researchContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
-
-function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate313.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate313.errors = vErrors;
-return errors === 0;
-}
-validate313.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
+exports.researchCompany_path = validate311;
+const schema190 = {"$id":"researchCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
 
 function validate312(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="researchContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate312.evaluated;
@@ -11205,53 +11100,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate313(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate313.errors : vErrors.concat(validate313.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate312.errors = vErrors;
-return errors === 0;
-}
-validate312.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.rotateWebhookSecret_path = validate315;
-const schema193 = {"$id":"rotateWebhookSecret_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1rotate-secret/parameters/0/schema"}},"required":["id"]};
-const schema194 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate316.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -11302,14 +11150,60 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate316.errors = vErrors;
+validate312.errors = vErrors;
 return errors === 0;
 }
-validate316.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate312.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="researchCompany_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate311.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate312(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate312.errors : vErrors.concat(validate312.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate311.errors = vErrors;
+return errors === 0;
+}
+validate311.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.researchContact_path = validate314;
+const schema192 = {"$id":"researchContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
 
 function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="rotateWebhookSecret_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate315.evaluated;
@@ -11319,53 +11213,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate316(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate316.errors : vErrors.concat(validate316.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate315.errors = vErrors;
-return errors === 0;
-}
-validate315.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.sendDraft_path = validate318;
-const schema195 = {"$id":"sendDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1send/parameters/0/schema"}},"required":["id"]};
-const schema196 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate319.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -11416,14 +11263,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate319.errors = vErrors;
+validate315.errors = vErrors;
 return errors === 0;
 }
-validate319.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate315.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="researchContact_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate314.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate315(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate315.errors : vErrors.concat(validate315.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate314.errors = vErrors;
+return errors === 0;
+}
+validate314.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.rotateWebhookSecret_path = validate317;
+const schema194 = {"$id":"rotateWebhookSecret_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1rotate-secret/parameters/0/schema"}},"required":["id"]};
+const schema195 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="sendDraft_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate318.evaluated;
@@ -11433,53 +11327,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate319(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate319.errors : vErrors.concat(validate319.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate318.errors = vErrors;
-return errors === 0;
-}
-validate318.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.testDeliverWebhook_path = validate321;
-const schema197 = {"$id":"testDeliverWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1test-deliver/parameters/0/schema"}},"required":["id"]};
-const schema198 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate322.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -11530,14 +11377,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate322.errors = vErrors;
+validate318.errors = vErrors;
 return errors === 0;
 }
-validate322.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate318.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="rotateWebhookSecret_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate317.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate318(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate318.errors : vErrors.concat(validate318.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate317.errors = vErrors;
+return errors === 0;
+}
+validate317.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.sendDraft_path = validate320;
+const schema196 = {"$id":"sendDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1send/parameters/0/schema"}},"required":["id"]};
+const schema197 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate321(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testDeliverWebhook_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate321.evaluated;
@@ -11547,52 +11441,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate322(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate322.errors : vErrors.concat(validate322.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate321.errors = vErrors;
-return errors === 0;
-}
-validate321.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.updateContact_path = validate324;
-const schema199 = {"$id":"updateContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate325.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -11643,14 +11491,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate325.errors = vErrors;
+validate321.errors = vErrors;
 return errors === 0;
 }
-validate325.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate321.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate320(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="sendDraft_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate320.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate321(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate321.errors : vErrors.concat(validate321.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate320.errors = vErrors;
+return errors === 0;
+}
+validate320.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.testDeliverWebhook_path = validate323;
+const schema198 = {"$id":"testDeliverWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1test-deliver/parameters/0/schema"}},"required":["id"]};
+const schema199 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate324.evaluated;
@@ -11660,52 +11555,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate325(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate325.errors : vErrors.concat(validate325.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate324.errors = vErrors;
-return errors === 0;
-}
-validate324.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.updateDeal_path = validate327;
-const schema201 = {"$id":"updateDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate328.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -11756,14 +11605,60 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate328.errors = vErrors;
+validate324.errors = vErrors;
 return errors === 0;
 }
-validate328.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate324.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="testDeliverWebhook_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate323.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate324(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate324.errors : vErrors.concat(validate324.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate323.errors = vErrors;
+return errors === 0;
+}
+validate323.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.updateContact_path = validate326;
+const schema200 = {"$id":"updateContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
 
 function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateDeal_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate327.evaluated;
@@ -11773,6 +11668,73 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate327.errors = vErrors;
+return errors === 0;
+}
+validate327.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateContact_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate326.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.id === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
@@ -11785,8 +11747,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate328(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate328.errors : vErrors.concat(validate328.errors);
+if(!(validate327(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate327.errors : vErrors.concat(validate327.errors);
 errors = vErrors.length;
 }
 }
@@ -11801,18 +11763,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate327.errors = vErrors;
+validate326.errors = vErrors;
 return errors === 0;
 }
-validate327.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate326.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.updateWebhook_path = validate330;
-const schema203 = {"$id":"updateWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.updateDeal_path = validate329;
+const schema202 = {"$id":"updateDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
 
-function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate331.evaluated;
+const evaluated0 = validate330.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11869,17 +11831,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate331.errors = vErrors;
+validate330.errors = vErrors;
 return errors === 0;
 }
-validate331.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate330.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateWebhook_path" */;
+function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateDeal_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate330.evaluated;
+const evaluated0 = validate329.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11898,8 +11860,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate331(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate331.errors : vErrors.concat(validate331.errors);
+if(!(validate330(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate330.errors : vErrors.concat(validate330.errors);
 errors = vErrors.length;
 }
 }
@@ -11914,7 +11876,120 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate330.errors = vErrors;
+validate329.errors = vErrors;
 return errors === 0;
 }
-validate330.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate329.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.updateWebhook_path = validate332;
+const schema204 = {"$id":"updateWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
+
+function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate333.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate333.errors = vErrors;
+return errors === 0;
+}
+validate333.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateWebhook_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate332.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate333(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate332.errors = vErrors;
+return errors === 0;
+}
+validate332.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};

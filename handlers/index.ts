@@ -13,6 +13,8 @@ import { dealHandlers } from './deals.js';
 import { sequenceHandlers } from './sequences.js';
 import { draftHandlers } from './drafts.js';
 import { usageHandlers } from './usage.js';
+import { actionItemHandlers } from './action-items.js';
+import { actionHandlers } from './actions.js';
 
 export const handlers: Handlers = {
   ...meHandlers,
@@ -27,4 +29,6 @@ export const handlers: Handlers = {
   ...sequenceHandlers,
   ...draftHandlers,
   ...usageHandlers,
+  ...actionItemHandlers,
+  ...actionHandlers,
 };

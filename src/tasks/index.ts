@@ -9,6 +9,7 @@ import { generateDraftsTask } from './generate_drafts.js';
 import { generateListChunk } from './generate_list_chunk.js';
 import { sendStepTask } from './send_step.js';
 import { sweepSends } from './sweep_sends.js';
+import { sweepActionItems } from './sweep_action_items.js';
 
 export function buildTaskList(deps: TaskDeps): TaskList {
   return {
@@ -20,14 +21,17 @@ export function buildTaskList(deps: TaskDeps): TaskList {
     generate_list_chunk: generateListChunk(deps),
     send_step: sendStepTask(deps),
     sweep_sends: sweepSends(deps),
+    sweep_action_items: sweepActionItems(deps),
   };
 }
 
 // Sweeps: idempotency keys older than 48 hours (kept at least 24) are purged hourly; the deal
 // sweep (overdue next steps, slipped deals) runs every 15 minutes; steps whose send was never
-// recorded are marked possibly sent every minute.
+// recorded are marked possibly sent every minute; action items (expiry, snoozes that are up,
+// out-of-office returns) are swept every minute.
 export const CRONTAB = `
 15 * * * * purge_idempotency_keys ?max=1
 */15 * * * * sweep_deals ?max=1
 * * * * * sweep_sends ?max=1
+* * * * * sweep_action_items ?max=1
 `;
