@@ -1799,7 +1799,8 @@ export interface components {
          *     `complete` sets `completed` (and `completedAt`), `dismiss` sets `dismissed` (and `dismissedAt`,
          *     `dismissReason`), `snooze` keeps it `pending` with `snoozedUntilAt`, `snoozedAt`, `snoozeReason`,
          *     and `reopen` puts it back to `pending`, clearing `completedAt`, `dismissedAt`, `dismissReason` and
-         *     the snooze fields. `expired` is set by the service once `expiresAt` has passed on a pending item.
+         *     the snooze fields. `expired` is set by the service (a sweep every minute) once `expiresAt` has
+         *     passed on a pending item; when `snoozedUntilAt` has passed the same sweep clears the snooze fields.
          */
         ActionItem: {
             /**
