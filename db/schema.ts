@@ -11,6 +11,7 @@ export interface OrganizationsTable {
   id: string; name: string; plan: Generated<string>;
   flags: ColumnType<{ v1_2_api_send: boolean }, string | undefined, string>;
   research_budget: Generated<number>; research_ttl_days: Generated<number>; drafts_per_month: number | null; sending: Generated<Record<string, unknown>>; created_at: Generated<Date>; updated_at: Generated<Date>;
+  advisory_actions: Generated<string[]>;
 }
 export interface UsersTable {
   organization_id: string; id: string; name: string; email: string; role: string; created_at: Generated<Date>;

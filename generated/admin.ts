@@ -64,7 +64,7 @@ export interface paths {
         /**
          * Update an organization's plan, flags or research settings
          * @description Changes any of `plan`, `flags.v1_2_api_send`, `researchBudget`, `researchTtlDays`,
-         *     `draftsPerMonth` and `sending` (at least one; `sending` fields replace the stored ones, a time
+         *     `draftsPerMonth`, `sending` and `advisoryActions` (at least one; `sending` fields replace the stored ones, a time
          *     zone must be a known IANA zone and `from` before `to`); fields left out are unchanged. Takes effect on the next public API request. A change of
          *     `researchTtlDays` emits `org.research_ttl_updated` (resource Organization, data
          *     `{organizationId, previousTtlDays, ttlDays}`); setting the value it already has emits nothing.
@@ -535,6 +535,14 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
+         * @description The action to run on the contact, with the scope it needs:
+         *     `pause_sequence` (sequences.write), `resume_sequence` (sequences.write), `snooze_contact`
+         *     (contacts.write), `tag_contact` (contacts.write), `add_to_suppression` (suppression.write),
+         *     `handoff_to_ae` (contacts.write), `draft_reply` (drafts.write).
+         * @enum {string}
+         */
+        ActionDispatchName: "pause_sequence" | "resume_sequence" | "snooze_contact" | "tag_contact" | "add_to_suppression" | "handoff_to_ae" | "draft_reply";
+        /**
          * @description Priority of an action item.
          * @enum {string}
          */
@@ -611,6 +619,8 @@ export interface components {
         };
         /** @description An organization (tenant). */
         AdminOrganization: {
+            /** @description Actions of POST /actions advisory-locked for the organization (they open an advisory action item instead of executing); empty by default. */
+            advisoryActions: components["schemas"]["ActionDispatchName"][];
             /** Format: date-time */
             createdAt: string;
             /** @description The operator's override of the plan's monthly draft allowance; null when the plan's applies (GET /usage reports the allowance in effect). */
@@ -1036,6 +1046,11 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /**
+                     * @description Actions of POST /actions that are advisory-locked for the organization: instead of
+                     *     executing they open an advisory action item (replaces the stored list; `[]` unlocks all).
+                     */
+                    advisoryActions?: components["schemas"]["ActionDispatchName"][];
                     /** @description Overrides the plan's monthly draft allowance (null returns to the plan's). */
                     draftsPerMonth?: number | null;
                     flags?: {

@@ -10,9 +10,13 @@ export interface paths {
         /**
          * List action items
          * @description Lists the organization's action items (every owner's), newest first (`createdAt` DESC, `id` DESC),
-         *     cursor-paged like GET /drafts. Snoozed items are `pending` with a future `snoozedUntilAt`.
+         *     cursor-paged like GET /drafts. Snoozed items are `pending` with a future `snoozedUntilAt`; once
+         *     the snooze is up the service clears the snooze fields (within about a minute), so the item is
+         *     plainly `pending` again. The filters combine (all must hold); a `salesPersonId` that names no
+         *     person of the organization gives an empty page.
          *
-         *     Errors: 400 `validation-failed` for a bad `status`, `priority` or `limit`, 400 `invalid-cursor`.
+         *     Errors: 400 `validation-failed` for a bad `status`, `priority`, `salesPersonId` or `limit`, 400
+         *     `invalid-cursor`.
          */
         get: operations["listActionItems"];
         put?: never;
@@ -55,8 +59,12 @@ export interface paths {
             path: {
                 /** @description The action item id. */
                 id: string;
-                /** @description What to do with the item. */
-                verb: components["schemas"]["ActionItemVerb"];
+                /**
+                 * @description What to do with the item: one of `complete`, `reopen`, `dismiss`, `snooze` (ActionItemVerb).
+                 *     Declared as a plain string so that an unknown verb is a 400 `validation-failed` naming the
+                 *     accepted ones, not a 404.
+                 */
+                verb: string;
             };
             cookie?: never;
         };
@@ -65,22 +73,27 @@ export interface paths {
         /**
          * Complete, reopen, dismiss or snooze an action item
          * @description Applies a verb to an action item and returns the updated item. Every verb applies from any
-         *     status:
+         *     status, and leaves set only the fields of the state it puts the item in:
          *
          *     | verb | resulting item |
          *     |---|---|
-         *     | `complete` | `completed`, `completedAt` set |
+         *     | `complete` | `completed`, `completedAt` set; `dismissedAt`, `dismissReason` and the snooze fields cleared |
          *     | `reopen` | `pending`; `completedAt`, `dismissedAt`, `dismissReason`, `snoozedUntilAt`, `snoozedAt`, `snoozeReason` cleared |
-         *     | `dismiss` | `dismissed`, `dismissedAt` and `dismissReason` (the body's `reason`, else null) set |
-         *     | `snooze` | `pending`, `snoozedUntilAt` (`until`, or now + `days`, default 1 day), `snoozedAt` and `snoozeReason` set |
+         *     | `dismiss` | `dismissed`, `dismissedAt` and `dismissReason` (the body's `reason`, else null) set; `completedAt` and the snooze fields cleared |
+         *     | `snooze` | `pending`, `snoozedUntilAt` (`until`, or now + `days`, default 1 day), `snoozedAt` and `snoozeReason` (the body's `reason`, else null) set; `completedAt`, `dismissedAt`, `dismissReason` cleared |
          *
-         *     Repeating `complete` or `dismiss` on an item already in that state answers 200 and keeps the
-         *     original timestamp. Emits `action.resolved` when an item becomes `completed` or `dismissed`
-         *     (not on a repeat).
+         *     Repeating `complete` or `dismiss` on an item already in that state answers 200 and changes
+         *     nothing (the original timestamp and reason stay). Emits `action.resolved` (resource
+         *     `ActionItem`, data `{actionItemId, actionType, status, entityType, entityId, salesPersonId,
+         *     resolvedByUserId}`) when an item becomes `completed` or `dismissed`, not on a repeat; `reopen`
+         *     and `snooze` emit nothing. A snooze of an expired item makes it pending again; the service's
+         *     sweep (every minute) clears the snooze fields once `snoozedUntilAt` has passed, and moves a
+         *     pending item whose `expiresAt` has passed to `expired`.
          *
-         *     The optional body carries `reason` (dismiss, snooze) and `until` or `days` (snooze only); a field
-         *     the verb does not use, both `until` and `days`, or an `until` not in the future is refused with
-         *     400 `validation-failed`. An unknown verb is 400 `validation-failed`.
+         *     The optional body (absent, empty or `{}` are the same) carries `reason` (dismiss, snooze) and
+         *     `until` or `days` (snooze only); a field the verb does not use, both `until` and `days`, or an
+         *     `until` not in the future is refused with 400 `validation-failed`. An unknown verb is 400
+         *     `validation-failed`.
          *
          *     Errors: 403 `role-required` when the item is not owned by the key's sales person and that person
          *     is not a MANAGER, ADMIN or OWNER (a key attributed to no sales person owns nothing and is no
@@ -110,21 +123,54 @@ export interface paths {
          *
          *     | action | scope | effect | event when executed |
          *     |---|---|---|---|
-         *     | `pause_sequence` | sequences.write | pauses the contact's active sequence | `sequence.paused` |
-         *     | `resume_sequence` | sequences.write | resumes the paused sequence, regenerating the unsent steps for approval (nothing is sent) | `sequence.resumed` |
-         *     | `snooze_contact` | contacts.write | snoozes the contact for `days` days, pausing outreach | `contact.snoozed` |
-         *     | `tag_contact` | contacts.write | adds `tag` to the contact | `contact.tagged` |
-         *     | `add_to_suppression` | suppression.write | suppresses the contact's email (reason `MANUAL_BLOCK`) | `suppression.added` |
-         *     | `handoff_to_ae` | contacts.write | opens a sales-development-to-account-executive handoff package | `handoff.created` |
-         *     | `draft_reply` | drafts.write | drafts a grounded reply to the latest inbound message, queued for review | `draft.created` |
+         *     | `pause_sequence` | sequences.write | pauses the contact's in-flight sequences (DRAFTED, APPROVED, QUEUED, ACTIVE); their queued steps leave the send queue | `sequence.paused` (one per sequence) |
+         *     | `resume_sequence` | sequences.write | resumes the paused sequences, regenerating the unsent steps as REGENERATED drafts awaiting approval (nothing is sent or queued) | `sequence.resumed` (one per sequence) |
+         *     | `snooze_contact` | contacts.write | snoozes the contact until now + `days` days (replacing any earlier snooze); the dispatcher holds its steps until then | `contact.snoozed` |
+         *     | `tag_contact` | contacts.write | adds `tag` to the contact (tags compare case-insensitively; at most 100 tags); the tag `do-not-contact` also takes the contact's steps out of the send queue | `contact.tagged` |
+         *     | `add_to_suppression` | suppression.write | suppresses the contact's email (reason `MANUAL_BLOCK`, source `action`, the `reason` as notes) | `suppression.added` |
+         *     | `handoff_to_ae` | contacts.write | opens a sales-development-to-account-executive handoff package (below) and a `handoff` action item for the receiving person | `handoff.created` |
+         *     | `draft_reply` | drafts.write | drafts a grounded reply to the latest inbound message (below), queued for review | `draft.created` |
          *
-         *     Reversible, auto-capable actions execute (`outcome=executed`). An action that is advisory-locked
-         *     or flag-gated for the organization degrades to an advisory action item instead of doing nothing
-         *     (`outcome=advisory`, `actionItemId` set). When there is nothing to do the outcome is `noop`.
+         *     Reversible, auto-capable actions execute (`outcome=executed`). When there is nothing to do the
+         *     outcome is `noop` (and nothing degrades): no in-flight sequence to pause, no paused sequence to
+         *     resume, the tag already present, the address already suppressed (by any entry: own, plus-tag,
+         *     domain), no inbound message from a person to reply to, or a handoff of the contact whose action
+         *     item is still pending. Otherwise an action degrades to an advisory action item instead of doing
+         *     nothing (`outcome=advisory`, `actionItemId` set, `detail` says why), when:
+         *
+         *     - the operator lists it in the organization's `advisoryActions` (advisory-locked; any action);
+         *     - the organization's plan does not include outbound (the `free` plan): `resume_sequence` and
+         *       `draft_reply`, which write drafts;
+         *     - `draft_reply` only: the period's drafts allowance is used up.
+         *
+         *     The advisory item (actionType = the action name, `aiGenerated` true, priority `medium`, about the
+         *     contact, owned by the contact's owner or else the organization's OWNER, expiring after 14 days)
+         *     asks a person to do it by hand; the same request while that item is still pending answers the
+         *     same item. Nothing else changes and no event is emitted.
+         *
+         *     `handoff_to_ae`: the package holds the contact, its company with the company's research dossier,
+         *     the contact's research, the conversation (the contact's last 50 messages, both directions,
+         *     oldest first, each text at most 5,000 characters), the open deal the contact is the primary
+         *     contact of (when one exists) and the `reason`. It goes to the organization's longest-standing
+         *     MANAGER, else ADMIN, else its OWNER. `result` = `{handoffId, toUserId, dealId, actionItemId}`;
+         *     the event carries `{handoffId, contactId, dealId, toUserId}`.
+         *
+         *     `draft_reply`: replies to the contact's latest inbound message not recognised as automatic (an
+         *     out-of-office or a delivery report), using its stripped text. The draft (`DRAFT_GENERATED`,
+         *     outside any sequence, so it can be approved but never sent) is written by the language model
+         *     when one is configured, else (or when the model fails) by the deterministic fallback; its
+         *     citations quote the message (the source after the contact's research sources) and the contact's
+         *     stored research, and the guardrails check it as any draft. It counts against the drafts
+         *     allowance. `result` = `{draftId, messageId, provider, flagged}`. The model is asked outside any
+         *     database transaction.
+         *
+         *     Other `result` keys: pause `{pausedCount}`, resume `{resumedCount, sequenceIds}`, snooze
+         *     `{snoozedUntil, days}`, tag `{tag, stepsCancelled}`, suppression `{suppressionEntryId}`.
          *
          *     Checks run in this order, so 403 and 404 stay precise: the body (400 `validation-failed`), the
          *     action's scope (403 `insufficient-scope`, the detail names it), then the contact (404
-         *     `not-found` for an unknown, deleted, erased or foreign contact).
+         *     `not-found` for an unknown, deleted, erased or foreign contact). A `tag` that would be the
+         *     contact's 101st is 400 `validation-failed`.
          */
         post: operations["dispatchAction"];
         delete?: never;
@@ -1764,15 +1810,18 @@ export interface components {
              * @enum {string}
              */
             outcome: "executed" | "advisory" | "noop";
-            /** @description Action-specific facts of an executed action (for example `pausedCount`, `snoozedUntil`, `tag`, `handoffId`, `draftId`); an empty object when there are none. */
-            result: Record<string, never>;
+            /** @description Action-specific facts of an executed action (see POST /actions, for example `pausedCount`, `snoozedUntil`, `tag`, `handoffId`, `draftId`); an empty object for `advisory` and `noop`. */
+            result: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @description An item of the work queue. `status` follows the verbs of POST /action-items/{id}/{verb}:
          *     `complete` sets `completed` (and `completedAt`), `dismiss` sets `dismissed` (and `dismissedAt`,
          *     `dismissReason`), `snooze` keeps it `pending` with `snoozedUntilAt`, `snoozedAt`, `snoozeReason`,
          *     and `reopen` puts it back to `pending`, clearing `completedAt`, `dismissedAt`, `dismissReason` and
-         *     the snooze fields. `expired` is set by the service once `expiresAt` has passed on a pending item.
+         *     the snooze fields. `expired` is set by the service (a sweep every minute) once `expiresAt` has
+         *     passed on a pending item; when `snoozedUntilAt` has passed the same sweep clears the snooze fields.
          */
         ActionItem: {
             /**
@@ -3568,6 +3617,8 @@ export interface operations {
                 limit?: components["parameters"]["Limit"];
                 /** @description Only items of this priority. */
                 priority?: components["schemas"]["ActionItemPriority"];
+                /** @description Only items owned by this sales person. */
+                salesPersonId?: string;
                 /** @description Only items in this state. */
                 status?: components["schemas"]["ActionItemStatus"];
             };
@@ -3638,8 +3689,12 @@ export interface operations {
             path: {
                 /** @description The action item id. */
                 id: string;
-                /** @description What to do with the item. */
-                verb: components["schemas"]["ActionItemVerb"];
+                /**
+                 * @description What to do with the item: one of `complete`, `reopen`, `dismiss`, `snooze` (ActionItemVerb).
+                 *     Declared as a plain string so that an unknown verb is a 400 `validation-failed` naming the
+                 *     accepted ones, not a 404.
+                 */
+                verb: string;
             };
             cookie?: never;
         };

@@ -66,7 +66,7 @@ const listDrafts: Handler<'listDrafts'> = async ({ trx, auth, query }) => {
 
 interface Evidence {
   researchRunId?: string | null;
-  citations?: Array<{ text: string; sourceIndex: number; sourceUrl: string | null; sourceTitle: string | null; sourceDomain: string | null; sourceSnippet: string | null }>;
+  citations?: Array<{ text: string; sourceIndex: number; sourceUrl: string | null; sourceTitle: string | null; sourceDomain: string | null; sourceSnippet: string | null; sourceKind?: string | null }>;
 }
 
 const getDraft: Handler<'getDraft'> = async ({ trx, auth, params, query }) => {
@@ -79,11 +79,15 @@ const getDraft: Handler<'getDraft'> = async ({ trx, auth, params, query }) => {
   // A citation resolves while the contact's research is the run the draft cited.
   const ev = (row.evidence ?? {}) as Evidence;
   const resolved = typeof ev.researchRunId === 'string' && ev.researchRunId === row.research_run_id;
-  const citations = (Array.isArray(ev.citations) ? ev.citations : []).map((c) => ({
-    text: c.text, sourceIndex: c.sourceIndex, resolved,
-    sourceUrl: resolved ? c.sourceUrl : null, sourceTitle: resolved ? c.sourceTitle : null,
-    sourceDomain: resolved ? c.sourceDomain : null, sourceSnippet: resolved ? c.sourceSnippet : null,
-  }));
+  // A reply's citation of the message it answers does not depend on the research run.
+  const citations = (Array.isArray(ev.citations) ? ev.citations : []).map((c) => {
+    const ok = resolved || c.sourceKind === 'message';
+    return {
+      text: c.text, sourceIndex: c.sourceIndex, resolved: ok,
+      sourceUrl: ok ? c.sourceUrl : null, sourceTitle: ok ? c.sourceTitle : null,
+      sourceDomain: ok ? c.sourceDomain : null, sourceSnippet: ok ? c.sourceSnippet : null,
+    };
+  });
   const g = row.guardrail as { clean: boolean; attempts: number; repaired: string[]; advisories: string[]; flags?: Flag[] } | null;
   return {
     status: 200,

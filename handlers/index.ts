@@ -15,6 +15,8 @@ import { draftHandlers } from './drafts.js';
 import { usageHandlers } from './usage.js';
 import { leadHandlers } from './leads.js';
 import { messageHandlers } from './messages.js';
+import { actionItemHandlers } from './action-items.js';
+import { actionHandlers } from './actions.js';
 
 export const handlers: Handlers = {
   ...meHandlers,
@@ -31,4 +33,6 @@ export const handlers: Handlers = {
   ...usageHandlers,
   ...leadHandlers,
   ...messageHandlers,
+  ...actionItemHandlers,
+  ...actionHandlers,
 };

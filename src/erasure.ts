@@ -69,6 +69,19 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
   await trx.updateTable('drafts').set({ subject: '', body: '', evidence: null, guardrail: null, approval: null, updated_at: at } as never)
     .where('organization_id', '=', org).where('contact_id', '=', contactId).execute();
   await cancelQueued(trx, org, { contactId }, 'contact_removed');
+  // Action items about the person keep their kind, owner, state and times; what they say goes.
+  await trx.updateTable('action_items').set({
+    title: 'Action item about an erased contact', description: 'The contact was erased; what this item said about them was removed.',
+    details: null, dismiss_reason: null, snooze_reason: null, updated_at: at,
+  } as never).where('organization_id', '=', org).where('entity_type', '=', 'Contact').where('entity_id', '=', contactId).execute();
+  // A handoff package is the person's file: it goes whole. Another contact's package quoting the
+  // address (in a message, say) loses the address.
+  await trx.updateTable('handoffs').set({ package: JSON.stringify({ version: 1, erased: true }), reason: null } as never)
+    .where('organization_id', '=', org).where('contact_id', '=', contactId).execute();
+  await sql`
+    UPDATE handoffs SET package = regexp_replace(package::text, ${pattern}, ${'\\1[erased]\\2'}, 'gi')::jsonb
+    WHERE organization_id = ${org} AND contact_id <> ${contactId}
+      AND position(${address} in lower(package::text)) > 0 AND lower(package::text) ~ ${pattern}`.execute(trx);
   await trx.updateTable('send_records').set({ to_email: null, subject: null, text_body: null, html_body: null, headers: null })
     .where('organization_id', '=', org)
     .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(to_email)`, '=', address)]))

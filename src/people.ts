@@ -1,5 +1,6 @@
 // Who in an organization owns what: its OWNER (the fallback owner of anything unattributed) and
 // the sales person a contact's work goes to.
+import { sql } from 'kysely';
 import type { Tx } from '../db/database.js';
 
 /** The organization's first OWNER (every organization has one from creation). */
@@ -18,4 +19,11 @@ export async function assigneeFor(trx: Tx, organizationId: string, contactId: st
     if (c) return c.id;
   }
   return organizationOwnerId(trx, organizationId);
+}
+
+/** Who receives a handoff to an account executive: the longest-standing MANAGER, else ADMIN, else the OWNER. */
+export async function handoffReceiverId(trx: Tx, organizationId: string): Promise<string> {
+  const r = await trx.selectFrom('users').select('id').where('organization_id', '=', organizationId).where('role', 'in', ['MANAGER', 'ADMIN', 'OWNER'])
+    .orderBy(sql`CASE role WHEN 'MANAGER' THEN 0 WHEN 'ADMIN' THEN 1 ELSE 2 END`).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+  return r?.id ?? organizationOwnerId(trx, organizationId);
 }

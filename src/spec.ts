@@ -24,3 +24,7 @@ export const isEventType = (t: string): boolean => EVENT_TYPES.includes(t);
 /** The 17 scope names: the operator document's key-scope enum without its `*` wildcard. */
 const scopeSchema = (adminDoc.components?.schemas as Record<string, { enum: string[] }>).AdminApiKeyScope;
 export const ALL_SCOPES: readonly string[] = scopeSchema.enum.filter((s) => s !== '*');
+
+/** The scope each action of POST /actions needs: the operation's `x-action-scopes` map, read from the document. */
+const dispatchOp = (publicDoc.paths['/actions'] as Record<string, Record<string, unknown>>).post;
+export const ACTION_SCOPES: Readonly<Record<string, string>> = dispatchOp['x-action-scopes'] as Record<string, string>;

@@ -1,7 +1,7 @@
 // The operator API of HARNESS.md. Operator work spans organizations, so it runs with
 // row-level security in system mode; the organization is always named in the path.
 import { sql } from 'kysely';
-import type { AdminHandler, AdminHandlers } from '../../src/handler.js';
+import type { AdminHandler, AdminHandlers, adminOperations } from '../../src/handler.js';
 import { withSystem, type Tx } from '../../db/database.js';
 import { newId, iso, isoNN } from '../../src/ids.js';
 import { hashKey, newApiKey } from '../../src/http/auth.js';
@@ -16,9 +16,11 @@ import { sendingSettings } from '../../src/dispatch/settings.js';
 import { checkedSending, sendingHandlers } from './sending.js';
 import { leadAdminHandlers } from './leads.js';
 import { inboundMessageHandlers } from './inbound-messages.js';
+import { adminActionItemHandlers } from './action-items.js';
 
 type Plan = 'free' | 'starter' | 'growth';
 type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
+type ActionName = adminOperations['adminUpdateOrganization']['responses'][200]['content']['application/json']['advisoryActions'][number];
 
 async function ownerOf(trx: Tx, orgId: string) {
   return trx.selectFrom('users').select(['id', 'name', 'email', 'role']).where('organization_id', '=', orgId)
@@ -31,7 +33,7 @@ async function organizationBody(trx: Tx, orgId: string) {
   const owner = await ownerOf(trx, orgId);
   return {
     id: o.id, name: o.name, plan: o.plan as Plan, flags: { v1_2_api_send: o.flags.v1_2_api_send === true },
-    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, draftsPerMonth: o.drafts_per_month, sending: sendingSettings(o.sending), owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
+    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, draftsPerMonth: o.drafts_per_month, sending: sendingSettings(o.sending), advisoryActions: o.advisory_actions as ActionName[], owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
   };
 }
 
@@ -67,6 +69,7 @@ const adminUpdateOrganization: AdminHandler<'adminUpdateOrganization'> = async (
         data: { organizationId: params.orgId, previousTtlDays: before.research_ttl_days, ttlDays: body.researchTtlDays },
       });
     }
+    if (body.advisoryActions !== undefined) set.advisory_actions = body.advisoryActions;
     if (body.flags !== undefined) set.flags = sql`flags || ${JSON.stringify(body.flags)}::jsonb`;
     if (Object.keys(set).length > 0) {
       await trx.updateTable('organizations').set({ ...set, updated_at: sql`now_ms()` } as never).where('id', '=', params.orgId).execute();
@@ -185,7 +188,7 @@ export const adminHandlers: AdminHandlers = {
   adminCreateOrganization, adminUpdateOrganization, adminCreateUser, adminCreateApiKey, adminRevokeApiKey,
   adminCreateProduct, adminCreateSequenceTemplate, adminCreatePublicTemplate, adminUpdateList,
   adminCreateSuppressionDomain, adminGetQueue, ...sendingHandlers,
-  ...leadAdminHandlers, ...inboundMessageHandlers,
+  ...leadAdminHandlers, ...inboundMessageHandlers, ...adminActionItemHandlers,
 };
 
 export { ProblemError };

@@ -49,3 +49,22 @@ export function evidenceOf(research: DraftContext['research']) {
     ];
   };
 }
+
+/**
+ * A draft's stored evidence: the research run it cited and each citation with its source as it
+ * was then (GET /drafts/{id}?include=evidence shows them while that run is the contact's research;
+ * a citation of a `message` source, the message a reply answers, always).
+ */
+export function storedEvidence(research: DraftContext['research'], citations: StoredCitation[], extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    researchRunId: research?.runId || null,
+    citations: citations.map((c) => {
+      const s = research?.sources[c.sourceIndex - 1];
+      return {
+        text: c.text, sourceIndex: c.sourceIndex, sourceUrl: s?.url ?? null, sourceTitle: s?.title ?? null, sourceDomain: s?.domain || null,
+        sourceSnippet: c.snippet, sourceKind: s?.kind ?? null,
+      };
+    }),
+    ...extra,
+  });
+}

@@ -11,15 +11,14 @@ import type { Config } from '../config.js';
 import type { Services } from '../services.js';
 import { emitMany, type EmitInput } from '../events.js';
 import { newId } from '../ids.js';
-import { ModelError } from '../llm/client.js';
 import { suppressedAmong } from '../suppression-match.js';
 import { draftsRemaining, takeDrafts } from '../usage.js';
 import { storedDossier } from '../research/runs.js';
 import { assessContact, functionOf } from '../research/assess.js';
 import type { Fact, Source } from '../research/dossier.js';
-import type { DraftContext, TemplateStep, WrittenDraft } from './context.js';
+import { storedEvidence, type DraftContext, type TemplateStep, type WrittenDraft } from './context.js';
 import { writeFallback } from './fallback.js';
-import { writeWithModel } from './model-writer.js';
+import { writeOrFallBack, writeWithModel } from './model-writer.js';
 import { nameParts } from './merge.js';
 
 /**
@@ -106,21 +105,8 @@ function wanted(mode: GenerationMode, pass: string, live: Live | undefined): boo
 const knownWords = (...names: Array<string | null | undefined>) =>
   new Set(names.flatMap((n) => (n ?? '').toLowerCase().split(/[^\p{L}\p{N}'’-]+/u)).filter((w) => w.length > 1));
 
-async function write(deps: GenerationDeps, item: Item): Promise<WrittenDraft> {
-  const model = deps.services.model;
-  if (!model.enabled) return writeFallback(item.ctx);
-  try {
-    return await writeWithModel(item.ctx, model);
-  } catch (e) {
-    if (!(e instanceof ModelError)) throw e;
-    deps.log.warn({ kind: e.kind, attempts: e.attempts }, 'the model failed; the draft falls back to the template');
-    const fb = writeFallback(item.ctx);
-    return {
-      ...fb, attempts: e.attempts + 1, tokens: e.usage.totalTokens, costMillicents: e.usage.costCents * 1000,
-      advisories: [`model-unavailable: ${model.provider} failed (${e.kind}) after ${e.attempts} attempt(s); the fallback template was used`, ...fb.advisories],
-    };
-  }
-}
+const write = (deps: GenerationDeps, item: Item): Promise<WrittenDraft> =>
+  writeOrFallBack(deps.services.model, deps.log, (m) => writeWithModel(item.ctx, m), () => writeFallback(item.ctx));
 
 export async function generateDrafts(deps: GenerationDeps, org: string, req: GenerationRequest): Promise<{ written: number; failed: number }> {
   if (req.sequenceIds.length === 0) return { written: 0, failed: 0 };
@@ -210,13 +196,7 @@ async function commit(
       FROM unnest(${go.map((it) => it.seq)}::text[], ${go.map((it) => it.step.step)}::int[]) AS v(seq, step)
       WHERE d.organization_id = ${org} AND d.sequence_id = v.seq AND d.step = v.step AND d.superseded_at IS NULL AND d.sent_at IS NULL`.execute(trx);
     const ids = go.map(() => newId('drf'));
-    const evidence = go.map((it) => JSON.stringify({
-      researchRunId: it.ctx.research?.runId ?? null,
-      citations: it.written!.citations.map((c) => {
-        const s = it.ctx.research!.sources[c.sourceIndex - 1];
-        return { text: c.text, sourceIndex: c.sourceIndex, sourceUrl: s?.url ?? null, sourceTitle: s?.title ?? null, sourceDomain: s?.domain ?? null, sourceSnippet: c.snippet };
-      }),
-    }));
+    const evidence = go.map((it) => storedEvidence(it.ctx.research, it.written!.citations));
     const guardrail = go.map((it) => {
       const w = it.written!;
       return JSON.stringify({ clean: w.flags.length === 0 && w.advisories.length === 0, attempts: w.attempts, repaired: w.repaired, advisories: w.advisories, flags: w.flags });

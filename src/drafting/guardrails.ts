@@ -12,6 +12,8 @@ export interface Flag { sentence: string; claims: string[] }
 
 export interface GuardrailInput {
   step: number;
+  /** A reply keeps the "Re:" of the thread's subject. */
+  reply?: boolean;
   subject: string;
   body: string;
   /** The template's subject and body with merge fields filled: its sentences are the sender's own. */
@@ -60,7 +62,7 @@ export function checkDraft(input: GuardrailInput): GuardrailOutcome {
   let body = input.body.replace(/\r\n?/g, '\n').replace(/[ \t]+\n/g, '\n').replace(/\n{3,}/g, '\n\n').trim();
 
   // Subject.
-  if (input.step === 1 && REPLY_PREFIX.test(subject)) {
+  if (input.step === 1 && !input.reply && REPLY_PREFIX.test(subject)) {
     subject = subject.replace(REPLY_PREFIX, '').trim();
     repaired.push('reply-prefix: a first email is not a reply; "Re:"/"Fwd:" removed from the subject');
   }

@@ -4,7 +4,8 @@
 // guardrails then run; a draft with unsupported claims goes back to the model with the problems
 // named, a bounded number of times. A model that fails (after its own retries) makes the caller
 // fall back to the deterministic writer.
-import type { ModelClient } from '../llm/client.js';
+import type { Logger } from 'pino';
+import { ModelError, type ModelClient } from '../llm/client.js';
 import { collapse } from '../text.js';
 import { evidenceOf, type DraftContext, type StoredCitation, type WrittenDraft } from './context.js';
 import { rankFacts } from './fallback.js';
@@ -64,12 +65,12 @@ const fold = (s: string) => collapse(s).toLowerCase();
 const words = (s: string) => new Set(fold(s).split(/\W+/).filter((w) => w.length > 2));
 
 /** The text on the source a cited sentence rests on: the fact of that source sharing most words with it. */
-function snippetFor(ctx: DraftContext, sentence: string, sourceIndex: number): string {
-  const source = ctx.research!.sources[sourceIndex - 1];
+function snippetFor(research: NonNullable<DraftContext['research']>, sentence: string, sourceIndex: number): string {
+  const source = research.sources[sourceIndex - 1];
   const w = words(sentence);
   let best = source.snippet;
   let score = [...words(best)].filter((x) => w.has(x)).length;
-  for (const f of ctx.research!.facts.filter((x) => x.sourceIndex === sourceIndex)) {
+  for (const f of research.facts.filter((x) => x.sourceIndex === sourceIndex)) {
     const s = [...words(f.source.snippet)].filter((x) => w.has(x)).length;
     if (s > score) { best = f.source.snippet; score = s; }
   }
@@ -83,18 +84,36 @@ function problems(flags: Flag[], dropped: string[]): string {
   ].join('\n');
 }
 
-export async function writeWithModel(ctx: DraftContext, model: ModelClient): Promise<WrittenDraft> {
-  const subjectT = fillMergeFields(ctx.step.subject, ctx.merge, SUBJECT_FALLBACKS);
-  const bodyT = fillMergeFields(ctx.step.body, ctx.merge);
-  const template = { subject: subjectT.text, body: bodyT.text };
-  const user = prompt(ctx, template);
+/** One model-written draft: what the model is asked, and what its answer is checked against. */
+export interface ModelDraftRequest {
+  system: string;
+  user: string;
+  schemaName: string;
+  /** The step the guardrails judge (a first email loses a "Re:"); a reply keeps its subject's. */
+  step: number;
+  reply?: boolean;
+  /** The sender's own text: its sentences are never flagged; its subject replaces the model's when `fixedSubject`. */
+  template: { subject: string; body: string };
+  fixedSubject?: boolean;
+  /** The numbered sources the model may cite. */
+  research: DraftContext['research'];
+  known: ReadonlySet<string>;
+}
+
+/**
+ * Asks the model for a draft, keeps the citations that quote the body and name a source, runs the
+ * guardrails, and sends a draft with unsupported claims back with the problems named, at most
+ * MAX_REPAIRS times. Throws ModelError when the model fails.
+ */
+export async function draftWithModel(req: ModelDraftRequest, model: ModelClient): Promise<WrittenDraft> {
+  const { research } = req;
   let tokens = 0;
   let costCents = 0;
   let attempts = 0;
   let followUp = '';
   for (let round = 0; ; round += 1) {
     const r = await model.complete<Answer>({
-      system: SYSTEM, user: followUp ? `${user}\n\n${followUp}` : user, schemaName: 'sales_email_draft', schema: DRAFT_SCHEMA as unknown as Record<string, unknown>,
+      system: req.system, user: followUp ? `${req.user}\n\n${followUp}` : req.user, schemaName: req.schemaName, schema: DRAFT_SCHEMA as unknown as Record<string, unknown>,
     });
     tokens += r.usage.totalTokens;
     costCents += r.usage.costCents;
@@ -103,22 +122,22 @@ export async function writeWithModel(ctx: DraftContext, model: ModelClient): Pro
     const dropped: string[] = [];
     const citations: StoredCitation[] = [];
     for (const c of r.value.citations) {
-      if (!ctx.research || c.sourceIndex < 1 || c.sourceIndex > ctx.research.sources.length) {
+      if (!research || c.sourceIndex < 1 || c.sourceIndex > research.sources.length) {
         dropped.push(`citation-dropped: "${c.sentence}" cites source ${c.sourceIndex}, which does not exist`);
       } else if (!fold(body).includes(fold(c.sentence))) {
         dropped.push(`citation-dropped: "${c.sentence}" is not a sentence of the body`);
       } else {
-        citations.push({ text: collapse(c.sentence), sourceIndex: c.sourceIndex, snippet: snippetFor(ctx, c.sentence, c.sourceIndex) });
+        citations.push({ text: collapse(c.sentence), sourceIndex: c.sourceIndex, snippet: snippetFor(research, c.sentence, c.sourceIndex) });
       }
     }
     const checked = checkDraft({
-      step: ctx.step.step, subject: r.value.subject, body, templateSubject: template.subject, templateBody: template.body,
-      citations, evidence: evidenceOf(ctx.research), known: ctx.known,
+      step: req.step, reply: req.reply, subject: req.fixedSubject ? req.template.subject : r.value.subject, body,
+      templateSubject: req.template.subject, templateBody: req.template.body, citations, evidence: evidenceOf(research), known: req.known,
     });
     if (checked.flags.length === 0 || round >= MAX_REPAIRS) {
       return {
         subject: checked.subject, body: checked.body, citations, provider: r.model, attempts,
-        repaired: [...subjectT.repaired, ...bodyT.repaired, ...checked.repaired,
+        repaired: [...checked.repaired,
           ...(round > 0 && checked.flags.length === 0 ? [`unsupported-claim: removed by the model in ${round} rewrite(s)`] : [])],
         advisories: [...dropped, ...checked.advisories,
           ...(checked.flags.length > 0 && round > 0 ? [`unsupported-claim: still present after ${round} rewrite(s) by the model`] : [])],
@@ -126,5 +145,38 @@ export async function writeWithModel(ctx: DraftContext, model: ModelClient): Pro
       };
     }
     followUp = `Your previous answer was:\n${JSON.stringify(r.value)}\nIt has these problems; answer again with all of them fixed:\n${problems(checked.flags, dropped)}`;
+  }
+}
+
+export async function writeWithModel(ctx: DraftContext, model: ModelClient): Promise<WrittenDraft> {
+  const subjectT = fillMergeFields(ctx.step.subject, ctx.merge, SUBJECT_FALLBACKS);
+  const bodyT = fillMergeFields(ctx.step.body, ctx.merge);
+  const template = { subject: subjectT.text, body: bodyT.text };
+  const w = await draftWithModel({
+    system: SYSTEM, user: prompt(ctx, template), schemaName: 'sales_email_draft', step: ctx.step.step, template,
+    research: ctx.research, known: ctx.known,
+  }, model);
+  return { ...w, repaired: [...subjectT.repaired, ...bodyT.repaired, ...w.repaired] };
+}
+
+/**
+ * The model's draft, or the deterministic one when no model is configured or the model fails
+ * (after its own retries); a fallback after a failure says so in its advisories and keeps the
+ * tokens the failed calls used.
+ */
+export async function writeOrFallBack(
+  model: ModelClient, log: Logger, viaModel: (m: ModelClient) => Promise<WrittenDraft>, fallback: () => WrittenDraft,
+): Promise<WrittenDraft> {
+  if (!model.enabled) return fallback();
+  try {
+    return await viaModel(model);
+  } catch (e) {
+    if (!(e instanceof ModelError)) throw e;
+    log.warn({ kind: e.kind, attempts: e.attempts }, 'the model failed; the draft falls back to the template');
+    const fb = fallback();
+    return {
+      ...fb, attempts: e.attempts + 1, tokens: e.usage.totalTokens, costMillicents: e.usage.costCents * 1000,
+      advisories: [`model-unavailable: ${model.provider} failed (${e.kind}) after ${e.attempts} attempt(s); the fallback template was used`, ...fb.advisories],
+    };
   }
 }

@@ -11,6 +11,7 @@ import { sendStepTask } from './send_step.js';
 import { sweepSends } from './sweep_sends.js';
 import { sweepLeads } from './sweep_leads.js';
 import { classifyReplyTask } from './classify_reply.js';
+import { sweepActionItems } from './sweep_action_items.js';
 
 export function buildTaskList(deps: TaskDeps): TaskList {
   return {
@@ -24,16 +25,19 @@ export function buildTaskList(deps: TaskDeps): TaskList {
     sweep_sends: sweepSends(deps),
     sweep_leads: sweepLeads(deps),
     classify_reply: classifyReplyTask(deps),
+    sweep_action_items: sweepActionItems(deps),
   };
 }
 
 // Sweeps: idempotency keys older than 48 hours (kept at least 24) are purged hourly; the deal
 // sweep (overdue next steps, slipped deals) runs every 15 minutes; steps whose send was never
 // recorded are marked possibly sent every minute. The inbound lead sweep (qualification, conversion
-// of qualified leads at least 15 minutes old) runs every 5 minutes.
+// of qualified leads at least 15 minutes old) runs every 5 minutes; action items (expiry, snoozes
+// that are up, out-of-office returns) are swept every minute.
 export const CRONTAB = `
 15 * * * * purge_idempotency_keys ?max=1
 */15 * * * * sweep_deals ?max=1
 * * * * * sweep_sends ?max=1
 */5 * * * * sweep_leads ?max=1
+* * * * * sweep_action_items ?max=1
 `;

@@ -4,11 +4,15 @@
 //   deal.slipped            once the closeDate is more than 7 days past.
 // Each fires once per (deal, closeDate value): deal_sweep_marks records what was emitted, so
 // moving the close date re-arms both. Marks are inserted with ON CONFLICT DO NOTHING RETURNING,
-// so two overlapping sweeps never emit the same event twice.
+// so two overlapping sweeps never emit the same event twice. An overdue next step also opens an
+// action item for the deal's owner in the same transaction (one per deal and closeDate).
 import { sql } from 'kysely';
 import type { Task } from 'graphile-worker';
-import { withSystem } from '../../db/database.js';
+import { withSystem, type Tx } from '../../db/database.js';
 import { emit } from '../events.js';
+import { openActionItem } from '../action-items.js';
+import { expectedImpactCents } from '../open-deal.js';
+import { assigneeFor } from '../people.js';
 import type { TaskDeps } from './context.js';
 
 /** Event type and the number of whole days past the close date after which it fires. */
@@ -19,7 +23,21 @@ export const SWEEP_RULES = [
 
 const BATCH = 500;
 
-interface Due { organization_id: string; deal_id: string; deal_name: string; kind: string; close_date: string; days_overdue: number }
+interface Due {
+  organization_id: string; deal_id: string; deal_name: string; kind: string; close_date: string; days_overdue: number;
+  value_cents: number | null; probability: number | null; primary_contact_id: string | null; owner_id: string | null;
+}
+
+/** The work the overdue next step asks for: the deal's owner (else whoever works its contact) moves it on. */
+async function openOverdueItem(trx: Tx, r: Due): Promise<void> {
+  await openActionItem(trx, r.organization_id, {
+    actionType: 'deal_next_step_overdue', title: `Next step overdue: ${r.deal_name}`,
+    description: `The close date ${r.close_date} has passed and the deal is still open: agree the next step, or move the close date or the stage.`,
+    priority: 'high', salesPersonId: r.owner_id ?? await assigneeFor(trx, r.organization_id, r.primary_contact_id), aiGenerated: true,
+    entityType: 'Deal', entityId: r.deal_id, expectedImpactCents: expectedImpactCents(r.value_cents, r.probability),
+    sourceKey: `deal-overdue:${r.deal_id}:${r.close_date}`, details: { dealId: r.deal_id, closeDate: r.close_date },
+  });
+}
 
 /** Marks and emits one batch in one transaction; returns how many events it emitted. */
 async function sweepBatch(deps: TaskDeps): Promise<number> {
@@ -29,10 +47,11 @@ async function sweepBatch(deps: TaskDeps): Promise<number> {
       WITH today AS (SELECT (now() AT TIME ZONE 'UTC')::date AS d),
       due AS (
         SELECT d.organization_id, d.id AS deal_id, d.name AS deal_name, r.kind, d.close_date,
-               (today.d - d.close_date) AS days_overdue
+               (today.d - d.close_date) AS days_overdue, d.value_cents, d.probability, d.primary_contact_id, u.id AS owner_id
         FROM today, deals d
         CROSS JOIN (VALUES ${rules}) AS r(kind, after_days)
         LEFT JOIN deal_stages s ON s.organization_id = d.organization_id AND s.id = d.stage_id
+        LEFT JOIN users u ON u.organization_id = d.organization_id AND u.id = d.owner_sales_person_id
         WHERE d.close_date IS NOT NULL AND d.actual_close_date IS NULL
           AND d.close_date < today.d - r.after_days
           AND s.is_terminal IS NOT TRUE
@@ -55,6 +74,7 @@ async function sweepBatch(deps: TaskDeps): Promise<number> {
         resource: { type: 'Deal', id: r.deal_id },
         data: { dealId: r.deal_id, dealName: r.deal_name, closeDate: r.close_date, daysOverdue: Number(r.days_overdue) },
       });
+      if (r.kind === 'deal.next_step_overdue') await openOverdueItem(trx, r);
     }
     return rows.length;
   });

@@ -1,0 +1,25 @@
+// Operator rows of the action-item work queue: an item created by hand, through the one insert
+// every signal uses (openActionItem), as the operator's (aiGenerated false, no event).
+import type { AdminHandler, AdminHandlers } from '../../src/handler.js';
+import { withSystem } from '../../db/database.js';
+import { invalid, notFound } from '../../src/http/problems.js';
+import { openActionItem } from '../../src/action-items.js';
+
+const adminCreateActionItem: AdminHandler<'adminCreateActionItem'> = async ({ db, params, body }) => {
+  if (body.expiresAt !== undefined && !(Date.parse(body.expiresAt) > Date.now())) throw invalid('expiresAt must be in the future.', 'body.expiresAt');
+  return withSystem(db, async (trx) => {
+    const org = await trx.selectFrom('organizations').select('id').where('id', '=', params.orgId).executeTakeFirst();
+    if (!org) throw notFound('organization');
+    const person = await trx.selectFrom('users').select('id').where('organization_id', '=', params.orgId).where('id', '=', body.salesPersonId).executeTakeFirst();
+    if (!person) throw notFound('sales person');
+    const id = await openActionItem(trx, params.orgId, {
+      actionType: body.actionType, title: body.title, description: body.description ?? null, priority: body.priority,
+      salesPersonId: person.id, aiGenerated: false, entityType: body.entityType ?? null, entityId: body.entityId ?? null,
+      expectedImpactCents: body.expectedImpactCents ?? null, expiresAt: body.expiresAt ?? null,
+    });
+    // Without a sourceKey the insert always opens an item.
+    return { status: 201 as const, body: { id: id! } };
+  });
+};
+
+export const adminActionItemHandlers: AdminHandlers = { adminCreateActionItem };
