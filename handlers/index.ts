@@ -13,6 +13,7 @@ import { dealHandlers } from './deals.js';
 import { sequenceHandlers } from './sequences.js';
 import { draftHandlers } from './drafts.js';
 import { usageHandlers } from './usage.js';
+import { analyticsHandlers } from './analytics.js';
 
 export const handlers: Handlers = {
   ...meHandlers,
@@ -27,4 +28,5 @@ export const handlers: Handlers = {
   ...sequenceHandlers,
   ...draftHandlers,
   ...usageHandlers,
+  ...analyticsHandlers,
 };
