@@ -13,14 +13,14 @@ export function pct(num: number, den: number): number | null {
   return den === 0 ? null : round1((100 * num) / den);
 }
 
-/** Wilson score interval of x successes in n trials (n > 0), as proportions. */
+/** Wilson score interval of x successes in n trials (n > 0), as proportions; exactly 0 at x = 0 and 1 at x = n. */
 export function wilson(x: number, n: number, z = Z95): { low: number; high: number } {
   const p = x / n;
   const z2 = z * z;
   const centre = p + z2 / (2 * n);
   const spread = z * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
   const denom = 1 + z2 / n;
-  return { low: (centre - spread) / denom, high: (centre + spread) / denom };
+  return { low: x === 0 ? 0 : (centre - spread) / denom, high: x === n ? 1 : (centre + spread) / denom };
 }
 
 /**
