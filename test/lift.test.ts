@@ -262,7 +262,7 @@ describe('the AI email holdout', () => {
     expect((await s.api.POST('/drafts/{id}/send', { params: { path: { id: held.id } } })).data).toMatchObject({ queued: true });
     await settle(svc);
     const out = (await svc.admin.GET('/outbox', { params: { query: { organizationId: s.org.id } } })).data!.data;
-    const mine = out.filter((m) => m.to.toLowerCase().includes(control.email.toLowerCase()));
+    const mine = out.filter((m) => (m.to ?? '').toLowerCase().includes(control.email.toLowerCase()));
     expect(mine).toHaveLength(1);
     expect(mine[0].text).toContain('We help revenue teams book more qualified meetings');
     expect(mine[0].text).not.toContain(MODEL_SENTENCE);
