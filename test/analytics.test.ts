@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { raw, startService, type PublicClient, type TestService } from './support/harness.js';
-import { system, uid } from './crm-support.js';
+import { planOf, system, uid } from './crm-support.js';
+import { funnelQuery } from '../src/analytics/funnel.js';
 import { createApp } from '../src/app.js';
 import { handlers } from '../handlers/index.js';
 
@@ -318,6 +319,19 @@ describe('GET /analytics/funnel body', () => {
     expect(r.body.attribution.dealsCreatedAllSources_count).toBe(5001);
     expect(r.body.truncation.dealScanTruncated).toBe(true);
     expect(r.body.totals).toMatchObject({ dealsAttributed_count: 0, openValue_cents: 0, sequencesStarted_count: 1, sequencesSent_count: 1 });
+  });
+});
+
+describe('GET /analytics/funnel statement', () => {
+  it('can read every table through an index that leads with the organization (no sequential scan needed)', async () => {
+    const { org } = await analyticsOrg();
+    const q = funnelQuery(org.id, '2025-01-01', '2025-12-31');
+    const literal = (v: unknown): string => (Array.isArray(v) ? `ARRAY[${v.map(literal).join(', ')}]` : `'${String(v)}'`);
+    const plan = await planOf(svc, org.id, q.text.replace(/\$(\d+)/g, (_, i: string) => literal(q.values[Number(i) - 1])));
+    expect(plan).not.toMatch(/Seq Scan/);
+    for (const index of ['contact_sequences_', 'send_records_sequence_idx', 'messages_sequence_replies_idx', 'deals_page_idx', 'deal_contacts_pkey', 'deal_activities_']) {
+      expect(plan).toContain(index);
+    }
   });
 });
 

@@ -28,9 +28,11 @@ CREATE TABLE experiment_assignments (
 );
 CREATE INDEX experiment_assignments_time_idx ON experiment_assignments (organization_id, experiment, assigned_at);
 
--- Funnel: a cohort sequence's sends and its human replies; a deal's candidate sequences are found
--- through contact_sequences_contact_page_idx (0008), its meetings through deal_activities_deal_idx.
-CREATE INDEX send_records_sequence_idx ON send_records (organization_id, sequence_id, sent_at) WHERE sequence_id IS NOT NULL;
+-- Funnel: a cohort sequence's sends (the ledger statuses that count: COUNTED of
+-- src/dispatch/send.ts) and its human replies; a deal's candidate sequences are found through
+-- contact_sequences_contact_page_idx (0008), its meetings through deal_activities_deal_idx.
+CREATE INDEX send_records_sequence_idx ON send_records (organization_id, sequence_id, sent_at)
+  WHERE sequence_id IS NOT NULL AND status IN ('sending', 'sent', 'possibly_sent', 'bounced');
 CREATE INDEX messages_sequence_replies_idx ON messages (organization_id, sequence_id, intent)
   WHERE direction = 'INBOUND' AND sequence_id IS NOT NULL AND NOT automatic;
 

@@ -39,14 +39,18 @@ export function checkWindow(from: string, to: string): number {
  * to (dates, UTC, inclusive). Exported so the bench runs the very same SQL bare.
  */
 export function funnelQuery(organizationId: string, from: string, to: string): { text: string; values: unknown[] } {
+  // The window's instants as expressions of the parameters (not a CTE), so the planner sees them.
+  const t0 = `(($2::date)::timestamp AT TIME ZONE 'UTC')`;
+  const t1 = `(($3::date + 1)::timestamp AT TIME ZONE 'UTC')`;
+  // The ledger's counted statuses as literals, so the partial index send_records_sequence_idx
+  // (0015_analytics.sql, the same list) is provably usable in any plan.
+  const counted = COUNTED.map((st) => `'${st}'`).join(', ');
   const text = `
-WITH bounds AS (
-  SELECT ($2::date)::timestamp AT TIME ZONE 'UTC' AS t0, ($3::date + 1)::timestamp AT TIME ZONE 'UTC' AS t1
-), scanned AS (
+WITH scanned AS (
   SELECT d.id, d.created_at, d.primary_contact_id, d.value_cents, st.category
-  FROM bounds b
-  JOIN deals d ON d.organization_id = $1 AND d.created_at >= b.t0 AND d.created_at < b.t1
+  FROM deals d
   LEFT JOIN deal_stages st ON st.organization_id = d.organization_id AND st.id = d.stage_id
+  WHERE d.organization_id = $1 AND d.created_at >= ${t0} AND d.created_at < ${t1}
   ORDER BY d.created_at, d.id
   LIMIT ${DEAL_SCAN_LIMIT}
 ), credit AS (
@@ -62,7 +66,7 @@ WITH bounds AS (
   WHERE EXISTS (
     SELECT 1 FROM send_records sr
     WHERE sr.organization_id = $1 AND sr.sequence_id = cs.id AND sr.sequence_id IS NOT NULL
-      AND sr.status = ANY($4::text[]) AND sr.sent_at <= s.created_at)
+      AND sr.status IN (${counted}) AND sr.sent_at <= s.created_at)
   ORDER BY s.id, cs.created_at DESC, cs.id
 ), deal_sums AS (
   SELECT c.sequence_id,
@@ -74,22 +78,28 @@ WITH bounds AS (
       SELECT 1 FROM deal_activities da WHERE da.organization_id = $1 AND da.deal_id = c.deal_id AND da.kind = 'meeting')) AS meeting
   FROM credit c
   GROUP BY c.sequence_id
-), cohort AS (
-  SELECT cs.id, cs.product_id, coalesce(cs.list_id, c.list_id) AS list_id,
-    EXISTS (
+), sent AS (
+  -- The cohort's sequences with a counted send: a semi-join, so the planner may hash the
+  -- organization's sends (a long window) or probe the partial index per sequence (a short one).
+  SELECT cs.id FROM contact_sequences cs
+  WHERE cs.organization_id = $1 AND cs.created_at >= ${t0} AND cs.created_at < ${t1}
+    AND EXISTS (
       SELECT 1 FROM send_records sr
-      WHERE sr.organization_id = $1 AND sr.sequence_id = cs.id AND sr.sequence_id IS NOT NULL AND sr.status = ANY($4::text[])) AS sent,
+      WHERE sr.organization_id = $1 AND sr.sequence_id = cs.id AND sr.sequence_id IS NOT NULL AND sr.status IN (${counted}))
+), cohort AS (
+  SELECT cs.id, cs.product_id, coalesce(cs.list_id, c.list_id) AS list_id, sent.id IS NOT NULL AS sent,
     EXISTS (
       SELECT 1 FROM messages m
       WHERE m.organization_id = $1 AND m.sequence_id = cs.id AND m.sequence_id IS NOT NULL AND m.direction = 'INBOUND' AND NOT m.automatic
-        AND (m.intent IS NULL OR m.intent <> ALL($5::text[]))) AS replied,
+        AND (m.intent IS NULL OR m.intent <> ALL($4::text[]))) AS replied,
     EXISTS (
       SELECT 1 FROM messages m
       WHERE m.organization_id = $1 AND m.sequence_id = cs.id AND m.sequence_id IS NOT NULL AND m.direction = 'INBOUND' AND NOT m.automatic
         AND m.intent = 'meeting_request') AS meeting_reply
-  FROM bounds b
-  JOIN contact_sequences cs ON cs.organization_id = $1 AND cs.created_at >= b.t0 AND cs.created_at < b.t1
+  FROM contact_sequences cs
   LEFT JOIN contacts c ON c.organization_id = cs.organization_id AND c.id = cs.contact_id
+  LEFT JOIN sent ON sent.id = cs.id
+  WHERE cs.organization_id = $1 AND cs.created_at >= ${t0} AND cs.created_at < ${t1}
 ), grouped AS (
   SELECT GROUPING(co.product_id) AS by_product, GROUPING(co.list_id) AS by_list, co.product_id, co.list_id,
     count(*)::int AS started,
@@ -106,11 +116,11 @@ WITH bounds AS (
 )
 SELECT g.by_product, g.by_list, g.product_id, g.list_id, p.name AS product_name, l.name AS list_name,
   g.started, g.sent, g.replied, g.meeting, g.deals, g.won, g.won_cents, g.open_cents,
-  (SELECT count(*)::int FROM bounds b JOIN deals d ON d.organization_id = $1 AND d.created_at >= b.t0 AND d.created_at < b.t1) AS all_deals
+  (SELECT count(*)::int FROM deals d WHERE d.organization_id = $1 AND d.created_at >= ${t0} AND d.created_at < ${t1}) AS all_deals
 FROM grouped g
 LEFT JOIN products p ON g.by_product = 0 AND p.organization_id = $1 AND p.id = g.product_id
 LEFT JOIN contact_lists l ON g.by_list = 0 AND l.organization_id = $1 AND l.id = g.list_id AND l.deleted_at IS NULL`;
-  return { text, values: [organizationId, from, to, COUNTED, NOT_REPLY_INTENTS] };
+  return { text, values: [organizationId, from, to, NOT_REPLY_INTENTS] };
 }
 
 interface FunnelRow {
