@@ -12,6 +12,7 @@ export interface OrganizationsTable {
   flags: ColumnType<{ v1_2_api_send: boolean }, string | undefined, string>;
   research_budget: Generated<number>; research_ttl_days: Generated<number>; drafts_per_month: number | null; sending: Generated<Record<string, unknown>>; created_at: Generated<Date>; updated_at: Generated<Date>;
   advisory_actions: Generated<string[]>;
+  experiments: Generated<Record<string, unknown>>;
 }
 export interface UsersTable {
   organization_id: string; id: string; name: string; email: string; role: string; created_at: Generated<Date>;
@@ -188,6 +189,11 @@ export interface HandoffsTable {
   reason: string | null; package: Json<Record<string, unknown>>; created_at: Generated<Date>;
 }
 
+export interface AnalyticsCacheTable { organization_id: string; cache_key: string; body: string; computed_at: Generated<Date> }
+export interface ExperimentAssignmentsTable {
+  organization_id: string; experiment: string; unit_id: string; arm: string; assigned_at: Generated<Date>;
+}
+
 export interface Database {
   organizations: OrganizationsTable;
   users: UsersTable;
@@ -230,4 +236,6 @@ export interface Database {
   inbound_leads: InboundLeadsTable;
   action_items: ActionItemsTable;
   handoffs: HandoffsTable;
+  analytics_cache: AnalyticsCacheTable;
+  experiment_assignments: ExperimentAssignmentsTable;
 }

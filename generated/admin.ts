@@ -64,7 +64,7 @@ export interface paths {
         /**
          * Update an organization's plan, flags or research settings
          * @description Changes any of `plan`, `flags.v1_2_api_send`, `researchBudget`, `researchTtlDays`,
-         *     `draftsPerMonth`, `sending` and `advisoryActions` (at least one; `sending` fields replace the stored ones, a time
+         *     `draftsPerMonth`, `sending`, `advisoryActions` and `experiments` (at least one; `experiments` entries replace the stored ones; `sending` fields replace the stored ones, a time
          *     zone must be a known IANA zone and `from` before `to`); fields left out are unchanged. Takes effect on the next public API request. A change of
          *     `researchTtlDays` emits `org.research_ttl_updated` (resource Organization, data
          *     `{organizationId, previousTtlDays, ttlDays}`); setting the value it already has emits nothing.
@@ -577,6 +577,35 @@ export interface components {
         AdminCreatedId: {
             id: string;
         };
+        /**
+         * @description Holdout experiments of the organization (GET /api/v1/analytics/lift reports them). Opt-in: an
+         *     experiment whose `holdoutPercent` is 0 (the default) does not run: nobody is held out and
+         *     nothing is recorded. In a PATCH, each experiment sent replaces the stored one; the organization
+         *     shows both, defaults filled in.
+         */
+        AdminExperimentSettings: {
+            /**
+             * @description AI action items versus none, per deal, assigned when an AI action item about the deal would
+             *     first open. A held-out deal gets no AI-generated action items.
+             */
+            ai_actions?: components["schemas"]["AdminHoldout"];
+            /**
+             * @description AI-written email versus the plain template, per account (company), assigned when a draft is
+             *     first written for one of its contacts. A held-out account's sequences still run; their drafts
+             *     are written from the template with no model.
+             */
+            ai_email_lift?: components["schemas"]["AdminHoldout"];
+        };
+        /** @description One holdout experiment's setting. */
+        AdminHoldout: {
+            /**
+             * @description Share of newly exposed units held out (control arm), in percent; 0 turns the experiment off.
+             *     At most 50: an even split gives the comparison its most power, and a larger holdout would
+             *     only withhold AI from more units. Units already assigned keep their arm when the share
+             *     changes; while it is 0 nobody is held out (recorded arms are kept and still reported).
+             */
+            holdoutPercent: number;
+        };
         /** @description A lead form just created. */
         AdminLeadForm: {
             /**
@@ -625,6 +654,7 @@ export interface components {
             createdAt: string;
             /** @description The operator's override of the plan's monthly draft allowance; null when the plan's applies (GET /usage reports the allowance in effect). */
             draftsPerMonth: number | null;
+            experiments: components["schemas"]["AdminExperimentSettings"];
             /** @description Feature flags that change public API behaviour. */
             flags: {
                 /** @description When false (the default), POST /drafts/{id}/send of the public API answers 404. */
@@ -1053,6 +1083,7 @@ export interface operations {
                     advisoryActions?: components["schemas"]["ActionDispatchName"][];
                     /** @description Overrides the plan's monthly draft allowance (null returns to the plan's). */
                     draftsPerMonth?: number | null;
+                    experiments?: components["schemas"]["AdminExperimentSettings"];
                     flags?: {
                         /** @description Turns POST /drafts/{id}/send of the public API on (true) or off (false, answering 404). */
                         v1_2_api_send?: boolean;

@@ -196,14 +196,35 @@ export interface paths {
          *
          *     The response is aggregate only (no per-person rows): `totals`, one row per product
          *     (`byProduct`) and per list (`byList`), each a FunnelBucket, rows ordered by
-         *     `sequencesStarted_count` DESC then `key` ASC. Attribution is at sequence grain with a single
-         *     attribution per deal, so `totals.dealsAttributed_count` is always at most
-         *     `attribution.dealsCreatedAllSources_count` (every deal created in the window, whatever its
-         *     source). At most 5,000 deals are read; `truncation.dealScanTruncated` true means that limit was
-         *     hit and the attributed numbers are floors.
+         *     `sequencesStarted_count` DESC then `key` ASC (the null key last).
          *
-         *     The result is memoized for 5 minutes per (organization, from, to); `X-Service-Cache` says
-         *     whether this answer came from that cache.
+         *     **Cohort.** The funnel follows the sequences started (created: enrolled by POST /sequences or a
+         *     list generation) in the window, whenever their later stages happened:
+         *     - *sent*: at least one of its emails was handed to a mail server (send record `sent`,
+         *       `possibly_sent`, `bounced`, or `sending` while in flight);
+         *     - *replied*: at least one inbound message threaded to the sequence that is not automatic mail
+         *       and not classified `out_of_office`, `bounce` or `complaint` (an unsubscribe request written by
+         *       a person is a reply);
+         *     - *meeting*: a human reply threaded to the sequence classified `meeting_request`, or an activity
+         *       of kind `meeting` logged on a deal credited to the sequence.
+         *
+         *     **Attribution.** Deals are the one stage bounded by the window: a deal counts when it was created
+         *     in the window and is credited to a cohort sequence. Each deal is credited to at most one
+         *     sequence: among the sequences of its contacts (its primary contact and every contact linked to
+         *     it) that started at most 90 days before the deal was created and had sent an email before that
+         *     instant, the one started last (equal starts: the smaller sequence id). So
+         *     `totals.dealsAttributed_count` is always at most `attribution.dealsCreatedAllSources_count`
+         *     (every deal created in the window, whatever its source). Won and open values are the deals'
+         *     current `valueCents` (null counts as 0) by their stage's category now; lost deals count in
+         *     neither. At most 5,000 deals are read (the window's oldest first); `truncation.dealScanTruncated`
+         *     true means the window holds more, and the attributed numbers (deals, won, values, meetings from
+         *     deal activities) are then floors.
+         *
+         *     A rate is null when its denominator is 0. `ratesTrusted` is true when the bucket has at least 10
+         *     sequences that replied and at least 10 sent sequences that did not.
+         *
+         *     The result is memoized for 5 minutes per (organization, from, to), shared by every API node;
+         *     `X-Service-Cache` says whether this answer came from that cache (`hit`) or was computed (`miss`).
          */
         get: operations["getFunnelAnalytics"];
         put?: never;
@@ -224,18 +245,40 @@ export interface paths {
         /**
          * Get holdout lift analytics
          * @description Results of the organization's two holdout experiments:
-         *     - `ai_email_lift`: AI-written email versus holdout, unit of analysis `account`; endpoints
-         *       `meeting` and `positive`;
-         *     - `ai_actions`: AI action items versus holdout, unit of analysis `deal`; endpoints `won` and
-         *       `advanced`.
+         *     - `ai_email_lift`: AI-written email versus holdout, unit of analysis `account` (a company);
+         *       endpoints `meeting` (primary) and `positive`, horizon 30 days;
+         *     - `ai_actions`: AI action items versus holdout, unit of analysis `deal`; endpoints `won`
+         *       (primary) and `advanced`, horizon 90 days.
          *
-         *     Rates are null when an arm's `assigned_count` is 0; `lift_pp`, `ci95Low_pp` and `ci95High_pp`
-         *     are percentage points.
+         *     Holdouts are opt-in per organization: the operator sets each experiment's holdout share
+         *     (operator API, `experiments` of PATCH /admin/api/organizations/{orgId}); until then nobody is
+         *     held out and both arms are empty. A unit is assigned when it is first exposed (an account when
+         *     a draft is first written for one of its contacts, a deal when an AI action item about it would
+         *     first open), deterministically from a hash of (organization, experiment, unit id), and keeps
+         *     its arm. A held-out (control) account's sequences still run, drafted from the plain template
+         *     with no model; a held-out deal gets no AI-generated action items.
+         *
+         *     A unit enters the figures once its horizon has passed (assigned at least `horizonDays_count`
+         *     days before `horizonAt`, the time of computation); its outcomes are those in the
+         *     `horizonDays_count` days after its assignment:
+         *     - `meeting`: a human reply classified `meeting_request` from a contact of the account, or a
+         *       `meeting` activity logged with one of them;
+         *     - `positive`: a human reply classified `interested` or `meeting_request` from a contact of the
+         *       account;
+         *     - `won`: the deal moved to a closed-won stage;
+         *     - `advanced`: the deal moved to a closed-won stage or an active stage later in the pipeline
+         *       (higher sortOrder) than the one it was in when assigned.
+         *
+         *     Rates are null when an arm's `assigned_count` is 0; `lift_pp` (treatment minus control of the
+         *     primary endpoint), `ci95Low_pp` and `ci95High_pp` (95% interval of that difference by
+         *     Newcombe's hybrid score method, from Wilson intervals of each arm) are percentage points,
+         *     rounded to one decimal place, and null when either arm has nobody.
          *
          *     This operation takes **no parameters**: a request carrying a `from` or `to` query parameter is
          *     refused with 400 `validation-failed` (the lift horizon is fixed per experiment); other query
-         *     parameters are ignored. The result is memoized for 5 minutes per organization; `X-Service-Cache`
-         *     says whether this answer came from that cache.
+         *     parameters are ignored. The result is memoized for 5 minutes per organization, shared by every
+         *     API node; `X-Service-Cache` says whether this answer came from that cache (`hit`) or was
+         *     computed (`miss`).
          */
         get: operations["getLiftAnalytics"];
         put?: never;
@@ -2712,7 +2755,7 @@ export interface components {
          *     }
          */
         FunnelBucket: {
-            /** @description Deals attributed to the bucket's sequences (sequence grain, single attribution). */
+            /** @description Deals created in the window and credited to the bucket's sequences (sequence grain, single attribution). */
             dealsAttributed_count: number;
             /** @description 100 x dealsAttributed_count / sequencesStarted_count; may exceed 100 (not clamped). */
             dealsPerSequenceStarted_pct: number | null;
@@ -2724,21 +2767,25 @@ export interface components {
             label: string | null;
             /** @description 100 x sequencesWithMeeting_count / sequencesSent_count. */
             meetingPerSequenceSent_pct: number | null;
-            /** @description Sum of valueCents of the open attributed deals. */
+            /** @description Sum of valueCents of the open (not closed won or lost) attributed deals. */
             openValue_cents: number;
-            /** @description False when the bucket started fewer than 20 sequences; its rates are then directional only. */
+            /**
+             * @description True when the bucket has at least 10 sequences that replied and at least 10 sent sequences
+             *     that did not (the normal-approximation rule np >= 10 and n(1-p) >= 10, applied to the reply
+             *     rate). False otherwise: its rates are then directional only.
+             */
             ratesTrusted: boolean;
             /** @description 100 x sequencesReplied_count / sequencesSent_count. */
             repliedPerSequenceSent_pct: number | null;
             /** @description 100 x sequencesSent_count / sequencesStarted_count. */
             sentPerSequenceStarted_pct: number | null;
-            /** @description Started sequences with at least one reply. */
+            /** @description Started sequences with at least one human reply (never automatic mail, out-of-office replies, bounces or complaints). */
             sequencesReplied_count: number;
             /** @description Started sequences with at least one email sent. */
             sequencesSent_count: number;
-            /** @description Sequences started in the window. */
+            /** @description Sequences started (created) in the window. */
             sequencesStarted_count: number;
-            /** @description Started sequences that led to a booked meeting. */
+            /** @description Started sequences that led to a booked meeting (a human `meeting_request` reply, or a `meeting` activity on a deal credited to the sequence). */
             sequencesWithMeeting_count: number;
             /** @description 100 x dealsWon_count / dealsAttributed_count. */
             wonPerDealAttributed_pct: number | null;
@@ -2881,17 +2928,17 @@ export interface components {
          *     control); they are null when either arm has assigned_count 0.
          */
         LiftExperiment: {
-            /** @description Upper bound of the 95% confidence interval of `lift_pp`, in percentage points. */
+            /** @description Upper bound of the 95% confidence interval of `lift_pp` (Newcombe hybrid score), in percentage points. */
             ci95High_pp: number | null;
-            /** @description Lower bound of the 95% confidence interval of `lift_pp`, in percentage points. */
+            /** @description Lower bound of the 95% confidence interval of `lift_pp` (Newcombe hybrid score), in percentage points. */
             ci95Low_pp: number | null;
             control: components["schemas"]["LiftBucket"];
             /**
              * Format: date-time
-             * @description Instant up to which outcomes are counted.
+             * @description Instant up to which outcomes are counted (the time of computation); units assigned within the last `horizonDays_count` days before it are not counted yet.
              */
             horizonAt: string;
-            /** @description Observation horizon in days after assignment. */
+            /** @description Observation horizon in days after assignment (30 for ai_email_lift, 90 for ai_actions); a unit is counted once it has passed. */
             horizonDays_count: number;
             /** @description Treatment minus control rate of the primary endpoint (the first entry of `endpoints`), in percentage points. */
             lift_pp: number | null;
@@ -3795,9 +3842,13 @@ export interface operations {
                             /** @description Every deal created in the window, attributed or not; at least `totals.dealsAttributed_count`. */
                             dealsCreatedAllSources_count: number;
                         };
-                        /** @description One bucket per contact list (`key` list id; null key for contacts without a list). */
+                        /**
+                         * @description One bucket per contact list (`key` list id), the list the sequence was generated
+                         *     from, else its contact's own list; a null key for sequences with neither. `label`
+                         *     is null for a deleted list.
+                         */
                         byList: components["schemas"]["FunnelBucket"][];
-                        /** @description One bucket per product (`key` product id; null key for sequences without a product). */
+                        /** @description One bucket per product of the cohort's sequences (`key` product id; null key for sequences without a product). */
                         byProduct: components["schemas"]["FunnelBucket"][];
                         /**
                          * Format: date

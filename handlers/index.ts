@@ -17,6 +17,7 @@ import { leadHandlers } from './leads.js';
 import { messageHandlers } from './messages.js';
 import { actionItemHandlers } from './action-items.js';
 import { actionHandlers } from './actions.js';
+import { analyticsHandlers } from './analytics.js';
 
 export const handlers: Handlers = {
   ...meHandlers,
@@ -35,4 +36,5 @@ export const handlers: Handlers = {
   ...messageHandlers,
   ...actionItemHandlers,
   ...actionHandlers,
+  ...analyticsHandlers,
 };

@@ -13,7 +13,7 @@ import { migrate } from '../db/database.js';
 import type { BenchArea, BenchContext, LoadOptions, LoadResult } from './bench/types.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const AREAS = ['platform', 'crm', 'webhooks', 'deals', 'research', 'drafts', 'sending', 'inbound'];
+const AREAS = ['platform', 'crm', 'webhooks', 'deals', 'research', 'drafts', 'sending', 'inbound', 'analytics'];
 
 async function freePort(): Promise<number> {
   const net = await import('node:net');

@@ -4,6 +4,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.js';
 import { newId } from './ids.js';
+import { heldOutUnits } from './analytics/holdout.js';
 
 export type ActionItemPriority = 'urgent' | 'high' | 'medium' | 'low';
 
@@ -23,8 +24,14 @@ export interface NewActionItem {
   details?: Record<string, unknown> | null;
 }
 
-/** Opens a pending item in the caller's transaction; returns its id, or null when its signal already opened one. */
+/**
+ * Opens a pending item in the caller's transaction; returns its id, or null when its signal already
+ * opened one or when the item is AI-generated about a deal held out of the ai_actions experiment
+ * (src/analytics/holdout.ts: such a deal gets no AI items, and this is where it is first exposed).
+ */
 export async function openActionItem(trx: Tx, organizationId: string, item: NewActionItem): Promise<string | null> {
+  if (item.aiGenerated && item.entityType === 'Deal' && item.entityId
+    && (await heldOutUnits(trx, organizationId, 'ai_actions', [item.entityId])).size > 0) return null;
   const id = newId('act');
   const r = await sql<{ id: string }>`
     INSERT INTO action_items (organization_id, id, action_type, title, description, priority, sales_person_id, ai_generated,

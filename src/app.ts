@@ -38,7 +38,11 @@ export interface AppDeps {
   health: () => Promise<boolean>;
 }
 
-type Vars = { requestId: string; operationId?: string; organizationId?: string; extraHeaders?: Record<string, string> };
+type Vars = {
+  requestId: string; operationId?: string; organizationId?: string; extraHeaders?: Record<string, string>;
+  /** The matched operation's constant response headers by status (OperationInfo.constantHeaders). */
+  constantHeaders?: Record<string, Record<string, string>>;
+};
 type C = HonoContext<{ Variables: Vars }>;
 
 // openapi-backend 5 validates a loaded document against the 3.0 meta-schema and fails on 3.1;
@@ -227,7 +231,7 @@ type AnyHandler = (ctx: unknown) => Promise<AnyReply>;
 
 /** A handler's reply as the HTTP response (a body the handler serialized itself goes out as it is). */
 function respond(c: C, reply: AnyReply, headers: Record<string, string>): Response {
-  const all = { ...headers, ...(reply.headers ?? {}) };
+  const all = { ...headers, ...(c.get('constantHeaders')?.[reply.status] ?? {}), ...(reply.headers ?? {}) };
   if (reply.body instanceof JsonText) return c.body(reply.body.text, reply.status as 200, { ...all, 'Content-Type': 'application/json' });
   return c.json(reply.body as object, reply.status as 200, all);
 }
@@ -250,7 +254,9 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   const servedAdminDoc = JSON.stringify(adminDoc);
 
   const problemResponse = (c: C, err: ProblemError) => {
-    const headers = { ...(c.get('extraHeaders') ?? {}), ...err.headers, 'Content-Type': 'application/problem+json' };
+    const headers = {
+      ...(c.get('extraHeaders') ?? {}), ...(c.get('constantHeaders')?.[err.status] ?? {}), ...err.headers, 'Content-Type': 'application/problem+json',
+    };
     const instance = `${c.req.path}#${c.get('requestId')}`;
     return c.body(JSON.stringify(problemBody(config.publicBaseUrl, err, instance)), err.status as 400, headers);
   };
@@ -332,6 +338,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const pathname = rawPathname(c.req.url);
     const op = matchOperation(publicRouter, publicOperations, c.req.method.toLowerCase(), pathname);
     c.set('operationId', op.operationId);
+    c.set('constantHeaders', op.constantHeaders);
     const params = publicParams(op, pathname);
 
     if (op.requiredScope === 'public') {
@@ -390,6 +397,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const pathname = rawPathname(c.req.url);
     const op = matchOperation(adminRouter, adminOperations, c.req.method.toLowerCase(), pathname);
     c.set('operationId', op.operationId);
+    c.set('constantHeaders', op.constantHeaders);
     const params = adminParams(op, pathname);
     const req = await parseRequest(c, op, params);
     const reply = await handlerFor(deps.adminHandlers, op)({ config, services, log, requestId: c.get('requestId'), db, ...req });

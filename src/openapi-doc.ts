@@ -32,6 +32,12 @@ export interface OperationInfo {
   bodyRequired: boolean;
   responsePointers: Record<string, string>;
   responseStatuses: string[];
+  /**
+   * Response headers whose schema is a `const`, by status: the pipeline sends them on every
+   * response of that status, problems from validation included (e.g. the funnel's
+   * X-Service-Analytics-Max-Window-Days on 200 and 400).
+   */
+  constantHeaders: Record<string, Record<string, string>>;
   paramSchemas(docId: string): Record<string, object>;
 }
 
@@ -74,9 +80,15 @@ export function collectOperations(doc: OpenApiDoc): OperationInfo[] {
         if (content?.['application/json']?.schema) bodyPointer = `${rb.pointer}/content/application~1json/schema`;
       }
       const responsePointers: Record<string, string> = {};
+      const constantHeaders: Record<string, Record<string, string>> = {};
       const responses = (op.responses as Record<string, unknown>) ?? {};
       for (const [status, raw] of Object.entries(responses)) {
         const r = resolve(doc, raw, `${opPtr}/responses/${status}`);
+        for (const [name, h] of Object.entries((r.value?.headers as Record<string, unknown> | undefined) ?? {})) {
+          const header = resolve(doc, h, '').value;
+          const schema = resolve(doc, header?.schema, '').value;
+          if (schema && 'const' in schema) (constantHeaders[status] ??= {})[name] = String(schema.const);
+        }
         const content = r.value?.content as Record<string, { schema?: unknown }> | undefined;
         for (const ct of ['application/json', 'application/problem+json']) {
           if (content?.[ct]?.schema) { responsePointers[status] = `${r.pointer}/content/${esc(ct)}/schema`; break; }
@@ -96,6 +108,7 @@ export function collectOperations(doc: OpenApiDoc): OperationInfo[] {
         bodyRequired,
         responsePointers,
         responseStatuses: Object.keys(responses),
+        constantHeaders,
         paramSchemas(docId: string) {
           const parts: Record<string, object> = {};
           for (const where of ['path', 'query', 'header'] as const) {

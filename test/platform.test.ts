@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
 import { withOrg } from '../db/database.js';
 import { authenticate } from '../src/http/auth.js';
+import { createApp } from '../src/app.js';
 
 let svc: TestService;
 beforeAll(async () => { svc = await startService(); });
@@ -142,11 +143,14 @@ describe('problems', () => {
     expect((await fetch(`${svc.baseUrl}/problems/no-such-slug`)).status).toBe(404);
   });
 
-  it('answers 501 not-implemented for operations not yet written', async () => {
+  it('answers 501 not-implemented for an operation without a handler', async () => {
     const org = await svc.newOrg();
-    const r = await raw(svc.baseUrl, 'GET', '/api/v1/analytics/lift', { key: await org.key() });
+    // Every operation of the contract has its handler now: an app built without one shows the path.
+    const { config, db, services, log } = svc.rt;
+    const app = createApp({ config, db, requestDb: db, services, log, handlers: {}, adminHandlers: {}, health: async () => true });
+    const r = await app.request('/api/v1/analytics/lift', { headers: { authorization: `Bearer ${await org.key()}` } });
     expect(r.status).toBe(501);
-    expect(r.body.type).toBe(`${svc.baseUrl}/problems/not-implemented`);
+    expect(((await r.json()) as { type: string }).type).toBe(`${svc.baseUrl}/problems/not-implemented`);
   });
 });
 

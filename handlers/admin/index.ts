@@ -17,6 +17,7 @@ import { checkedSending, sendingHandlers } from './sending.js';
 import { leadAdminHandlers } from './leads.js';
 import { inboundMessageHandlers } from './inbound-messages.js';
 import { adminActionItemHandlers } from './action-items.js';
+import { experimentSettings } from '../../src/analytics/holdout.js';
 
 type Plan = 'free' | 'starter' | 'growth';
 type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
@@ -33,7 +34,7 @@ async function organizationBody(trx: Tx, orgId: string) {
   const owner = await ownerOf(trx, orgId);
   return {
     id: o.id, name: o.name, plan: o.plan as Plan, flags: { v1_2_api_send: o.flags.v1_2_api_send === true },
-    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, draftsPerMonth: o.drafts_per_month, sending: sendingSettings(o.sending), advisoryActions: o.advisory_actions as ActionName[], owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
+    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, draftsPerMonth: o.drafts_per_month, sending: sendingSettings(o.sending), advisoryActions: o.advisory_actions as ActionName[], experiments: experimentSettings(o.experiments), owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
   };
 }
 
@@ -71,6 +72,7 @@ const adminUpdateOrganization: AdminHandler<'adminUpdateOrganization'> = async (
     }
     if (body.advisoryActions !== undefined) set.advisory_actions = body.advisoryActions;
     if (body.flags !== undefined) set.flags = sql`flags || ${JSON.stringify(body.flags)}::jsonb`;
+    if (body.experiments !== undefined) set.experiments = sql`experiments || ${JSON.stringify(body.experiments)}::jsonb`;
     if (Object.keys(set).length > 0) {
       await trx.updateTable('organizations').set({ ...set, updated_at: sql`now_ms()` } as never).where('id', '=', params.orgId).execute();
     }

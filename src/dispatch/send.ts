@@ -45,7 +45,7 @@ export const RETRY_DELAYS_MS = [60_000, 5 * 60_000, 15 * 60_000, 60 * 60_000];
 /** How long a step waits before looking again when its gate has no known end. */
 const RECHECK_MS = 15 * 60_000;
 /** Ledger statuses that count against caps (a message that reached, or may have reached, a server). */
-const COUNTED = ['sending', 'sent', 'possibly_sent', 'bounced'];
+export const COUNTED = ['sending', 'sent', 'possibly_sent', 'bounced'];
 
 interface Mailbox { id: string; email: string; name: string | null; dailyCap: number; smtpUrlSealed: string | null; dkim: { domainName: string; keySelector: string; keySealed: string } | null; status: string }
 

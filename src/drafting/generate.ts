@@ -20,6 +20,7 @@ import { storedEvidence, type DraftContext, type TemplateStep, type WrittenDraft
 import { writeFallback } from './fallback.js';
 import { writeOrFallBack, writeWithModel } from './model-writer.js';
 import { nameParts } from './merge.js';
+import { heldOutUnits } from '../analytics/holdout.js';
 
 /**
  * Which steps a pass writes: `missing` those without a live draft (a new sequence); `unapproved`
@@ -51,7 +52,8 @@ type Derived = ReturnType<typeof assessContact> & {
 };
 
 interface Item {
-  seq: string; contact: string; step: TemplateStep; stepCount: number; scheduledAt: Date; ctx: DraftContext;
+  /** account: the contact's company, the unit of the ai_email_lift holdout experiment. */
+  seq: string; contact: string; account: string | null; step: TemplateStep; stepCount: number; scheduledAt: Date; ctx: DraftContext;
   written?: WrittenDraft; version?: number;
 }
 interface Failure { seq: string; contact: string; step: number; reason: string; detail: string }
@@ -105,8 +107,10 @@ function wanted(mode: GenerationMode, pass: string, live: Live | undefined): boo
 const knownWords = (...names: Array<string | null | undefined>) =>
   new Set(names.flatMap((n) => (n ?? '').toLowerCase().split(/[^\p{L}\p{N}'’-]+/u)).filter((w) => w.length > 1));
 
-const write = (deps: GenerationDeps, item: Item): Promise<WrittenDraft> =>
-  writeOrFallBack(deps.services.model, deps.log, (m) => writeWithModel(item.ctx, m), () => writeFallback(item.ctx));
+/** The one place a sequence draft's writer is chosen: the model when one is configured, unless the account is held out. */
+const write = (deps: GenerationDeps, item: Item, heldOut: boolean): Promise<WrittenDraft> => (heldOut
+  ? Promise.resolve(writeFallback(item.ctx))
+  : writeOrFallBack(deps.services.model, deps.log, (m) => writeWithModel(item.ctx, m), () => writeFallback(item.ctx)));
 
 export async function generateDrafts(deps: GenerationDeps, org: string, req: GenerationRequest): Promise<{ written: number; failed: number }> {
   if (req.sequenceIds.length === 0) return { written: 0, failed: 0 };
@@ -148,7 +152,7 @@ export async function generateDrafts(deps: GenerationDeps, org: string, req: Gen
     const known = knownWords(c.name, c.company_name, input.organization.name, ...input.products.map((p) => p.name));
     for (const st of steps) {
       items.push({
-        seq: s.id, contact: c.id, step: st, stepCount: (s.steps as TemplateStep[]).length, scheduledAt: new Date(anchor.getTime() + st.dayOffset * DAY_MS),
+        seq: s.id, contact: c.id, account: c.company_id, step: st, stepCount: (s.steps as TemplateStep[]).length, scheduledAt: new Date(anchor.getTime() + st.dayOffset * DAY_MS),
         ctx: {
           step: st, stepCount: (s.steps as TemplateStep[]).length, research, known, contactFunction: functionOf(c.title),
           merge: {
@@ -160,11 +164,14 @@ export async function generateDrafts(deps: GenerationDeps, org: string, req: Gen
     }
   }
 
-  // The quota is checked before any model is asked (and taken for real at commit).
-  const remaining = await withOrg(deps.db, org, (trx) => draftsRemaining(trx, org));
-  const over = items.splice(remaining);
-  for (const it of over) failures.push({ seq: it.seq, contact: it.contact, step: it.step.step, reason: 'quota_exceeded', detail: 'the plan\'s drafts per month are used up' });
-  await Promise.all(items.map(async (it) => { it.written = await write(deps, it); }));
+  // The quota is checked before any model is asked (and taken for real at commit). The accounts
+  // about to be written for are then exposed to the AI email holdout (src/analytics/holdout.ts).
+  const heldOut = await withOrg(deps.db, org, async (trx) => {
+    const over = items.splice(await draftsRemaining(trx, org));
+    for (const it of over) failures.push({ seq: it.seq, contact: it.contact, step: it.step.step, reason: 'quota_exceeded', detail: 'the plan\'s drafts per month are used up' });
+    return heldOutUnits(trx, org, 'ai_email_lift', items.flatMap((it) => (it.account ? [it.account] : [])));
+  });
+  await Promise.all(items.map(async (it) => { it.written = await write(deps, it, it.account !== null && heldOut.has(it.account)); }));
 
   return withOrg(deps.db, org, (trx) => commit(trx, deps, org, req, items, failures, derived));
 }

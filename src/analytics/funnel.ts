@@ -1,0 +1,180 @@
+// The outbound funnel of a window: one set-based statement over indexes that lead with the
+// organization (see 0015_analytics.sql). The rules, which spec/paths/analytics_funnel.yaml and
+// spec/DECISIONS.md state for users:
+// - cohort: the sequences created in the window; their sends, human replies and meetings count
+//   whenever they happened (a reply or meeting only on a sequence that also counts as sent);
+// - attribution: each deal created in the window (the first DEAL_SCAN_LIMIT, oldest first) is
+//   credited to at most one sequence, the latest one started within ATTRIBUTION_LOOKBACK_DAYS
+//   before the deal, among its contacts' sequences that had sent before the deal (ties: smaller
+//   id); the cohort's buckets count the deals credited to their sequences.
+import { CompiledQuery } from 'kysely';
+import { transactionOn, type Db, type Tx } from '../../db/database.js';
+import { COUNTED } from '../dispatch/send.js';
+import { invalid } from '../http/problems.js';
+import { pct } from './stats.js';
+
+export const MAX_WINDOW_DAYS = 366;
+export const DEAL_SCAN_LIMIT = 5000;
+export const ATTRIBUTION_LOOKBACK_DAYS = 90;
+/** ratesTrusted needs this many replied sequences and this many sent sequences without a reply. */
+export const MIN_TRUSTED_OUTCOMES = 10;
+/** Intents of inbound mail that is never a reply, even when a person's address sent it. */
+export const NOT_REPLY_INTENTS = ['out_of_office', 'bounce', 'complaint'];
+
+const DAY_MS = 86_400_000;
+
+/** The window's size in inclusive days; 400 (with the max-window header) when `from` is after `to` or it is too long. */
+export function checkWindow(from: string, to: string): number {
+  const days = (Date.parse(`${to}T00:00:00Z`) - Date.parse(`${from}T00:00:00Z`)) / DAY_MS + 1;
+  if (days < 1) throw invalid(`from (${from}) is after to (${to}).`, 'from');
+  if (days > MAX_WINDOW_DAYS) {
+    throw invalid(`The window spans ${days} days; at most ${MAX_WINDOW_DAYS} (both dates inclusive).`, 'to');
+  }
+  return days;
+}
+
+/**
+ * The funnel statement: one row per grouping set (the totals, each product, each list), each with
+ * every count and sum, plus the window's deals of all sources. `$1` organization, `$2` from, `$3`
+ * to (dates, UTC, inclusive). Exported so the bench runs the very same SQL bare.
+ */
+export function funnelQuery(organizationId: string, from: string, to: string): { text: string; values: unknown[] } {
+  // The window's instants as expressions of the parameters (not a CTE), so the planner sees them.
+  const t0 = `(($2::date)::timestamp AT TIME ZONE 'UTC')`;
+  const t1 = `(($3::date + 1)::timestamp AT TIME ZONE 'UTC')`;
+  // The ledger's counted statuses as literals, so the partial index send_records_sequence_idx
+  // (0015_analytics.sql, the same list) is provably usable in any plan.
+  const counted = COUNTED.map((st) => `'${st}'`).join(', ');
+  const text = `
+WITH scanned AS (
+  SELECT d.id, d.created_at, d.primary_contact_id, d.value_cents, st.category
+  FROM deals d
+  LEFT JOIN deal_stages st ON st.organization_id = d.organization_id AND st.id = d.stage_id
+  WHERE d.organization_id = $1 AND d.created_at >= ${t0} AND d.created_at < ${t1}
+  ORDER BY d.created_at, d.id
+  LIMIT ${DEAL_SCAN_LIMIT}
+), credit AS (
+  SELECT DISTINCT ON (s.id) s.id AS deal_id, cs.id AS sequence_id, s.value_cents, s.category
+  FROM scanned s
+  CROSS JOIN LATERAL (
+    SELECT dc.contact_id FROM deal_contacts dc WHERE dc.organization_id = $1 AND dc.deal_id = s.id
+    UNION
+    SELECT s.primary_contact_id WHERE s.primary_contact_id IS NOT NULL
+  ) k
+  JOIN contact_sequences cs ON cs.organization_id = $1 AND cs.contact_id = k.contact_id
+    AND cs.created_at <= s.created_at AND cs.created_at >= s.created_at - interval '${ATTRIBUTION_LOOKBACK_DAYS} days'
+  WHERE EXISTS (
+    SELECT 1 FROM send_records sr
+    WHERE sr.organization_id = $1 AND sr.sequence_id = cs.id AND sr.sequence_id IS NOT NULL
+      AND sr.status IN (${counted}) AND sr.sent_at <= s.created_at)
+  ORDER BY s.id, cs.created_at DESC, cs.id
+), deal_sums AS (
+  SELECT c.sequence_id,
+    count(*) AS deals,
+    count(*) FILTER (WHERE c.category = 'closed_won') AS won,
+    coalesce(sum(c.value_cents) FILTER (WHERE c.category = 'closed_won'), 0) AS won_cents,
+    coalesce(sum(c.value_cents) FILTER (WHERE c.category IS DISTINCT FROM 'closed_won' AND c.category IS DISTINCT FROM 'closed_lost'), 0) AS open_cents,
+    bool_or(EXISTS (
+      SELECT 1 FROM deal_activities da WHERE da.organization_id = $1 AND da.deal_id = c.deal_id AND da.kind = 'meeting')) AS meeting
+  FROM credit c
+  GROUP BY c.sequence_id
+), sent AS (
+  -- The cohort's sequences with a counted send: a semi-join, so the planner may hash the
+  -- organization's sends (a long window) or probe the partial index per sequence (a short one).
+  SELECT cs.id FROM contact_sequences cs
+  WHERE cs.organization_id = $1 AND cs.created_at >= ${t0} AND cs.created_at < ${t1}
+    AND EXISTS (
+      SELECT 1 FROM send_records sr
+      WHERE sr.organization_id = $1 AND sr.sequence_id = cs.id AND sr.sequence_id IS NOT NULL AND sr.status IN (${counted}))
+), cohort AS (
+  SELECT cs.id, cs.product_id, coalesce(cs.list_id, c.list_id) AS list_id, sent.id IS NOT NULL AS sent,
+    EXISTS (
+      SELECT 1 FROM messages m
+      WHERE m.organization_id = $1 AND m.sequence_id = cs.id AND m.sequence_id IS NOT NULL AND m.direction = 'INBOUND' AND NOT m.automatic
+        AND (m.intent IS NULL OR m.intent <> ALL($4::text[]))) AS replied,
+    EXISTS (
+      SELECT 1 FROM messages m
+      WHERE m.organization_id = $1 AND m.sequence_id = cs.id AND m.sequence_id IS NOT NULL AND m.direction = 'INBOUND' AND NOT m.automatic
+        AND m.intent = 'meeting_request') AS meeting_reply
+  FROM contact_sequences cs
+  LEFT JOIN contacts c ON c.organization_id = cs.organization_id AND c.id = cs.contact_id
+  LEFT JOIN sent ON sent.id = cs.id
+  WHERE cs.organization_id = $1 AND cs.created_at >= ${t0} AND cs.created_at < ${t1}
+), grouped AS (
+  SELECT GROUPING(co.product_id) AS by_product, GROUPING(co.list_id) AS by_list, co.product_id, co.list_id,
+    count(*)::int AS started,
+    count(*) FILTER (WHERE co.sent)::int AS sent,
+    count(*) FILTER (WHERE co.sent AND co.replied)::int AS replied,
+    count(*) FILTER (WHERE co.sent AND (co.meeting_reply OR coalesce(ds.meeting, false)))::int AS meeting,
+    coalesce(sum(ds.deals), 0)::int AS deals,
+    coalesce(sum(ds.won), 0)::int AS won,
+    coalesce(sum(ds.won_cents), 0)::int8 AS won_cents,
+    coalesce(sum(ds.open_cents), 0)::int8 AS open_cents
+  FROM cohort co
+  LEFT JOIN deal_sums ds ON ds.sequence_id = co.id
+  GROUP BY GROUPING SETS ((), (co.product_id), (co.list_id))
+)
+SELECT g.by_product, g.by_list, g.product_id, g.list_id, p.name AS product_name, l.name AS list_name,
+  g.started, g.sent, g.replied, g.meeting, g.deals, g.won, g.won_cents, g.open_cents,
+  (SELECT count(*)::int FROM deals d WHERE d.organization_id = $1 AND d.created_at >= ${t0} AND d.created_at < ${t1}) AS all_deals
+FROM grouped g
+LEFT JOIN products p ON g.by_product = 0 AND p.organization_id = $1 AND p.id = g.product_id
+LEFT JOIN contact_lists l ON g.by_list = 0 AND l.organization_id = $1 AND l.id = g.list_id AND l.deleted_at IS NULL`;
+  return { text, values: [organizationId, from, to, NOT_REPLY_INTENTS] };
+}
+
+interface FunnelRow {
+  by_product: number; by_list: number; product_id: string | null; list_id: string | null;
+  product_name: string | null; list_name: string | null;
+  started: number; sent: number; replied: number; meeting: number; deals: number; won: number;
+  won_cents: number; open_cents: number; all_deals: number;
+}
+
+function bucket(r: FunnelRow, key: string | null, label: string | null) {
+  return {
+    key, label,
+    sequencesStarted_count: r.started,
+    sequencesSent_count: r.sent,
+    sequencesReplied_count: r.replied,
+    sequencesWithMeeting_count: r.meeting,
+    dealsAttributed_count: r.deals,
+    dealsWon_count: r.won,
+    wonValue_cents: r.won_cents,
+    openValue_cents: r.open_cents,
+    sentPerSequenceStarted_pct: pct(r.sent, r.started),
+    repliedPerSequenceSent_pct: pct(r.replied, r.sent),
+    meetingPerSequenceSent_pct: pct(r.meeting, r.sent),
+    dealsPerSequenceStarted_pct: pct(r.deals, r.started),
+    wonPerDealAttributed_pct: pct(r.won, r.deals),
+    ratesTrusted: r.replied >= MIN_TRUSTED_OUTCOMES && r.sent - r.replied >= MIN_TRUSTED_OUTCOMES,
+  };
+}
+
+export type FunnelBucket = ReturnType<typeof bucket>;
+
+/** Rows by sequences started, most first, then key (the null key last). */
+function ordered(rows: FunnelBucket[]): FunnelBucket[] {
+  return rows.sort((a, b) => b.sequencesStarted_count - a.sequencesStarted_count
+    || (a.key === null ? 1 : 0) - (b.key === null ? 1 : 0)
+    || (a.key !== null && b.key !== null ? (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) : 0));
+}
+
+/**
+ * The funnel of the window. Runs on the request's connection in a transaction of its own with
+ * custom plans: a generic plan cannot know how much of the organization a window covers.
+ */
+export async function computeFunnel(conn: Tx, organizationId: string, from: string, to: string) {
+  const q = funnelQuery(organizationId, from, to);
+  const result = await transactionOn(conn as Db, () => conn.executeQuery<FunnelRow>(CompiledQuery.raw(q.text, q.values)),
+    'SET LOCAL plan_cache_mode = force_custom_plan');
+  const rows = result.rows;
+  const total = rows.find((r) => r.by_product === 1 && r.by_list === 1)!;
+  return {
+    from, to,
+    totals: bucket(total, null, null),
+    byProduct: ordered(rows.filter((r) => r.by_product === 0).map((r) => bucket(r, r.product_id, r.product_name))),
+    byList: ordered(rows.filter((r) => r.by_list === 0).map((r) => bucket(r, r.list_id, r.list_name))),
+    attribution: { dealsCreatedAllSources_count: total.all_deals },
+    truncation: { dealScanTruncated: total.all_deals > DEAL_SCAN_LIMIT },
+  };
+}
