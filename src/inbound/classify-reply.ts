@@ -151,33 +151,42 @@ export async function classifyReply(deps: IngestDeps, org: string, id: string): 
     return;
   }
   const mail = await readMail(row.raw_mime);
-  const c = sane(await classify(mail, { model: deps.services.model }));
+  const c = await classify(mail, { model: deps.services.model });
+  await withOrg(deps.db, org, (trx) => recordClassification(trx, org, id, mail, c));
+}
+
+/**
+ * In the caller's transaction: a `received` message gets its classification, reply.classified and
+ * its effects; a message no longer `received` (classified meanwhile by another run) is left alone.
+ * The classification job calls it; so does ingestion, when no model is configured (the rules alone
+ * decide, so the message is classified as it is stored, with no job and no second parse).
+ */
+export async function recordClassification(trx: Tx, org: string, id: string, mail: ParsedMail, classification: Classification): Promise<void> {
+  const c = sane(classification);
   const kind = kindOf(mail, c);
   const oooUntil = kind === 'out_of_office' ? outOfOfficeUntil(c.returnDate, new Date()) : null;
-  await withOrg(deps.db, org, async (trx) => {
-    const updated = await sql<{ contact_id: string | null; send_record_id: string | null; sequence_id: string | null; from_email: string | null; created_at: Date }>`
-      UPDATE messages SET status = 'classified', intent = ${c.intent}, intent_confidence = ${c.confidence}, intent_source = ${c.source},
-        intent_reason = ${c.reason}, automatic = ${mail.automatic.automatic || mail.report !== null}, ooo_until = ${oooUntil}, classified_at = now_ms()
-      WHERE organization_id = ${org} AND id = ${id} AND status = 'received'
-      RETURNING contact_id, send_record_id, sequence_id, from_email, created_at`.execute(trx);
-    const u = updated.rows[0];
-    if (!u) return; // classified meanwhile by another run
-    const ctx = (await sql<{ contact_email: string | null; draft_id: string | null; to_email: string | null; mailbox_id: string | null; step: number | null; record_sequence_id: string | null }>`
-      SELECT c.email_normalized AS contact_email, r.draft_id, r.to_email, r.mailbox_id, r.step, r.sequence_id AS record_sequence_id
-      FROM (SELECT 1) one
-      LEFT JOIN contacts c ON c.organization_id = ${org} AND c.id = ${u.contact_id}::text AND c.erased_at IS NULL
-      LEFT JOIN send_records r ON r.organization_id = ${org} AND r.id = ${u.send_record_id}::text`.execute(trx)).rows[0];
-    const m: Stored = {
-      id, contactId: u.contact_id, sendRecordId: u.send_record_id, sequenceId: u.sequence_id, fromEmail: u.from_email, createdAt: u.created_at,
-      contactEmail: ctx.contact_email, draftId: ctx.draft_id, toEmail: ctx.to_email, mailboxId: ctx.mailbox_id, step: ctx.step, recordSequenceId: ctx.record_sequence_id,
-    };
-    const { events, done } = await applyEffects(trx, org, m, mail, c, kind, oooUntil);
-    await emitMany(trx, org, [{
-      type: 'reply.classified', resource: { type: 'Message', id },
-      data: {
-        messageId: id, contactId: m.contactId, sendRecordId: m.sendRecordId, sequenceId: m.sequenceId, intent: c.intent, confidence: c.confidence,
-        reason: c.reason, source: c.source, kind, oooUntil: oooUntil?.toISOString() ?? null, effects: done,
-      },
-    }, ...events]);
-  });
+  const updated = await sql<{ contact_id: string | null; send_record_id: string | null; sequence_id: string | null; from_email: string | null; created_at: Date }>`
+    UPDATE messages SET status = 'classified', intent = ${c.intent}, intent_confidence = ${c.confidence}, intent_source = ${c.source},
+      intent_reason = ${c.reason}, automatic = ${mail.automatic.automatic || mail.report !== null}, ooo_until = ${oooUntil}, classified_at = now_ms()
+    WHERE organization_id = ${org} AND id = ${id} AND status = 'received'
+    RETURNING contact_id, send_record_id, sequence_id, from_email, created_at`.execute(trx);
+  const u = updated.rows[0];
+  if (!u) return;
+  const ctx = (await sql<{ contact_email: string | null; draft_id: string | null; to_email: string | null; mailbox_id: string | null; step: number | null; record_sequence_id: string | null }>`
+    SELECT c.email_normalized AS contact_email, r.draft_id, r.to_email, r.mailbox_id, r.step, r.sequence_id AS record_sequence_id
+    FROM (SELECT 1) one
+    LEFT JOIN contacts c ON c.organization_id = ${org} AND c.id = ${u.contact_id}::text AND c.erased_at IS NULL
+    LEFT JOIN send_records r ON r.organization_id = ${org} AND r.id = ${u.send_record_id}::text`.execute(trx)).rows[0];
+  const m: Stored = {
+    id, contactId: u.contact_id, sendRecordId: u.send_record_id, sequenceId: u.sequence_id, fromEmail: u.from_email, createdAt: u.created_at,
+    contactEmail: ctx.contact_email, draftId: ctx.draft_id, toEmail: ctx.to_email, mailboxId: ctx.mailbox_id, step: ctx.step, recordSequenceId: ctx.record_sequence_id,
+  };
+  const { events, done } = await applyEffects(trx, org, m, mail, c, kind, oooUntil);
+  await emitMany(trx, org, [{
+    type: 'reply.classified', resource: { type: 'Message', id },
+    data: {
+      messageId: id, contactId: m.contactId, sendRecordId: m.sendRecordId, sequenceId: m.sequenceId, intent: c.intent, confidence: c.confidence,
+      reason: c.reason, source: c.source, kind, oooUntil: oooUntil?.toISOString() ?? null, effects: done,
+    },
+  }, ...events]);
 }

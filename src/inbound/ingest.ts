@@ -1,7 +1,9 @@
 // The one ingestion path of inbound mail, used by the SMTP listener and the operator row
 // (POST /admin/api/organizations/{orgId}/inbound-messages): parse the raw MIME, route it
 // (src/inbound/route.ts), and store it (INBOUND, status `received`, raw MIME kept so it can be
-// reprocessed) with reply.received and its classification job, in one transaction. Idempotent on
+// reprocessed) with reply.received, in one transaction. In the same transaction it is classified
+// and its effects applied when no model is configured (the rules decide at once; no job, no second
+// parse); with a model, a classification job does that later (the model may be slow). Idempotent on
 // the Message-ID (a message without one gets a stable id from a hash of its bytes): a duplicate
 // delivery stores nothing new, emits nothing and enqueues nothing.
 // A message from an erased contact is not linked to the erased record and keeps neither its text
@@ -18,6 +20,8 @@ import { newId } from '../ids.js';
 import type { ParsedMail } from './analysis.js';
 import { parseMail } from './analyze/index.js';
 import { routeMessage, type Route } from './route.js';
+import { classify } from './analyze/index.js';
+import { recordClassification } from './classify-reply.js';
 
 export interface IngestDeps { db: Db; config: Config; services: Services; log: Logger }
 
@@ -60,11 +64,12 @@ export function messageIdOf(mail: ParsedMail, raw: Buffer): string {
   return usableId(mail.messageId) ?? `<${crypto.createHash('sha256').update(raw).digest('hex').slice(0, 40)}@synthesized.invalid>`;
 }
 
-/** Stores the routed message and, when it is new, its reply.received and classification job. */
-async function store(trx: Tx, d: Delivery, mail: ParsedMail, route: Route, messageId: string): Promise<Ingested> {
+/** Stores the routed message and, when it is new, its reply.received and its classification (now, or a job). */
+async function store(deps: IngestDeps, trx: Tx, d: Delivery, mail: ParsedMail, route: Route, messageId: string): Promise<Ingested> {
   const org = route.organizationId;
   const id = newId('msg');
   const keep = !route.erased;
+  const now = keep && !deps.services.model.enabled;
   const r = await sql<{ id: string }>`
     WITH ins AS (
       INSERT INTO messages (organization_id, id, contact_id, direction, channel, from_email, to_email, subject, body, stripped_text, raw_mime,
@@ -78,9 +83,9 @@ async function store(trx: Tx, d: Delivery, mail: ParsedMail, route: Route, messa
       ON CONFLICT (organization_id, message_id) WHERE direction = 'INBOUND' AND message_id IS NOT NULL DO NOTHING
       RETURNING id
     )
-    -- The classification job is enqueued by the same statement, only for a new message that has something to classify.
+    -- The classification job is enqueued by the same statement, only for a new message that has something to classify later.
     SELECT ins.id, (SELECT enqueue_job('classify_reply', json_build_object('organizationId', ${org}::text, 'messageId', ins.id), NULL, 'classify_reply:' || ins.id)
-                    WHERE ${keep}::boolean) AS job
+                    WHERE ${keep && !now}::boolean) AS job
     FROM ins`.execute(trx);
   if (r.rows.length === 0) {
     const existing = await trx.selectFrom('messages').select('id').where('organization_id', '=', org).where('direction', '=', 'INBOUND')
@@ -96,6 +101,7 @@ async function store(trx: Tx, d: Delivery, mail: ParsedMail, route: Route, messa
       }
       : { messageId: id, contactId: null, redacted: true },
   });
+  if (now) await recordClassification(trx, org, id, mail, await classify(mail, { model: deps.services.model }));
   return { stored: true, organizationId: org, id, duplicate: false };
 }
 
@@ -109,7 +115,7 @@ export async function ingestMessage(deps: IngestDeps, d: Delivery): Promise<Inge
   const stored = (r: Ingested) => { if (deps.services.faults.has('inbound:before-commit')) throw new Error('injected fault: inbound:before-commit'); return r; };
   if (d.organizationId !== null) {
     const org = d.organizationId;
-    return withOrg(deps.db, org, async (trx) => stored(await store(trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId)));
+    return withOrg(deps.db, org, async (trx) => stored(await store(deps, trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId)));
   }
   // Over SMTP the organization is not known until routed: the routing reads across organizations,
   // then the transaction is bound to the one found before anything is written.
@@ -117,6 +123,6 @@ export async function ingestMessage(deps: IngestDeps, d: Delivery): Promise<Inge
     const route = await routeMessage(trx, routeDeps, input);
     if (route === null) return { stored: false as const, reason: 'unroutable' as const };
     await sql`SELECT set_config('app.org_id', ${route.organizationId}, true), set_config('app.system', 'off', true)`.execute(trx);
-    return stored(await store(trx, d, mail, route, messageId));
+    return stored(await store(deps, trx, d, mail, route, messageId));
   });
 }
