@@ -3,7 +3,7 @@
 // sweeps, and the items opened by signals (an overdue deal next step, an out-of-office return).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES, raw, startService, type PublicClient, type TestOrg, type TestService } from './support/harness.js';
-import { eventsOf, insertSequence, mkContact, system, uid } from './crm-support.js';
+import { eventsOf, insertSequence, mkContact, planOf, system, uid } from './crm-support.js';
 import { runActionItemSweep } from '../src/tasks/sweep_action_items.js';
 import { runDealSweep } from '../src/tasks/sweep_deals.js';
 import type { TaskDeps } from '../src/tasks/context.js';
@@ -117,6 +117,17 @@ describe('GET /action-items', () => {
     expect((await list(mgr.api, { status: 'open' })).response.status).toBe(400);
     expect((await list(mgr.api, { priority: 'critical' })).response.status).toBe(400);
     expect((await list(mgr.api, { salesPersonId: '' })).response.status).toBe(400);
+  });
+
+  it('walks an index in list order for the page and for each filter (no sort of the organization\'s items)', async () => {
+    const org = await svc.newOrg();
+    const plan = (where: string) => planOf(svc, org.id, `SELECT a.id FROM action_items a WHERE a.organization_id = '${org.id}' ${where}
+      ORDER BY a.created_at DESC, a.id DESC LIMIT 51`);
+    expect(await plan('')).toMatch(/action_items_page_idx/);
+    expect(await plan(`AND a.status = 'pending'`)).toMatch(/action_items_status_page_idx/);
+    expect(await plan(`AND a.priority = 'high'`)).toMatch(/action_items_priority_page_idx/);
+    expect(await plan(`AND a.sales_person_id = 'usr_x'`)).toMatch(/action_items_owner_page_idx/);
+    for (const where of ['', `AND a.status = 'pending'`, `AND a.sales_person_id = 'usr_x'`]) expect(await plan(where)).not.toMatch(/Sort/);
   });
 
   it('needs actions.read, and never shows another organization\'s items', async () => {
