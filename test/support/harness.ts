@@ -88,7 +88,8 @@ export interface TestOrg {
   user(role?: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER'): Promise<{ id: string }>;
 }
 
-export async function startService(env: Record<string, string> = {}): Promise<TestService> {
+/** A database of its own for a test file, cloned from the migrated template; drop() removes it. */
+export async function createTestDatabase(): Promise<{ name: string; url: string; drop(): Promise<void> }> {
   const pgUrl = inject('pgUrl');
   const template = inject('templateDb');
   const dbName = `t_${crypto.randomBytes(6).toString('hex')}`;
@@ -104,7 +105,21 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   await adminConn.end();
   const u = new URL(pgUrl);
   u.pathname = `/${dbName}`;
-  const url = u.toString();
+  return {
+    name: dbName,
+    url: u.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: pgUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+      await c.end();
+    },
+  };
+}
+
+export async function startService(env: Record<string, string> = {}): Promise<TestService> {
+  const database = await createTestDatabase();
+  const { url, name: dbName } = database;
   const adminToken = `adm_${crypto.randomBytes(16).toString('hex')}`;
   const dataDir = `${process.cwd()}/.test-data/files-${dbName}`;
   let config = loadConfig({
@@ -178,10 +193,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
       await http.close();
       await rt.close();
       await pool.end();
-      const c = new pg.Client({ connectionString: pgUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
-      await c.end();
+      await database.drop();
       const fs = await import('node:fs');
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
