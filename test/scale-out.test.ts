@@ -81,7 +81,7 @@ beforeAll(async () => {
     SMTP_URL: sink.url,
     MAIL_FROM: 'Scale Sales <sales@scale-sender.test>',
     RATE_LIMIT_PER_MINUTE: String(LIMIT),
-    LOG_LEVEL: 'error',
+    LOG_LEVEL: process.env.SCALE_LOG_LEVEL ?? 'error',
     PORT: '0',
   };
   const dir = (n: string) => ({ DATA_DIR: path.join(dataRoot, n) });
@@ -99,6 +99,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await owner?.end().catch(() => {});
+  // SCALE_DEBUG=1 (with SCALE_LOG_LEVEL=warn, say) prints what the processes logged.
   if (process.env.SCALE_DEBUG) for (const p of procs) console.log(`--- ${p.name}\n${p.output}`);
   await stopAll();
   await sink?.close();
@@ -189,6 +190,9 @@ describe('caps and the send queue', () => {
     const answers = await Promise.all(drafts.flatMap((d) => [s.api, viaB].map((api) => api.POST('/drafts/{id}/send', { params: { path: { id: d.id } } }))));
     for (const r of answers) expect(r.response.status).toBeLessThan(300);
     await settle(A);
+    // settle() does not count jobs due later (a retry's backoff), so wait until every step is decided.
+    await waitFor(async () => (await owner.query(`SELECT 1 FROM send_queue WHERE organization_id = $1 AND state IN ('queued', 'sending')`, [s.org.id])).rowCount === 0,
+      30_000, 'every queued step to be sent or held');
     const emails = new Set(people.map((c) => c.email.toLowerCase()));
     const delivered = sink.messages.filter((m) => m.to.some((t) => emails.has(t)));
     expect(delivered).toHaveLength(CAP);
