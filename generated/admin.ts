@@ -89,7 +89,8 @@ export interface paths {
          * @description Creates a `pending` action item owned by the sales person `salesPersonId` (`aiGenerated`
          *     false). No event is emitted.
          *
-         *     Errors: 400 `validation-failed` for a bad body or an `expiresAt` in the past; 404 `not-found` for
+         *     Errors: 400 `validation-failed` for a bad body, an `expiresAt` in the past, or a
+         *     `salesPersonId` of a person who is removed or still invited (they get no new work); 404 `not-found` for
          *     an unknown organization or a `salesPersonId` that is not a sales person of it.
          */
         post: operations["adminCreateActionItem"];
@@ -709,7 +710,7 @@ export interface components {
          *     - `bounce_rate` (degraded): `bounces`, `sends`, `ratePct`, `thresholdPct` (2), `windowDays` (28); once at least 20 sends.
          *     - `complaint_rate` (degraded from 0.1%, blocked from 0.3%): `complaints`, `sends`, `ratePct`, `thresholdPct`, `windowDays` (28); once at least 20 sends.
          *     - `webhook_endpoint_disabled` (degraded): `endpointId`, `url`.
-         *     - `research_budget_exhausted` (degraded): `used`, `budget`, `periodEnd`.
+         *     - `research_budget_exhausted` (degraded): `used`, `budget`, `periodEnd`; the period's research runs reached a budget above 0.
          */
         AdminHealthReason: {
             bounces?: number;
