@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type TestOrg, type TestService } from './support/harness.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
+import { companySite, startSiteServer, type SiteServer } from './support/site-server.js';
 import { eventsOf, mkContact, system, uid } from './crm-support.js';
 import { settle } from './drafting-support.js';
 import { runOrgHealthSweep } from '../src/tasks/sweep_org_health.js';
@@ -13,14 +14,19 @@ import type { TaskDeps } from '../src/tasks/context.js';
 let svc: TestService;
 let deps: TaskDeps;
 let rx: Receiver;
+let site: SiteServer;
 beforeAll(async () => {
+  site = await startSiteServer();
   // An endpoint is disabled at its first failed attempt, so a test sees it happen.
-  svc = await startService({ WEBHOOK_DISABLE_AFTER_FAILURES: '1', WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1,1,1,1', WEBHOOK_TIMEOUT_MS: '2000', RATE_LIMIT_PER_MINUTE: '100000' });
+  svc = await startService({
+    WEBHOOK_DISABLE_AFTER_FAILURES: '1', WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1,1,1,1', WEBHOOK_TIMEOUT_MS: '2000', RATE_LIMIT_PER_MINUTE: '100000',
+    RESEARCH_SITE_URL_TEMPLATE: site.template, RESEARCH_ALLOWED_TARGETS: `127.0.0.1:${site.port}`,
+  });
   deps = { db: svc.rt.db, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
   rx = await startReceiver(() => 500);
   await svc.startWorker();
 });
-afterAll(async () => { await rx?.close(); await svc?.close(); });
+afterAll(async () => { await rx?.close(); await svc?.close(); await site?.close(); });
 
 const health = async (orgId: string) => {
   const r = await svc.admin.GET('/organizations/{orgId}/health', { params: { path: { orgId } } });
@@ -179,6 +185,18 @@ describe('webhook endpoints and the research budget', () => {
     expect(Date.parse(String(lowered.data!.health.reasons[0].periodEnd))).toBeGreaterThan(Date.now());
     expect((await patchOrg(org.id, { researchBudget: 3 })).data!.health).toMatchObject({ state: 'healthy', reasons: [] });
     expect((await changes(org.id)).map((e) => e.data.to)).toEqual(['degraded', 'healthy']);
+  });
+
+  it('the research run that spends the last of the budget degrades the organization in its transaction', async () => {
+    const org = await svc.newOrg();
+    const api = svc.api(await org.key());
+    await patchOrg(org.id, { researchBudget: 1 });
+    const domain = `${uid('acme')}.example`;
+    site.site(domain, companySite(domain, site.origin));
+    const company = (await api.POST('/companies', { body: { domain, name: 'Acme Rockets' } })).data!;
+    expect((await api.POST('/companies/{id}/research', { params: { path: { id: company.id } } })).response.status).toBe(200);
+    expect(await health(org.id)).toMatchObject({ state: 'degraded', reasons: [{ code: 'research_budget_exhausted', used: 1, budget: 1 }] });
+    expect((await changes(org.id)).map((e) => [e.data.from, e.data.to])).toEqual([['healthy', 'degraded']]);
   });
 
   it('several reasons at once: blocked wins over degraded, and every reason is listed', async () => {
