@@ -68,6 +68,8 @@ export interface paths {
          *     zone must be a known IANA zone and `from` before `to`); fields left out are unchanged. Takes effect on the next public API request. A change of
          *     `researchTtlDays` emits `org.research_ttl_updated` (resource Organization, data
          *     `{organizationId, previousTtlDays, ttlDays}`); setting the value it already has emits nothing.
+         *     A change of `sending` or `researchBudget` recomputes the organization's `health` in the same
+         *     transaction (`org.health_changed` when its state or reasons change).
          */
         patch: operations["adminUpdateOrganization"];
         trace?: never;
