@@ -68,7 +68,7 @@ const only = (s: Map<string, number>, name: string) => new Map([...s].filter(([k
 
 describe('GET /metrics', () => {
   it('answers 401 as a problem without the operator token or METRICS_TOKEN, and 200 with either', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong-token-0123456789abcdef' }, { authorization: `Bearer ${svc.config.adminToken}x` }, { authorization: 'Basic abc' }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong-token-0123456789abcdef' }, { authorization: `Bearer ${svc.config.adminToken}x` }, { authorization: 'Basic abc' }]) {
       const r = await raw(svc.baseUrl, 'GET', '/metrics', { headers });
       expect(r.status).toBe(401);
       expect(r.headers.get('content-type')).toBe('application/problem+json');
