@@ -25,7 +25,7 @@ beforeAll(async () => {
   rx = await startReceiver();
   svc = await startService({
     SMTP_URL: sink.url, MAIL_FROM: 'Acme Sales <sales@acme-sender.test>', INBOUND_REPLY_DOMAIN: DOMAIN,
-    INBOUND_SMTP_PORT: '0', INBOUND_SMTP_HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '40', METRICS_TOKEN,
+    INBOUND_SMTP_PORT: '0', INBOUND_SMTP_HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '40', LEAD_CAPTURE_RATE_LIMIT: '1', METRICS_TOKEN,
   });
   await svc.startWorker();
   inbound = (await serveInbound(svc.rt))!;
@@ -84,13 +84,30 @@ describe('GET /metrics', () => {
   });
 
   it('counts requests by operation and status, 429s, deliveries, sends and gates, generation, inbound intents and the job queue', async () => {
-    // Keyed requests: 40 allowed in the window, the 41st refused.
+    // Keyed requests until the key's window refuses one (40 per window; a window rolling over mid-way allows more).
     const me = await draftingOrg(svc);
-    for (let i = 0; i < 40; i += 1) expect((await me.api.GET('/me')).response.status).toBe(200);
-    expect((await me.api.GET('/me')).response.status).toBe(429);
+    let allowed = 0;
+    for (;;) {
+      const status = (await me.api.GET('/me')).response.status;
+      if (status === 429) break;
+      expect(status).toBe(200);
+      allowed += 1;
+      expect(allowed).toBeLessThanOrEqual(80);
+    }
+    expect(allowed).toBeGreaterThanOrEqual(40);
     const other = svc.api(await me.org.key());
     expect((await other.GET('/contacts/{id}', { params: { path: { id: 'cnt_000000000000000000000000' } } })).response.status).toBe(404);
     await raw(svc.baseUrl, 'GET', '/no/such/route');
+    // A lead form allows one submission per source address per window here: the second is refused.
+    const form = await svc.admin.POST('/organizations/{orgId}/lead-forms', { params: { path: { orgId: me.org.id } }, body: { name: 'website' } });
+    let captured = 0;
+    for (;;) {
+      const r = await fetch(form.data!.captureUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: uniqueEmail('lead') }) });
+      if (r.status === 429) break;
+      expect(r.status).toBe(201);
+      captured += 1;
+      expect(captured).toBeLessThanOrEqual(2);
+    }
 
     // An organization that sends step 1 to a contact, with a webhook endpoint on loopback.
     const s = await draftingOrg(svc);
@@ -140,9 +157,9 @@ describe('GET /metrics', () => {
 
     const m = await scrape();
     const hist = 'outbound_http_request_duration_seconds';
-    expect(m.get(key(`${hist}_count`, { operation: 'getMe', status: '200' }))).toBe(40);
+    expect(m.get(key(`${hist}_count`, { operation: 'getMe', status: '200' }))).toBe(allowed);
     expect(m.get(key(`${hist}_count`, { operation: 'getMe', status: '429' }))).toBe(1);
-    expect(m.get(key(`${hist}_bucket`, { operation: 'getMe', status: '200', le: '+Inf' }))).toBe(40);
+    expect(m.get(key(`${hist}_bucket`, { operation: 'getMe', status: '200', le: '+Inf' }))).toBe(allowed);
     expect(m.get(key(`${hist}_sum`, { operation: 'getMe', status: '200' }))).toBeGreaterThan(0);
     expect(m.get(key(`${hist}_count`, { operation: 'getContact', status: '404' }))).toBe(1);
     expect(m.get(key(`${hist}_count`, { operation: 'unmatched', status: '404' }))).toBe(1);
@@ -150,7 +167,9 @@ describe('GET /metrics', () => {
     // No raw path ever becomes a label.
     expect([...m.keys()].filter((k) => k.startsWith(hist) && /cnt_|\/no\/such/.test(k))).toEqual([]);
     expect(m.get(key('outbound_rate_limit_refusals_total', { limit: 'api_key' }))).toBe(1);
-    expect(m.get(key('outbound_rate_limit_refusals_total', { limit: 'lead_capture' }))).toBe(0);
+    expect(m.get(key('outbound_rate_limit_refusals_total', { limit: 'lead_capture' }))).toBe(1);
+    expect(m.get(key(`${hist}_count`, { operation: 'POST /capture/:formKey', status: '201' }))).toBe(captured);
+    expect(m.get(key(`${hist}_count`, { operation: 'POST /capture/:formKey', status: '429' }))).toBe(1);
 
     expect(m.get(key('outbound_webhook_deliveries_total', { outcome: 'succeeded' }))).toBe(2);
     expect(m.get(key('outbound_webhook_deliveries_total', { outcome: 'failed' }))).toBe(0);
