@@ -21,6 +21,7 @@ import { botPage } from './research/robots.js';
 import { mountMailLinks } from './mail/links.js';
 import { mountLeadCapture } from './leads/endpoint.js';
 import type { OpenApiDoc, OperationInfo } from './openapi-doc.js';
+import { mountMetrics } from './metrics/index.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -36,6 +37,8 @@ export interface AppDeps {
   adminHandlers: AdminHandlers;
   /** Reports whether the database is reachable and migrated (GET /healthz). */
   health: () => Promise<boolean>;
+  /** The owner connection GET /metrics reads the job queue and stored series on; without it they are left out. */
+  metricsDb?: Db;
 }
 
 type Vars = {
@@ -246,6 +249,7 @@ function handlerFor(map: object, op: OperationInfo): AnyHandler {
 export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   const { config, db, requestDb, services, log } = deps;
   const app = new Hono<{ Variables: Vars }>();
+  mountMetrics(app as unknown as Hono<never>, { config, db: deps.metricsDb });
   const publicRouter = makeRouter(publicDoc, '/api/v1');
   const adminRouter = makeRouter(adminDoc, '/admin/api');
   const publicParams = paramExtractor(publicOperations, '/api/v1');

@@ -56,6 +56,8 @@ export interface Config {
   inboundMaxMessageBytes: number;
   /** Whether `npm start` runs the background worker in the API process (false: API only; run `npm run worker` apart). */
   runWorker: boolean;
+  /** A bearer token that may read GET /metrics besides the operator token; null: only the operator token. */
+  metricsToken: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -124,6 +126,8 @@ export function loadConfig(env: Env = process.env): Config {
   const publicBaseUrl = (url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']) ?? `http://localhost:${port}`).replace(/\/+$/, '');
   const adminToken = env.ADMIN_TOKEN && env.ADMIN_TOKEN.length > 0 ? env.ADMIN_TOKEN : null;
   if (adminToken !== null && adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
+  const metricsToken = env.METRICS_TOKEN && env.METRICS_TOKEN.length > 0 ? env.METRICS_TOKEN : null;
+  if (metricsToken !== null && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN must be at least 16 characters');
   const logLevel = env.LOG_LEVEL || 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "${logLevel}"`);
@@ -187,5 +191,6 @@ export function loadConfig(env: Env = process.env): Config {
     inboundReplyDomain: domain(env, 'INBOUND_REPLY_DOMAIN'),
     inboundMaxMessageBytes: int(env, 'INBOUND_MAX_MESSAGE_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     runWorker: bool(env, 'RUN_WORKER', true),
+    metricsToken,
   };
 }

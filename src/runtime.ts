@@ -65,7 +65,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
     ipHash: createIpHasher(secretKey),
   };
   const app = createApp({
-    config, db, requestDb: createDb(requestPool), services, log, handlers, adminHandlers,
+    config, db, requestDb: createDb(requestPool), services, log, handlers, adminHandlers, metricsDb: ownerDb,
     health: async () => {
       const r = await sql<{ ok: boolean }>`select to_regclass('public.organizations') is not null as ok`.execute(db);
       return r.rows[0]?.ok === true;
