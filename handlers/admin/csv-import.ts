@@ -22,6 +22,10 @@ const adminImportListCsv: AdminHandler<'adminImportListCsv'> = async ({ db, conf
       .where('id', '=', params.listId).where('deleted_at', 'is', null).forShare().executeTakeFirst();
     if (!list) throw notFound('list');
     return importCsv(trx, params.orgId, { id: list.id, ownerId: list.user_id }, body, config.erasureHashSecret);
+  }).catch((e: unknown) => {
+    // A refusal may come before the body was read to its end: the connection cannot carry another request.
+    if (e instanceof ProblemError) throw new ProblemError(e.slug, e.message, e.extra, { ...e.headers, Connection: 'close' });
+    throw e;
   });
   return { status: 200 as const, body: result };
 };
