@@ -133,6 +133,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/organizations/{orgId}/contacts/{contactId}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The contact id. */
+                contactId: string;
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a soft-deleted contact
+         * @description Undoes `DELETE /contacts/{id}` of the public API within its undo window (30 days after
+         *     `deletedAt`, the `undoAvailableUntil` the delete answered): `deletedAt` is cleared and
+         *     `contact.restored` {contactId, deletedAt} is emitted (resource Contact). The contact comes
+         *     back as it was, on its own list (null when that list was deleted since) and on the lists it
+         *     was attached to. Sends the delete cancelled stay cancelled (queue them again with
+         *     `POST /drafts/{id}/send`); suppression still applies.
+         *
+         *     A contact that is already live answers 200 with `restored: false` and changes nothing (no
+         *     event), so a retried restore is safe.
+         *
+         *     Errors: 404 `not-found` for an unknown organization or a contact that is not one of its
+         *     contacts; 409 `contact-erased` for an erased contact (erasure is irreversible); 409
+         *     `undo-window-expired` once the 30 days have passed; 409 `contact-restore-conflict` when the
+         *     same person (normalized address) has a live contact again (filed after the delete); the
+         *     problem's `conflictingContactId` names it. Delete that one first to restore this one.
+         */
+        post: operations["adminRestoreContact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/organizations/{orgId}/health": {
         parameters: {
             query?: never;
@@ -275,12 +314,75 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Archive or mark a list as a test list
-         * @description Changes any of `archived` and `isTest` (at least one). Archiving sets `archivedAt` (kept when
-         *     already archived); un-archiving clears it. Contacts on an archived or test list are not "live"
-         *     for POST /contacts of the public API. A soft-deleted list is 404.
+         * Archive a list, mark it as a test list, or change its context
+         * @description Changes any of `archived`, `isTest`, `description`, `connectionPoint` and `goal` (at least
+         *     one). Archiving sets `archivedAt` (kept when already archived); un-archiving clears it.
+         *     Contacts on an archived or test list are not "live" for POST /contacts of the public API. A
+         *     soft-deleted list is 404.
+         *
+         *     The context fields take the limits of POST /lists (description up to 400, connectionPoint up
+         *     to 250, goal up to 150 characters; null clears one) and feed the drafts generated for the
+         *     list. When at least one of them changes value, `list.context_updated` {listId,
+         *     changedFields, previous, current} is emitted (resource ContactList; `previous` and `current`
+         *     hold the changed fields only); sending the values the list already has changes nothing and
+         *     emits nothing.
          */
         patch: operations["adminUpdateList"];
+        trace?: never;
+    };
+    "/organizations/{orgId}/lists/{listId}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The list id. */
+                listId: string;
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import contacts into a list from a CSV file
+         * @description Files every row of a CSV body (`text/csv`, UTF-8, RFC 4180: comma-separated, `"` quoting, a
+         *     header row) on the list exactly as `POST /contacts` with this `listId` would file its body:
+         *     idempotent per person (a person already on the list is `existing`), a person live on another
+         *     list is attached to this one (`existing`, `existingList`), otherwise a new contact
+         *     (`created`); the company is found or created by normalized domain, else matched by name;
+         *     each row's values are checked against POST /contacts' body schema, and a row that would be a
+         *     400 there is `invalid` with the reason and its line number (nothing filed for it). Suppressed
+         *     addresses are filed like any other (as POST /contacts files them) and counted in
+         *     `suppressed`: nothing is ever sent to them.
+         *
+         *     Header names are matched case-insensitively, ignoring spaces, `_` and `-`: `email` (also
+         *     `email address`, `e-mail`, `work email`), `name` (also `full name`, `contact name`; else
+         *     `first name` and `last name` joined), `title` (`job title`, `position`), `company`
+         *     (`company name`, `organization`, `account`), `company domain` (`domain`, `website`,
+         *     `company website`), `qualification status` (`status`, `lead status`), `fit score` (`fit`),
+         *     `urgency score` (`urgency`). Other columns are ignored; an empty cell is an absent value.
+         *     Without an email column the file is refused.
+         *
+         *     The file is read as a stream and filed in batches of 1,000 rows, all in one transaction:
+         *     either every row is filed or, when the file turns out malformed, nothing is. While an import
+         *     runs, other filings of the organization's contacts (POST /contacts, lead conversion, erasure)
+         *     wait for it. Emits `list.uploaded` {listId, rows, created, existing, attached, invalid,
+         *     suppressed} (resource ContactList) once, also when no row created anything. No per-contact
+         *     event.
+         *
+         *     Errors: 400 `malformed-csv` for a file that is empty, has no header or no email column, is
+         *     not UTF-8, has unbalanced quotes or a row with more or fewer cells than the header, or more
+         *     than 200,000 data rows (nothing is imported); 404 `not-found` for an unknown organization or
+         *     a list that is not one of its live lists; 413 `payload-too-large` for a body over 64 MiB;
+         *     415 `unsupported-media-type` for a body that is not `text/csv` (`application/csv` and
+         *     `text/plain` are read too).
+         */
+        post: operations["adminImportListCsv"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/organizations/{orgId}/mailboxes": {
@@ -681,9 +783,57 @@ export interface components {
          * @enum {string}
          */
         AdminApiKeyScope: "contacts.read" | "contacts.write" | "contacts.erase" | "lists.read" | "lists.write" | "drafts.read" | "drafts.write" | "drafts.send" | "events.read" | "webhooks.manage" | "deals.read" | "deals.write" | "sequences.read" | "sequences.write" | "suppression.write" | "actions.read" | "analytics.read" | "*";
+        /** @description The answer of a restore. */
+        AdminContactRestoreResult: {
+            contact: components["schemas"]["Contact"];
+            /** @description True when this request restored the contact; false when it was already live (nothing changed, no event). */
+            restored: boolean;
+        };
         /** @description The id of the record just created. */
         AdminCreatedId: {
             id: string;
+        };
+        /**
+         * @description The counts of a CSV import and the outcome of every row that did not create a contact (the
+         *     first 1,000 of them; `outcomesTruncated` says whether more were left out). Rows that created a
+         *     contact are only counted.
+         */
+        AdminCsvImportResult: {
+            /** @description Of `existing`, the rows whose person lives on another list and was attached to this one (`X-Service-Existing-List`). */
+            attached: number;
+            /** @description New contacts filed on the list (POST /contacts' 201). */
+            created: number;
+            /**
+             * @description Rows whose person was already filed (POST /contacts' 200): already on this list (also an
+             *     address repeated further down the file), or live on another list (then `attached` too).
+             */
+            existing: number;
+            /** @description Rows refused as POST /contacts would refuse their body (nothing filed for them). */
+            invalid: number;
+            listId: string;
+            outcomes: {
+                /** @description The contact the row resolved to; null for an invalid row. */
+                contactId: string | null;
+                /** @description The row's address as sent (null when the cell is empty). */
+                email: string | null;
+                /** @description True when the person lives on another list (attached to this one). */
+                existingList: boolean;
+                /** @description The row's line number in the file (the header is line 1; a quoted value spanning lines counts them). */
+                line: number;
+                /** @enum {string} */
+                outcome: "existing" | "invalid";
+                /** @description Why an invalid row was refused (the fields and rules it failed); null otherwise. */
+                reason: string | null;
+            }[];
+            outcomesTruncated: boolean;
+            /** @description Data rows read (the header row and blank lines not counted). */
+            rows: number;
+            /**
+             * @description Of the filed rows (created or existing), those whose address is suppressed (own entry,
+             *     plus-tag variant, covering domain or erased hash): they are filed as POST /contacts files
+             *     them, and no message is ever sent to them.
+             */
+            suppressed: number;
         };
         /**
          * @description Holdout experiments of the organization (GET /api/v1/analytics/lift reports them). Opt-in: an
@@ -990,6 +1140,49 @@ export interface components {
          * @enum {string}
          */
         AdminUserStatus: "invited" | "active" | "removed";
+        /** @description A person of the organization. */
+        Contact: {
+            /** @description The company the contact is linked to; null when none. */
+            company: {
+                domain: string | null;
+                id: string;
+                name: string | null;
+            } | null;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * @description The address, normalized (trimmed, lowercased). Redacted on an erased contact.
+             * @example ada@example.com
+             */
+            email: string;
+            /** @description How well the contact fits the ideal customer profile, 0-100; null when not scored. */
+            fitScore: number | null;
+            id: string;
+            /** @description Free-text label of where the contact came from. */
+            leadSource: string | null;
+            /** @description The list the contact lives on (its own list); null when none. */
+            list: {
+                id: string;
+                name: string;
+            } | null;
+            /** @description Display name of the person. */
+            name: string;
+            /** @description Free-text notes. */
+            notes: string | null;
+            organizationId: string;
+            phone: string | null;
+            /**
+             * @description Qualification stage of the contact; NEW for a contact created without one.
+             * @enum {string}
+             */
+            qualificationStatus: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
+            /** @description Job title. */
+            title: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description How urgent outreach to the contact is, 0-100; null when not scored. */
+            urgencyScore: number | null;
+        };
         /** @description A list that groups contacts. Archiving (archivedAt) and soft-deleting are different things; a soft-deleted list is 404. */
         ContactList: {
             /**
@@ -1125,8 +1318,18 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The request conflicts with the resource's current state. */
+        /** @description The request conflicts with the resource's current state; the slug says which rule refused it. */
         Conflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The request conflicts with the resource's current state. */
+        "Conflict-2": {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
@@ -1169,6 +1372,16 @@ export interface components {
         };
         /** @description Missing or wrong operator token (`unauthorized`). */
         Unauthorized: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The body is not of a media type the operation reads (`unsupported-media-type`). */
+        UnsupportedMediaType: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -1437,6 +1650,37 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    adminRestoreContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The contact id. */
+                contactId: string;
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The contact, live. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminContactRestoreResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     adminGetOrganizationHealth: {
         parameters: {
             query?: never;
@@ -1638,6 +1882,11 @@ export interface operations {
                  */
                 "application/json": {
                     archived?: boolean;
+                    /** @description How the sender is connected to the list's contacts (used in drafts). */
+                    connectionPoint?: string | null;
+                    description?: string | null;
+                    /** @description What outreach to this list aims for. */
+                    goal?: string | null;
                     /** @description Marks the list as a test list. */
                     isTest?: boolean;
                 };
@@ -1658,6 +1907,64 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminImportListCsv: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The list id. */
+                listId: string;
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example email,name,title,company,domain,status,fit score
+                 *     ada@example.com,Ada Lovelace,CTO,Example Inc,example.com,NEW,80
+                 */
+                "text/csv": string;
+            };
+        };
+        responses: {
+            /** @description The file was imported; counts and the outcome of the rows that created nothing. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminCsvImportResult"];
+                };
+            };
+            /** @description The file is malformed (`malformed-csv`; the detail says where); nothing was imported. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The body exceeds 64 MiB (`payload-too-large`); nothing was imported. */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2029,7 +2336,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["Conflict-2"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2060,7 +2367,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            409: components["responses"]["Conflict-2"];
             500: components["responses"]["InternalError"];
         };
     };

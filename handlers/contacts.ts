@@ -14,17 +14,17 @@ import { usableErasureSecret } from '../src/suppression-match.js';
 import { researchContact as runContactResearch } from '../src/research/contact-research.js';
 import { pauseSequences } from '../src/sequences.js';
 import { cancelQueued } from '../src/dispatch/queue.js';
+import { recordStageChanges, type QualificationStatus } from '../src/qualification.js';
 import { findOrCreateCompany, freshness, likeEscape, objectArray, researchTtlDays } from './companies.js';
 
-const UNDO_WINDOW_MS = 30 * 86_400_000;
+/** How long a soft delete can be undone (DELETE's undoAvailableUntil; the operator's restore). */
+export const UNDO_WINDOW_MS = 30 * 86_400_000;
 const ERASE_ROLES = ['MANAGER', 'ADMIN', 'OWNER'];
 const ERASE_NOTE = 'Every record of this organization with the same address was erased and the address is suppressed for good. '
   + 'Plus-tag variants of the address (name+tag@domain) are separate records and were not erased (they stay suppressed); erase each by its own id. '
   + 'Events already delivered to webhook subscribers are outside the service\'s reach.';
 
 // ---------------------------------------------------------------- reading and mapping
-
-type QualificationStatus = 'NEW' | 'CONTACTED' | 'QUALIFIED' | 'UNQUALIFIED' | 'NURTURE' | 'CUSTOMER';
 
 /** Contacts with what the Contact shape needs from their company and (live) list. */
 function contactSelect(trx: Tx) {
@@ -72,7 +72,7 @@ function contactListItemJson(r: ContactRow): string {
 }
 
 /** One contact of the organization in the Contact shape (any state). */
-async function contactById(trx: Tx, organizationId: string, id: string) {
+export async function contactById(trx: Tx, organizationId: string, id: string) {
   return toContact(await contactSelect(trx).where('c.organization_id', '=', organizationId).where('c.id', '=', id).executeTakeFirstOrThrow());
 }
 
@@ -248,9 +248,22 @@ async function companyFor(trx: Tx, organizationId: string, input: CompanyInput) 
   return trx.selectFrom('companies').selectAll().where('organization_id', '=', organizationId).where('id', '=', hit.id).executeTakeFirstOrThrow();
 }
 
-/** Serializes, to commit, the writes of one organization that turn on one (normalized) address. */
+/** The organization-wide filing lock: shared by every address lock, exclusive for a CSV import. */
+const filingLockKey = (organizationId: string) => `contact-filing:${organizationId}`;
+
+/**
+ * Serializes, to commit, the writes of one organization that turn on one (normalized) address.
+ * It also takes the organization's filing lock shared, so these writes wait while a CSV import
+ * (which holds it exclusively instead of one lock per address) files the organization's contacts.
+ */
 export async function lockAddress(trx: Tx, organizationId: string, email: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`contact:${organizationId}:${email}`}, 0))`.execute(trx);
+  await sql`select pg_advisory_xact_lock_shared(hashtextextended(${filingLockKey(organizationId)}, 0)),
+    pg_advisory_xact_lock(hashtextextended(${`contact:${organizationId}:${email}`}, 0))`.execute(trx);
+}
+
+/** Takes the organization's filing lock exclusively, to commit: no address lock of the organization is granted meanwhile. */
+export async function lockAllAddresses(trx: Tx, organizationId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${filingLockKey(organizationId)}, 0))`.execute(trx);
 }
 
 export interface ContactFiling {
@@ -391,6 +404,9 @@ const updateContact: Handler<'updateContact'> = async ({ trx, auth, params, body
   if (updated) {
     await trx.updateTable('contacts').set({ ...changes, updated_at: sql<Date>`now_ms()` })
       .where('organization_id', '=', org).where('id', '=', params.id).execute();
+    if (changes.qualification_status !== undefined) {
+      await recordStageChanges(trx, org, 'api', [{ contactId: params.id, from: current.qualification_status, to: changes.qualification_status as string }]);
+    }
   }
   return { status: 200, body: { id: params.id, updated } };
 };

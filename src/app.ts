@@ -210,7 +210,8 @@ async function parseRequest(c: C, op: OperationInfo, params: Record<string, stri
   rejectNul('header', headers);
   validate(vq, 'query', query);
   validate(vh, 'header', headers);
-  const body = await readJsonBody(c);
+  // A body that is not JSON (a CSV import) is left unread: its handler streams it.
+  const body = op.streamBody ? { present: false, value: undefined } : await readJsonBody(c);
   if (body.present && !op.bodyPointer) {
     // Clients commonly send `{}` to a POST that takes no body: it says nothing, so it is no body.
     if (!isEmptyObject(body.value)) throw new ProblemError('validation-failed', 'This operation takes no request body (an empty one or {} is accepted).');
@@ -298,9 +299,20 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
 
   // Oversized bodies are read to the end (up to a bound) and discarded before the 413, so the
   // client, still sending, receives the answer instead of a reset connection.
+  // An operation may set its own limit (x-body-limit-bytes: the CSV import), which it also
+  // enforces while streaming a body sent without a length.
+  const limitOf = (c: C): number => {
+    if (!c.req.path.startsWith('/admin/api/')) return MAX_BODY_BYTES;
+    try {
+      return matchOperation(adminRouter, adminOperations, c.req.method.toLowerCase(), rawPathname(c.req.url)).bodyLimitBytes ?? MAX_BODY_BYTES;
+    } catch {
+      return MAX_BODY_BYTES;
+    }
+  };
   const limitBody = async (c: C, next: () => Promise<void>) => {
     const declared = Number(c.req.header('content-length') ?? '0');
-    if (declared > MAX_BODY_BYTES) {
+    const limit = declared > MAX_BODY_BYTES ? limitOf(c) : MAX_BODY_BYTES;
+    if (declared > limit) {
       let seen = 0;
       const reader = c.req.raw.body?.getReader();
       while (reader && seen < 64 * MAX_BODY_BYTES) {
@@ -308,7 +320,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
         if (done) break;
         seen += value.byteLength;
       }
-      throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
+      throw new ProblemError('payload-too-large', `Request bodies may be at most ${limit} bytes.`);
     }
     await next();
   };
@@ -404,7 +416,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     c.set('constantHeaders', op.constantHeaders);
     const params = adminParams(op, pathname);
     const req = await parseRequest(c, op, params);
-    const reply = await handlerFor(deps.adminHandlers, op)({ config, services, log, requestId: c.get('requestId'), db, ...req });
+    const stream = op.streamBody ? { bodyStream: c.req.raw.body as AsyncIterable<Uint8Array> | null, contentType: c.req.header('content-type') } : {};
+    const reply = await handlerFor(deps.adminHandlers, op)({ config, services, log, requestId: c.get('requestId'), db, ...req, ...stream });
     return respond(c, reply, {});
   });
 

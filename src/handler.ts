@@ -64,6 +64,9 @@ export interface AdminContext<O> extends BaseContext {
   params: Params<O, 'path'>;
   query: Params<O, 'query'>;
   body: Body<O>;
+  /** The unread body of an operation whose body is not JSON (a CSV import), with its media type. */
+  bodyStream?: AsyncIterable<Uint8Array> | null;
+  contentType?: string;
 }
 
 export type Handler<K extends OperationId> = (ctx: Context<operations[K]>) => Promise<Reply<operations[K]>>;

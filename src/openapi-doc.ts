@@ -30,6 +30,10 @@ export interface OperationInfo {
   parameterPointers: Record<string, string>;
   bodyPointer: string | null;
   bodyRequired: boolean;
+  /** The body is not JSON (e.g. `text/csv`): the handler reads it as a stream (`bodyStream`). */
+  streamBody: boolean;
+  /** `x-body-limit-bytes`: the operation's own body limit, instead of the general 1 MiB. */
+  bodyLimitBytes: number | null;
   responsePointers: Record<string, string>;
   responseStatuses: string[];
   /**
@@ -73,11 +77,13 @@ export function collectOperations(doc: OpenApiDoc): OperationInfo[] {
       });
       let bodyPointer: string | null = null;
       let bodyRequired = false;
+      let streamBody = false;
       if (op.requestBody) {
         const rb = resolve(doc, op.requestBody, `${opPtr}/requestBody`);
         bodyRequired = rb.value.required === true;
         const content = rb.value.content as Record<string, { schema?: unknown }> | undefined;
         if (content?.['application/json']?.schema) bodyPointer = `${rb.pointer}/content/application~1json/schema`;
+        else streamBody = content !== undefined && Object.keys(content).length > 0;
       }
       const responsePointers: Record<string, string> = {};
       const constantHeaders: Record<string, Record<string, string>> = {};
@@ -106,6 +112,8 @@ export function collectOperations(doc: OpenApiDoc): OperationInfo[] {
         parameterPointers: Object.fromEntries(list.map((x) => [`${x.param.in}:${x.param.name}`, x.pointer])),
         bodyPointer,
         bodyRequired,
+        streamBody,
+        bodyLimitBytes: typeof op['x-body-limit-bytes'] === 'number' ? op['x-body-limit-bytes'] : null,
         responsePointers,
         responseStatuses: Object.keys(responses),
         constantHeaders,

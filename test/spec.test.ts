@@ -215,8 +215,9 @@ describe('operator OpenAPI document', () => {
     ];
     // Operator rows of our own, beyond HARNESS.md: reading back what the rows above set.
     const ours = ['get /settings', 'get /organizations/{orgId}/mailboxes', 'patch /organizations/{orgId}/mailboxes/{mailboxId}'];
-    // Rows added with the event catalogue: the team lifecycle and organization health.
+    // Rows added with the event catalogue: the team lifecycle and organization health; contacts and lists.
     ours.push('get /organizations/{orgId}/users', 'post /organizations/{orgId}/users/{userId}/activate', 'delete /organizations/{orgId}/users/{userId}', 'get /organizations/{orgId}/health');
+    ours.push('post /organizations/{orgId}/contacts/{contactId}/restore', 'post /organizations/{orgId}/lists/{listId}/import');
     const described: string[] = [];
     for (const [p, item] of Object.entries(adminDoc.paths)) {
       const it2 = resolve(adminDoc, item);

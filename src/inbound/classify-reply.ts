@@ -11,6 +11,7 @@
 //       unsubscribe      UNSUBSCRIBE suppression (suppression.added) and email.unsubscribed;
 //       interested       lead.interested and an action item (`reply_interested`, high);
 //       meeting_request  meeting.booked and an action item (`reply_meeting_request`, urgent);
+//       (both also make the contact QUALIFIED unless it is a CUSTOMER: contact.stage_changed);
 //   out of office: not a reply, nothing paused: the contact is out of office until the return date
 //     (default 7 days, at most 90), and the dispatcher holds its next step until then;
 //   a permanent delivery report (DSN 5.x.x): the hard bounce of the dispatcher (src/dispatch/bounce.ts);
@@ -29,6 +30,7 @@ import { openActionItem } from '../action-items.js';
 import { assigneeFor } from '../people.js';
 import { recordHardBounce } from '../dispatch/bounce.js';
 import { recheckOrgHealth } from '../org-health.js';
+import { setQualificationStatus } from '../qualification.js';
 import { INTENTS, type Classification, type ParsedMail } from './analysis.js';
 import { classify } from './analyze/index.js';
 import { readMail, type IngestDeps } from './ingest.js';
@@ -108,6 +110,11 @@ async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c
         details: facts,
       });
       if (actionItemId) done.push('action_item');
+      // A prospect who asks for more or for a meeting is qualified (contact.stage_changed); a customer stays one.
+      if (m.contactId) {
+        const moved = await setQualificationStatus(trx, org, [m.contactId], 'QUALIFIED', 'reply', { keep: ['CUSTOMER'], extra: { messageId: m.id, intent: c.intent } });
+        if (moved.length) done.push('qualified');
+      }
       events.push({ type: meeting ? 'meeting.booked' : 'lead.interested', resource: m.contactId ? { type: 'Contact', id: m.contactId } : { type: 'Message', id: m.id }, data: { ...facts, actionItemId } });
     }
   } else if (kind === 'out_of_office' && m.contactId && oooUntil) {

@@ -7,7 +7,8 @@
 // company of the lead's email domain when that is not a free or disposable mail provider (found or
 // created by normalized domain, as POST /companies does). The deal opens on the organization's
 // first stage (default stages seeded on first use, as POST /deals does) with the contact as
-// primary contact and the contact's company, emitting `deal.created`.
+// primary contact and the contact's company, emitting `deal.created`. The contact becomes QUALIFIED
+// (unless it is a CUSTOMER), emitting `contact.stage_changed` when that moves it.
 //
 // Concurrency: the address is locked first (the order contact creation, capture and erasure
 // use), then the lead row; a second conversion waits, then finds the lead CONVERTED and answers
@@ -21,6 +22,7 @@ import { fileContact, lockAddress } from '../../handlers/contacts.js';
 import { initialStage, insertDeal } from '../../handlers/deals.js';
 import { leadFacts } from './scoring.js';
 import { defaultDealName } from './deal-name.js';
+import { setQualificationStatus } from '../qualification.js';
 
 export interface ConvertOptions {
   /** False: a contact only, no deal. Default true. */
@@ -68,6 +70,8 @@ export async function convertLead(trx: Tx, organizationId: string, leadId: strin
     email: lead.email, name: lead.name ?? '', title: facts.title, company: companyOf(lead.email, lead.company_name),
     fitScore: lead.fit_score, leadSource: lead.source ?? 'inbound lead', userId: opts.userId,
   });
+  // A converted lead is a qualified prospect (contact.stage_changed); a customer stays a customer.
+  await setQualificationStatus(trx, org, [filed.id], 'QUALIFIED', 'lead_conversion', { keep: ['CUSTOMER'], extra: { leadId } });
 
   let dealId: string | null = null;
   if (opts.createDeal !== false) {

@@ -1,0 +1,33 @@
+// The operator's CSV import of contacts into a list (src/contact-import.ts does the work).
+import type { AdminHandler } from '../../src/handler.js';
+import { withOrg, withSystem } from '../../db/database.js';
+import { ProblemError, notFound } from '../../src/http/problems.js';
+import { importCsv } from '../../src/contact-import.js';
+
+/** Media types read as CSV (a CSV file is often sent as plain text). */
+const CSV_TYPES = /^(text\/csv|application\/csv|text\/plain)\b/i;
+
+const adminImportListCsv: AdminHandler<'adminImportListCsv'> = async ({ db, config, params, bodyStream, contentType }) => {
+  if (!CSV_TYPES.test(contentType ?? '')) {
+    throw new ProblemError('unsupported-media-type', `The import reads a CSV body (text/csv), not "${contentType ?? 'none'}".`);
+  }
+  await withSystem(db, async (trx) => {
+    const o = await trx.selectFrom('organizations').select('id').where('id', '=', params.orgId).executeTakeFirst();
+    if (!o) throw notFound('organization');
+  });
+  const body = bodyStream ?? (async function* empty() { /* no body */ })();
+  // Bound to the organization (like a keyed request), so the search views used to match companies by name apply.
+  const result = await withOrg(db, params.orgId, async (trx) => {
+    const list = await trx.selectFrom('contact_lists').select(['id', 'user_id']).where('organization_id', '=', params.orgId)
+      .where('id', '=', params.listId).where('deleted_at', 'is', null).forShare().executeTakeFirst();
+    if (!list) throw notFound('list');
+    return importCsv(trx, params.orgId, { id: list.id, ownerId: list.user_id }, body, config.erasureHashSecret);
+  }).catch((e: unknown) => {
+    // A refusal may come before the body was read to its end: the connection cannot carry another request.
+    if (e instanceof ProblemError) throw new ProblemError(e.slug, e.message, e.extra, { ...e.headers, Connection: 'close' });
+    throw e;
+  });
+  return { status: 200 as const, body: result };
+};
+
+export const csvImportHandlers = { adminImportListCsv };
