@@ -18,6 +18,7 @@ import { leadAdminHandlers } from './leads.js';
 import { inboundMessageHandlers } from './inbound-messages.js';
 import { adminActionItemHandlers } from './action-items.js';
 import { experimentSettings } from '../../src/analytics/holdout.js';
+import { ruleHandlers } from './rules.js';
 
 type Plan = 'free' | 'starter' | 'growth';
 type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
@@ -191,6 +192,7 @@ export const adminHandlers: AdminHandlers = {
   adminCreateProduct, adminCreateSequenceTemplate, adminCreatePublicTemplate, adminUpdateList,
   adminCreateSuppressionDomain, adminGetQueue, ...sendingHandlers,
   ...leadAdminHandlers, ...inboundMessageHandlers, ...adminActionItemHandlers,
+  ...ruleHandlers,
 };
 
 export { ProblemError };
