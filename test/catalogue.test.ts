@@ -22,12 +22,19 @@ function testFiles(d: string): string[] {
 }
 
 /** The files that start a service (and so have an event log), and those of them the run recorded. */
-const serviceFiles = testFiles(path.join(root, 'test')).filter((f) => fs.readFileSync(f, 'utf8').includes('startService('));
+const self = new URL(import.meta.url).pathname;
+const serviceFiles = testFiles(path.join(root, 'test'))
+  .filter((f) => path.resolve(f) !== path.resolve(self) && fs.readFileSync(f, 'utf8').includes('startService('));
 const observed: Observed[] = dir && fs.existsSync(dir)
   ? fs.readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as Observed)
   : [];
 const recorded = new Set(observed.map((o) => path.resolve(o.file)));
 const unrecorded = serviceFiles.filter((f) => !recorded.has(path.resolve(f)));
+
+if (unrecorded.length > 0 && observed.length > 0) {
+  // A partial run (some files not run, or one that failed before its service started): say which.
+  console.warn(`event catalogue check skipped: no event log recorded for ${unrecorded.map((f) => path.relative(root, f)).join(', ')}`);
+}
 
 describe('event catalogue', () => {
   const emitted = EVENT_TYPES.filter((t) => !NEVER_EMITTED.has(t));
