@@ -36,6 +36,17 @@ if (unrecorded.length > 0 && observed.length > 0) {
   console.warn(`event catalogue check skipped: no event log recorded for ${unrecorded.map((f) => path.relative(root, f)).join(', ')}`);
 }
 
+/**
+ * Types whose features other branches of issue 16 are building at the same time as this check
+ * (restore, qualification changes, list context and CSV import, the team lifecycle). Tolerated
+ * as missing until they land; one that is produced must leave this list (the check says so), so
+ * the list only shrinks and ends empty.
+ */
+const PENDING_IN_ISSUE_16 = new Set([
+  'contact.restored', 'contact.stage_changed', 'list.context_updated', 'list.uploaded',
+  'rep.activated', 'rep.invited', 'team.member_added', 'team.member_removed',
+]);
+
 describe('event catalogue', () => {
   const emitted = EVENT_TYPES.filter((t) => !NEVER_EMITTED.has(t));
 
@@ -45,8 +56,10 @@ describe('event catalogue', () => {
 
   it.skipIf(unrecorded.length > 0)('every emitted type was observed in the event log of some test', () => {
     const seen = new Set(observed.flatMap((o) => o.types));
-    const missing = emitted.filter((t) => !seen.has(t));
+    const missing = emitted.filter((t) => !seen.has(t) && !PENDING_IN_ISSUE_16.has(t));
     expect(missing, `emitted types that no test produced: ${missing.join(', ')}`).toEqual([]);
+    const landed = [...PENDING_IN_ISSUE_16].filter((t) => seen.has(t));
+    expect(landed, `now produced by a test, so remove from PENDING_IN_ISSUE_16: ${landed.join(', ')}`).toEqual([]);
     // and nothing outside the catalogue, nor a type it says is never emitted, was logged
     expect([...seen].filter((t) => !emitted.includes(t))).toEqual([]);
   });
