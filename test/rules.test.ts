@@ -299,6 +299,32 @@ describe('running rules', () => {
     ]);
   });
 
+  it('evaluates the language on real event data: all/any, in, equals, gte only on numbers, exists (null present, missing absent)', async () => {
+    const org = await svc.newOrg();
+    const rule = await createRule(org.id, {
+      name: 'Website or excellent', triggerEventType: 'inbound.lead_received', actions: [{ type: 'call_webhook', emitType: 'rule.lead_qualified' }],
+      conditions: { all: [
+        { any: [{ field: 'data.source', in: ['webinar', 'website'] }, { field: 'data.fitScore', gte: 99 }] },
+        { field: 'data.formId', exists: true }, { field: 'data.nothing.deeper', exists: false }, { field: 'data.status', equals: 'NEW' },
+      ] },
+    });
+    const never = await createRule(org.id, {
+      name: 'String is not >=', triggerEventType: 'inbound.lead_received', actions: [{ type: 'call_webhook' }], conditions: { field: 'data.status', gte: 0 },
+    });
+    const web = await mkLead(svc, org.id, { source: 'website', fitScore: 40 });
+    const excellent = await mkLead(svc, org.id, { source: 'referral', fitScore: 99 });
+    const neither = await mkLead(svc, org.id, { source: 'referral', fitScore: 98 });
+    await settle(svc);
+    const fired = await eventsOf(svc, org.id, 'rule.lead_qualified');
+    expect(fired.map((e) => [e.resource_id, e.data.fields])).toEqual([
+      [web, { 'data.source': 'website', 'data.fitScore': 40, 'data.formId': null, 'data.nothing.deeper': null, 'data.status': 'NEW' }],
+      [excellent, { 'data.source': 'referral', 'data.fitScore': 99, 'data.formId': null, 'data.nothing.deeper': null, 'data.status': 'NEW' }],
+    ]);
+    expect(fired.every((e) => e.data.ruleId === rule.id)).toBe(true);
+    const triggered = await eventsOf(svc, org.id, 'rule.triggered');
+    expect(triggered.some((e) => e.resource_id === neither || e.data.ruleId === never.id)).toBe(false);
+  });
+
   it('fires at most once per (rule, event): the job run again (a retry) emits nothing more', async () => {
     const org = await svc.newOrg();
     const a = await createRule(org.id, { name: 'Any lead', triggerEventType: 'inbound.lead_received', actions: [{ type: 'call_webhook' }] });
