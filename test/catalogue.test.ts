@@ -38,13 +38,12 @@ if (unrecorded.length > 0 && observed.length > 0) {
 
 /**
  * Types whose features other branches of issue 16 are building at the same time as this check
- * (restore, qualification changes, list context and CSV import, the team lifecycle). Tolerated
+ * (restore, qualification changes, list context and CSV import). Tolerated
  * as missing until they land; one that is produced must leave this list (the check says so), so
  * the list only shrinks and ends empty.
  */
 const PENDING_IN_ISSUE_16 = new Set([
   'contact.restored', 'contact.stage_changed', 'list.context_updated', 'list.uploaded',
-  'rep.activated', 'rep.invited', 'team.member_added', 'team.member_removed',
 ]);
 
 describe('event catalogue', () => {

@@ -218,6 +218,8 @@ describe('operator OpenAPI document', () => {
     // Custom rules (issue 16).
     ours.push('get /organizations/{orgId}/rule-templates', 'get /organizations/{orgId}/rules', 'post /organizations/{orgId}/rules',
       'get /organizations/{orgId}/rules/{ruleId}', 'patch /organizations/{orgId}/rules/{ruleId}', 'delete /organizations/{orgId}/rules/{ruleId}');
+    // Rows added with the event catalogue: the team lifecycle and organization health.
+    ours.push('get /organizations/{orgId}/users', 'post /organizations/{orgId}/users/{userId}/activate', 'delete /organizations/{orgId}/users/{userId}', 'get /organizations/{orgId}/health');
     const described: string[] = [];
     for (const [p, item] of Object.entries(adminDoc.paths)) {
       const it2 = resolve(adminDoc, item);

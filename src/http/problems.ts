@@ -36,6 +36,8 @@ export const PROBLEMS = {
   'rule-limit-reached': { status: 409, title: 'Rule limit reached', meaning: 'The organization already holds the most custom rules it may (100).', retry: 'Yes, after deleting a rule.' },
   'idempotency-key-in-use': { status: 409, title: 'Idempotency key in use', meaning: 'Another request with the same Idempotency-Key is still being processed.', retry: 'Yes, after a moment: the first request\'s response is then replayed.' },
   'lead-is-spam': { status: 409, title: 'Lead is spam', meaning: 'The lead was marked as spam and cannot be converted.', retry: 'No.' },
+  'owner-not-removable': { status: 409, title: 'Owner not removable', meaning: 'The person is the organization\'s owner (its longest-standing OWNER), who holds everything unattributed and cannot be removed from the team.', retry: 'No.' },
+  'user-removed': { status: 409, title: 'User removed', meaning: 'The person was removed from the team and cannot be activated again.', retry: 'No: add the person again (a new sales person with the same email).' },
   'lead-already-converted': { status: 409, title: 'Lead already converted', meaning: 'The lead was converted and cannot be marked as spam.', retry: 'No.' },
   'payload-too-large': { status: 413, title: 'Payload too large', meaning: 'The request body exceeds the endpoint\'s limit: 1 MiB for the public and operator APIs, 32 KiB for a lead form submission.', retry: 'No: send a smaller body.' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type', meaning: 'The body is of a media type the endpoint does not read (a lead form submission is JSON, form-encoded or multipart).', retry: 'No: send the body as a supported media type.' },
