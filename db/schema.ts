@@ -195,6 +195,12 @@ export interface AnalyticsCacheTable { organization_id: string; cache_key: strin
 export interface ExperimentAssignmentsTable {
   organization_id: string; experiment: string; unit_id: string; arm: string; assigned_at: Generated<Date>;
 }
+export interface RulesTable {
+  organization_id: string; id: string; name: string; trigger_event_type: string; conditions: JsonNull<Record<string, unknown>>;
+  actions: Json<Array<{ type: string; emitType?: string }>>; template: string | null; enabled: Generated<boolean>;
+  created_at: Generated<Date>; updated_at: Generated<Date>;
+}
+export interface RuleFiringsTable { organization_id: string; rule_id: string; event_id: string; created_at: Generated<Date> }
 
 export interface Database {
   organizations: OrganizationsTable;
@@ -240,4 +246,6 @@ export interface Database {
   handoffs: HandoffsTable;
   analytics_cache: AnalyticsCacheTable;
   experiment_assignments: ExperimentAssignmentsTable;
+  rules: RulesTable;
+  rule_firings: RuleFiringsTable;
 }

@@ -466,6 +466,112 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/organizations/{orgId}/rule-templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the ready-made custom rules
+         * @description The ready-made rules an operator can enable with `POST /organizations/{orgId}/rules
+         *     {"template": ...}`: `hot_reply` (reply.classified, intent interested or meeting_request with
+         *     confidence >= 0.7: rule.hot_reply), `objection` (reply.classified, intent not_interested:
+         *     rule.objection), `lead_qualified` (inbound.lead_received with fitScore >= 60, the
+         *     qualification threshold: rule.lead_qualified) and `deal_at_risk` (deal.next_step_overdue,
+         *     an open deal past its close date, emitted at or before deal.slipped: rule.deal_at_risk).
+         */
+        get: operations["adminListRuleTemplates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organizations/{orgId}/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List an organization's custom rules
+         * @description Every custom rule of the organization (at most 100), oldest first.
+         */
+        get: operations["adminListRules"];
+        put?: never;
+        /**
+         * Create a custom rule
+         * @description Creates a rule: when an event of `triggerEventType` is emitted in the organization and its data
+         *     meets `conditions`, the rule's `actions` run. Either a whole rule (`name`, `triggerEventType`,
+         *     `actions`, optional `conditions`), or `template` naming a ready-made rule of
+         *     `GET /organizations/{orgId}/rule-templates` (optionally with `name` and `enabled`); not both.
+         *     `enabled` defaults to true.
+         *
+         *     Rules run as background jobs after the triggering event commits, on the rule as it is then. A
+         *     rule fires at most once per event, even when its job is retried. `rule.*` events never
+         *     trigger rules.
+         *
+         *     A rule that could not run as written is refused here, never at run time, with a slug naming
+         *     the bad part and `errors[0].field` locating it: 400 `invalid-rule-trigger` (a type outside the
+         *     catalogue, a never-emitted type, or a `rule.*` type), 400 `invalid-rule-conditions` (see
+         *     `AdminRuleConditions`), 400 `invalid-rule-actions` (two actions alike). Other errors: 400
+         *     `validation-failed` for a bad body or a template mixed with rule fields; 404 `not-found` for
+         *     an unknown organization; 409 `rule-limit-reached` when the organization already has 100
+         *     rules.
+         */
+        post: operations["adminCreateRule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organizations/{orgId}/rules/{ruleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                ruleId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a custom rule
+         * @description One rule of the organization; 404 for an unknown one (or one of another organization).
+         */
+        get: operations["adminGetRule"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a custom rule
+         * @description Deletes the rule; jobs not yet run no longer fire it. The events it emitted stay in the log.
+         */
+        delete: operations["adminDeleteRule"];
+        options?: never;
+        head?: never;
+        /**
+         * Change, enable or disable a custom rule
+         * @description Changes the given fields; the rule as changed is checked as at creation (400
+         *     `invalid-rule-trigger`, `invalid-rule-conditions`, `invalid-rule-actions`) and nothing is
+         *     changed when it is refused. `conditions: null` makes the rule match every event of its trigger
+         *     type. Jobs not yet run use the rule as it is when they run; a disabled rule fires no more.
+         */
+        patch: operations["adminUpdateRule"];
+        trace?: never;
+    };
     "/organizations/{orgId}/sequence-templates": {
         parameters: {
             query?: never;
@@ -1056,6 +1162,88 @@ export interface components {
             /** @description Jobs being run now. */
             running: number;
         };
+        /** @description A custom rule of an organization. */
+        AdminRule: {
+            actions: components["schemas"]["AdminRuleAction"][];
+            conditions: components["schemas"]["AdminRuleConditions"];
+            /** Format: date-time */
+            createdAt: string;
+            enabled: boolean;
+            id: string;
+            name: string;
+            /** @description The ready-made rule it was created from, if any. */
+            template: string | null;
+            /** @description The event type the rule watches. */
+            triggerEventType: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * @description What a rule does when it fires. `call_webhook` emits `rule.triggered` (delivered, like every
+         *     event, to the organization's active webhook endpoints subscribed to it) and, with `emitType`,
+         *     also that specific type. Both carry `{ruleId, ruleName, triggerEventId, triggerEventType,
+         *     fields}`, `fields` being every field path the conditions read with its value in the triggering
+         *     event (null where absent), and the triggering event's `resource`. A rule firing several
+         *     `call_webhook` actions emits `rule.triggered` once and each named `emitType` once.
+         * @example {
+         *       "type": "call_webhook",
+         *       "emitType": "rule.hot_reply"
+         *     }
+         */
+        AdminRuleAction: {
+            /**
+             * @description The specific rule event to emit besides `rule.triggered`.
+             * @enum {string}
+             */
+            emitType?: "rule.hot_reply" | "rule.objection" | "rule.lead_qualified" | "rule.deal_at_risk";
+            /** @enum {string} */
+            type: "call_webhook";
+        };
+        /**
+         * @description The conditions a triggering event's data must meet, as a JSON tree; null (or absent at
+         *     creation) matches every event of the trigger type.
+         *
+         *     - `{"all": [c, ...]}`: every condition holds; `{"any": [c, ...]}`: at least one does (1 to 16
+         *       conditions each).
+         *     - A leaf names a `field`, a path into the event's data (`data.` then 1 to 5 dot-separated keys
+         *       of letters, digits, `_` or `-`, such as `data.intent`), and exactly one operator:
+         *       `equals` (a string of at most 500 characters, a number, a boolean or null; strict equality),
+         *       `in` (1 to 50 such values), `gte` (a number; only a number field can be >= it) or `exists`
+         *       (true: the field is present, null included; false: it is absent).
+         *     - Bounds: all/any nest at most 4 levels deep, a tree has at most 32 nodes and serializes to at
+         *       most 16 KiB.
+         *
+         *     A field the event does not carry is never equal, never in, never >= and does not exist: a rule
+         *     never fails at run time. A tree that breaks any rule above is refused at creation with 400
+         *     `invalid-rule-conditions`, whose `errors[0].field` locates the bad part (for example
+         *     `body.conditions.all[1].gte`).
+         * @example {
+         *       "all": [
+         *         {
+         *           "field": "data.intent",
+         *           "in": [
+         *             "interested",
+         *             "meeting_request"
+         *           ]
+         *         },
+         *         {
+         *           "field": "data.confidence",
+         *           "gte": 0.7
+         *         }
+         *       ]
+         *     }
+         */
+        AdminRuleConditions: Record<string, never> | null;
+        /** @description A ready-made rule; `POST /organizations/{orgId}/rules` with `{"template": ...}` creates it. */
+        AdminRuleTemplate: {
+            actions: components["schemas"]["AdminRuleAction"][];
+            conditions: components["schemas"]["AdminRuleConditions"];
+            description: string;
+            name: string;
+            /** @enum {string} */
+            template: "hot_reply" | "objection" | "lead_qualified" | "deal_at_risk";
+            triggerEventType: string;
+        };
         /**
          * @description An organization's sending settings. Every field is optional in a PATCH (the sent ones replace the
          *     stored ones); the organization shows all of them, defaults filled in.
@@ -1216,7 +1404,7 @@ export interface components {
         Problem: {
             /** @description Explanation specific to this occurrence. */
             detail: string;
-            /** @description Validation failures (400 `validation-failed` only), one per failing field. */
+            /** @description Validation failures (400 `validation-failed`, and the custom-rule slugs `invalid-rule-trigger`, `invalid-rule-conditions`, `invalid-rule-actions`), one per failing field. */
             errors?: {
                 /** @description JSON pointer or parameter name of the failing input. */
                 field: string;
@@ -2117,6 +2305,224 @@ export interface operations {
                         id: string;
                         name: string;
                     };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminListRuleTemplates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The templates. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AdminRuleTemplate"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminListRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AdminRule"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminCreateRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    actions?: components["schemas"]["AdminRuleAction"][];
+                    conditions?: components["schemas"]["AdminRuleConditions"];
+                    enabled?: boolean;
+                    name?: string;
+                    /** @enum {string} */
+                    template?: "hot_reply" | "objection" | "lead_qualified" | "deal_at_risk";
+                    triggerEventType?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The rule was created. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            /** @description The organization already has the most rules it may hold (`rule-limit-reached`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminGetRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                ruleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminRule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminDeleteRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                ruleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule is deleted. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        deleted: true;
+                        id: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminUpdateRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                ruleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": {
+                    actions?: components["schemas"]["AdminRuleAction"][];
+                    conditions?: components["schemas"]["AdminRuleConditions"];
+                    enabled?: boolean;
+                    name?: string;
+                    triggerEventType?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The rule as changed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminRule"];
                 };
             };
             400: components["responses"]["BadRequest"];

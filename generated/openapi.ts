@@ -3047,7 +3047,7 @@ export interface components {
         Problem: {
             /** @description Explanation specific to this occurrence. */
             detail: string;
-            /** @description Validation failures (400 `validation-failed` only), one per failing field. */
+            /** @description Validation failures (400 `validation-failed`, and the custom-rule slugs `invalid-rule-trigger`, `invalid-rule-conditions`, `invalid-rule-actions`), one per failing field. */
             errors?: {
                 /** @description JSON pointer or parameter name of the failing input. */
                 field: string;

@@ -17,7 +17,8 @@ export async function emit(trx: Tx, organizationId: string, e: EmitInput): Promi
 
 /**
  * Emits several events in one round trip (batch work such as draft generation): the event rows,
- * and one fan-out job per event whose type some active endpoint of the organization subscribes to.
+ * one fan-out job per event whose type some active endpoint of the organization subscribes to,
+ * and one run_rules job per event whose type an enabled custom rule of the organization triggers on.
  * Returns the event ids in order.
  */
 export async function emitMany(trx: Tx, organizationId: string, events: EmitInput[]): Promise<string[]> {
@@ -26,7 +27,10 @@ export async function emitMany(trx: Tx, organizationId: string, events: EmitInpu
     if (!isEventType(e.type) || NEVER_EMITTED.has(e.type)) throw new Error(`emit: ${e.type} is not an emitted event type`);
   }
   const ids = events.map(() => newId('evt'));
-  // Most events have no subscriber: the fan-out job is added only where one exists.
+  // Most events have no subscriber and trigger no rule: the fan-out job is added only where an
+  // active endpoint subscribes to the type, the run_rules job only where an enabled rule of the
+  // organization triggers on it (never for rule.* events: rules do not trigger rules). Both jobs
+  // run after this transaction commits.
   await sql`
     WITH ev AS (
       INSERT INTO events (organization_id, id, type, api_version, data, resource_type, resource_id, created_at)
@@ -43,6 +47,13 @@ export async function emitMany(trx: Tx, organizationId: string, events: EmitInpu
     WHERE EXISTS (
       SELECT 1 FROM webhook_endpoints w
       WHERE w.organization_id = ${organizationId} AND w.status = 'active' AND ev.type = ANY (w.event_types)
+    )
+    UNION ALL
+    SELECT enqueue_job('run_rules', json_build_object('organizationId', ${organizationId}::text, 'eventId', ev.id))
+    FROM ev
+    WHERE ev.type NOT LIKE 'rule.%' AND EXISTS (
+      SELECT 1 FROM rules r
+      WHERE r.organization_id = ${organizationId} AND r.trigger_event_type = ev.type AND r.enabled
     )`.execute(trx);
   return ids;
 }

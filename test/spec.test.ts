@@ -215,6 +215,9 @@ describe('operator OpenAPI document', () => {
     ];
     // Operator rows of our own, beyond HARNESS.md: reading back what the rows above set.
     const ours = ['get /settings', 'get /organizations/{orgId}/mailboxes', 'patch /organizations/{orgId}/mailboxes/{mailboxId}'];
+    // Custom rules (issue 16).
+    ours.push('get /organizations/{orgId}/rule-templates', 'get /organizations/{orgId}/rules', 'post /organizations/{orgId}/rules',
+      'get /organizations/{orgId}/rules/{ruleId}', 'patch /organizations/{orgId}/rules/{ruleId}', 'delete /organizations/{orgId}/rules/{ruleId}');
     // Rows added with the event catalogue: the team lifecycle and organization health; contacts and lists.
     ours.push('get /organizations/{orgId}/users', 'post /organizations/{orgId}/users/{userId}/activate', 'delete /organizations/{orgId}/users/{userId}', 'get /organizations/{orgId}/health');
     ours.push('post /organizations/{orgId}/contacts/{contactId}/restore', 'post /organizations/{orgId}/lists/{listId}/import');

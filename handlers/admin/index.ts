@@ -18,6 +18,7 @@ import { leadAdminHandlers } from './leads.js';
 import { inboundMessageHandlers } from './inbound-messages.js';
 import { adminActionItemHandlers } from './action-items.js';
 import { experimentSettings } from '../../src/analytics/holdout.js';
+import { ruleHandlers } from './rules.js';
 import { teamHandlers } from './team.js';
 import { healthBody, recheckOrgHealth } from '../../src/org-health.js';
 import { adminContactHandlers } from './contacts.js';
@@ -215,6 +216,7 @@ export const adminHandlers: AdminHandlers = {
   adminCreateProduct, adminCreateSequenceTemplate, adminCreatePublicTemplate, adminUpdateList,
   adminCreateSuppressionDomain, adminGetQueue, ...sendingHandlers,
   ...leadAdminHandlers, ...inboundMessageHandlers, ...adminActionItemHandlers,
+  ...ruleHandlers,
   ...teamHandlers,
   ...adminContactHandlers, ...csvImportHandlers,
 };

@@ -12,6 +12,7 @@ import { sweepSends } from './sweep_sends.js';
 import { sweepLeads } from './sweep_leads.js';
 import { classifyReplyTask } from './classify_reply.js';
 import { sweepActionItems } from './sweep_action_items.js';
+import { runRulesTask } from './run_rules.js';
 import { sweepOrgHealth } from './sweep_org_health.js';
 
 export function buildTaskList(deps: TaskDeps): TaskList {
@@ -27,6 +28,7 @@ export function buildTaskList(deps: TaskDeps): TaskList {
     sweep_leads: sweepLeads(deps),
     classify_reply: classifyReplyTask(deps),
     sweep_action_items: sweepActionItems(deps),
+    run_rules: runRulesTask(deps),
     sweep_org_health: sweepOrgHealth(deps),
   };
 }

@@ -17,6 +17,12 @@ function withDatabase(url: string, db: string): string {
 }
 
 export default async function setup(project: TestProject) {
+  // Where each test file's harness records the event types its database saw, for the catalogue
+  // check (test/catalogue.test.ts) that runs after every other file; the workers inherit it.
+  const fs = await import('node:fs');
+  const observed = `${process.cwd()}/.test-data/observed-${process.pid}`;
+  fs.mkdirSync(observed, { recursive: true });
+  process.env.OBSERVED_EVENTS_DIR = observed;
   let url = process.env.DATABASE_URL;
   let stop = async () => {};
   if (!url) {
@@ -38,5 +44,8 @@ export default async function setup(project: TestProject) {
   await migrate(withDatabase(url, TEMPLATE));
   project.provide('pgUrl', url);
   project.provide('templateDb', TEMPLATE);
-  return async () => { await stop(); };
+  return async () => {
+    await stop();
+    fs.rmSync(observed, { recursive: true, force: true });
+  };
 }

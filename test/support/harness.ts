@@ -3,7 +3,7 @@
 // paths) that validate every response against the spec.
 import crypto from 'node:crypto';
 import pg from 'pg';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { Runner } from 'graphile-worker';
 import type { paths } from '../../generated/openapi.js';
@@ -208,12 +208,35 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
       for (const w of workers) await w.stop().catch(() => {});
       await http.close();
       await rt.close();
+      await recordObservedTypes(pool, dbName);
       await pool.end();
       await database.drop();
       const fs = await import('node:fs');
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Writes the distinct event types this database's event log holds to the run's observed-events
+ * directory (set by global-setup), named by test file, for the catalogue check of
+ * test/catalogue.test.ts.
+ */
+async function recordObservedTypes(pool: pg.Pool, dbName: string): Promise<void> {
+  const dir = process.env.OBSERVED_EVENTS_DIR;
+  if (!dir) return;
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`SELECT set_config('app.system', 'on', true)`);
+    const { rows } = await client.query<{ type: string }>('SELECT DISTINCT type FROM events ORDER BY type');
+    await client.query('COMMIT');
+    const fs = await import('node:fs');
+    const file = expect.getState().testPath ?? 'unknown';
+    fs.writeFileSync(`${dir}/${dbName}.json`, JSON.stringify({ file, types: rows.map((r) => r.type) }));
+  } finally {
+    client.release();
+  }
 }
 
 /** Raw HTTP for what a typed client cannot send (malformed JSON, wrong content types, huge bodies). */
