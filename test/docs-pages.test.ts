@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { raw, startService, type TestService } from './support/harness.js';
 import { publicDoc, adminDoc, publicOperations, adminOperations } from '../src/spec.js';
 import { PROBLEMS } from '../src/http/problems.js';
@@ -36,17 +36,25 @@ function listed(doc: typeof publicDoc, ops: Map<string, unknown>): string[] {
   return [...ops.keys(), ...hooks].sort();
 }
 
-interface Visit { operationIds: string[]; summaries: string[]; consoleErrors: string[]; pageErrors: string[]; offHost: string[]; problemLinks: string[] }
+interface Visit {
+  operationIds: string[]; summaries: string[]; consoleErrors: string[]; pageErrors: string[]; offHost: string[]; problemLinks: string[];
+  /** Requests the page made to the service's API (not the page, its assets or the document). */
+  apiCalls: string[];
+}
 
 /** Opens a page as a person would and reports what rendered and what happened on the way. */
-async function visit(pathname: string, expected: number, screenshot: string): Promise<Visit> {
+async function visit(pathname: string, expected: number, screenshot: string, then?: (page: Page) => Promise<void>): Promise<Visit> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const offHost: string[] = [];
+  const apiCalls: string[] = [];
   // Every request the page makes is seen here; anything not for the service's loopback host is
   // recorded and refused, so the page cannot reach the network even if it tried.
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url());
-    if (url.protocol === 'data:' || url.host === new URL(svc.baseUrl).host) return route.continue();
+    if (url.protocol === 'data:' || url.host === new URL(svc.baseUrl).host) {
+      if (url.pathname.startsWith('/api/v1/')) apiCalls.push(`${route.request().method()} ${url.pathname}`);
+      return route.continue();
+    }
     offHost.push(url.href);
     return route.abort();
   });
@@ -65,7 +73,8 @@ async function visit(pathname: string, expected: number, screenshot: string): Pr
     const operationIds = await page.$$eval('.opblock-summary-operation-id', (els) => els.map((e) => e.textContent?.trim() ?? ''));
     const summaries = await page.$$eval('.opblock-summary-description', (els) => els.map((e) => e.textContent?.trim() ?? ''));
     const problemLinks = await page.$$eval('#problem-types a', (els) => els.map((e) => (e as HTMLAnchorElement).href));
-    return { operationIds, summaries, consoleErrors, pageErrors, offHost, problemLinks };
+    await then?.(page);
+    return { operationIds, summaries, consoleErrors, pageErrors, offHost, problemLinks, apiCalls };
   } finally {
     await context.close();
   }
@@ -81,11 +90,19 @@ function expectComplete(v: Visit, expected: string[]) {
 }
 
 describe('reference pages in Chromium', () => {
-  it('/docs lists all 63 public operations (and the platform-event webhook) offline, without console errors, and links every problem page', async () => {
+  it('/docs lists all 63 public operations (and the platform-event webhook) offline, without console errors, links every problem page, and "Try it out" reaches the service', async () => {
     expect(publicOperations.size).toBe(63);
     const expected = listed(publicDoc, publicOperations);
-    const v = await visit('/docs', expected.length, 'docs.png');
+    // "Try it out" on the operation that needs no key: the CSP lets the page call its own origin.
+    const v = await visit('/docs', expected.length, 'docs.png', async (page) => {
+      const op = page.locator('[id$="-listPublicTemplates"]');
+      await op.locator('.opblock-summary').first().click();
+      await op.locator('.try-out__btn').click();
+      await op.locator('.execute').click();
+      await op.locator('.live-responses-table .response-col_status', { hasText: '200' }).first().waitFor({ timeout: 20_000 });
+    });
     expectComplete(v, expected);
+    expect(v.apiCalls).toEqual(['GET /api/v1/public-templates']);
     expect(fs.statSync(path.join(OUT, 'docs.png')).size).toBeGreaterThan(10_000);
   });
 

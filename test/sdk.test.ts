@@ -2,7 +2,10 @@
 // with the SDK (a list, contacts, a deal, a webhook endpoint on a loopback receiver), the real
 // signed delivery verified with the SDK's verifier, and the verifier's refusals (tampered body,
 // stale or future timestamp, wrong secret, malformed header) and its rotation support.
+import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkResponse, startService, type TestService } from './support/harness.js';
 import { startReceiver, type Receiver, type Received } from './support/receiver.js';
@@ -181,5 +184,24 @@ describe('client behaviour', () => {
     expect(() => idempotencyKey('k'.repeat(256))).toThrow(RangeError);
     expect(() => verifyWebhook({ rawBody: '{}', header: 't=1,v1=00', secret: '' })).toThrow(TypeError);
     expect(() => verifyWebhook({ rawBody: '{}', header: 't=1,v1=00', secret: 'whs_x', toleranceSeconds: -1 })).toThrow(RangeError);
+  });
+});
+
+describe('the package', () => {
+  it('builds with its own tsconfig (declarations included) and its built entry point works under plain Node', () => {
+    const out = path.resolve('test-output/sdk-dist');
+    fs.rmSync(out, { recursive: true, force: true });
+    execFileSync(path.resolve('node_modules/.bin/tsc'), ['-p', 'clients/typescript/tsconfig.json', '--outDir', out], { stdio: 'pipe' });
+    for (const f of ['index.js', 'index.d.ts', 'openapi.d.ts']) expect(fs.existsSync(path.join(out, f)), f).toBe(true);
+    const pkg = JSON.parse(fs.readFileSync('clients/typescript/package.json', 'utf8'));
+    expect(pkg.exports['.']).toEqual({ types: './dist/index.d.ts', default: './dist/index.js' });
+    expect(pkg.dependencies['openapi-fetch']).toBe(JSON.parse(fs.readFileSync('package.json', 'utf8')).devDependencies['openapi-fetch']);
+    const secret = `whs_${'ab'.repeat(16)}`;
+    const body = '{"id":"evt_1"}';
+    const script = `import { createOutboundClient, verifyWebhook } from ${JSON.stringify(path.join(out, 'index.js'))};
+const c = createOutboundClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'obk_live_x' });
+console.log(typeof c.GET, verifyWebhook({ rawBody: ${JSON.stringify(body)}, header: process.argv[1], secret: ${JSON.stringify(secret)} }));`;
+    const printed = execFileSync(process.execPath, ['--input-type=module', '-e', script, signatureHeader(secret, body)], { encoding: 'utf8' });
+    expect(printed.trim()).toBe('function true');
   });
 });
