@@ -127,17 +127,23 @@ class SqlFileProvider implements MigrationProvider {
   }
 }
 
-/** Applies our migrations and graphile-worker's, then grants the application role what it needs. */
+/**
+ * Applies our migrations and graphile-worker's, then grants the application role what it needs.
+ * Processes started together on one database (API nodes and workers) take turns: the whole of it
+ * runs under a session advisory lock, since concurrent GRANTs fail ("tuple concurrently updated").
+ */
 export async function migrate(url: string): Promise<void> {
-  const pool = createPool(url, { max: 2, name: 'outbound-migrate' });
+  const pool = createPool(url, { max: 3, name: 'outbound-migrate' });
   const db = createDb(pool);
+  const lock = await pool.connect();
   try {
+    await lock.query(`SELECT pg_advisory_lock(hashtext('outbound:migrate'))`);
     const { error, results } = await new Migrator({ db, provider: new SqlFileProvider() }).migrateToLatest();
     if (error) {
       const failed = results?.find((r) => r.status === 'Error');
       throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`);
     }
-        await runMigrations({ connectionString: url, logger: silentWorkerLogger() });
+    await runMigrations({ connectionString: url, logger: silentWorkerLogger() });
     await sql.raw(`
       DO $$ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${APP_ROLE}') THEN
@@ -154,6 +160,8 @@ export async function migrate(url: string): Promise<void> {
       GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO ${APP_ROLE};
     `).execute(db);
   } finally {
+    await lock.query(`SELECT pg_advisory_unlock(hashtext('outbound:migrate'))`).catch(() => {});
+    lock.release();
     await db.destroy();
   }
 }

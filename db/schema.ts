@@ -13,9 +13,11 @@ export interface OrganizationsTable {
   research_budget: Generated<number>; research_ttl_days: Generated<number>; drafts_per_month: number | null; sending: Generated<Record<string, unknown>>; created_at: Generated<Date>; updated_at: Generated<Date>;
   advisory_actions: Generated<string[]>;
   experiments: Generated<Record<string, unknown>>;
+  health: Generated<string>; health_reasons: Generated<unknown[]>; health_changed_at: TsNull; health_checked_at: TsNull;
 }
 export interface UsersTable {
   organization_id: string; id: string; name: string; email: string; role: string; created_at: Generated<Date>;
+  status: Generated<string>; invited_at: TsNull; activated_at: TsNull; removed_at: TsNull;
 }
 export interface ApiKeysTable {
   organization_id: string; id: string; key_hash: Buffer; name: string | null; scopes: string[];

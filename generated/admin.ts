@@ -68,6 +68,8 @@ export interface paths {
          *     zone must be a known IANA zone and `from` before `to`); fields left out are unchanged. Takes effect on the next public API request. A change of
          *     `researchTtlDays` emits `org.research_ttl_updated` (resource Organization, data
          *     `{organizationId, previousTtlDays, ttlDays}`); setting the value it already has emits nothing.
+         *     A change of `sending` or `researchBudget` recomputes the organization's `health` in the same
+         *     transaction (`org.health_changed` when its state or reasons change).
          */
         patch: operations["adminUpdateOrganization"];
         trace?: never;
@@ -89,7 +91,8 @@ export interface paths {
          * @description Creates a `pending` action item owned by the sales person `salesPersonId` (`aiGenerated`
          *     false). No event is emitted.
          *
-         *     Errors: 400 `validation-failed` for a bad body or an `expiresAt` in the past; 404 `not-found` for
+         *     Errors: 400 `validation-failed` for a bad body, an `expiresAt` in the past, or a
+         *     `salesPersonId` of a person who is removed or still invited (they get no new work); 404 `not-found` for
          *     an unknown organization or a `salesPersonId` that is not a sales person of it.
          */
         post: operations["adminCreateActionItem"];
@@ -120,10 +123,37 @@ export interface paths {
          *     items). After `expiresAt` the key gets 401.
          *
          *     Errors: 400 `validation-failed` for an unknown scope, `*` mixed with other scopes or an
-         *     `expiresAt` in the past; 404 `not-found` for an unknown organization or a `userId` that is not a
+         *     `expiresAt` in the past, or a `userId` of a person who is removed or still invited; 404 `not-found` for an unknown organization or a `userId` that is not a
          *     sales person of it.
          */
         post: operations["adminCreateApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organizations/{orgId}/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Show an organization's health
+         * @description The organization's health state (`healthy`, `degraded`, `blocked`) and its reasons, as last
+         *     computed (the same object as `health` in the organization). A change of the state or of its
+         *     set of reasons (a reason's code and subject: a mailbox, an endpoint) emits `org.health_changed`
+         *     (resource Organization, data `{organizationId, from, to, reasons}`); a reason whose figures
+         *     move (a bounce rate from 2.1% to 2.4%) is updated here without an event.
+         */
+        get: operations["adminGetOrganizationHealth"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -397,14 +427,92 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the organization's team
+         * @description The organization's sales people with their lifecycle status, newest first, a page at a time
+         *     (`limit`, `cursor` as in the public API). `status` keeps only people in that status; by
+         *     default every status is listed, removed people included.
+         */
+        get: operations["adminListUsers"];
         put?: never;
         /**
          * Create a sales person
-         * @description Adds a sales person (user) to the organization. The email is unique within the organization
-         *     (case-insensitive): a second user with the same email is refused with 400 `validation-failed`.
+         * @description Adds a sales person (user) to the organization. The email is unique among the organization's
+         *     people who are not removed (case-insensitive): a second one with the same email is refused with
+         *     400 `validation-failed` (a removed person's email may be added again, as a new person).
+         *
+         *     Without `invite` (or `invite: false`) the person is an active member at once and
+         *     `team.member_added` is emitted (resource User, data `{userId, name, email, role, status:
+         *     "active", invited: false}`). With `invite: true` the person is `invited` (has not accepted yet)
+         *     and `rep.invited` is emitted (data `{userId, name, email, role}`); `team.member_added` follows
+         *     at activation (POST .../users/{userId}/activate). An invited person gets no work and no API key
+         *     until activated.
          */
         post: operations["adminCreateUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organizations/{orgId}/users/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                /** @description The sales person's id. */
+                userId: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a sales person from the team
+         * @description Removes a person (active or invited) from the team, in one transaction: their status becomes
+         *     `removed` (the row stays, so contacts, deals and closed items they own still name a person);
+         *     every API key attributed to them is revoked (it gets 401 from then on); their pending action
+         *     items go to the organization's owner; and `team.member_removed` is emitted (resource User, data
+         *     `{userId, role, previousStatus, revokedKeyCount, reassignedActionItemCount, reassignedTo}`).
+         *     Contacts and deals keep their owner; work that arises from them later goes to the owner, as a
+         *     removed person is never assigned anything new.
+         *
+         *     The organization's owner (its longest-standing OWNER) cannot be removed: 409
+         *     `owner-not-removable`. Removing a person already removed answers 200 with the person again and
+         *     emits nothing.
+         */
+        delete: operations["adminRemoveUser"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organizations/{orgId}/users/{userId}/activate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                /** @description The sales person's id. */
+                userId: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Activate an invited sales person
+         * @description Records that an invited person accepted: status `active`, `activatedAt` set, and two events
+         *     in order: `rep.activated` (resource User, data `{userId, name, email, role, invitedAt}`) and
+         *     `team.member_added` (data as at creation, with `invited: true`), so every member who joins
+         *     produces exactly one `team.member_added`. Activating a person already active answers 200 and
+         *     emits nothing; a removed person cannot be activated: 409 `user-removed` (add them again).
+         */
+        post: operations["adminActivateUser"];
         delete?: never;
         options?: never;
         head?: never;
@@ -596,6 +704,40 @@ export interface components {
              */
             ai_email_lift?: components["schemas"]["AdminHoldout"];
         };
+        /**
+         * @description One reason an organization is not healthy. `code` says what; the other fields depend on it:
+         *     - `mailbox_paused` (degraded): `mailboxId` (`deployment` for the deployment sender), `email`, `reason` (e.g. `bounce_rate`).
+         *     - `mailbox_unverified` (degraded): `mailboxId`, `email`, `reason` (why its SMTP handshake failed).
+         *     - `no_sender` (blocked): no verified mailbox, and the deployment sender is not allowed or is paused.
+         *     - `bounce_rate` (degraded): `bounces`, `sends`, `ratePct`, `thresholdPct` (2), `windowDays` (28); once at least 20 sends.
+         *     - `complaint_rate` (degraded from 0.1%, blocked from 0.3%): `complaints`, `sends`, `ratePct`, `thresholdPct`, `windowDays` (28); once at least 20 sends.
+         *     - `webhook_endpoint_disabled` (degraded): `endpointId`, `url`.
+         *     - `research_budget_exhausted` (degraded): `used`, `budget`, `periodEnd`; the period's research runs reached a budget above 0.
+         */
+        AdminHealthReason: {
+            bounces?: number;
+            budget?: number;
+            /** @enum {string} */
+            code: "mailbox_paused" | "mailbox_unverified" | "no_sender" | "bounce_rate" | "complaint_rate" | "webhook_endpoint_disabled" | "research_budget_exhausted";
+            complaints?: number;
+            email?: string;
+            endpointId?: string;
+            mailboxId?: string;
+            /** Format: date-time */
+            periodEnd?: string;
+            ratePct?: number;
+            reason?: string | null;
+            sends?: number;
+            /**
+             * @description The state this reason alone puts the organization in.
+             * @enum {string}
+             */
+            severity: "degraded" | "blocked";
+            thresholdPct?: number;
+            url?: string;
+            used?: number;
+            windowDays?: number;
+        };
         /** @description One holdout experiment's setting. */
         AdminHoldout: {
             /**
@@ -660,6 +802,7 @@ export interface components {
                 /** @description When false (the default), POST /drafts/{id}/send of the public API answers 404. */
                 v1_2_api_send: boolean;
             };
+            health: components["schemas"]["AdminOrganizationHealth"];
             id: string;
             name: string;
             /** @description The OWNER sales person created with the organization. */
@@ -681,6 +824,30 @@ export interface components {
             /** @description Days a research dossier stays fresh (default 30); POST /contacts/{id}/research reuses a fresh company dossier. */
             researchTtlDays: number;
             sending: components["schemas"]["AdminSendingSettings"];
+        };
+        /**
+         * @description The organization's health, as last computed: `blocked` when any reason blocks it (it cannot, or
+         *     must not, send: no sender, complaint rate from 0.3%), else `degraded` when any reason is present,
+         *     else `healthy`. It is recomputed in the transaction of every change that can move it (a mailbox
+         *     added, verified, failed or paused; a hard bounce; a complaint; a webhook endpoint disabled or
+         *     set active again; a research run; the operator's sending settings or research budget) and by a
+         *     sweep every 5 minutes (windows slide, budgets reset). Health is a report: what stops mail is the
+         *     gates themselves (a paused mailbox, the kill switch), not this state.
+         */
+        AdminOrganizationHealth: {
+            /**
+             * Format: date-time
+             * @description When the state or its reasons last changed (an org.health_changed event); null if never.
+             */
+            changedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When it was last computed; null if never.
+             */
+            checkedAt: string | null;
+            reasons: components["schemas"]["AdminHealthReason"][];
+            /** @enum {string} */
+            state: "healthy" | "degraded" | "blocked";
         };
         /** @description A message the dispatcher handed to its mail transport (captured when `SMTP_URL` is unset). */
         AdminOutboxMessage: {
@@ -787,17 +954,42 @@ export interface components {
         };
         /** @description A sales person (user) of an organization. */
         AdminUser: {
+            /**
+             * Format: date-time
+             * @description When the person became an active member (at creation, or when the invitation was accepted); null while invited.
+             */
+            activatedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
             email: string;
             id: string;
+            /**
+             * Format: date-time
+             * @description When the person was invited; null for a person added as an active member.
+             */
+            invitedAt: string | null;
             name: string;
             organizationId: string;
+            /**
+             * Format: date-time
+             * @description When the person was removed from the team; null otherwise.
+             */
+            removedAt: string | null;
             role: components["schemas"]["AdminUserRole"];
+            status: components["schemas"]["AdminUserStatus"];
         };
         /**
          * @description Role of a sales person. MANAGER, ADMIN and OWNER may erase contacts and act on other people's action items.
          * @enum {string}
          */
         AdminUserRole: "REP" | "MANAGER" | "ADMIN" | "OWNER";
+        /**
+         * @description Where a sales person is in the team lifecycle: `invited` (added with `invite: true`, has not
+         *     accepted yet), `active` (a member), `removed` (kept for history; gets no new work, their API keys
+         *     are revoked).
+         * @enum {string}
+         */
+        AdminUserStatus: "invited" | "active" | "removed";
         /** @description A list that groups contacts. Archiving (archivedAt) and soft-deleting are different things; a soft-deleted list is 404. */
         ContactList: {
             /**
@@ -825,6 +1017,8 @@ export interface components {
             /** @description The user who owns the list. */
             userId: string;
         };
+        /** @description Opaque cursor of the next page, to be passed back as `cursor`; null on the last page. */
+        PageCursor: string | null;
         /** @description RFC 7807 problem details. `type` is `$PUBLIC_BASE_URL/problems/<slug>`; that URL serves a page saying what the problem means and whether a retry can succeed. `x-problem-types` lists every slug the service answers with its status, title and whether a retry can succeed (the same catalogue is served as JSON at `/problems`). */
         Problem: {
             /** @description Explanation specific to this occurrence. */
@@ -931,6 +1125,18 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The request conflicts with the resource's current state. */
+        Conflict: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description Unexpected failure (`internal-error`); nothing was changed. */
         InternalError: {
             headers: {
@@ -973,11 +1179,21 @@ export interface components {
         };
     };
     parameters: {
+        /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
+        Cursor: string;
+        /** @description Page size. */
+        Limit: number;
         /** @description The organization id. */
         OrgId: string;
+        /** @description The sales person's id. */
+        UserId: string;
     };
     requestBodies: never;
     headers: {
+        /** @description Requests allowed per API key in a fixed 60-second window. */
+        "X-RateLimit-Limit": number;
+        /** @description Unix time in seconds at which the current rate-limit window ends. */
+        "X-RateLimit-Reset": number;
         /** @description Identifier of this request, also written to the service logs. */
         "X-Request-Id": string;
     };
@@ -1218,6 +1434,34 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminGetOrganizationHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The health. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminOrganizationHealth"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1673,6 +1917,44 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    adminListUsers: {
+        parameters: {
+            query?: {
+                /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Only people in this status. */
+                status?: components["schemas"]["AdminUserStatus"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the team. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AdminUser"][];
+                        nextCursor: components["schemas"]["PageCursor"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     adminCreateUser: {
         parameters: {
             query?: never;
@@ -1695,6 +1977,8 @@ export interface operations {
                 "application/json": {
                     /** Format: email */
                     email: string;
+                    /** @description Invite the person (status `invited`) instead of adding an active member. */
+                    invite?: boolean;
                     name: string;
                     role: components["schemas"]["AdminUserRole"];
                 };
@@ -1715,6 +1999,68 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminRemoveUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                /** @description The sales person's id. */
+                userId: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The removed person. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminUser"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminActivateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                /** @description The sales person's id. */
+                userId: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The active person. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminUser"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
         };
     };

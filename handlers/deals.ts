@@ -187,8 +187,8 @@ async function requireCompany(trx: Tx, orgId: string, companyId: string): Promis
 async function resolveOwner(trx: Tx, auth: AuthInfo, given: string | undefined): Promise<string> {
   const org = auth.organizationId;
   if (given !== undefined) {
-    const u = await trx.selectFrom('users').select('id').where('organization_id', '=', org).where('id', '=', given).executeTakeFirst();
-    if (!u) throw invalid('ownerSalesPersonId is not a sales person of this organization.', 'body.ownerSalesPersonId');
+    const u = await trx.selectFrom('users').select('id').where('organization_id', '=', org).where('id', '=', given).where('status', '=', 'active').executeTakeFirst();
+    if (!u) throw invalid('ownerSalesPersonId is not an active sales person of this organization.', 'body.ownerSalesPersonId');
     return u.id;
   }
   if (auth.userId) return auth.userId;

@@ -13,6 +13,7 @@ import { ResolveError, UnsafeTargetError, resolveTarget } from '../src/net/addre
 import { enqueueAttempt } from '../src/webhooks/delivery.js';
 import { postWebhook } from '../src/webhooks/http.js';
 import { SIGNATURE_HEADER, newSigningSecret, signatureHeader } from '../src/webhooks/signing.js';
+import { recheckOrgHealth } from '../src/org-health.js';
 
 type EndpointRow = Selectable<WebhookEndpointsTable>;
 type DeliveryRow = Selectable<WebhookDeliveriesTable>;
@@ -136,6 +137,8 @@ const updateWebhook: Handler<'updateWebhook'> = async ({ trx, auth, params, body
       ...(body.status === 'active' ? { consecutive_failures: 0 } : {}),
     })
     .where('organization_id', '=', orgId).where('id', '=', params.id).returningAll().executeTakeFirstOrThrow();
+  // A disabled endpoint is a reason of the organization's health; setting it active clears it.
+  if (current.status === 'disabled' && row.status !== 'disabled') await recheckOrgHealth(trx, orgId);
   return { status: 200, body: toEndpoint(row) };
 };
 
@@ -143,9 +146,10 @@ const updateWebhook: Handler<'updateWebhook'> = async ({ trx, auth, params, body
 const deleteWebhook: Handler<'deleteWebhook'> = async ({ trx, auth, params }) => {
   const orgId = auth.organizationId;
   const gone = await trx.deleteFrom('webhook_endpoints').where('organization_id', '=', orgId).where('id', '=', params.id)
-    .returning('id').executeTakeFirst();
+    .returning(['id', 'status']).executeTakeFirst();
   if (!gone) throw notFound('webhook endpoint');
   await trx.deleteFrom('webhook_deliveries').where('organization_id', '=', orgId).where('webhook_endpoint_id', '=', params.id).execute();
+  if (gone.status === 'disabled') await recheckOrgHealth(trx, orgId);
   return { status: 200, body: { id: params.id, deleted: true as const } };
 };
 

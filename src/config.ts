@@ -54,6 +54,8 @@ export interface Config {
   inboundReplyDomain: string | null;
   /** Largest inbound message accepted (advertised with SIZE, enforced at DATA). */
   inboundMaxMessageBytes: number;
+  /** Whether `npm start` runs the background worker in the API process (false: API only; run `npm run worker` apart). */
+  runWorker: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -184,5 +186,6 @@ export function loadConfig(env: Env = process.env): Config {
     inboundSmtpHost: inboundHost,
     inboundReplyDomain: domain(env, 'INBOUND_REPLY_DOMAIN'),
     inboundMaxMessageBytes: int(env, 'INBOUND_MAX_MESSAGE_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+    runWorker: bool(env, 'RUN_WORKER', true),
   };
 }

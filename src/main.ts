@@ -1,6 +1,7 @@
 // npm start: embedded Postgres (unless DATABASE_URL), migrations, the API and the worker in one
 // process (and the inbound SMTP listener when INBOUND_SMTP_PORT is set). SIGINT/SIGTERM drain
-// HTTP, close the listener, stop the worker, then stop Postgres.
+// HTTP, close the listener, stop the worker, then stop Postgres. RUN_WORKER=false leaves the
+// worker out: API nodes scaled apart from `npm run worker` processes on the same DATABASE_URL.
 import { boot, openRuntime, resolveAdminToken, runWorker, serveHttp, serveInbound } from './runtime.js';
 
 async function main() {
@@ -9,8 +10,8 @@ async function main() {
   const admin = resolveAdminToken(booted.config);
   const config = { ...booted.config, adminToken: admin.token };
   const rt = openRuntime(config, log, url);
-  // The worker is up before the port opens: a healthy service has both.
-  const worker = await runWorker(rt);
+  // The worker is up before the port opens: a healthy service has both (unless it runs apart).
+  const worker = config.runWorker ? await runWorker(rt) : null;
   const inbound = await serveInbound(rt);
   const http = await serveHttp(rt, config.port);
   const base = config.publicBaseUrl;
@@ -18,6 +19,7 @@ async function main() {
   console.log(`API docs:   ${base}/docs (operator API: ${base}/admin/docs)`);
   console.log(admin.file ? `Operator token: in ${admin.file}` : 'Operator token: from ADMIN_TOKEN');
   console.log(`Listening on port ${http.port}${config.databaseUrl ? '' : ` with embedded Postgres in ${config.dataDir}`}`);
+  if (!worker) console.log('Worker: not in this process (RUN_WORKER=false); run `npm run worker` against the same database');
   if (inbound) console.log(`Inbound SMTP: port ${inbound.port}${config.inboundReplyDomain ? ` (reply addresses at ${config.inboundReplyDomain})` : ''}`);
 
   let stopping = false;
@@ -29,7 +31,7 @@ async function main() {
     force.unref();
     await http.close();
     await inbound?.close();
-    await worker.stop();
+    await worker?.stop();
     await rt.close();
     await stopDb();
     process.exit(0);

@@ -1,29 +1,30 @@
 // Who in an organization owns what: its OWNER (the fallback owner of anything unattributed) and
-// the sales person a contact's work goes to.
+// the sales person a contact's work goes to. Only active people get work: an invited person has
+// not accepted yet, a removed one has left (their rows stay, so past ownership still names them).
 import { sql } from 'kysely';
 import type { Tx } from '../db/database.js';
 
 /** The organization's first OWNER (every organization has one from creation). */
 export async function organizationOwnerId(trx: Tx, organizationId: string): Promise<string> {
   const o = await trx.selectFrom('users').select('id').where('organization_id', '=', organizationId).where('role', '=', 'OWNER')
-    .orderBy('created_at').limit(1).executeTakeFirst();
+    .where('status', '=', 'active').orderBy('created_at').limit(1).executeTakeFirst();
   if (!o) throw new Error(`organization ${organizationId} has no OWNER user`);
   return o.id;
 }
 
-/** The sales person who works a contact: its owner when that is still a person of the organization, else the OWNER. */
+/** The sales person who works a contact: its owner when that is still an active person of the organization, else the OWNER. */
 export async function assigneeFor(trx: Tx, organizationId: string, contactId: string | null): Promise<string> {
   if (contactId !== null) {
     const c = await trx.selectFrom('contacts').innerJoin('users', (j) => j.onRef('users.organization_id', '=', 'contacts.organization_id').onRef('users.id', '=', 'contacts.owner_user_id'))
-      .select('users.id').where('contacts.organization_id', '=', organizationId).where('contacts.id', '=', contactId).executeTakeFirst();
+      .select('users.id').where('users.status', '=', 'active').where('contacts.organization_id', '=', organizationId).where('contacts.id', '=', contactId).executeTakeFirst();
     if (c) return c.id;
   }
   return organizationOwnerId(trx, organizationId);
 }
 
-/** Who receives a handoff to an account executive: the longest-standing MANAGER, else ADMIN, else the OWNER. */
+/** Who receives a handoff to an account executive: the longest-standing active MANAGER, else ADMIN, else the OWNER. */
 export async function handoffReceiverId(trx: Tx, organizationId: string): Promise<string> {
-  const r = await trx.selectFrom('users').select('id').where('organization_id', '=', organizationId).where('role', 'in', ['MANAGER', 'ADMIN', 'OWNER'])
+  const r = await trx.selectFrom('users').select('id').where('organization_id', '=', organizationId).where('role', 'in', ['MANAGER', 'ADMIN', 'OWNER']).where('status', '=', 'active')
     .orderBy(sql`CASE role WHEN 'MANAGER' THEN 0 WHEN 'ADMIN' THEN 1 ELSE 2 END`).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
   return r?.id ?? organizationOwnerId(trx, organizationId);
 }

@@ -307,7 +307,8 @@ describe('POST /admin/api/organizations/{orgId}/action-items', () => {
     const id = await newItem(org, rep.id, { priority: 'low', description: 'd', expectedImpactCents: 0 });
     const row = await rowOf(org.id, id);
     expect(row).toMatchObject({ status: 'pending', sales_person_id: rep.id, ai_generated: false, priority: 'low', description: 'd', expected_impact_cents: 0, source_key: null });
-    expect(await eventsOf(svc, org.id)).toEqual([]);
+    // Only the person's joining (team.member_added): the item itself emits nothing.
+    expect((await eventsOf(svc, org.id)).map((e) => e.type)).toEqual(['team.member_added']);
   });
 
   it('answers 404 for an unknown organization or a person of another, 400 for a past expiresAt or a bad body', async () => {

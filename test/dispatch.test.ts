@@ -478,7 +478,14 @@ describe('lifecycle', () => {
     expect(after).toMatchObject({ status: 'paused', statusReason: 'bounce_rate' });
     const h = await eventsOf(svc, s.org.id, 'org.health_changed');
     expect(h).toHaveLength(1);
-    expect(h[0].data).toMatchObject({ mailboxId: mb.id, status: 'paused', reason: 'bounce_rate', bounces: 1, sends: 26, windowDays: 28 });
+    // Folded into the organization's health: the paused mailbox and the bounce rate are its reasons.
+    expect(h[0].data).toMatchObject({
+      organizationId: s.org.id, from: 'healthy', to: 'degraded',
+      reasons: expect.arrayContaining([
+        expect.objectContaining({ code: 'mailbox_paused', mailboxId: mb.id, reason: 'bounce_rate' }),
+        expect.objectContaining({ code: 'bounce_rate', bounces: 1, sends: 26, windowDays: 28, thresholdPct: 2 }),
+      ]),
+    });
     // The operator resumes it (verifying it again).
     const resumed = await svc.admin.PATCH('/organizations/{orgId}/mailboxes/{mailboxId}', { params: { path: { orgId: s.org.id, mailboxId: mb.id } }, body: { verify: true } });
     expect(resumed.data).toMatchObject({ status: 'verified', statusReason: null });

@@ -1,6 +1,6 @@
 // Shared set-up for the sequence, draft and list-generation suites: organizations with templates,
 // contacts (optionally with a researched company), and waiting for the worker's queue to drain.
-import { waitFor, ALL_SCOPES, type PublicClient, type TestService } from './support/harness.js';
+import { waitFor, ALL_SCOPES, type PublicClient, type ServiceClients, type TestService } from './support/harness.js';
 import { uid, uniqueEmail } from './crm-support.js';
 
 export const STEP_ONE = {
@@ -11,18 +11,18 @@ export const STEP_ONE = {
 export const STEP_TWO = { dayOffset: 3, subject: 'Following up', body: 'Hello again {{firstName}}, checking whether my last note was useful. Worth a call?' };
 
 export interface DraftingOrg {
-  org: Awaited<ReturnType<TestService['newOrg']>>;
+  org: Awaited<ReturnType<ServiceClients['newOrg']>>;
   key: string;
   api: PublicClient;
 }
 
-export async function draftingOrg(svc: TestService, plan?: 'free' | 'starter' | 'growth'): Promise<DraftingOrg> {
+export async function draftingOrg(svc: ServiceClients, plan?: 'free' | 'starter' | 'growth'): Promise<DraftingOrg> {
   const org = await svc.newOrg(plan ? { plan } : {});
   const key = await org.key(ALL_SCOPES, { userId: org.ownerId });
   return { org, key, api: svc.api(key) };
 }
 
-export async function template(svc: TestService, orgId: string, steps = [STEP_ONE, STEP_TWO], productId?: string): Promise<string> {
+export async function template(svc: ServiceClients, orgId: string, steps = [STEP_ONE, STEP_TWO], productId?: string): Promise<string> {
   const r = await svc.admin.POST('/organizations/{orgId}/sequence-templates', {
     params: { path: { orgId } }, body: { name: uid('Template '), steps, ...(productId ? { productId } : {}) },
   });
@@ -49,7 +49,7 @@ export async function sequence(api: PublicClient, contactId: string, templateId:
 }
 
 /** Waits until the background queue is empty (every job this file's requests caused has run). */
-export async function settle(svc: TestService, timeoutMs = 30_000): Promise<void> {
+export async function settle(svc: ServiceClients, timeoutMs = 30_000): Promise<void> {
   await waitFor(async () => {
     const q = await svc.admin.GET('/queue');
     return q.data && q.data.pending + q.data.running === 0 ? true : null;

@@ -10,8 +10,10 @@ const adminCreateActionItem: AdminHandler<'adminCreateActionItem'> = async ({ db
   return withSystem(db, async (trx) => {
     const org = await trx.selectFrom('organizations').select('id').where('id', '=', params.orgId).executeTakeFirst();
     if (!org) throw notFound('organization');
-    const person = await trx.selectFrom('users').select('id').where('organization_id', '=', params.orgId).where('id', '=', body.salesPersonId).executeTakeFirst();
+    const person = await trx.selectFrom('users').select(['id', 'status']).where('organization_id', '=', params.orgId).where('id', '=', body.salesPersonId).executeTakeFirst();
     if (!person) throw notFound('sales person');
+    // Removed people (and invited ones, who have not accepted yet) get no new work.
+    if (person.status !== 'active') throw invalid(`salesPersonId names a person who is ${person.status}, not an active member.`, 'body.salesPersonId');
     const id = await openActionItem(trx, params.orgId, {
       actionType: body.actionType, title: body.title, description: body.description ?? null, priority: body.priority,
       salesPersonId: person.id, aiGenerated: false, entityType: body.entityType ?? null, entityId: body.entityId ?? null,

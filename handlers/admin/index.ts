@@ -18,6 +18,8 @@ import { leadAdminHandlers } from './leads.js';
 import { inboundMessageHandlers } from './inbound-messages.js';
 import { adminActionItemHandlers } from './action-items.js';
 import { experimentSettings } from '../../src/analytics/holdout.js';
+import { teamHandlers } from './team.js';
+import { healthBody, recheckOrgHealth } from '../../src/org-health.js';
 
 type Plan = 'free' | 'starter' | 'growth';
 type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
@@ -25,7 +27,7 @@ type ActionName = adminOperations['adminUpdateOrganization']['responses'][200]['
 
 async function ownerOf(trx: Tx, orgId: string) {
   return trx.selectFrom('users').select(['id', 'name', 'email', 'role']).where('organization_id', '=', orgId)
-    .where('role', '=', 'OWNER').orderBy('created_at').limit(1).executeTakeFirstOrThrow();
+    .where('role', '=', 'OWNER').where('status', '=', 'active').orderBy('created_at').limit(1).executeTakeFirstOrThrow();
 }
 
 async function organizationBody(trx: Tx, orgId: string) {
@@ -34,7 +36,7 @@ async function organizationBody(trx: Tx, orgId: string) {
   const owner = await ownerOf(trx, orgId);
   return {
     id: o.id, name: o.name, plan: o.plan as Plan, flags: { v1_2_api_send: o.flags.v1_2_api_send === true },
-    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, draftsPerMonth: o.drafts_per_month, sending: sendingSettings(o.sending), advisoryActions: o.advisory_actions as ActionName[], experiments: experimentSettings(o.experiments), owner: { ...owner, role: owner.role as Role }, createdAt: isoNN(o.created_at),
+    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, draftsPerMonth: o.drafts_per_month, sending: sendingSettings(o.sending), advisoryActions: o.advisory_actions as ActionName[], experiments: experimentSettings(o.experiments), owner: { ...owner, role: owner.role as Role }, health: healthBody(o) as never, createdAt: isoNN(o.created_at),
   };
 }
 
@@ -75,24 +77,19 @@ const adminUpdateOrganization: AdminHandler<'adminUpdateOrganization'> = async (
     if (body.experiments !== undefined) set.experiments = sql`experiments || ${JSON.stringify(body.experiments)}::jsonb`;
     if (Object.keys(set).length > 0) {
       await trx.updateTable('organizations').set({ ...set, updated_at: sql`now_ms()` } as never).where('id', '=', params.orgId).execute();
+      // Sending settings and the research budget are signals of the organization's health.
+      if (body.sending !== undefined || body.researchBudget !== undefined) await recheckOrgHealth(trx, params.orgId);
     }
     return { status: 200 as const, body: await organizationBody(trx, params.orgId) };
-  });
-
-const adminCreateUser: AdminHandler<'adminCreateUser'> = async ({ db, params, body }) =>
-  withSystem(db, async (trx) => {
-    await requireOrg(trx, params.orgId);
-    const id = newId('usr');
-    await trx.insertInto('users').values({ organization_id: params.orgId, id, name: body.name, email: body.email, role: body.role }).execute();
-    return { status: 201 as const, body: { id, organizationId: params.orgId, name: body.name, email: body.email, role: body.role } };
   });
 
 const adminCreateApiKey: AdminHandler<'adminCreateApiKey'> = async ({ db, params, body }) =>
   withSystem(db, async (trx) => {
     await requireOrg(trx, params.orgId);
     if (body.userId !== undefined) {
-      const u = await trx.selectFrom('users').select('id').where('organization_id', '=', params.orgId).where('id', '=', body.userId).executeTakeFirst();
+      const u = await trx.selectFrom('users').select(['id', 'status']).where('organization_id', '=', params.orgId).where('id', '=', body.userId).executeTakeFirst();
       if (!u) throw invalid('userId names no sales person of this organization.', 'body.userId');
+      if (u.status !== 'active') throw invalid(`userId names a person who is ${u.status}, not an active member.`, 'body.userId');
     }
     const scopes = body.scopes.includes('*') ? [...ALL_SCOPES] : [...new Set(body.scopes as string[])];
     const key = newApiKey();
@@ -187,10 +184,11 @@ const adminGetQueue: AdminHandler<'adminGetQueue'> = async ({ db }) => {
 };
 
 export const adminHandlers: AdminHandlers = {
-  adminCreateOrganization, adminUpdateOrganization, adminCreateUser, adminCreateApiKey, adminRevokeApiKey,
+  adminCreateOrganization, adminUpdateOrganization, adminCreateApiKey, adminRevokeApiKey,
   adminCreateProduct, adminCreateSequenceTemplate, adminCreatePublicTemplate, adminUpdateList,
   adminCreateSuppressionDomain, adminGetQueue, ...sendingHandlers,
   ...leadAdminHandlers, ...inboundMessageHandlers, ...adminActionItemHandlers,
+  ...teamHandlers,
 };
 
 export { ProblemError };

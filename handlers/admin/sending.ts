@@ -8,6 +8,7 @@ import { invalid, notFound } from '../../src/http/problems.js';
 import { DEFAULT_MAILBOX_DAILY_CAP, sendingSettings, validTimeZone, type SendingSettings } from '../../src/dispatch/settings.js';
 import { smtpTransport } from '../../src/mail/transport.js';
 import type { Services } from '../../src/services.js';
+import { recheckOrgHealth } from '../../src/org-health.js';
 
 /** Stored sending settings with the sent ones replacing theirs; 400 for an unknown zone or a window that closes before it opens. */
 export function checkedSending(patch: Partial<SendingSettings>, stored: unknown): Partial<SendingSettings> {
@@ -58,6 +59,7 @@ const adminCreateMailbox: AdminHandler<'adminCreateMailbox'> = async ({ db, para
       dkim_key_sealed: body.dkim ? services.secretBox.seal(body.dkim.privateKey) : null,
       status: failure === null ? 'verified' : 'failed', status_reason: failure, verified_at: failure === null ? sql`now_ms()` : null,
     } as never).returningAll().executeTakeFirstOrThrow();
+    await recheckOrgHealth(trx, params.orgId);
     return { status: 201 as const, body: toMailbox(row) };
   });
 };
@@ -86,6 +88,7 @@ const adminUpdateMailbox: AdminHandler<'adminUpdateMailbox'> = async ({ db, para
     }
     const row = await trx.updateTable('mailboxes').set(set as never).where('organization_id', '=', params.orgId).where('id', '=', params.mailboxId)
       .returningAll().executeTakeFirstOrThrow();
+    if (failure !== undefined) await recheckOrgHealth(trx, params.orgId);
     return { status: 200 as const, body: toMailbox(row) };
   });
 };

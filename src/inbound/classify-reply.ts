@@ -28,6 +28,7 @@ import { suppressAddress } from '../suppression-add.js';
 import { openActionItem } from '../action-items.js';
 import { assigneeFor } from '../people.js';
 import { recordHardBounce } from '../dispatch/bounce.js';
+import { recheckOrgHealth } from '../org-health.js';
 import { INTENTS, type Classification, type ParsedMail } from './analysis.js';
 import { classify } from './analyze/index.js';
 import { readMail, type IngestDeps } from './ingest.js';
@@ -189,4 +190,6 @@ export async function recordClassification(trx: Tx, org: string, id: string, mai
       reason: c.reason, source: c.source, kind, oooUntil: oooUntil?.toISOString() ?? null, effects: done,
     },
   }, ...events]);
+  // A complaint moves the complaint rate (counted from the email.complained events just written).
+  if (kind === 'complaint' && events.some((e) => e.type === 'email.complained')) await recheckOrgHealth(trx, org);
 }

@@ -12,6 +12,7 @@ import { emit } from '../events.js';
 import { newId } from '../ids.js';
 import { ProblemError, notFound } from '../http/problems.js';
 import { usagePeriod } from '../usage.js';
+import { recheckOrgHealth } from '../org-health.js';
 import { crawlSite } from './crawl.js';
 import { buildDossier, type Dossier } from './dossier.js';
 import { ROBOTS_TOKEN } from './robots.js';
@@ -107,6 +108,8 @@ async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: bool
       { 'Retry-After': String(retryAfter) },
     );
   }
+  // The run that spends the last of the budget makes the organization's health say so.
+  if (Number(used.n) >= c.research_budget) await recheckOrgHealth(trx, org);
   return { kind: 'run', runId, company: { name: c.name, domain: c.domain_normalized }, ttlDays: c.research_ttl_days };
 }
 

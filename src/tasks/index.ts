@@ -12,6 +12,7 @@ import { sweepSends } from './sweep_sends.js';
 import { sweepLeads } from './sweep_leads.js';
 import { classifyReplyTask } from './classify_reply.js';
 import { sweepActionItems } from './sweep_action_items.js';
+import { sweepOrgHealth } from './sweep_org_health.js';
 
 export function buildTaskList(deps: TaskDeps): TaskList {
   return {
@@ -26,6 +27,7 @@ export function buildTaskList(deps: TaskDeps): TaskList {
     sweep_leads: sweepLeads(deps),
     classify_reply: classifyReplyTask(deps),
     sweep_action_items: sweepActionItems(deps),
+    sweep_org_health: sweepOrgHealth(deps),
   };
 }
 
@@ -33,11 +35,13 @@ export function buildTaskList(deps: TaskDeps): TaskList {
 // sweep (overdue next steps, slipped deals) runs every 15 minutes; steps whose send was never
 // recorded are marked possibly sent every minute. The inbound lead sweep (qualification, conversion
 // of qualified leads at least 15 minutes old) runs every 5 minutes; action items (expiry, snoozes
-// that are up, out-of-office returns) are swept every minute.
+// that are up, out-of-office returns) are swept every minute. Organization health is recomputed
+// for every organization every 5 minutes.
 export const CRONTAB = `
 15 * * * * purge_idempotency_keys ?max=1
 */15 * * * * sweep_deals ?max=1
 * * * * * sweep_sends ?max=1
 */5 * * * * sweep_leads ?max=1
 * * * * * sweep_action_items ?max=1
+*/5 * * * * sweep_org_health ?max=1
 `;

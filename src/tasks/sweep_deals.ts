@@ -51,7 +51,7 @@ async function sweepBatch(deps: TaskDeps): Promise<number> {
         FROM today, deals d
         CROSS JOIN (VALUES ${rules}) AS r(kind, after_days)
         LEFT JOIN deal_stages s ON s.organization_id = d.organization_id AND s.id = d.stage_id
-        LEFT JOIN users u ON u.organization_id = d.organization_id AND u.id = d.owner_sales_person_id
+        LEFT JOIN users u ON u.organization_id = d.organization_id AND u.id = d.owner_sales_person_id AND u.status = 'active'
         WHERE d.close_date IS NOT NULL AND d.actual_close_date IS NULL
           AND d.close_date < today.d - r.after_days
           AND s.is_terminal IS NOT TRUE

@@ -15,6 +15,7 @@ import type { Services } from '../services.js';
 import { envelopeBody, type EventRow } from './envelope.js';
 import { postWebhook, type SendResult } from './http.js';
 import { SIGNATURE_HEADER, signatureHeader } from './signing.js';
+import { recheckOrgHealth } from '../org-health.js';
 
 export const MAX_ATTEMPTS = 7;
 
@@ -128,6 +129,7 @@ async function record(deps: DeliveryDeps, trx: Tx, organizationId: string, d: Lo
   if (next && nextAt) await enqueueAttempt(trx, organizationId, d.id, next, nextAt);
   if (!ok && res.rows[0].endpoint_status === 'disabled' && d.endpoint_status === 'active') {
     deps.log.warn({ organizationId, webhookEndpointId: d.webhook_endpoint_id }, 'webhook endpoint disabled after consecutive failures');
+    await recheckOrgHealth(trx, organizationId);
   }
 }
 

@@ -63,12 +63,9 @@ function listPatcher(admin: ReturnType<typeof createClient<adminPaths>>) {
     admin.PATCH('/organizations/{orgId}/lists/{listId}', { params: { path: { orgId, listId } }, body });
 }
 
-export interface TestService {
+/** The typed clients of one service (in this process or another), by its base URL and operator token. */
+export interface ServiceClients {
   baseUrl: string;
-  config: Config;
-  rt: Runtime;
-  /** Owner-role pool of the file's database (bypasses nothing: use for set-up and inspection only). */
-  pool: pg.Pool;
   admin: ReturnType<typeof createClient<adminPaths>>;
   api(key?: string | null, headers?: Record<string, string>): PublicClient;
   newOrg(opts?: { plan?: 'free' | 'starter' | 'growth' }): Promise<TestOrg>;
@@ -76,6 +73,13 @@ export interface TestService {
   orgWithKey(scopes?: readonly string[], keyOpts?: Parameters<TestOrg['key']>[1]): Promise<{ org: TestOrg; key: string; api: PublicClient }>;
   /** Archives or test-flags a list through the operator API. */
   patchList: ReturnType<typeof listPatcher>;
+}
+
+export interface TestService extends ServiceClients {
+  config: Config;
+  rt: Runtime;
+  /** Owner-role pool of the file's database (bypasses nothing: use for set-up and inspection only). */
+  pool: pg.Pool;
   startWorker(): Promise<Runner>;
   close(): Promise<void>;
 }
@@ -88,7 +92,11 @@ export interface TestOrg {
   user(role?: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER'): Promise<{ id: string }>;
 }
 
-export async function startService(env: Record<string, string> = {}): Promise<TestService> {
+/**
+ * A database of its own for a test file, cloned from the migrated template (or `empty`: not
+ * migrated, as a first deployment finds it); drop() removes it.
+ */
+export async function createTestDatabase(opts: { empty?: boolean } = {}): Promise<{ name: string; url: string; drop(): Promise<void> }> {
   const pgUrl = inject('pgUrl');
   const template = inject('templateDb');
   const dbName = `t_${crypto.randomBytes(6).toString('hex')}`;
@@ -96,7 +104,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   await adminConn.connect();
   // Cloning a template fails while another session is connected to it; retry briefly.
   for (let i = 0; ; i += 1) {
-    try { await adminConn.query(`CREATE DATABASE ${dbName} TEMPLATE ${template}`); break; } catch (e) {
+    try { await adminConn.query(`CREATE DATABASE ${dbName} TEMPLATE ${opts.empty ? 'template0' : template}`); break; } catch (e) {
       if (i > 50) throw e;
       await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
     }
@@ -104,27 +112,22 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   await adminConn.end();
   const u = new URL(pgUrl);
   u.pathname = `/${dbName}`;
-  const url = u.toString();
-  const adminToken = `adm_${crypto.randomBytes(16).toString('hex')}`;
-  const dataDir = `${process.cwd()}/.test-data/files-${dbName}`;
-  let config = loadConfig({
-    ERASURE_HASH_SECRET: 'test-erasure-secret-0123456789abcdef0123',
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ...env,
-    ADMIN_TOKEN: adminToken,
-    DATA_DIR: dataDir,
-    PORT: '0',
-  });
-  const rt = openRuntime(config, createLogger(config.logLevel), url, { poolSize: 10 });
-  const http = await serveHttp(rt, 0, '127.0.0.1');
-  const baseUrl = `http://127.0.0.1:${http.port}`;
-  config = { ...config, publicBaseUrl: baseUrl };
-  (rt.config as Config).publicBaseUrl = baseUrl;
-  const pool = new pg.Pool({ connectionString: url, max: 3 });
+  return {
+    name: dbName,
+    url: u.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: pgUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+      await c.end();
+    },
+  };
+}
+
+/** Typed, validating clients of the service at baseUrl (public API and operator API). */
+export function serviceClients(baseUrl: string, adminToken: string): ServiceClients {
   const admin = createClient<adminPaths>({ baseUrl: `${baseUrl}/admin/api`, headers: { authorization: `Bearer ${adminToken}` } });
   admin.use(validating(adminOperations));
-  const workers: Runner[] = [];
 
   async function newOrg(opts: { plan?: 'free' | 'starter' | 'growth' } = {}): Promise<TestOrg> {
     const { data, error } = await admin.POST('/organizations', { body: { name: `Org ${crypto.randomBytes(4).toString('hex')}`, ...opts } });
@@ -160,7 +163,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   }
 
   return {
-    baseUrl, config, rt, pool, admin, newOrg,
+    baseUrl, admin, newOrg,
     api: (key, headers) => publicClient(baseUrl, key, headers),
     async orgWithKey(scopes = ALL_SCOPES, keyOpts = {}) {
       const org = await newOrg();
@@ -168,6 +171,34 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
       return { org, key, api: publicClient(baseUrl, key) };
     },
     patchList: listPatcher(admin),
+  };
+}
+
+export async function startService(env: Record<string, string> = {}): Promise<TestService> {
+  const database = await createTestDatabase();
+  const { url, name: dbName } = database;
+  const adminToken = `adm_${crypto.randomBytes(16).toString('hex')}`;
+  const dataDir = `${process.cwd()}/.test-data/files-${dbName}`;
+  let config = loadConfig({
+    ERASURE_HASH_SECRET: 'test-erasure-secret-0123456789abcdef0123',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...env,
+    ADMIN_TOKEN: adminToken,
+    DATA_DIR: dataDir,
+    PORT: '0',
+  });
+  const rt = openRuntime(config, createLogger(config.logLevel), url, { poolSize: 10 });
+  const http = await serveHttp(rt, 0, '127.0.0.1');
+  const baseUrl = `http://127.0.0.1:${http.port}`;
+  config = { ...config, publicBaseUrl: baseUrl };
+  (rt.config as Config).publicBaseUrl = baseUrl;
+  const pool = new pg.Pool({ connectionString: url, max: 3 });
+  const clients = serviceClients(baseUrl, adminToken);
+  const workers: Runner[] = [];
+
+  return {
+    ...clients, config, rt, pool,
     async startWorker() {
       const w = await runWorker(rt, 4);
       workers.push(w);
@@ -178,10 +209,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
       await http.close();
       await rt.close();
       await pool.end();
-      const c = new pg.Client({ connectionString: pgUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
-      await c.end();
+      await database.drop();
       const fs = await import('node:fs');
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
