@@ -1,7 +1,8 @@
 // npm run generate: bundles spec/ with Redocly, then writes into generated/ the openapi-typescript
 // types of both documents and precompiled ajv validators (JSON Schema 2020-12, with formats) for
-// every request part and every JSON response body. The output is deterministic; CI regenerates
-// it and fails when the committed files differ.
+// every request part and every JSON response body, and copies the public types into the client SDK
+// (clients/typescript/src/openapi.ts). The output is deterministic; CI regenerates it and fails
+// when the committed files differ.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -88,6 +89,8 @@ async function main() {
     const ast = await openapiTS(doc as never, { alphabetize: true });
     fs.writeFileSync(path.join(out, `${name}.ts`), HEADER + astToString(ast));
   }
+  // The client SDK carries its own copy of the public types, so the package stands alone.
+  fs.copyFileSync(path.join(out, 'openapi.ts'), path.join(root, 'clients/typescript/src/openapi.ts'));
   // Operation ids are unique within each document; the admin ones all start with `admin`.
   const v = validators({ '': pub, admin: adm });
   fs.writeFileSync(path.join(out, 'params.cjs'), v.params);

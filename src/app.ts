@@ -20,6 +20,7 @@ import { publicDoc, adminDoc, publicOperations, adminOperations } from './spec.j
 import { botPage } from './research/robots.js';
 import { mountMailLinks } from './mail/links.js';
 import { mountLeadCapture } from './leads/endpoint.js';
+import { mountDocs } from './http/docs.js';
 import type { OpenApiDoc, OperationInfo } from './openapi-doc.js';
 import { mountMetrics } from './metrics/index.js';
 
@@ -331,6 +332,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   });
   app.get('/api-docs/openapi.json', (c) => c.body(servedPublicDoc, 200, { 'Content-Type': 'application/json' }));
   app.get('/admin/api-docs/openapi.json', (c) => c.body(servedAdminDoc, 200, { 'Content-Type': 'application/json' }));
+  // The reference pages (/docs, /admin/docs) and their security headers, also on problem pages.
+  mountDocs(app as unknown as Hono<never>);
   app.get('/problems/:slug', (c) => {
     const html = problemPage(c.req.param('slug'));
     if (html === null) throw new ProblemError('not-found', 'No such problem type.');

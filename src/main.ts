@@ -16,7 +16,7 @@ async function main() {
   const http = await serveHttp(rt, config.port);
   const base = config.publicBaseUrl;
   console.log(`API:        ${base}/api/v1`);
-  console.log(`API docs:   ${base}/api-docs/openapi.json (operator API: ${base}/admin/api-docs/openapi.json)`);
+  console.log(`API docs:   ${base}/docs (operator API: ${base}/admin/docs)`);
   console.log(admin.file ? `Operator token: in ${admin.file}` : 'Operator token: from ADMIN_TOKEN');
   console.log(`Listening on port ${http.port}${config.databaseUrl ? '' : ` with embedded Postgres in ${config.dataDir}`}`);
   if (!worker) console.log('Worker: not in this process (RUN_WORKER=false); run `npm run worker` against the same database');

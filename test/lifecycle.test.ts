@@ -57,7 +57,7 @@ describe('process lifecycle', () => {
     const first = start(env);
     await healthy(port, first.child);
     expect(first.out()).toMatch(/API: +http:\/\/localhost:\d+\/api\/v1/);
-    expect(first.out()).toMatch(/API docs: +http:\/\/localhost:\d+\/api-docs\/openapi\.json/);
+    expect(first.out()).toMatch(/API docs: +http:\/\/localhost:\d+\/docs /);
     expect(first.out()).toContain(`Operator token: in ${path.join(dataDir, 'admin-token')}`);
     const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
     const org = await fetch(`http://127.0.0.1:${port}/admin/api/organizations`, {
