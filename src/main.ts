@@ -4,11 +4,14 @@
 // no database start. A start failure stops whatever was started and ends the process with one
 // line naming what to fix. SIGINT/SIGTERM stop HTTP, the inbound listener, the worker, the pools,
 // then Postgres (which runs in its own process group, so a terminal's Ctrl-C reaches only us).
+// Only the configuration and the port checks are loaded up front; the service's modules are
+// loaded after the port is held, so a taken port or a bad variable answers at once.
 import type { Runner } from 'graphile-worker';
 import type { Logger } from 'pino';
-import { ConfigError } from './config.js';
+import { ConfigError, loadConfig } from './config.js';
 import type { InboundListener } from './inbound/smtp-listener.js';
-import { openRuntime, readConfig, resolveAdminToken, runWorker, serveInbound, startDatabase, type Runtime } from './runtime.js';
+import { createLogger } from './logger.js';
+import type { Runtime } from './runtime.js';
 import { bindHttp, dataDirFailure, probeInboundPort, startFailureLine, type HttpListener } from './startup.js';
 
 /** What a SIGTERM must finish within; past it the process exits (taking Postgres along, see db/embedded.ts). */
@@ -45,12 +48,13 @@ process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 
 async function main(): Promise<void> {
-  const read = readConfig();
-  const config = read.config;
-  log = read.log;
+  const config = loadConfig();
+  log = createLogger(config.logLevel);
   parts.http = await bindHttp(config, config.publicBaseUrl);
   checkpoint();
   await probeInboundPort(config);
+  const { openRuntime, resolveAdminToken, runWorker, serveInbound, startDatabase } = await import('./runtime.js');
+  checkpoint();
   let admin: ReturnType<typeof resolveAdminToken>;
   try {
     // Written before Postgres starts: an unwritable DATA_DIR fails here, in a moment.
