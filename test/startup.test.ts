@@ -95,6 +95,19 @@ function accepts(host: string, port: number): Promise<boolean> {
   });
 }
 
+/** Runs a bash script in `cwd` (whose `.data` links to `dataDir` when given). */
+async function bash(script: string, cwd: string, dataDir?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  fs.mkdirSync(cwd, { recursive: true });
+  if (dataDir && !fs.existsSync(path.join(cwd, '.data'))) fs.symlinkSync(dataDir, path.join(cwd, '.data'));
+  const child = spawn('bash', ['-c', script], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; });
+  const code = await new Promise<number | null>((r) => child.once('close', (c) => r(c)));
+  return { code, stdout, stderr };
+}
+
 /** No pino line at error level or above (50+), and nothing on stderr. */
 function expectNoErrorLines(run: Run): void {
   const levels = lines(run.stdout()).filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { level: number }).level);
@@ -196,6 +209,23 @@ describe('stopping', () => {
     // Not on every interface: another loopback address gets no answer.
     expect(await accepts('127.0.0.2', port)).toBe(false);
     expect(postgresOf(dataDir).length).toBeGreaterThan(0);
+
+    // The README's first-key recipe, against this service: it stops at a failing step with the
+    // service's answer, and runs through with the right token.
+    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## A first API key'));
+    const recipe = /```sh\n([\s\S]*?)```/.exec(section)![1].replaceAll('localhost:3000', `127.0.0.1:${port}`);
+    const wrong = path.join(tmp, 'wrong-token');
+    fs.mkdirSync(path.join(wrong, '.data'), { recursive: true });
+    fs.writeFileSync(path.join(wrong, '.data', 'admin-token'), 'adm_not-the-token\n');
+    const refused = await bash(recipe, wrong);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr.trim().split('\n').at(-1)).toMatch(/^failed: \{"type":"http:\/\/localhost:\d+\/problems\/unauthorized"/);
+    expect(refused.stderr).not.toContain('undefined');
+    const ok = await bash(recipe, path.dirname(dataDir).concat('/served-cwd'), dataDir);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ organization: { name: 'Acme', plan: 'starter' } });
 
     run.child.kill('SIGTERM');
     expect(await run.exit).toBe(0);
