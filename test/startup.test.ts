@@ -175,6 +175,19 @@ describe.concurrent('start failures', () => {
 });
 
 describe('stopping', () => {
+  it('SIGTERM during the start (Postgres being created) stops what was started: exit 0, no error line, no Postgres left', async () => {
+    const own = path.join(tmp, 'interrupted');
+    const run = start({ PORT: String(await freePort()), DATA_DIR: own });
+    const pidFile = path.join(own, 'pg', 'postmaster.pid');
+    while (!fs.existsSync(pidFile) && run.child.exitCode === null) await new Promise((r) => setTimeout(r, 20));
+    run.child.kill('SIGTERM');
+    expect(await run.exit).toBe(0);
+    expectNoErrorLines(run);
+    expect(run.stdout()).not.toContain('Listening on');
+    expect(postgresOf(own)).toEqual([]);
+    expect(fs.existsSync(pidFile)).toBe(false);
+  });
+
   // One data directory: the first start creates the cluster, the second reuses it.
   const dataDir = path.join(tmp, 'served');
 
