@@ -137,12 +137,12 @@ const running = new Set<ChildProcess>();
 // an immediate shutdown (SIGQUIT) rather than an orphan holding the data directory.
 process.on('exit', () => { for (const child of running) child.kill('SIGQUIT'); });
 
+let interrupted = false;
 /**
  * A stop requested while the service is still starting: Postgres gets a fast shutdown at once, so
  * the start step waiting on it (the postmaster's readiness, a migration) fails now instead of
  * finishing first, and the start stops what it had started.
  */
-let interrupted = false;
 export function interruptStart(): void {
   interrupted = true;
   for (const child of running) child.kill('SIGINT');

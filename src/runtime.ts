@@ -108,12 +108,6 @@ export async function serveInbound(rt: Runtime): Promise<InboundListener | null>
   return startInboundSmtp({ db: rt.db, config, services: rt.services, log: rt.log }, { port: config.inboundSmtpPort, host: config.inboundSmtpHost });
 }
 
-/** Reads the configuration; a bad value is a ConfigError naming the variable. */
-export function readConfig(): { config: Config; log: Logger } {
-  const config = loadConfig();
-  return { config, log: createLogger(config.logLevel) };
-}
-
 /**
  * Starts the embedded Postgres unless DATABASE_URL is set, checks the connection and migrates.
  * A failure stops the embedded Postgres again and is a StartError naming DATABASE_URL or DATA_DIR.
@@ -144,12 +138,13 @@ export async function startDatabase(config: Config, log: Logger): Promise<{ url:
  * line naming the variable), start the embedded Postgres unless DATABASE_URL is set, migrate.
  */
 export async function boot(): Promise<{ config: Config; log: Logger; url: string; stopDb: () => Promise<void> }> {
-  let booted: { config: Config; log: Logger };
+  let config: Config;
   try {
-    booted = readConfig();
+    config = loadConfig();
   } catch (e) {
     if (e instanceof ConfigError) { console.error(`configuration error: ${e.message}`); process.exit(1); }
     throw e;
   }
-  return { ...booted, ...await startDatabase(booted.config, booted.log) };
+  const log = createLogger(config.logLevel);
+  return { config, log, ...await startDatabase(config, log) };
 }
