@@ -12,8 +12,18 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 const root = new URL('..', import.meta.url).pathname;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'outbound-startup-'));
 const children: ChildProcess[] = [];
-afterAll(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+// A test that failed half-way leaves nothing running: its service is stopped as an operator
+// would (SIGTERM), and a Postgres that outlived it gets an immediate shutdown.
+afterAll(async () => {
+  for (const c of children) {
+    if (c.exitCode !== null || c.signalCode !== null) continue;
+    const gone = new Promise((r) => c.once('exit', r));
+    c.kill('SIGTERM');
+    const late = setTimeout(() => c.kill('SIGKILL'), 15_000);
+    await gone;
+    clearTimeout(late);
+  }
+  for (const dir of fs.readdirSync(tmp)) for (const pid of postgresOf(path.join(tmp, dir))) process.kill(pid, 'SIGQUIT');
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
