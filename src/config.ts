@@ -4,6 +4,8 @@ import { isIP } from 'node:net';
 
 export interface Config {
   port: number;
+  /** The address the HTTP server listens on (HOST). */
+  host: string;
   databaseUrl: string | null;
   dataDir: string;
   adminToken: string | null;
@@ -150,11 +152,16 @@ export function loadConfig(env: Env = process.env): Config {
   if (!mf) throw new ConfigError(`MAIL_FROM must be an address or "Name <address>", got "${mailFromRaw}"`);
   const llmBaseUrl = url(env, 'LLM_BASE_URL', ['http:', 'https:']);
   const llmModel = env.LLM_MODEL?.trim() || null;
+  // Loopback by default: a fresh service (generated operator token, no TLS) is reachable from
+  // this machine only until the operator opens it with HOST=0.0.0.0 (containers, a proxy elsewhere).
+  const host = env.HOST?.trim() || '127.0.0.1';
+  if (isIP(host) === 0 && host !== 'localhost') throw new ConfigError(`HOST must be an IP address (or localhost), got "${host}"`);
   const inboundHost = env.INBOUND_SMTP_HOST?.trim() || '0.0.0.0';
   if (isIP(inboundHost) === 0 && inboundHost !== 'localhost') throw new ConfigError(`INBOUND_SMTP_HOST must be an IP address (or localhost), got "${inboundHost}"`);
   if (llmBaseUrl && !llmModel) throw new ConfigError('LLM_MODEL must name the model when LLM_BASE_URL is set');
   return {
     port,
+    host,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     dataDir: env.DATA_DIR || '.data',
     adminToken,

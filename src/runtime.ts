@@ -23,6 +23,7 @@ import { createSigner } from './mail/tokens.js';
 import { createTransports } from './mail/transports.js';
 import { createIpHasher } from './leads/client-ip.js';
 import { startInboundSmtp, type InboundListener } from './inbound/smtp-listener.js';
+import { checkDatabase, dataDirFailure, databaseFailure, StartError } from './startup.js';
 
 export interface Runtime {
   config: Config;
@@ -108,7 +109,32 @@ export async function serveInbound(rt: Runtime): Promise<InboundListener | null>
 }
 
 /**
- * What both entry points do first: read the configuration (a bad value ends the process with one
+ * Starts the embedded Postgres unless DATABASE_URL is set, checks the connection and migrates.
+ * A failure stops the embedded Postgres again and is a StartError naming DATABASE_URL or DATA_DIR.
+ */
+export async function startDatabase(config: Config, log: Logger): Promise<{ url: string; stopDb: () => Promise<void> }> {
+  let url = config.databaseUrl;
+  let stopDb = async () => {};
+  try {
+    if (!url) {
+      const { startEmbedded } = await import('../db/embedded.js');
+      const pg = await startEmbedded(config.dataDir, (m) => log.info(m));
+      url = pg.url;
+      stopDb = pg.stop;
+    } else {
+      await checkDatabase(url);
+    }
+    await migrate(url);
+    return { url, stopDb };
+  } catch (e) {
+    await stopDb().catch(() => {});
+    if (e instanceof StartError) throw e;
+    throw dataDirFailure(e, config) ?? databaseFailure(e, config, url ?? '');
+  }
+}
+
+/**
+ * What `npm run worker` does first: read the configuration (a bad value ends the process with one
  * line naming the variable), start the embedded Postgres unless DATABASE_URL is set, migrate.
  */
 export async function boot(): Promise<{ config: Config; log: Logger; url: string; stopDb: () => Promise<void> }> {
@@ -120,14 +146,5 @@ export async function boot(): Promise<{ config: Config; log: Logger; url: string
     throw e;
   }
   const log = createLogger(config.logLevel);
-  let url = config.databaseUrl;
-  let stopDb = async () => {};
-  if (!url) {
-    const { startEmbedded } = await import('../db/embedded.js');
-    const pg = await startEmbedded(config.dataDir, (m) => log.info(m));
-    url = pg.url;
-    stopDb = pg.stop;
-  }
-  await migrate(url);
-  return { config, log, url, stopDb };
+  return { config, log, ...await startDatabase(config, log) };
 }
