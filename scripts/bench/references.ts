@@ -123,31 +123,53 @@ export async function startBareRoutes(ctx: BenchContext, cases: BareCase[], key:
   return origin;
 }
 
+const ROUNDS = 3;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const medianLoad = (rs: LoadResult[]): LoadResult => ({
+  requestsPerSecond: median(rs.map((r) => r.requestsPerSecond)), p50Ms: median(rs.map((r) => r.p50Ms)), p99Ms: median(rs.map((r) => r.p99Ms)),
+  errors: rs.reduce((a, r) => a + r.errors, 0), non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
+});
+const medianPg = (rs: PgbenchResult[]): PgbenchResult => ({
+  tps: median(rs.map((r) => r.tps)), latencyMs: median(rs.map((r) => r.latencyMs)), failed: rs.some((r) => r.failed), output: rs.map((r) => r.output).join('\n'),
+});
 const pct = (a: number, b: number) => `${Math.round((a / Math.max(1, b)) * 100)}%`;
 const figs = (r: LoadResult) => ({ 'req/s': r.requestsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, errors: r.errors + r.non2xx });
 
 /**
  * Measures one case: the full pipeline at `path`, the bare route at `barePath`, and pgbench over
  * `request` (every statement of the request) and, when given, `alone` (the handler's statements
- * without authentication), all at 50 connections; reports each and the ratios against `target`.
+ * without authentication), all at 50 connections, in turns (ROUNDS rounds of `seconds`/ROUNDS);
+ * reports each and the ratios against the targets.
  */
 export async function compare(ctx: BenchContext, o: {
   area: string; label: string; key: string; path: string; bareOrigin: string; barePath: string;
   request: Statement[]; alone?: Statement[]; orgId: string; pgTarget: number; bareTarget?: number; seconds?: number;
 }): Promise<void> {
   const headers = { authorization: `Bearer ${o.key}` };
-  const seconds = o.seconds ?? 10;
+  const url = (ctx as unknown as Extra).serviceEnv.DATABASE_URL;
   await ctx.load({ path: o.path, headers, durationSeconds: 3 }); // warm-up
   await ctx.load({ path: `${o.bareOrigin}${o.barePath}`, headers, durationSeconds: 3 });
-  const full = await ctx.load({ path: o.path, headers, durationSeconds: seconds });
-  const bare = await ctx.load({ path: `${o.bareOrigin}${o.barePath}`, headers, durationSeconds: seconds });
-  const url = (ctx as unknown as Extra).serviceEnv.DATABASE_URL;
-  const pgReq = await pgbench(url, o.request, { seconds });
-  const pgAlone = o.alone ? await pgbench(url, o.alone, { orgId: o.orgId, seconds }) : null;
+  // The machine is shared: the three are measured in turns, ROUNDS times, and each figure is the
+  // median of its rounds, so a burst of outside load does not fall on one of them alone.
+  const seconds = Math.max(2, Math.round((o.seconds ?? 12) / ROUNDS));
+  const fulls: LoadResult[] = [];
+  const bares: LoadResult[] = [];
+  const pgReqs: PgbenchResult[] = [];
+  const pgAlones: PgbenchResult[] = [];
+  for (let i = 0; i < ROUNDS; i += 1) {
+    fulls.push(await ctx.load({ path: o.path, headers, durationSeconds: seconds }));
+    bares.push(await ctx.load({ path: `${o.bareOrigin}${o.barePath}`, headers, durationSeconds: seconds }));
+    pgReqs.push(await pgbench(url, o.request, { seconds }));
+    if (o.alone) pgAlones.push(await pgbench(url, o.alone, { orgId: o.orgId, seconds }));
+  }
+  const full = medianLoad(fulls);
+  const bare = medianLoad(bares);
+  const pgReq = medianPg(pgReqs);
+  const pgAlone = o.alone ? medianPg(pgAlones) : null;
   for (const r of [pgReq, pgAlone]) if (r?.failed) ctx.log(`pgbench failed:\n${r.output}`);
-  ctx.report({ area: o.area, case: `${o.label}: Postgres alone, the request's ${o.request.length} statement(s) (pgbench -M prepared, 50 clients)`, figures: { tps: pgReq.tps, 'latency ms': pgReq.latencyMs } });
-  if (pgAlone) ctx.report({ area: o.area, case: `${o.label}: Postgres alone, the handler's statement(s) only (pgbench -M prepared, 50 clients)`, figures: { tps: pgAlone.tps, 'latency ms': pgAlone.latencyMs } });
-  ctx.report({ area: o.area, case: `${o.label}: bare Node route (node:http + pg + JSON.stringify, same statements)`, figures: figs(bare) });
+  ctx.report({ area: o.area, case: `${o.label}: Postgres alone, the request's ${o.request.length} statement(s) (pgbench -M prepared, 50 clients)`, figures: { tps: pgReq.tps, 'latency ms': pgReq.latencyMs, 'rounds tps': pgReqs.map((r) => r.tps).join('/') } });
+  if (pgAlone) ctx.report({ area: o.area, case: `${o.label}: Postgres alone, the handler's statement(s) only (pgbench -M prepared, 50 clients)`, figures: { tps: pgAlone.tps, 'latency ms': pgAlone.latencyMs, 'rounds tps': pgAlones.map((r) => r.tps).join('/') } });
+  ctx.report({ area: o.area, case: `${o.label}: bare Node route (node:http + pg + JSON.stringify, same statements)`, figures: { ...figs(bare), 'rounds req/s': bares.map((r) => r.requestsPerSecond).join('/') } });
   const toPg = full.requestsPerSecond / Math.max(1, pgReq.tps);
   const toBare = full.requestsPerSecond / Math.max(1, bare.requestsPerSecond);
   const tail = full.p99Ms < 4 * full.p50Ms;
@@ -155,7 +177,7 @@ export async function compare(ctx: BenchContext, o: {
   ctx.report({
     area: o.area, case: `${o.label}: full pipeline`,
     figures: {
-      ...figs(full), 'of Postgres (request)': pct(full.requestsPerSecond, pgReq.tps),
+      ...figs(full), 'rounds req/s': fulls.map((r) => r.requestsPerSecond).join('/'), 'of Postgres (request)': pct(full.requestsPerSecond, pgReq.tps),
       ...(pgAlone ? { 'of Postgres (handler only)': pct(full.requestsPerSecond, pgAlone.tps) } : {}),
       'of bare route': pct(full.requestsPerSecond, bare.requestsPerSecond), 'p99/p50': (full.p99Ms / Math.max(1, full.p50Ms)).toFixed(1),
     },
