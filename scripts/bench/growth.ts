@@ -8,9 +8,14 @@
 //   send queue claim                 the dispatcher's batch lock (src/dispatch/send.ts lockBatch) in a
 //                                    rolled-back transaction (median of 20).
 import crypto from 'node:crypto';
-import { sql } from 'kysely';
-import { createDb, createPool } from '../../db/database.js';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { APP_ROLE, createPool, type Db } from '../../db/database.js';
+import type { Database } from '../../db/schema.js';
 import { lockBatch } from '../../src/dispatch/send.js';
+import { funnelQuery } from '../../src/analytics/funnel.js';
+import { handlers } from '../../handlers/index.js';
+import { captureRequest, type Statement } from './references.js';
 import type { BenchArea, BenchContext } from './types.js';
 
 const SIZES = (process.env.BENCH_GROWTH_SIZES ?? '10000,100000,1000000').split(',').map(Number);
@@ -65,7 +70,37 @@ async function seed(ctx: BenchContext, orgId: string, ownerId: string, n: number
   }
 }
 
-interface Org { n: number; orgId: string; auth: Record<string, string> }
+interface Org { n: number; orgId: string; key: string; auth: Record<string, string> }
+
+/**
+ * The statement's own cost, which the machine's other load does not move: buffers touched
+ * (shared hits + reads) and execution time, from EXPLAIN (ANALYZE, BUFFERS) as the application
+ * role bound to the organization, in a rolled-back transaction; the second of two runs (warm).
+ */
+async function planCost(url: string, orgId: string, stmt: Statement): Promise<{ buffers: number; ms: number }> {
+  const client = new pg.Client({ connectionString: url, options: `-c role=${APP_ROLE}` });
+  await client.connect();
+  try {
+    let out = { buffers: 0, ms: 0 };
+    for (let i = 0; i < 2; i += 1) {
+      await client.query('BEGIN');
+      await client.query(`SELECT set_config('app.org_id', $1, true)`, [orgId]);
+      const r = await client.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${stmt.sql}`, stmt.params);
+      const plan = (r.rows[0] as Record<string, [{ Plan: Record<string, number>; 'Execution Time': number }]>)['QUERY PLAN'][0];
+      out = { buffers: plan.Plan['Shared Hit Blocks'] + plan.Plan['Shared Read Blocks'], ms: plan['Execution Time'] };
+      await client.query('ROLLBACK');
+    }
+    return out;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The last statement the handler ran that reads (the page's), captured from the service's code. */
+async function handlerStatement(url: string, key: string, op: 'listContacts', query: Record<string, unknown>): Promise<Statement> {
+  const all = await captureRequest(url, key, (conn: Db, auth) => (handlers[op] as (c: unknown) => Promise<unknown>)({ trx: conn, auth, query }));
+  return all.slice(1).filter((s) => /^\s*(select|with)\b/i.test(s.sql)).at(-1)!;
+}
 type Sample = { rps: number; p50: number; p99: number; errors: number };
 const ROUNDS = 2;
 
@@ -73,14 +108,18 @@ const area: BenchArea = {
   name: `growth: hot paths at ${SIZES.map((s) => s.toLocaleString('en')).join(', ')} rows`,
   async run(ctx) {
     const url = (ctx as unknown as { serviceEnv: Record<string, string> }).serviceEnv.DATABASE_URL;
-    const owner = createDb(createPool(url, { max: 2, name: 'bench-growth' }));
+    const claimSql: Statement[] = [];
+    const owner = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: createPool(url, { max: 2, name: 'bench-growth' }) }),
+      log: (e) => { if (e.level === 'query' && /FOR UPDATE SKIP LOCKED/.test(e.query.sql)) claimSql.push({ sql: e.query.sql, params: [...e.query.parameters] }); },
+    });
     const orgs: Org[] = [];
     for (const n of SIZES) {
       const { orgId, key, ownerId } = await ctx.newOrg('growth');
       const t0 = performance.now();
       await seed(ctx, orgId, ownerId, n);
       ctx.log(`growth: seeded ${n.toLocaleString('en')} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-      orgs.push({ n, orgId, auth: { authorization: `Bearer ${key}` } });
+      orgs.push({ n, orgId, key, auth: { authorization: `Bearer ${key}` } });
     }
     // The sizes are measured in turns, ROUNDS times, medians reported: the machine is shared, and
     // a burst of outside load should not fall on one size alone.
@@ -115,6 +154,26 @@ const area: BenchArea = {
               await sql.raw('ROLLBACK').execute(conn);
             });
           }
+        }
+      }
+      // Each path's statement at each size, as EXPLAIN (ANALYZE, BUFFERS) sees it.
+      for (const o of orgs) {
+        claimSql.length = 0;
+        await owner.connection().execute(async (conn) => {
+          await sql.raw(`BEGIN; SELECT set_config('app.org_id', '${o.orgId}', true)`).execute(conn);
+          await lockBatch(conn, o.orgId, null);
+          await sql.raw('ROLLBACK').execute(conn);
+        });
+        const funnel = funnelQuery(o.orgId, '2025-01-01', '2025-12-31');
+        const stmts: [string, Statement][] = [
+          ['GET /contacts?limit=50', await handlerStatement(url, o.key, 'listContacts', { limit: 50 })],
+          ['GET /contacts?q=<surname>', await handlerStatement(url, o.key, 'listContacts', { limit: 50, q: surname(1234) })],
+          ['GET /analytics/funnel', { sql: funnel.text, params: funnel.values as unknown[] }],
+          ['send queue claim (batch lock)', claimSql.at(-1)!],
+        ];
+        for (const [label, st] of stmts) {
+          const c = await planCost(url, o.orgId, st);
+          ctx.report({ area: 'growth', case: `${label}: its statement alone (${o.n.toLocaleString('en')} rows; EXPLAIN ANALYZE, warm)`, figures: { buffers: c.buffers, 'execution ms': c.ms.toFixed(2) } });
         }
       }
     } finally {
