@@ -3,6 +3,7 @@
 // connection (as the service does), the authentication statement with the request's key hash,
 // then the case's statements (prepared, as the service prepares them), and answers the last
 // statement's rows as the page `{data, nextCursor}` (or, for /me, the key and its organization).
+// Like the service, it reads one row past the page to know whether another follows.
 import crypto from 'node:crypto';
 import http from 'node:http';
 import pg from 'pg';
@@ -39,6 +40,9 @@ async function serve(c: Case, authorization: string): Promise<{ status: number; 
     const data = more ? rows.slice(0, limit) : rows;
     const last = data[data.length - 1];
     const nextCursor = more && last ? Buffer.from(JSON.stringify([last.created_ms, last.id])).toString('base64url') : null;
+    // Rows that carry their item as JSON text (column `item`) are passed through, as any route
+    // running that statement would; other rows are stringified as they come.
+    if (typeof last?.item === 'string') return { status: 200, body: `{"data":[${data.map((r) => r.item).join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}` };
     return { status: 200, body: JSON.stringify({ data, nextCursor }) };
   } finally {
     client.release();

@@ -72,6 +72,9 @@ export async function pgbench(url: string, statements: Statement[], opts: { orgI
     // One statement per script command: pgbench ends a command at the line end or a semicolon.
     return `${s.sql.replace(/\$(\d+)/g, (_m, n) => `:s${i}p${n}`).replace(/\s+/g, ' ').trim()};`;
   }).join('\n');
+  // pgbench reads any `:name` as a variable, even inside a literal: such a statement cannot be run as it is.
+  const stray = /:(?!s\d+p\d+\b)[A-Za-z_]\w*/.exec(script.replace(/::/g, ''));
+  if (stray) throw new Error(`pgbench would read ${stray[0]} in the statement as a variable`);
   const file = path.join(dir, 'request.sql');
   fs.writeFileSync(file, `${script}\n`);
   const u = new URL(url);
