@@ -80,14 +80,6 @@ export class JsonText<T> {
   toJSON(): unknown { return JSON.parse(this.text); }
 }
 
-/**
- * A timestamptz column as text in Date.toISOString's form (UTC, milliseconds, `Z`): timestamps of
- * list items Postgres serializes itself (json_build_object), written as the JS mappings write them.
- * The colons are quoted literals of the template, so no `:name` appears in the statement (pgbench,
- * which the bench runs it with, would read one as a variable).
- */
-export const isoSql = (col: string) => sql<string>`to_char(${sql.ref(col)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24":"MI":"SS.MS"Z"')`;
-
 /** `page` for items serialized by `item` (which must write exactly what the item's mapping gives). */
 export function jsonPage<R, T>(rows: R[], limit: number, pos: RowPosition<R>, item: (r: R) => string): JsonText<{ data: T[]; nextCursor: string | null }> {
   const { slice, nextCursor } = cut(rows, limit, pos);
