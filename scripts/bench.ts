@@ -13,7 +13,7 @@ import { migrate } from '../db/database.js';
 import type { BenchArea, BenchContext, LoadOptions, LoadResult } from './bench/types.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const AREAS = ['platform', 'crm', 'webhooks', 'deals', 'research', 'drafts', 'sending', 'inbound', 'analytics'];
+const AREAS = ['platform', 'crm', 'webhooks', 'deals', 'research', 'drafts', 'sending', 'inbound', 'analytics', 'ratios', 'growth'];
 
 async function freePort(): Promise<number> {
   const net = await import('node:net');
@@ -50,7 +50,9 @@ async function main() {
   let stopDb = async () => {};
   if (!url) {
     const { startEmbedded } = await import('../db/embedded.js');
-    const db = await startEmbedded(path.join(work, 'data'), () => {}, true);
+    // The settings `npm start` runs with (durable commits): the references of the ratios area
+    // (pgbench, the bare route) run against the same server.
+    const db = await startEmbedded(path.join(work, 'data'), () => {});
     url = db.url;
     stopDb = db.stop;
   }

@@ -113,7 +113,7 @@ async function ledger(trx: Tx, org: string, kind: 'mailbox' | 'domain', keys: st
 }
 
 /** The batch: the job's own step first (when it is still open), then other due steps nobody holds. */
-async function lockBatch(trx: Tx, org: string, ownId: string | null) {
+export async function lockBatch(trx: Tx, org: string, ownId: string | null) {
   type Locked = { id: string; sequence_id: string; step: number; contact_id: string; draft_id: string; scheduled_at: Date; attempts: number };
   // Two statements, each on an index (the primary key; state and due time), not one that scans every open step.
   const own = ownId === null ? [] : (await sql<Locked>`
