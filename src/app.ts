@@ -2,6 +2,7 @@
 // (/admin/api), health, documents and problem pages. Every error leaves through onError as a
 // problem; every response carries X-Request-Id.
 import crypto from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { Hono, type Context as HonoContext } from 'hono';
 import type { Logger } from 'pino';
 import { OpenAPIBackend, type Request as OABRequest } from 'openapi-backend';
@@ -159,7 +160,7 @@ async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }>
   if (raw.trim().length === 0) return { present: false, value: undefined };
   if (Buffer.byteLength(raw) > MAX_BODY_BYTES) throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
   // JSON sent as text/plain (fetch's default for a string) or with no type is still JSON.
-  const ct = (c.req.header('content-type') ?? '').toLowerCase();
+  const ct = (header(c, 'content-type') ?? '').toLowerCase();
   if (ct !== '' && !/^(application\/([\w.+-]+\+)?json|text\/plain)\b/.test(ct)) {
     throw new ProblemError('malformed-json', `Request bodies must be JSON (application/json), not "${ct}".`);
   }
@@ -189,10 +190,22 @@ function headerObject(c: C, op: OperationInfo): Record<string, string> {
   const out: Record<string, string> = {};
   for (const p of op.parameters) {
     if (p.in !== 'header') continue;
-    const v = c.req.header(p.name);
+    const v = header(c, p.name.toLowerCase());
     if (v !== undefined) out[p.name.toLowerCase()] = v;
   }
   return out;
+}
+
+/**
+ * A request header by its lower-case name. Under @hono/node-server it is read from Node's parsed
+ * headers: `c.req.header` would first build a WHATWG Headers copy of every header, on each
+ * request (about 3% of the API process's busy time in the bench's profile).
+ */
+function header(c: C, name: string): string | undefined {
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  if (incoming === undefined) return c.req.header(name);
+  const v = incoming.headers[name];
+  return Array.isArray(v) ? v.join(', ') : v;
 }
 
 const isEmptyObject = (v: unknown): boolean =>
@@ -268,7 +281,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   };
 
   app.use('*', async (c, next) => {
-    const incoming = c.req.header('x-request-id');
+    const incoming = header(c as C, 'x-request-id');
     const requestId = incoming && /^[\w.-]{1,64}$/.test(incoming) ? incoming : crypto.randomUUID();
     c.set('requestId', requestId);
     const started = performance.now();
@@ -315,7 +328,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     }
   };
   const limitBody = async (c: C, next: () => Promise<void>) => {
-    const declared = Number(c.req.header('content-length') ?? '0');
+    const declared = Number(header(c, 'content-length') ?? '0');
     const limit = declared > MAX_BODY_BYTES ? limitOf(c) : MAX_BODY_BYTES;
     if (declared > limit) {
       let seen = 0;
@@ -373,7 +386,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
 
     /** Authentication, rate limit, scope and input, on the request's connection. */
     const admit = async (conn: Db) => {
-      const { auth, rate } = await authenticate(conn, c.req.header('authorization'), config.rateLimitPerMinute);
+      const { auth, rate } = await authenticate(conn, header(c, 'authorization'), config.rateLimitPerMinute);
       c.set('organizationId', auth.organizationId);
       const headers = rateHeaders(rate);
       c.set('extraHeaders', headers);
@@ -412,7 +425,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   });
 
   app.all('/admin/api/*', limitBody, async (c) => {
-    const token = bearerToken(c.req.header('authorization')) ?? '';
+    const token = bearerToken(header(c, 'authorization')) ?? '';
     const expected = config.adminToken ?? '';
     const ok = expected.length > 0 && token.length === expected.length
       && crypto.timingSafeEqual(Buffer.from(token), Buffer.from(expected));
