@@ -10,7 +10,8 @@ import type { Config } from './config.js';
 /** A start failure whose message is the one line the operator reads. */
 export class StartError extends Error {}
 
-type Fetch = (req: Request) => Response | Promise<Response>;
+/** Hono's fetch; `env` carries @hono/node-server's Node request (the app reads its parsed headers). */
+type Fetch = (req: Request, env?: unknown) => Response | Promise<Response>;
 
 export interface HttpListener {
   port: number;
@@ -40,7 +41,7 @@ export async function bindHttp(config: Config, baseUrl: string): Promise<HttpLis
   const starting = () => new Response(JSON.stringify({
     type: `${baseUrl}/problems/service-unavailable`, title: 'Service unavailable', status: 503, detail: 'The service is starting.',
   }), { status: 503, headers: { 'Content-Type': 'application/problem+json', 'Retry-After': '1' } });
-  const server = createAdaptorServer({ fetch: (req: Request) => (handler ? handler(req) : starting()) });
+  const server = createAdaptorServer({ fetch: (req: Request, env: unknown) => (handler ? handler(req, env) : starting()) });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e) => reject(listenFailure(e as NodeJS.ErrnoException, config.host, config.port, { port: 'PORT', host: 'HOST' })));
     server.listen(config.port, config.host, () => resolve());
