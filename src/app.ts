@@ -14,7 +14,7 @@ import type { Config } from './config.js';
 import type { AuthInfo, Handlers, AdminHandlers } from './handler.js';
 import type { Services } from './services.js';
 import { PROBLEMS, ProblemError, problemBody, problemPage } from './http/problems.js';
-import { authenticate, bearerToken, enforceRate, rateHeaders } from './http/auth.js';
+import { authenticate, bearerToken, enforceRate, rateHeaders, tokenMatches } from './http/auth.js';
 import { idempotent } from './http/idempotency.js';
 import { JsonText } from './http/paging.js';
 import { publicDoc, adminDoc, publicOperations, adminOperations } from './spec.js';
@@ -426,10 +426,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
 
   app.all('/admin/api/*', limitBody, async (c) => {
     const token = bearerToken(header(c, 'authorization')) ?? '';
-    const expected = config.adminToken ?? '';
-    const ok = expected.length > 0 && token.length === expected.length
-      && crypto.timingSafeEqual(Buffer.from(token), Buffer.from(expected));
-    if (!ok) throw new ProblemError('unauthorized', 'Send the operator token as `Authorization: Bearer <ADMIN_TOKEN>`.');
+    if (!tokenMatches(token, config.adminToken)) throw new ProblemError('unauthorized', 'Send the operator token as `Authorization: Bearer <ADMIN_TOKEN>`.');
     const pathname = rawPathname(c.req.url);
     const op = matchOperation(adminRouter, adminOperations, c.req.method.toLowerCase(), pathname);
     c.set('operationId', op.operationId);

@@ -29,6 +29,11 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 /** Looks the key up and counts the request; throws 401 for a bad key. The rate verdict is the caller's. */
+/** Whether `token` is the configured secret `expected` (constant time; an unset secret matches nothing). */
+export function tokenMatches(token: string, expected: string | null | undefined): boolean {
+  return !!expected && token.length === expected.length && crypto.timingSafeEqual(Buffer.from(token), Buffer.from(expected));
+}
+
 export async function authenticate(db: Db, header: string | undefined, limit: number): Promise<{ auth: AuthInfo; rate: RateState }> {
   const token = bearerToken(header);
   if (token === null) throw new ProblemError('unauthorized', 'Send the API key as `Authorization: Bearer obk_live_<32 hex>`.');

@@ -1,20 +1,14 @@
 // GET /metrics: Prometheus text format for the operator, behind the operator token (ADMIN_TOKEN)
 // or METRICS_TOKEN. Request series are this process's own; the stored series are read from the
 // database at scrape time (src/metrics/stored.ts), so they are exact across processes.
-import crypto from 'node:crypto';
 import type { Hono } from 'hono';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../../db/database.js';
 import type { Config } from '../config.js';
-import { bearerToken } from '../http/auth.js';
+import { bearerToken, tokenMatches } from '../http/auth.js';
 import { ProblemError } from '../http/problems.js';
 import { requestMetrics } from './requests.js';
 import { storedMetrics } from './stored.js';
-
-function tokenIs(token: string, expected: string | null): boolean {
-  return expected !== null && expected.length > 0 && token.length === expected.length
-    && crypto.timingSafeEqual(Buffer.from(token), Buffer.from(expected));
-}
 
 /**
  * Installs the request observer (first, so it sees every response) and the /metrics route. `db`
@@ -28,7 +22,7 @@ export function mountMetrics(app: Hono<never>, deps: { config: Config; db?: Db }
   const refresh = deps.db ? storedMetrics(register, deps.db) : null;
   app.get('/metrics', async (c) => {
     const token = bearerToken(c.req.header('authorization')) ?? '';
-    if (!tokenIs(token, deps.config.adminToken) && !tokenIs(token, deps.config.metricsToken)) {
+    if (!tokenMatches(token, deps.config.adminToken) && !tokenMatches(token, deps.config.metricsToken)) {
       throw new ProblemError('unauthorized', 'Send the operator token or METRICS_TOKEN as `Authorization: Bearer <token>`.');
     }
     if (refresh) await refresh();
