@@ -39,6 +39,22 @@ export function toCompany(r: CompanyRow) {
   };
 }
 
+/** Why a company domain input is refused: not a domain name or URL, or a free mail provider's. */
+export type DomainRefusal = { refused: 'invalid' } | { refused: 'freemail'; domain: string };
+
+/** The normalized domain a company is known by, or why the input cannot name a company. */
+export function companyDomain(domainInput: string): string | DomainRefusal {
+  const domain = normalizeDomain(domainInput);
+  if (!domain) return { refused: 'invalid' };
+  return isFreemailDomain(domain) ? { refused: 'freemail', domain } : domain;
+}
+
+/** The 400 of a refused company domain (`field` names the input). */
+export function domainProblem(refusal: DomainRefusal, field: string): ProblemError {
+  if (refusal.refused === 'invalid') return invalid(`${field} is not a valid domain name or URL.`, field);
+  return new ProblemError('freemail-domain', `${refusal.domain} is a free email provider; use the company's own domain.`, { errors: [{ field, message: 'is a freemail provider domain' }] });
+}
+
 /**
  * The company of a domain (bare or URL), created when the organization has none; an existing
  * unnamed company gets `name`. 400 for an invalid or freemail domain (`field` names the input).
@@ -46,11 +62,8 @@ export function toCompany(r: CompanyRow) {
 export async function findOrCreateCompany(
   trx: Tx, organizationId: string, domainInput: string, name: string | undefined, field: string,
 ): Promise<{ row: CompanyRow; created: boolean }> {
-  const domain = normalizeDomain(domainInput);
-  if (!domain) throw invalid(`${field} is not a valid domain name or URL.`, field);
-  if (isFreemailDomain(domain)) {
-    throw new ProblemError('freemail-domain', `${domain} is a free email provider; use the company's own domain.`, { errors: [{ field, message: 'is a freemail provider domain' }] });
-  }
+  const domain = companyDomain(domainInput);
+  if (typeof domain !== 'string') throw domainProblem(domain, field);
   const created = await trx.insertInto('companies').values({
     organization_id: organizationId, id: newId('cmp'), name: name ?? null, domain, domain_normalized: domain,
   }).onConflict((oc) => oc.columns(['organization_id', 'domain_normalized']).doNothing()).returningAll().executeTakeFirst();

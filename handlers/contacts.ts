@@ -15,7 +15,8 @@ import { researchContact as runContactResearch } from '../src/research/contact-r
 import { pauseSequences } from '../src/sequences.js';
 import { cancelQueued } from '../src/dispatch/queue.js';
 import { recordStageChanges, type QualificationStatus } from '../src/qualification.js';
-import { findOrCreateCompany, freshness, likeEscape, objectArray, researchTtlDays } from './companies.js';
+import { domainProblem, freshness, likeEscape, objectArray, researchTtlDays } from './companies.js';
+import { fileContacts } from '../src/contact-filing.js';
 
 /** How long a soft delete can be undone (DELETE's undoAvailableUntil; the operator's restore). */
 export const UNDO_WINDOW_MS = 30 * 86_400_000;
@@ -236,18 +237,6 @@ async function createCrmImportList(trx: Tx, organizationId: string, userId: stri
 
 export type CompanyInput = { name?: string; domain?: string };
 
-/** The company a new contact links to: by domain (created on demand), else by name (never created). */
-async function companyFor(trx: Tx, organizationId: string, input: CompanyInput) {
-  if (input.domain !== undefined) {
-    return (await findOrCreateCompany(trx, organizationId, input.domain, input.name, 'body.company.domain')).row;
-  }
-  if (input.name === undefined) return null;
-  const hit = await trx.selectFrom('companies_search').select('id').where('organization_id', '=', organizationId)
-    .where(sql`lower(name)`, '=', input.name.trim().toLowerCase()).orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
-  if (!hit) return null;
-  return trx.selectFrom('companies').selectAll().where('organization_id', '=', organizationId).where('id', '=', hit.id).executeTakeFirstOrThrow();
-}
-
 /** The organization-wide filing lock: shared by every address lock, exclusive for a CSV import. */
 const filingLockKey = (organizationId: string) => `contact-filing:${organizationId}`;
 
@@ -282,10 +271,10 @@ export interface ContactFiling {
 }
 
 /**
- * Files a person as POST /contacts does (rules 1-4): the record already on the requested list
- * (`on-list`), else a live record elsewhere (`live`; attached to a requested list), else a new
- * contact on the requested list or the `CRM import` list (`created`). 404 for an unknown listId.
- * Shared by POST /contacts and inbound lead conversion.
+ * Files one person as POST /contacts does (rules 1-4, src/contact-filing.ts): `on-list`, `live`
+ * (attached to an explicit list) or `created`. What only single filing has is here: the address
+ * lock, 404 for an unknown listId, the `CRM import` list (created only when a contact is), and the
+ * 400 of a refused company domain. Shared by POST /contacts and inbound lead conversion.
  */
 export async function fileContact(trx: Tx, organizationId: string, input: ContactFiling): Promise<{ id: string; outcome: 'on-list' | 'live' | 'created' }> {
   const org = organizationId;
@@ -295,38 +284,16 @@ export async function fileContact(trx: Tx, organizationId: string, input: Contac
   // The CRM import list is only looked up here: a 200 must not leave a new, empty list behind.
   const requested = input.listId !== undefined ? await activeList(trx, org, input.listId) : await findCrmImportList(trx, org);
   if (input.listId !== undefined && !requested) throw notFound('list');
-
-  // Rule 1: already on the requested list.
-  const onList = requested && await trx.selectFrom('contacts').select('id').where('organization_id', '=', org)
-    .where('list_id', '=', requested.id).where('email_normalized', '=', email).where('deleted_at', 'is', null).executeTakeFirst();
-  if (onList) return { id: onList.id, outcome: 'on-list' };
-
-  // Rules 2-3: live elsewhere (not deleted, on a list neither archived nor a test list).
-  const live = await trx.selectFrom('contacts as c')
-    .innerJoin('contact_lists as l', (j) => j.onRef('l.organization_id', '=', 'c.organization_id').onRef('l.id', '=', 'c.list_id'))
-    .select(['c.id', 'c.created_at']).where('c.organization_id', '=', org).where('c.email_normalized', '=', email)
-    .where('c.deleted_at', 'is', null).where('c.erased_at', 'is', null)
-    .where('l.deleted_at', 'is', null).where('l.archived_at', 'is', null).where('l.is_test', '=', false)
-    .orderBy('c.created_at').orderBy('c.id').limit(1).executeTakeFirst();
-  if (live) {
-    if (requested && input.listId !== undefined) {
-      await trx.insertInto('list_memberships')
-        .values({ organization_id: org, list_id: requested.id, contact_id: live.id, contact_created_at: live.created_at })
-        .onConflict((oc) => oc.columns(['organization_id', 'list_id', 'contact_id']).doUpdateSet({ deleted_at: null })).execute();
-    }
-    return { id: live.id, outcome: 'live' };
-  }
-
-  // Rule 4 / creation.
-  const list = requested ?? await createCrmImportList(trx, org, input.userId);
-  const company = input.company ? await companyFor(trx, org, input.company) : null;
-  const id = newId('con');
-  await trx.insertInto('contacts').values({
-    organization_id: org, id, list_id: list.id, owner_user_id: input.userId, email, email_normalized: email,
-    name: input.name ?? '', title: input.title ?? null, company_id: company?.id ?? null, lead_source: input.leadSource ?? null,
-    qualification_status: input.qualificationStatus ?? 'NEW', fit_score: input.fitScore ?? null, urgency_score: input.urgencyScore ?? null,
-  }).execute();
-  return { id, outcome: 'created' };
+  const [filed] = await fileContacts(trx, org, {
+    listId: requested?.id ?? null, attach: input.listId !== undefined,
+    listForNew: async () => requested?.id ?? (await createCrmImportList(trx, org, input.userId)).id,
+    ownerId: input.userId, leadSource: input.leadSource ?? null,
+  }, [{
+    email, name: input.name, title: input.title, company: input.company, qualificationStatus: input.qualificationStatus,
+    fitScore: input.fitScore, urgencyScore: input.urgencyScore,
+  }]);
+  if (filed.outcome === 'refused') throw domainProblem(filed, 'body.company.domain');
+  return filed;
 }
 
 const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {

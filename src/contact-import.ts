@@ -6,24 +6,27 @@
 // memory holds one batch whatever the file's size. Everything happens in the caller's
 // transaction: a file that turns out malformed half-way is a 400 and its rollback leaves nothing.
 //
-// Each row is checked against POST /contacts' own body validator and filed by the same rules
-// (handlers/contacts.ts fileContact): already on the list -> existing; live on another list (not
-// archived, not a test list) -> existing and attached to this list; otherwise a new contact on
-// the list, its company found or created by normalized domain, else matched by name. The
+// Each row is checked against POST /contacts' own body validator, then filed by its rules through
+// their one implementation (src/contact-filing.ts, which POST /contacts and lead conversion use
+// too): already on the list -> existing; live on another list (not archived, not a test list) ->
+// existing and attached to this list; otherwise a new contact on the list (owner = the list's
+// owner, leadSource `CSV import`), its company found or created by normalized domain, else matched
+// by name; a company domain that is not a domain or a free mail provider's makes the row invalid
+// when it would create a contact (an existing person's company input is ignored, as on a 200). The
 // organization's filing lock is held exclusively instead of one lock per address (a transaction
 // cannot hold 100,000 advisory locks), so no other filing of the organization interleaves.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { parse, CsvError } from 'csv-parse';
-import { sql } from 'kysely';
 import type { Tx } from '../db/database.js';
 import bodyValidators from '../generated/bodies.cjs';
 import { emit } from './events.js';
-import { newId } from './ids.js';
 import { ProblemError } from './http/problems.js';
-import { isFreemailDomain, normalizeDomain, normalizeEmail } from './domains.js';
+import { normalizeEmail } from './domains.js';
 import { suppressedAmong } from './suppression-match.js';
 import { lockAllAddresses } from '../handlers/contacts.js';
+import type { DomainRefusal } from '../handlers/companies.js';
+import { fileContacts } from './contact-filing.js';
 
 /** The body limit of the import route (x-body-limit-bytes in spec/admin). */
 export const CSV_MAX_BYTES = 64 * 1024 * 1024;
@@ -59,7 +62,7 @@ export interface ImportResult {
   outcomes: ImportOutcome[]; outcomesTruncated: boolean;
 }
 
-/** A row that passed POST /contacts' checks. */
+/** A row that passed POST /contacts' body validator (its company domain is checked when it would create). */
 interface Row {
   line: number; rawEmail: string; email: string; name?: string; title?: string;
   company: { name?: string; domain?: string } | null; qualificationStatus?: string; fitScore?: number; urgencyScore?: number;
@@ -125,16 +128,8 @@ function toRow(record: string[], columns: Map<number, Field>, line: number, list
       .map((e) => `${e.instancePath.replace(/^\//, '').replace(/\//g, '.') || 'row'} ${e.message ?? 'is invalid'}`).join('; ');
     return { reason, rawEmail };
   }
-  let domain: string | undefined;
-  if (company?.domain !== undefined) {
-    const d = normalizeDomain(company.domain);
-    if (!d) return { reason: 'company.domain is not a valid domain name or URL', rawEmail };
-    if (isFreemailDomain(d)) return { reason: `company.domain ${d} is a free email provider`, rawEmail };
-    domain = d;
-  }
   return {
-    line, rawEmail, email: normalizeEmail(rawEmail), name, title: v.title,
-    company: company ? { ...(company.name !== undefined ? { name: company.name } : {}), ...(domain !== undefined ? { domain } : {}) } : null,
+    line, rawEmail, email: normalizeEmail(rawEmail), name, title: v.title, company: company ?? null,
     qualificationStatus: body.qualificationStatus, fitScore: body.fitScore as number | undefined, urgencyScore: body.urgencyScore as number | undefined,
   };
 }
@@ -159,100 +154,30 @@ function trimOutcomes(t: Tally) {
   }
 }
 
-/** Files one batch of checked rows on the list, set-based (the rules of fileContact). */
+/** Reasons of a row whose company domain is refused when it would create a contact. */
+const refusalReason = (f: DomainRefusal) => (f.refused === 'invalid' ? 'company.domain is not a valid domain name or URL'
+  : `company.domain ${f.domain} is a free email provider`);
+
+/** Files one batch of checked rows on the list (src/contact-filing.ts) and tallies the outcomes. */
 async function fileBatch(trx: Tx, org: string, list: { id: string; ownerId: string | null }, rows: Row[], t: Tally): Promise<void> {
   const r = t.result;
-  // An address repeated in the batch is filed once (its first row); the others are `existing` on it.
-  const first = new Map<string, Row>();
-  for (const row of rows) if (!first.has(row.email)) first.set(row.email, row);
-  const emails = [...first.keys()];
-  const resolved = new Map<string, { id: string; existingList: boolean }>();
-
-  // Rules 1-3 in one lookup by address (the email index): the record already on the list, else
-  // the oldest live one elsewhere (not deleted, on a list neither deleted, archived nor a test list).
-  const found = await sql<{ email: string; id: string; created_at: Date; on_list: boolean; live: boolean }>`
-    SELECT c.email_normalized AS email, c.id, c.created_at, c.list_id = ${list.id} AS on_list,
-           (c.erased_at IS NULL AND l.deleted_at IS NULL AND l.archived_at IS NULL AND NOT l.is_test) AS live
-    FROM contacts c JOIN contact_lists l ON l.organization_id = c.organization_id AND l.id = c.list_id
-    WHERE c.organization_id = ${org} AND c.email_normalized = ANY(${emails}::text[]) AND c.deleted_at IS NULL
-    ORDER BY c.created_at, c.id`.execute(trx);
-  for (const c of found.rows) if (c.on_list) resolved.set(c.email, { id: c.id, existingList: false });
-  const attach: { id: string; at: Date }[] = [];
-  for (const c of found.rows) {
-    if (!c.live || resolved.has(c.email)) continue;
-    resolved.set(c.email, { id: c.id, existingList: true });
-    attach.push({ id: c.id, at: c.created_at });
-  }
-  if (attach.length) {
-    await sql`
-      INSERT INTO list_memberships (organization_id, list_id, contact_id, contact_created_at)
-      SELECT ${org}, ${list.id}, u.id, u.at FROM unnest(${attach.map((x) => x.id)}::text[], ${attach.map((x) => x.at)}::timestamptz[]) AS u(id, at)
-      ON CONFLICT (organization_id, list_id, contact_id) DO UPDATE SET deleted_at = NULL`.execute(trx);
-  }
-  // Creation: companies by domain (created on demand, an unnamed one gets the row's name), else by name.
-  const toCreate = emails.filter((e) => !resolved.has(e)).map((e) => first.get(e)!);
-  const byDomain = new Map<string, string | null>();
-  const names = new Set<string>();
-  for (const row of toCreate) {
-    if (row.company?.domain !== undefined) {
-      if (!byDomain.has(row.company.domain) || byDomain.get(row.company.domain) === null) byDomain.set(row.company.domain, row.company.name ?? null);
-    } else if (row.company?.name !== undefined) names.add(row.company.name.trim().toLowerCase());
-  }
-  const companyByDomain = new Map<string, string>();
-  if (byDomain.size) {
-    const domains = [...byDomain.keys()];
-    const domainNames = domains.map((d) => byDomain.get(d) ?? null);
-    const rows2 = await sql<{ id: string; domain_normalized: string }>`
-      WITH v AS (SELECT * FROM unnest(${domains.map(() => newId('cmp'))}::text[], ${domains}::text[], ${domainNames}::text[]) AS v(id, domain, name)),
-      ins AS (
-        INSERT INTO companies (organization_id, id, name, domain, domain_normalized)
-        SELECT ${org}, v.id, v.name, v.domain, v.domain FROM v
-        ON CONFLICT (organization_id, domain_normalized) DO NOTHING
-        RETURNING id, domain_normalized
-      ), named AS (
-        UPDATE companies c SET name = v.name, updated_at = now_ms() FROM v
-        WHERE c.organization_id = ${org} AND c.domain_normalized = v.domain AND c.name IS NULL AND v.name IS NOT NULL
-        RETURNING c.id, c.domain_normalized
-      )
-      SELECT id, domain_normalized FROM ins
-      UNION SELECT id, domain_normalized FROM companies WHERE organization_id = ${org} AND domain_normalized = ANY(${domains}::text[])`.execute(trx);
-    for (const c of rows2.rows) companyByDomain.set(c.domain_normalized, c.id);
-  }
-  const companyByName = new Map<string, string>();
-  if (names.size) {
-    const hits = await sql<{ key: string; id: string }>`
-      SELECT DISTINCT ON (lower(name)) lower(name) AS key, id FROM companies_search
-      WHERE organization_id = ${org} AND lower(name) = ANY(${[...names]}::text[])
-      ORDER BY lower(name), created_at, id`.execute(trx);
-    for (const h of hits.rows) companyByName.set(h.key, h.id);
-  }
-  if (toCreate.length) {
-    const ids = toCreate.map(() => newId('con'));
-    const companyOf = (row: Row) => (row.company?.domain !== undefined ? companyByDomain.get(row.company.domain) ?? null
-      : row.company?.name !== undefined ? companyByName.get(row.company.name.trim().toLowerCase()) ?? null : null);
-    await sql`
-      INSERT INTO contacts (organization_id, id, list_id, owner_user_id, email, email_normalized, name, title, company_id, lead_source,
-                            qualification_status, fit_score, urgency_score)
-      SELECT ${org}, u.id, ${list.id}, ${list.ownerId}, u.email, u.email, u.name, u.title, u.company_id, 'CSV import', u.status, u.fit, u.urgency
-      FROM unnest(${ids}::text[], ${toCreate.map((x) => x.email)}::text[], ${toCreate.map((x) => x.name ?? '')}::text[],
-                  ${toCreate.map((x) => x.title ?? null)}::text[], ${toCreate.map(companyOf)}::text[],
-                  ${toCreate.map((x) => x.qualificationStatus ?? 'NEW')}::text[], ${toCreate.map((x) => x.fitScore ?? null)}::int[],
-                  ${toCreate.map((x) => x.urgencyScore ?? null)}::int[])
-        AS u(id, email, name, title, company_id, status, fit, urgency)`.execute(trx);
-    r.created += toCreate.length;
-    toCreate.forEach((row, i) => resolved.set(row.email, { id: ids[i], existingList: false }));
-  }
-
-  const suppressed = await suppressedAmong(trx, org, emails, t.suppressionSecret);
-  const created = new Set(toCreate);
-  for (const row of rows) {
-    const at = resolved.get(row.email)!;
+  const filed = await fileContacts(trx, org, {
+    listId: list.id, attach: true, listForNew: async () => list.id, ownerId: list.ownerId, leadSource: 'CSV import',
+  }, rows);
+  const suppressed = await suppressedAmong(trx, org, [...new Set(rows.map((row) => row.email))], t.suppressionSecret);
+  rows.forEach((row, i) => {
+    const f = filed[i];
+    if (f.outcome === 'refused') {
+      r.invalid += 1;
+      note(t, { line: row.line, outcome: 'invalid', email: row.rawEmail, contactId: null, existingList: false, reason: refusalReason(f) });
+      return;
+    }
     if (suppressed.has(row.email)) r.suppressed += 1;
-    if (created.has(row)) continue;
+    if (f.outcome === 'created') { r.created += 1; return; }
     r.existing += 1;
-    if (at.existingList) r.attached += 1;
-    note(t, { line: row.line, outcome: 'existing', email: row.rawEmail, contactId: at.id, existingList: at.existingList, reason: null });
-  }
+    if (f.outcome === 'live') r.attached += 1;
+    note(t, { line: row.line, outcome: 'existing', email: row.rawEmail, contactId: f.id, existingList: f.outcome === 'live', reason: null });
+  });
 }
 
 /**
