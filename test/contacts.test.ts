@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
+import { ALL_SCOPES, raw, startService, waitFor, type TestService } from './support/harness.js';
 import { eventsOf, insertSequence, mkContact, mkList, planOf, sequenceStatus, system, uid, uniqueEmail } from './crm-support.js';
 
 let svc: TestService;
@@ -163,6 +163,67 @@ describe('POST /contacts', () => {
       expect(r.status, JSON.stringify(body)).toBe(400);
     }
     expect(await contactCount(org.id)).toBe(0);
+  });
+
+  it('checks the company domain only when it creates: a known person is 200 whatever the domain, a new one 400 at body.company.domain leaving nothing', async () => {
+    const { org, api } = await setup();
+    const list = await mkList(api);
+    const c = await mkContact(api, { listId: list.id });
+    for (const domain of ['not a domain', 'gmail.com']) {
+      const r = await api.POST('/contacts', { body: { email: c.email, listId: list.id, company: { domain } } });
+      expect(r.response.status, domain).toBe(200);
+      expect(r.data).toEqual(c);
+    }
+    const bad = await api.POST('/contacts', { body: { email: uniqueEmail(), company: { domain: 'not a domain' } } });
+    expect(bad.response.status).toBe(400);
+    expect(bad.error).toMatchObject({ errors: [{ field: 'body.company.domain' }] });
+    const free = await api.POST('/contacts', { body: { email: uniqueEmail(), company: { name: 'Mail Co', domain: 'https://gmail.com' } } });
+    expect(free.response.status).toBe(400);
+    expect(free.error).toMatchObject({ type: expect.stringMatching(/freemail-domain$/), errors: [{ field: 'body.company.domain' }] });
+    // Nothing stayed: no contact, no company, and no CRM import list for the refused creations.
+    expect(await contactCount(org.id)).toBe(1);
+    const [lists, companies] = await system(svc, async (trx) => [
+      await trx.selectFrom('contact_lists').select('id').where('organization_id', '=', org.id).execute(),
+      await trx.selectFrom('companies').select('id').where('organization_id', '=', org.id).execute(),
+    ]);
+    expect(lists.map((l) => l.id)).toEqual([list.id]);
+    expect(companies).toEqual([]);
+  });
+
+  it('names an unnamed company of the domain, never renames a named one, and links by domain before name', async () => {
+    const { api } = await setup();
+    const domain = `${uid('unnamed')}.example.com`;
+    const unnamed = await api.POST('/companies', { body: { domain } });
+    const named = await api.POST('/companies', { body: { domain: `${uid('named')}.example.com`, name: 'Named Ltd' } });
+    const a = await api.POST('/contacts', { body: { email: uniqueEmail(), company: { name: 'Now Named', domain: `http://www.${domain}/` } } });
+    expect(a.data?.company).toEqual({ id: unnamed.data!.id, name: 'Now Named', domain });
+    const b = await api.POST('/contacts', { body: { email: uniqueEmail(), company: { name: 'Other Name', domain: named.data!.domain! } } });
+    expect(b.data?.company).toMatchObject({ id: named.data!.id, name: 'Named Ltd' });
+    // A domain wins over a name that matches another company.
+    const c = await api.POST('/contacts', { body: { email: uniqueEmail(), company: { name: 'Named Ltd', domain } } });
+    expect(c.data?.company?.id).toBe(unnamed.data!.id);
+  });
+
+  it('links the company of its domain that another transaction commits while the contact is being filed', async () => {
+    const { org, api } = await setup();
+    const domain = `${uid('race')}.example.com`;
+    const companyId = uid('cmp_');
+    const other = await svc.pool.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`SELECT set_config('app.system', 'on', true)`);
+      await other.query(`INSERT INTO companies (organization_id, id, name, domain, domain_normalized) VALUES ($1, $2, 'Racer', $3, $3)`, [org.id, companyId, domain]);
+      const posting = api.POST('/contacts', { body: { email: uniqueEmail(), company: { domain } } });
+      // The filing's company insert waits for the uncommitted row of the same domain.
+      await waitFor(async () => (await svc.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+        AND query LIKE '%INSERT INTO companies%' AND pid <> pg_backend_pid()`)).rowCount, 15_000, 'the filing to wait on the company');
+      await other.query('COMMIT');
+      const r = await posting;
+      expect(r.response.status).toBe(201);
+      expect(r.data?.company).toEqual({ id: companyId, name: 'Racer', domain });
+    } finally {
+      other.release();
+    }
   });
 });
 

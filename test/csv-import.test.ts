@@ -128,6 +128,39 @@ describe('POST /admin/api/organizations/{orgId}/lists/{listId}/import', () => {
     expect(await eventsOf(svc, org.id)).toEqual([]);
   });
 
+  it('files the rows of one address as if posted one after another; a refused company domain is invalid only on a row that would create', async () => {
+    const { org, api } = await setup();
+    const list = await mkList(api);
+    const known = await mkContact(api, { listId: list.id });
+    const elsewhere = await mkContact(api); // live on the CRM import list
+    const csv = [
+      'email,name,domain',
+      `${known.email},Known,gmail.com`,
+      `${elsewhere.email},Elsewhere,not a domain`,
+      'new@fresh-co.example.com,First,gmail.com',
+      'new@fresh-co.example.com,Second,https://www.fresh-co.example.com/',
+      'new@fresh-co.example.com,Third,not a domain',
+    ].join('\n');
+    const r = await upload(org.id, list.id, csv);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ rows: 5, created: 1, existing: 3, attached: 1, invalid: 1, suppressed: 0 });
+    const created = (await contactsOf(org.id)).find((c) => c.email_normalized === 'new@fresh-co.example.com')!;
+    expect(r.body.outcomes).toEqual([
+      { line: 2, outcome: 'existing', email: known.email, contactId: known.id, existingList: false, reason: null },
+      { line: 3, outcome: 'existing', email: elsewhere.email, contactId: elsewhere.id, existingList: true, reason: null },
+      { line: 4, outcome: 'invalid', email: 'new@fresh-co.example.com', contactId: null, existingList: false, reason: 'company.domain gmail.com is a free email provider' },
+      { line: 6, outcome: 'existing', email: 'new@fresh-co.example.com', contactId: created.id, existingList: false, reason: null },
+    ]);
+    expect(created).toMatchObject({ name: 'Second', list_id: list.id });
+    const got = await api.GET('/contacts/{id}', { params: { path: { id: created.id } } });
+    expect(got.data?.company).toMatchObject({ domain: 'fresh-co.example.com' });
+    // The ignored domains made no company, the known people are unchanged.
+    const companies = await system(svc, (trx) => trx.selectFrom('companies').select('domain_normalized').where('organization_id', '=', org.id).execute());
+    expect(companies.map((c) => c.domain_normalized)).toEqual(['fresh-co.example.com']);
+    expect(await contactsOf(org.id)).toHaveLength(3);
+    expect((await api.GET('/contacts/{id}', { params: { path: { id: known.id } } })).data).toEqual(known);
+  });
+
   it('is 404 for an unknown organization, a foreign, deleted or unknown list; 413 over 64 MiB', async () => {
     const { org, api } = await setup();
     const other = await setup();
