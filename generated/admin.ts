@@ -352,7 +352,11 @@ export interface paths {
          *     list is attached to this one (`existing`, `existingList`), otherwise a new contact
          *     (`created`); the company is found or created by normalized domain, else matched by name;
          *     each row's values are checked against POST /contacts' body schema, and a row that would be a
-         *     400 there is `invalid` with the reason and its line number (nothing filed for it). Suppressed
+         *     400 there is `invalid` with the reason and its line number (nothing filed for it); as there,
+         *     a company domain that is not a domain or is a free mail provider's makes a row `invalid` only
+         *     when the row would create a contact (a person already filed is `existing`, the company
+         *     ignored). Rows of one address are filed as if posted one after another: the first that can
+         *     create does, the later ones are `existing` on it. Suppressed
          *     addresses are filed like any other (as POST /contacts files them) and counted in
          *     `suppressed`: nothing is ever sent to them.
          *

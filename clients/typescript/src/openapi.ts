@@ -444,7 +444,9 @@ export interface paths {
          *
          *     Errors: 400 `validation-failed` (missing or invalid email, out-of-range score, unknown field,
          *     invalid company domain), `freemail-domain` (company domain of a free email provider) or
-         *     `malformed-json`; 404 `not-found` for an unknown, foreign or deleted `listId`.
+         *     `malformed-json`; 404 `not-found` for an unknown, foreign or deleted `listId`. The company
+         *     domain is checked only when a contact is created: a 200 ignores `company`, like every field
+         *     but `email` and `listId`.
          *
          *     Soft-deleted and erased records do not count for rules 1-2: the address is filed again as a
          *     new record.
