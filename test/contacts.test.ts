@@ -215,7 +215,7 @@ describe('POST /contacts', () => {
       await other.query(`INSERT INTO companies (organization_id, id, name, domain, domain_normalized) VALUES ($1, $2, 'Racer', $3, $3)`, [org.id, companyId, domain]);
       const posting = api.POST('/contacts', { body: { email: uniqueEmail(), company: { domain } } });
       // The filing's company insert waits for the uncommitted row of the same domain.
-      await waitFor(async () => (await svc.pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+      await waitFor(async () => (await svc.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
         AND query LIKE '%INSERT INTO companies%' AND pid <> pg_backend_pid()`)).rowCount, 15_000, 'the filing to wait on the company');
       await other.query('COMMIT');
       const r = await posting;
