@@ -118,9 +118,12 @@ describe('processes', () => {
     for (const p of procs.slice(0, 2)) expect(p.output).toMatch(/Worker: not in this process \(RUN_WORKER=false\)/);
     for (const c of [A, B]) expect((await fetch(`${c.baseUrl}/healthz`)).status).toBe(200);
     // graphile-worker holds one LISTEN connection per running worker: two, none in the API processes.
-    const listening = await owner.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND query LIKE 'LISTEN "jobs:insert"%'`);
-    expect(listening.rows[0].n).toBe(2);
+    // A worker opens it in the background after it started (its run() does not wait for it), so
+    // it is waited for rather than expected at once.
+    const listening = async () => (await owner.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND query LIKE 'LISTEN "jobs:insert"%'`)).rows[0].n;
+    await waitFor(async () => (await listening()) >= 2, 15_000, 'both workers to LISTEN');
+    expect(await listening()).toBe(2);
   });
 });
 
