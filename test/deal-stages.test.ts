@@ -5,7 +5,7 @@ import { parseCrontab } from 'graphile-worker';
 import { runDealSweep } from '../src/tasks/sweep_deals.js';
 import { CRONTAB } from '../src/tasks/index.js';
 import type { TaskDeps } from '../src/tasks/context.js';
-import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
+import { ALL_SCOPES, awayFromUtcMidnight, startService, type TestService } from './support/harness.js';
 import { dealOrg, eventsOf, insertContact, utcDate, type DealOrg } from './deal-support.js';
 
 let svc: TestService;
@@ -213,6 +213,7 @@ describe('POST /deals/{id}/stage', () => {
   });
 
   it('closing as won sets actualCloseDate and forecastCategory and emits deal.won with dealId and dealName', async () => {
+    await awayFromUtcMidnight();
     const o = await boardOrg();
     const d = await qualified(o, { name: 'Big win', stage: 'negotiation' });
     const r = await move(o, d.id, { stage: 'closed_won' });
@@ -223,6 +224,7 @@ describe('POST /deals/{id}/stage', () => {
   });
 
   it('closing as lost needs a reason, stores it as lossReason and emits deal.lost', async () => {
+    await awayFromUtcMidnight();
     const o = await dealOrg(svc);
     const d = await create(o, { name: 'Lost one' });
     for (const body of [{ stage: 'closed_lost' }, { stage: 'closed_lost', reason: '   ' }, { stage: 'closed_lost', overrideReason: 'x' }]) {
@@ -300,6 +302,7 @@ describe('GET /deals/{id}/history', () => {
 
 describe('deal sweep', () => {
   it('emits next_step_overdue and slipped once per deal and close date, for open deals only', async () => {
+    await awayFromUtcMidnight();
     const a = await dealOrg(svc);
     const b = await dealOrg(svc);
     const late = await create(a, { name: 'Late', closeDate: utcDate(-2) });
@@ -336,6 +339,7 @@ describe('deal sweep', () => {
   });
 
   it('fires overdue from the day after the close date and slipped from the eighth day after', async () => {
+    await awayFromUtcMidnight();
     const o = await dealOrg(svc);
     const today = await create(o, { name: 'Due today', closeDate: utcDate(0) });
     const yesterday = await create(o, { name: 'Due yesterday', closeDate: utcDate(-1) });

@@ -317,7 +317,9 @@ describe('crash safety', () => {
     // job stays locked by the dead worker.
     const crash = await startService({ WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1,1,1,1' });
     const dbUrl = (crash.pool as unknown as { options: { connectionString: string } }).options.connectionString;
-    const child = spawn(path.resolve('node_modules/.bin/tsx'), ['src/worker-main.ts'], {
+    // Node itself (tsx as a loader): the tsx CLI runs the script in a child of its own, which a
+    // SIGKILL of the CLI leaves running (an orphan worker that keeps the job and polls on).
+    const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/worker-main.ts')], {
       env: { ...process.env, DATABASE_URL: dbUrl, DATA_DIR: crash.config.dataDir, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_TIMEOUT_MS: '60000', LOG_LEVEL: 'silent' },
       stdio: 'ignore',
     });

@@ -2,6 +2,7 @@
 // ADMIN_TOKEN), serving the bundled sample site on a free loopback port the service is configured
 // to research, and receiving webhooks it verifies. Checks the output and the data it left; and
 // that a failing first step stops the demo with its message and leaves nothing behind.
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
@@ -13,12 +14,19 @@ import { system } from './crm-support.js';
 let svc: TestService;
 let sitePort: number;
 
+/**
+ * A free port below the system's ephemeral range, the range bind(0) draws from: the demo listens
+ * on it only later, and in between no other test's listener (they all take port 0) can be given it.
+ */
 async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
+  let low = 32768;
+  try { low = Number(fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || low; } catch { /* not Linux */ }
+  for (;;) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    const s = net.createServer();
+    const ok = await new Promise<boolean>((r) => { s.once('error', () => r(false)); s.listen(port, '127.0.0.1', () => r(true)); });
+    if (ok) { await new Promise((r) => s.close(r)); return port; }
+  }
 }
 
 beforeAll(async () => {

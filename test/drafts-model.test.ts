@@ -40,9 +40,11 @@ beforeAll(async () => {
   site = await startSiteServer();
   model = await startFakeModel();
   model.answer(act);
+  // The model's time limit: a loaded machine's loopback answer stays well within it (an answer past
+  // it is retried, and the counted calls and attempts would be off); the hanging model waits it out.
   svc = await startService({
     RESEARCH_SITE_URL_TEMPLATE: site.template, RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
-    LLM_BASE_URL: model.baseUrl, LLM_MODEL: 'gpt-4o-mini', LLM_API_KEY: 'sk-test', LLM_TIMEOUT_MS: '300', LLM_MAX_RETRIES: '1',
+    LLM_BASE_URL: model.baseUrl, LLM_MODEL: 'gpt-4o-mini', LLM_API_KEY: 'sk-test', LLM_TIMEOUT_MS: '2000', LLM_MAX_RETRIES: '1',
   });
   await svc.startWorker();
 });

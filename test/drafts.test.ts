@@ -2,7 +2,7 @@
 // contact and its research, provenance, guardrails, versions, approval and rejection, usage.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { raw, startService, type TestService } from './support/harness.js';
+import { awayFromUtcMidnight, raw, startService, type TestService } from './support/harness.js';
 import { companySite, startSiteServer, type SiteServer } from './support/site-server.js';
 import { eventsOf, system, uid } from './crm-support.js';
 import { STEP_ONE, STEP_TWO, contact, draftingOrg, draftsOf, getSequence, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
@@ -128,6 +128,7 @@ describe('generation with the fallback provider', () => {
 
 describe('the monthly draft allowance', () => {
   it('fails generation past the plan limit with draft.failed (quota_exceeded), warns once at 80%, and GET /usage reports it', async () => {
+    await awayFromUtcMidnight();
     const s = await draftingOrg(svc, 'free'); // 50 drafts a month
     const tpl = await template(svc, s.org.id, [STEP_ONE, STEP_TWO]);
     const period = new Date().toISOString().slice(0, 8) + '01';

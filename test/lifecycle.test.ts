@@ -2,7 +2,6 @@
 // (orphaned postmaster), drain on SIGTERM, and refuse a bad configuration with one clear line.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -19,13 +18,6 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); });
-  });
-}
-
 const outOf = new Map<ChildProcess, () => string>();
 
 function start(env: Record<string, string>): { child: ChildProcess; out: () => string } {
@@ -39,10 +31,16 @@ function start(env: Record<string, string>): { child: ChildProcess; out: () => s
   return { child, out: () => out };
 }
 
-async function healthy(port: number, child: ChildProcess): Promise<void> {
+/**
+ * Waits until the service answers /healthz; returns its port. The service listens on PORT=0 (a
+ * port the system picks and the service prints), never on one probed free beforehand, which a
+ * parallel test file could take in between.
+ */
+async function healthy(child: ChildProcess): Promise<number> {
   for (let i = 0; i < 300; i += 1) {
     if (child.exitCode !== null) throw new Error(`service exited: ${outOf.get(child)?.() ?? ''}`);
-    try { if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return; } catch { /* starting */ }
+    const m = /Listening on \S+ port (\d+)/.exec(outOf.get(child)?.() ?? '');
+    try { if (m && (await fetch(`http://127.0.0.1:${m[1]}/healthz`)).ok) return Number(m[1]); } catch { /* starting */ }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('service did not become healthy');
@@ -60,12 +58,11 @@ const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catc
 
 describe('process lifecycle', () => {
   it('starts on a fresh DATA_DIR, recovers from a killed run, and drains on SIGTERM', async () => {
-    const port = await freePort();
-    const env = { DATA_DIR: dataDir, PORT: String(port) };
+    const env = { DATA_DIR: dataDir, PORT: '0' };
     const first = start(env);
-    await healthy(port, first.child);
-    expect(first.out()).toMatch(/API: +http:\/\/localhost:\d+\/api\/v1/);
-    expect(first.out()).toMatch(/API docs: +http:\/\/localhost:\d+\/docs /);
+    const port = await healthy(first.child);
+    expect(first.out()).toMatch(new RegExp(`API: +http://localhost:${port}/api/v1`));
+    expect(first.out()).toMatch(new RegExp(`API docs: +http://localhost:${port}/docs `));
     expect(first.out()).toContain(`Operator token: in ${path.join(dataDir, 'admin-token')}`);
     const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
     const org = await fetch(`http://127.0.0.1:${port}/admin/api/organizations`, {
@@ -81,10 +78,10 @@ describe('process lifecycle', () => {
     expect(alive(orphan!)).toBe(true);
 
     const second = start(env);
-    await healthy(port, second.child);
+    const again = await healthy(second.child);
     expect(alive(orphan!)).toBe(false);
     // The data of the earlier run survived.
-    const key = await fetch(`http://127.0.0.1:${port}/admin/api/organizations/${((await org.json()) as { id: string }).id}/api-keys`, {
+    const key = await fetch(`http://127.0.0.1:${again}/admin/api/organizations/${((await org.json()) as { id: string }).id}/api-keys`, {
       method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"scopes":["*"]}',
     });
     expect(key.status).toBe(201);

@@ -12,8 +12,10 @@ beforeEach(() => fake.reset());
 
 const SCHEMA = { type: 'object', additionalProperties: false, required: ['answer'], properties: { answer: { type: 'string' } } };
 const ask = { system: 'Be brief.', user: 'Say hi.', schemaName: 'greeting', schema: SCHEMA };
+// A time limit a loaded machine's loopback answer cannot reach (a call over it would be retried and
+// counted twice); the hang case sets a short one of its own.
 const client = (env: Record<string, string> = {}) => createModelClient(loadConfig({
-  LLM_BASE_URL: fake.baseUrl, LLM_MODEL: 'gpt-4o-mini', LLM_API_KEY: 'sk-test', LLM_TIMEOUT_MS: '400', ...env,
+  LLM_BASE_URL: fake.baseUrl, LLM_MODEL: 'gpt-4o-mini', LLM_API_KEY: 'sk-test', LLM_TIMEOUT_MS: '20000', ...env,
 }), createLogger('silent'));
 
 describe('configuration', () => {
@@ -71,7 +73,7 @@ describe('complete', () => {
     expect(fake.calls).toHaveLength(3);
     fake.reset();
     fake.answer(() => ({ hang: true }));
-    const e2 = await client({ LLM_MAX_RETRIES: '1' }).complete(ask).catch((e) => e);
+    const e2 = await client({ LLM_MAX_RETRIES: '1', LLM_TIMEOUT_MS: '400' }).complete(ask).catch((e) => e);
     expect(e2).toMatchObject({ kind: 'timeout', attempts: 2 });
     fake.reset();
     fake.answer(() => ({ status: 401 }));
@@ -104,7 +106,15 @@ describe('complete', () => {
   });
 
   it('keeps at most LLM_CONCURRENCY calls in flight', async () => {
-    fake.answer(() => ({ content: '{"answer":"ok"}', delayMs: 60 }));
+    // The first three answers wait until all three are in flight, so the limit is reached however
+    // slowly the calls arrive; the rest overlap by their delay.
+    let three!: () => void;
+    const allThree = new Promise<void>((r) => { three = r; });
+    fake.answer(async (c) => {
+      if (c.index === 2) three();
+      if (c.index < 3) await allThree;
+      return { content: '{"answer":"ok"}', delayMs: 60 };
+    });
     const m = client({ LLM_CONCURRENCY: '3' });
     await Promise.all(Array.from({ length: 12 }, () => m.complete(ask)));
     expect(fake.calls).toHaveLength(12);

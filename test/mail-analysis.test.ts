@@ -552,7 +552,9 @@ describe('the model layer', () => {
   afterAll(async () => { await fake?.close(); });
   beforeEach(() => fake.reset());
 
-  const model = () => createModelClient(loadConfig({ LLM_BASE_URL: fake.baseUrl, LLM_MODEL: 'gpt-4o-mini', LLM_TIMEOUT_MS: '300', LLM_MAX_RETRIES: '0' }), createLogger('silent'));
+  // A time limit a loaded machine's loopback answer cannot reach (an answer past it would leave the
+  // rules' answer, which the nonsense cases expect anyway); the hang case sets a short one of its own.
+  const model = (timeoutMs = '20000') => createModelClient(loadConfig({ LLM_BASE_URL: fake.baseUrl, LLM_MODEL: 'gpt-4o-mini', LLM_TIMEOUT_MS: timeoutMs, LLM_MAX_RETRIES: '0' }), createLogger('silent'));
   const answer = (a: Record<string, unknown>) => fake.answer(() => ({ content: JSON.stringify(a) }));
 
   it('is not asked when the rules are sure, nor for headers and reports, nor without a model, nor for an empty reply', async () => {
@@ -627,8 +629,8 @@ describe('the model layer', () => {
     fake.answer(() => ({ status: 503 }));
     expect(await classify(mail, { model: model() })).toMatchObject({ intent: 'interested', source: 'rules', reason: 'rule:interested:tell-me-more' });
     fake.answer(() => ({ hang: true }));
-    expect(await classify(mail, { model: model() })).toMatchObject({ intent: 'interested', source: 'rules' });
-    expect(await classify(replyOf('Who is this?'), { model: model() })).toEqual({ intent: 'other', confidence: CONFIDENCE.default, reason: 'default:no-match', source: 'default', returnDate: null });
+    expect(await classify(mail, { model: model('300') })).toMatchObject({ intent: 'interested', source: 'rules' });
+    expect(await classify(replyOf('Who is this?'), { model: model('300') })).toEqual({ intent: 'other', confidence: CONFIDENCE.default, reason: 'default:no-match', source: 'default', returnDate: null });
     expect(fake.calls.length).toBe(3);
   });
 });

@@ -6,6 +6,7 @@ import nodemailer from 'nodemailer';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import type { Runner } from 'graphile-worker';
 import { raw, startService, type TestService } from './support/harness.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp-sink.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
@@ -20,6 +21,7 @@ let svc: TestService;
 let sink: SmtpSink;
 let inbound: InboundListener;
 let rx: Receiver;
+let worker: Runner;
 beforeAll(async () => {
   sink = await startSmtpSink();
   rx = await startReceiver();
@@ -27,7 +29,7 @@ beforeAll(async () => {
     SMTP_URL: sink.url, MAIL_FROM: 'Acme Sales <sales@acme-sender.test>', INBOUND_REPLY_DOMAIN: DOMAIN,
     INBOUND_SMTP_PORT: '0', INBOUND_SMTP_HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '40', LEAD_CAPTURE_RATE_LIMIT: '1', METRICS_TOKEN,
   });
-  await svc.startWorker();
+  worker = await svc.startWorker();
   inbound = (await serveInbound(svc.rt))!;
 });
 afterAll(async () => { await inbound?.close(); await svc?.close(); await sink?.close(); await rx?.close(); });
@@ -139,10 +141,11 @@ describe('GET /metrics', () => {
     await rx.waitFor(2);
 
     // A second organization whose sending window is closed today: its step is held by that gate.
+    // (Open on the day after tomorrow only: closed today even if midnight passes meanwhile.)
     const held = await draftingOrg(svc);
     const today = new Date().getUTCDay() || 7;
     await svc.admin.PATCH('/organizations/{orgId}', {
-      params: { path: { orgId: held.org.id } }, body: { flags: { v1_2_api_send: true }, sending: { timeZone: 'UTC', days: [(today % 7) + 1] } },
+      params: { path: { orgId: held.org.id } }, body: { flags: { v1_2_api_send: true }, sending: { timeZone: 'UTC', days: [((today + 1) % 7) + 1] } },
     });
     const c2 = await contact(held.api);
     await sequence(held.api, c2.id, await template(svc, held.org.id, [STEPS[0]]));
@@ -151,6 +154,9 @@ describe('GET /metrics', () => {
     await held.api.POST('/drafts/{id}/approve', { params: { path: { id: d2.id } } });
     await held.api.POST('/drafts/{id}/send', { params: { path: { id: d2.id } } });
     await settle(svc);
+    // The worker stops before the queue is read twice (scraped, then queried): its crontab adds
+    // sweep jobs every minute, which one read could see and the other not.
+    await worker.stop();
 
     // A job of a task no worker runs, due 90 s ago: it waits in the queue.
     await system(svc, (trx) => sql`SELECT enqueue_job('metrics_probe', '{}'::json, now() - interval '90 seconds')`.execute(trx));

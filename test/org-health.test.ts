@@ -3,7 +3,7 @@
 // budget), the recomputation after the changes that move it and by the sweep, org.health_changed
 // emitted on a change only, and the operator rows that show it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type TestOrg, type TestService } from './support/harness.js';
+import { awayFromUtcMidnight, startService, type TestOrg, type TestService } from './support/harness.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
 import { companySite, startSiteServer, type SiteServer } from './support/site-server.js';
 import { eventsOf, mkContact, system, uid } from './crm-support.js';
@@ -176,6 +176,7 @@ describe('webhook endpoints and the research budget', () => {
   });
 
   it('the research budget used up degrades; a larger budget clears it', async () => {
+    await awayFromUtcMidnight();
     const org = await svc.newOrg();
     const company = uid('cmp_');
     await system(svc, (trx) => trx.insertInto('companies').values({ organization_id: org.id, id: company, domain: 'h1.example', domain_normalized: 'h1.example' } as never).execute());

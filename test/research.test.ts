@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
+import { ALL_SCOPES, awayFromUtcMidnight, raw, startService, type TestService } from './support/harness.js';
 import { companySite, startSiteServer, type Route, type SiteServer } from './support/site-server.js';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 
@@ -289,6 +289,7 @@ describe('POST /companies/{id}/research', () => {
 
 describe('the research budget', () => {
   it('counts runs that fetch per period; past it both POSTs answer 429 with Retry-After, fetch nothing and store nothing', async () => {
+    await awayFromUtcMidnight();
     const s = await setup();
     await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { researchBudget: 1 } });
     const a = await companyWithSite(s);

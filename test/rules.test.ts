@@ -6,7 +6,7 @@
 // on rule.* events; one organization's rules never see another's events.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ALL_SCOPES, raw, startService, type TestOrg, type TestService } from './support/harness.js';
+import { ALL_SCOPES, awayFromUtcMidnight, raw, startService, type TestOrg, type TestService } from './support/harness.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
 import { eventsOf, system, uid } from './crm-support.js';
 import { settle } from './drafting-support.js';
@@ -264,6 +264,7 @@ describe('ready-made rules firing', () => {
   });
 
   it('deal_at_risk fires once per deal whose close date passed (overdue, or slipped as well), never for a deal still on time', async () => {
+    await awayFromUtcMidnight();
     const org = await orgWithTemplates('deal_at_risk');
     const api = svc.api(await org.key(ALL_SCOPES, { userId: org.ownerId }));
     const day = (n: number) => new Date(Date.now() + n * DAY).toISOString().slice(0, 10);

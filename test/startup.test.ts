@@ -27,18 +27,16 @@ afterAll(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, host, () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); });
-  });
-}
+// The services under test listen on PORT=0 (a port the system picks, printed in the `Listening on`
+// line) or on a port this file holds: never on one probed free and let go, which a test file
+// running in parallel could take in between.
 
-/** Holds a port as another program would. */
-async function occupy(): Promise<{ port: number; close(): Promise<void> }> {
-  const s = net.createServer();
+/** Holds a port as another program would; `connected` settles at the first connection to it. */
+async function occupy(): Promise<{ port: number; connected: Promise<void>; close(): Promise<void> }> {
+  const s = net.createServer((c) => c.destroy());
+  const connected = new Promise<void>((r) => s.once('connection', () => r()));
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  return { port: (s.address() as net.AddressInfo).port, close: () => new Promise((r) => s.close(() => r())) };
+  return { port: (s.address() as net.AddressInfo).port, connected, close: () => new Promise((r) => s.close(() => r())) };
 }
 
 interface Run { child: ChildProcess; stdout: () => string; stderr: () => string; exit: Promise<number | null> }
@@ -87,10 +85,12 @@ async function failsWith(run: Run, dataDir: string): Promise<string> {
   return out[0];
 }
 
-async function healthy(run: Run, origin: string): Promise<void> {
+/** Waits until the service answers /healthz at `host` on the port it printed; returns the port. */
+async function healthy(run: Run, host: string): Promise<number> {
   for (let i = 0; i < 600; i += 1) {
     if (run.child.exitCode !== null) throw new Error(`service exited: ${run.stdout()}${run.stderr()}`);
-    try { if ((await fetch(`${origin}/healthz`)).ok) return; } catch { /* starting */ }
+    const m = /Listening on \S+ port (\d+)/.exec(run.stdout());
+    try { if (m && (await fetch(`http://${host}:${m[1]}/healthz`)).ok) return Number(m[1]); } catch { /* starting */ }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('service did not become healthy');
@@ -141,7 +141,7 @@ describe.concurrent('start failures', () => {
     const held = await occupy();
     const dataDir = path.join(tmp, 'smtp-taken');
     try {
-      const line = await failsWith(start({ PORT: String(await freePort()), DATA_DIR: dataDir, INBOUND_SMTP_PORT: String(held.port), INBOUND_SMTP_HOST: '127.0.0.1' }), dataDir);
+      const line = await failsWith(start({ PORT: '0', DATA_DIR: dataDir, INBOUND_SMTP_PORT: String(held.port), INBOUND_SMTP_HOST: '127.0.0.1' }), dataDir);
       expect(line).toMatch(new RegExp(`^start failed: INBOUND_SMTP_PORT ${held.port} is already in use`));
       expect(fs.existsSync(path.join(dataDir, 'pg'))).toBe(false);
     } finally { await held.close(); }
@@ -149,14 +149,16 @@ describe.concurrent('start failures', () => {
 
   it('a HOST that is not an address of this machine: names HOST', async () => {
     const dataDir = path.join(tmp, 'bad-host');
-    const line = await failsWith(start({ PORT: String(await freePort()), DATA_DIR: dataDir, HOST: '192.0.2.1' }), dataDir);
+    const line = await failsWith(start({ PORT: '0', DATA_DIR: dataDir, HOST: '192.0.2.1' }), dataDir);
     expect(line).toMatch(/^start failed: HOST 192\.0\.2\.1 is not an address of this machine/);
   });
 
   it('an unreachable DATABASE_URL: names DATABASE_URL and the address', async () => {
-    const dead = await freePort();
+    // A privileged port: the system never hands it to another program's bind(0), and nothing
+    // listens there.
+    const dead = 1;
     const dataDir = path.join(tmp, 'db-unreachable');
-    const line = await failsWith(start({ PORT: String(await freePort()), DATA_DIR: dataDir, DATABASE_URL: `postgres://postgres:x@127.0.0.1:${dead}/postgres` }), dataDir);
+    const line = await failsWith(start({ PORT: '0', DATA_DIR: dataDir, DATABASE_URL: `postgres://postgres:x@127.0.0.1:${dead}/postgres` }), dataDir);
     expect(line).toBe(`start failed: DATABASE_URL: cannot reach Postgres at 127.0.0.1:${dead} (ECONNREFUSED): check the host and port, and that Postgres is running`);
   });
 
@@ -164,7 +166,7 @@ describe.concurrent('start failures', () => {
     const url = new URL(inject('pgUrl'));
     url.password = 'not-the-password';
     const dataDir = path.join(tmp, 'db-credentials');
-    const line = await failsWith(start({ PORT: String(await freePort()), DATA_DIR: dataDir, DATABASE_URL: url.toString() }), dataDir);
+    const line = await failsWith(start({ PORT: '0', DATA_DIR: dataDir, DATABASE_URL: url.toString() }), dataDir);
     expect(line).toMatch(/^start failed: DATABASE_URL: Postgres at .+ refused user "postgres" \(.*password.*\): check the user name and password$/);
   });
 
@@ -172,14 +174,14 @@ describe.concurrent('start failures', () => {
     const file = path.join(tmp, 'a-file');
     fs.writeFileSync(file, 'not a directory');
     const dataDir = path.join(file, 'data');
-    const run = start({ PORT: String(await freePort()), DATA_DIR: dataDir });
+    const run = start({ PORT: '0', DATA_DIR: dataDir });
     expect(await run.exit).toBe(1);
     expect(lines(run.stderr())).toEqual([`start failed: DATA_DIR ${dataDir} is not usable: ENOTDIR on ${dataDir} (it must be a writable directory)`]);
   });
 
   it('an invalid ADMIN_TOKEN: names ADMIN_TOKEN', async () => {
     const dataDir = path.join(tmp, 'bad-token');
-    const line = await failsWith(start({ PORT: String(await freePort()), DATA_DIR: dataDir, ADMIN_TOKEN: 'short' }), dataDir);
+    const line = await failsWith(start({ PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: 'short' }), dataDir);
     expect(line).toBe('configuration error: ADMIN_TOKEN must be at least 16 characters');
   });
 });
@@ -187,7 +189,7 @@ describe.concurrent('start failures', () => {
 describe('stopping', () => {
   it('SIGTERM during the start (Postgres being created) stops what was started: exit 0, no error line, no Postgres left', async () => {
     const own = path.join(tmp, 'interrupted');
-    const run = start({ PORT: String(await freePort()), DATA_DIR: own });
+    const run = start({ PORT: '0', DATA_DIR: own });
     const pidFile = path.join(own, 'pg', 'postmaster.pid');
     while (!fs.existsSync(pidFile) && run.child.exitCode === null) await new Promise((r) => setTimeout(r, 20));
     run.child.kill('SIGTERM');
@@ -202,12 +204,18 @@ describe('stopping', () => {
   const dataDir = path.join(tmp, 'served');
 
   it('Ctrl-C (SIGINT to the process group) stops HTTP, the worker and Postgres: exit 0, no error line; HOST is honoured', async () => {
-    // 127.0.0.2 is loopback too, but a server bound to it alone does not answer on 127.0.0.1.
-    const port = await freePort('127.0.0.2');
+    // 127.0.0.2 is loopback too, but a server bound to it alone does not answer on 127.0.0.1. This
+    // test holds 127.0.0.1 on the same port (so no other program can be there): the service starts
+    // beside it, and a connection to 127.0.0.1 reaches the holder.
+    const held = await occupy();
+    const port = held.port;
     const run = start({ PORT: String(port), DATA_DIR: dataDir, HOST: '127.0.0.2' });
-    await healthy(run, `http://127.0.0.2:${port}`);
+    try {
+      expect(await healthy(run, '127.0.0.2')).toBe(port);
+      expect(await accepts('127.0.0.1', port)).toBe(true);
+      await held.connected;
+    } finally { await held.close(); }
     expect(run.stdout()).toContain(`Listening on 127.0.0.2 port ${port}`);
-    expect(await accepts('127.0.0.1', port)).toBe(false);
     const postgres = postgresOf(dataDir);
     expect(postgres.length).toBeGreaterThan(0);
     // Postgres is not in the service's process group: the terminal's SIGINT does not reach it.
@@ -225,9 +233,8 @@ describe('stopping', () => {
   });
 
   it('SIGTERM stops everything: exit 0, no error line; by default only loopback 127.0.0.1 listens', async () => {
-    const port = await freePort();
-    const run = start({ PORT: String(port), DATA_DIR: dataDir });
-    await healthy(run, `http://127.0.0.1:${port}`);
+    const run = start({ PORT: '0', DATA_DIR: dataDir });
+    const port = await healthy(run, '127.0.0.1');
     expect(run.stdout()).toContain(`Listening on 127.0.0.1 port ${port}`);
     // Not on every interface: another loopback address gets no answer.
     expect(await accepts('127.0.0.2', port)).toBe(false);

@@ -263,3 +263,13 @@ export async function waitFor<T>(fn: () => Promise<T | null | undefined | false>
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * Waits out the last seconds of a UTC day. A test that computes a date from the clock ("today",
+ * two days ago, this month) and compares it with the service's own reading of the clock runs
+ * wholly inside one day, never across a midnight (nor a month's end) between the two readings.
+ */
+export async function awayFromUtcMidnight(marginMs = 20_000): Promise<void> {
+  const left = 86_400_000 - (Date.now() % 86_400_000);
+  if (left < marginMs) await new Promise((r) => setTimeout(r, left + 100));
+}
