@@ -32,13 +32,20 @@ export async function emitMany(trx: Tx, organizationId: string, events: EmitInpu
   // organization triggers on it (never for rule.* events: rules do not trigger rules). Both jobs
   // run after this transaction commits.
   await sql`
-    WITH ev AS (
+    WITH base AS MATERIALIZED (
+      -- After every event of the organization this transaction can see (one index probe): two
+      -- emits of one transaction, or of two requests one after the other, within one millisecond
+      -- would otherwise tie on time, and the log would show them in the random order of their ids.
+      SELECT GREATEST(t.now, (SELECT max(created_at) + interval '1 millisecond' FROM events
+                              WHERE organization_id = ${organizationId} AND created_at >= t.now)) AS at
+      FROM (SELECT now_ms() AS now) t
+    ), ev AS (
       INSERT INTO events (organization_id, id, type, api_version, data, resource_type, resource_id, created_at)
       -- A millisecond apart, so the log (newest first, by time) keeps the order they were emitted in.
-      SELECT ${organizationId}, e.id, e.type, ${EVENT_API_VERSION}, e.data, e.resource_type, e.resource_id, now_ms() + (e.n - 1) * interval '1 millisecond'
+      SELECT ${organizationId}, e.id, e.type, ${EVENT_API_VERSION}, e.data, e.resource_type, e.resource_id, base.at + (e.n - 1) * interval '1 millisecond'
       FROM unnest(${ids}::text[], ${events.map((e) => e.type)}::text[], ${events.map((e) => JSON.stringify(e.data))}::jsonb[],
                   ${events.map((e) => e.resource.type)}::text[], ${events.map((e) => e.resource.id)}::text[])
-           WITH ORDINALITY AS e(id, type, data, resource_type, resource_id, n)
+           WITH ORDINALITY AS e(id, type, data, resource_type, resource_id, n), base
       ORDER BY e.n
       RETURNING id, type
     )

@@ -56,6 +56,22 @@ describe('emit', () => {
     expect(await fanoutJobs(id)).toBe(0);
   });
 
+  it('keeps the order of emission in the log: separate emits of one transaction, and transactions one after another', async () => {
+    const { org, api } = await svc.orgWithKey();
+    const sent: string[] = [];
+    // Sub-millisecond apart: without the ordering, most of these would tie on time.
+    await withOrg(svc.rt.db, org.id, async (trx) => {
+      for (let i = 0; i < 10; i += 1) sent.push(await emit(trx, org.id, { type: 'contact.deleted', resource: { type: 'Contact', id: `con_${i}` }, data: {} }));
+    });
+    for (let i = 10; i < 20; i += 1) {
+      sent.push(await withOrg(svc.rt.db, org.id, (trx) => emit(trx, org.id, { type: 'contact.deleted', resource: { type: 'Contact', id: `con_${i}` }, data: {} })));
+    }
+    const log = await api.GET('/events', { params: { query: { limit: 50 } } });
+    expect(log.data!.data.map((e) => e.id)).toEqual([...sent].reverse());
+    const times = log.data!.data.map((e) => Date.parse(e.createdAt));
+    times.forEach((t, i) => { if (i > 0) expect(t).toBeLessThan(times[i - 1]); });
+  });
+
   it('refuses types outside the emitted catalogue', async () => {
     const org = await svc.newOrg();
     await expect(withOrg(svc.rt.db, org.id, (trx) => emit(trx, org.id, { type: 'org.created', resource: { type: 'Organization', id: org.id }, data: {} }))).rejects.toThrow(/not an emitted event type/);
