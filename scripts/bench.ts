@@ -11,17 +11,11 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { migrate } from '../db/database.js';
 import type { BenchArea, BenchContext, LoadOptions, LoadResult } from './bench/types.js';
+import { freePort } from '../db/embedded.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const AREAS = ['platform', 'crm', 'webhooks', 'deals', 'research', 'drafts', 'sending', 'inbound', 'analytics', 'ratios', 'growth'];
 
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-  });
-}
 
 async function waitHealthy(origin: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 240; i += 1) {

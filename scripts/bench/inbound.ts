@@ -14,7 +14,7 @@ import nodemailer from 'nodemailer';
 import pg from 'pg';
 import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
-import { ownDatabase, startOwnService, stopProcess } from './own-service.js';
+import { ownDatabase, seedActionItems, startOwnService, stopProcess } from './own-service.js';
 import type { BenchArea, BenchContext, LoadResult } from './types.js';
 
 const REPLIES = Number(process.env.BENCH_INBOUND_REPLIES ?? 5_000);
@@ -183,13 +183,7 @@ async function actionItems(ctx: BenchContext): Promise<void> {
              'p' || g || '@co' || (g % 5000) || '.example.com', 'Person ' || g,
              date_trunc('milliseconds', now() - g * interval '1 second'), date_trunc('milliseconds', now() - g * interval '1 second')
       FROM generate_series(1, $3::int) g`, [orgId, ownerId, ITEMS]);
-    await client.query(`
-      INSERT INTO action_items (organization_id, id, action_type, title, description, priority, status, entity_type, entity_id,
-                                sales_person_id, ai_generated, expected_impact_cents, created_at, updated_at)
-      SELECT $1, 'act_' || substr(md5('a' || g), 1, 24), 'follow_up_reply', 'Reply to Person ' || g, 'They asked about pricing.',
-             (ARRAY['urgent', 'high', 'medium', 'low'])[1 + g % 4], 'pending', 'Contact', 'con_' || substr(md5('i' || g), 1, 24),
-             $2, true, 250000, date_trunc('milliseconds', now() - g * interval '1 second'), date_trunc('milliseconds', now() - g * interval '1 second')
-      FROM generate_series(1, $3::int) g`, [orgId, ownerId, ITEMS]);
+    await seedActionItems(client, orgId, ownerId, ITEMS, 'i');
     await client.query('ANALYZE contacts, action_items');
   } finally {
     client.release();

@@ -2,10 +2,10 @@
 // no other worker takes their jobs: a fresh database in the bench cluster, a service process on
 // it, and the small HTTP helper their setup uses.
 import type { ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import pg from 'pg';
 import { migrate } from '../../db/database.js';
 import type { BenchContext } from './types.js';
+import { freePort } from '../../db/embedded.js';
 
 type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
@@ -21,13 +21,6 @@ export async function ownDatabase(ctx: BenchContext, name: string): Promise<stri
   u.pathname = `/${name}`;
   await migrate(u.toString());
   return u.toString();
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-  });
 }
 
 /** A service process (as `npm start` runs it) on the database at `url`; resolves once it is healthy. */
@@ -57,4 +50,18 @@ export async function call(origin: string, token: string, method: string, path: 
   const json = await res.json() as Record<string, unknown>;
   if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status}: ${JSON.stringify(json)}`);
   return json;
+}
+
+/**
+ * `rows` pending action items of the owner, newest first a second apart, each on the contact
+ * `'con_' || substr(md5(contactSeed || g), 1, 24)` (the seeding of the contacts they refer to).
+ */
+export async function seedActionItems(client: pg.PoolClient, orgId: string, ownerId: string, rows: number, contactSeed: string): Promise<void> {
+  await client.query(`
+    INSERT INTO action_items (organization_id, id, action_type, title, description, priority, status, entity_type, entity_id,
+                              sales_person_id, ai_generated, expected_impact_cents, created_at, updated_at)
+    SELECT $1, 'act_' || substr(md5('a' || g), 1, 24), 'follow_up_reply', 'Reply to Person ' || g, 'They asked about pricing.',
+           (ARRAY['urgent', 'high', 'medium', 'low'])[1 + g % 4], 'pending', 'Contact', 'con_' || substr(md5($4::text || g), 1, 24),
+           $2, true, 250000, date_trunc('milliseconds', now() - g * interval '1 second'), date_trunc('milliseconds', now() - g * interval '1 second')
+    FROM generate_series(1, $3::int) g`, [orgId, ownerId, rows, contactSeed]);
 }

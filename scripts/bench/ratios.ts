@@ -9,7 +9,7 @@
 import type { BenchArea, BenchContext } from './types.js';
 import { handlers } from '../../handlers/index.js';
 import type { Db } from '../../db/database.js';
-import { call } from './own-service.js';
+import { call, seedActionItems } from './own-service.js';
 import { captureRequest, compare, startBareRoutes, type BareCase, type Statement } from './references.js';
 
 const CONTACTS = 200_000;
@@ -41,13 +41,7 @@ async function seed(ctx: BenchContext, orgId: string, ownerId: string, stageIds:
              'A quick idea for Co ' || g, repeat('Hello there, we help teams like yours send better mail. ', 8),
              date_trunc('milliseconds', now() - g * interval '1 second'), date_trunc('milliseconds', now() - g * interval '1 second')
       FROM generate_series(1, $2::int) g`, [orgId, ROWS]);
-    await client.query(`
-      INSERT INTO action_items (organization_id, id, action_type, title, description, priority, status, entity_type, entity_id,
-                                sales_person_id, ai_generated, expected_impact_cents, created_at, updated_at)
-      SELECT $1, 'act_' || substr(md5('a' || g), 1, 24), 'follow_up_reply', 'Reply to Person ' || g, 'They asked about pricing.',
-             (ARRAY['urgent', 'high', 'medium', 'low'])[1 + g % 4], 'pending', 'Contact', 'con_' || substr(md5('r' || g), 1, 24),
-             $2, true, 250000, date_trunc('milliseconds', now() - g * interval '1 second'), date_trunc('milliseconds', now() - g * interval '1 second')
-      FROM generate_series(1, $3::int) g`, [orgId, ownerId, ROWS]);
+    await seedActionItems(client, orgId, ownerId, ROWS, 'r');
     await client.query('ANALYZE contacts, deals, drafts, action_items');
   } finally {
     client.release();

@@ -6,7 +6,6 @@
 // `compare` measures the full pipeline and both references and reports the ratios.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
@@ -14,6 +13,7 @@ import { APP_ROLE, createPool, type Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { authenticate } from '../../src/http/auth.js';
 import type { BenchContext, LoadResult } from './types.js';
+import { freePort } from '../../db/embedded.js';
 
 type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
@@ -101,12 +101,6 @@ export async function pgbench(url: string, statements: Statement[], opts: { orgI
   return { tps: tps ? Math.round(Number(tps[1])) : 0, latencyMs: lat ? Number(lat[1]) : 0, failed, output };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-  });
-}
 
 /** A reference case for the bare route server: the path it serves and the statements after authentication. */
 export interface BareCase { path: string; statements: Statement[]; limit?: number }

@@ -7,9 +7,9 @@
 // pages and feed, articles) times the latency. Targets: one company well under 5 s; 20 in
 // parallel within 2x of one.
 import type { ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { companySite, startSiteServer } from '../../test/support/site-server.js';
 import type { BenchArea, BenchContext } from './types.js';
+import { freePort } from '../../db/embedded.js';
 
 type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
@@ -19,12 +19,6 @@ const PARALLEL = 20;
 /** robots.txt, home page, the sales pages and feed (in parallel), the newest articles (in parallel). */
 const SEQUENTIAL_ROUNDS = 4;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
-  });
-}
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
