@@ -1,14 +1,14 @@
 // The action-item work queue: the filtered keyset list, one item, and the verbs (complete, reopen,
 // dismiss, snooze) with their ownership rule. Items are opened by signals through
-// src/action-items.ts (openActionItem); the sweeps are src/tasks/sweep_action_items.ts.
+// src/work/action-items.ts (openActionItem); the sweeps are src/work/action-item-sweep.ts.
 import { sql } from 'kysely';
-import type { Handler } from '../src/handler.js';
+import type { Handler } from '../src/http/handler.js';
 import { epochMs, type Tx } from '../db/database.js';
-import { emit } from '../src/events.js';
-import { msIso, msJson } from '../src/ids.js';
+import { emit } from '../src/platform/events.js';
+import { msIso, msJson } from '../src/platform/ids.js';
 import { jsonPage, keyset } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
-import type { ActionItemPriority } from '../src/action-items.js';
+import type { ActionItemPriority } from '../src/work/action-items.js';
 
 type Status = 'pending' | 'completed' | 'dismissed' | 'expired';
 type Verb = 'complete' | 'reopen' | 'dismiss' | 'snooze';

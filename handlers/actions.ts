@@ -4,25 +4,25 @@
 // committing its state and events in one transaction. The operation is `x-long-running`: a reply
 // draft may wait on the language model, which is asked between two short transactions.
 import { sql } from 'kysely';
-import type { AuthInfo, LongHandler } from '../src/handler.js';
+import type { AuthInfo, LongHandler } from '../src/http/handler.js';
 import { withOrg, type Tx } from '../db/database.js';
-import { emit, emitMany, type EmitInput } from '../src/events.js';
-import { newId } from '../src/ids.js';
+import { emit, emitMany, type EmitInput } from '../src/platform/events.js';
+import { newId } from '../src/platform/ids.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
-import { ACTION_SCOPES } from '../src/spec.js';
-import { openActionItem } from '../src/action-items.js';
-import { assigneeFor } from '../src/people.js';
-import { outboundEntitled } from '../src/plans.js';
-import { IN_FLIGHT_SEQUENCE_STATUSES, pauseSequences, resumeSequences } from '../src/sequences.js';
+import { ACTION_SCOPES } from '../src/platform/spec.js';
+import { openActionItem } from '../src/work/action-items.js';
+import { assigneeFor } from '../src/account/people.js';
+import { outboundEntitled } from '../src/account/plans.js';
+import { IN_FLIGHT_SEQUENCE_STATUSES, pauseSequences, resumeSequences } from '../src/sequences/lifecycle.js';
 import { cancelQueued } from '../src/dispatch/queue.js';
-import { matchSuppression } from '../src/suppression-match.js';
-import { suppressAddress } from '../src/suppression-add.js';
+import { matchSuppression } from '../src/compliance/suppression-match.js';
+import { suppressAddress } from '../src/compliance/suppression-add.js';
 import { DO_NOT_CONTACT_TAG, storedContactResearch } from '../src/drafting/generate.js';
 import { replyContext, writeReply } from '../src/drafting/reply.js';
 import { storedEvidence } from '../src/drafting/context.js';
-import { draftsRemaining, takeDrafts } from '../src/usage.js';
-import { HANDOFF_ACTION_TYPE, handOff } from '../src/handoff.js';
-import type { Config } from '../src/config.js';
+import { draftsRemaining, takeDrafts } from '../src/account/usage.js';
+import { HANDOFF_ACTION_TYPE, handOff } from '../src/work/handoff.js';
+import type { Config } from '../src/platform/config.js';
 
 type Ctx = Parameters<LongHandler<'dispatchAction'>>[0];
 type Body = Ctx['body'];

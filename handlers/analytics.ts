@@ -1,8 +1,8 @@
 // Analytics: the outbound funnel of a window and the holdout lift, each memoized for 5 minutes per
 // organization (the funnel per window) in Postgres. The rules are in spec/paths/analytics_*.yaml
 // and spec/DECISIONS.md; the computation in src/analytics/. X-Service-Analytics-Max-Window-Days,
-// a constant header of the funnel's 200 and 400, is added by the pipeline (src/app.ts).
-import type { Handler, operations } from '../src/handler.js';
+// a constant header of the funnel's 200 and 400, is added by the pipeline (src/http/app.ts).
+import type { Handler, operations } from '../src/http/handler.js';
 import { JsonText } from '../src/http/paging.js';
 import { invalid } from '../src/http/problems.js';
 import { memoized } from '../src/analytics/cache.js';

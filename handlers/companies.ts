@@ -1,13 +1,13 @@
 // Companies: identity is (organization, normalized domain). A repeat create never duplicates and
 // never overwrites a curated name; it only backfills a name onto an unnamed company.
 import { sql, type Selectable } from 'kysely';
-import type { Handler, LongHandler } from '../src/handler.js';
+import type { Handler, LongHandler } from '../src/http/handler.js';
 import type { Tx } from '../db/database.js';
 import type { CompaniesTable } from '../db/schema.js';
-import { iso, isoNN, newId } from '../src/ids.js';
+import { iso, isoNN, newId } from '../src/platform/ids.js';
 import { keyset, page } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
-import { isFreemailDomain, normalizeDomain } from '../src/domains.js';
+import { isFreemailDomain, normalizeDomain } from '../src/crm/domains.js';
 import { isFresh, researchCompany as runCompanyResearch, storedDossier } from '../src/research/runs.js';
 
 export type CompanyRow = Selectable<CompaniesTable>;

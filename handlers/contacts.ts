@@ -1,22 +1,23 @@
 // Contacts: idempotent creation per person, filtered keyset listing, soft delete, GDPR erasure and
 // pausing of a contact's sequences.
 import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
-import type { Handler, LongHandler } from '../src/handler.js';
+import type { Handler, LongHandler } from '../src/http/handler.js';
 import { epochMs, withGenericPlan, withOrg, type Tx } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { emit } from '../src/events.js';
-import { isoNN, msIso, msJson, newId } from '../src/ids.js';
+import { emit } from '../src/platform/events.js';
+import { organizationOwnerId } from '../src/account/people.js';
+import { isoNN, msIso, msJson, newId } from '../src/platform/ids.js';
 import { decodeCursor, jsonPage, keyset } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
-import { normalizeEmail } from '../src/domains.js';
-import { eraseAddress } from '../src/erasure.js';
-import { usableErasureSecret } from '../src/suppression-match.js';
+import { normalizeEmail } from '../src/crm/domains.js';
+import { eraseAddress } from '../src/compliance/erasure.js';
+import { usableErasureSecret } from '../src/compliance/suppression-match.js';
 import { researchContact as runContactResearch } from '../src/research/contact-research.js';
-import { pauseSequences } from '../src/sequences.js';
+import { pauseSequences } from '../src/sequences/lifecycle.js';
 import { cancelQueued } from '../src/dispatch/queue.js';
-import { recordStageChanges, type QualificationStatus } from '../src/qualification.js';
+import { recordStageChanges, type QualificationStatus } from '../src/crm/qualification.js';
 import { domainProblem, freshness, likeEscape, objectArray, researchTtlDays } from './companies.js';
-import { fileContacts } from '../src/contact-filing.js';
+import { fileContacts } from '../src/crm/contact-filing.js';
 
 /** How long a soft delete can be undone (DELETE's undoAvailableUntil; the operator's restore). */
 export const UNDO_WINDOW_MS = 30 * 86_400_000;
@@ -226,8 +227,7 @@ const findCrmImportList = (trx: Tx, organizationId: string) => trx.selectFrom('c
 
 /** Creates the `CRM import` list on first use; a unique index keeps it single, so a concurrent create finds the other's. */
 async function createCrmImportList(trx: Tx, organizationId: string, userId: string | null) {
-  const owner = userId ?? (await trx.selectFrom('users').select('id').where('organization_id', '=', organizationId)
-    .where('role', '=', 'OWNER').orderBy('created_at').limit(1).executeTakeFirst())?.id ?? null;
+  const owner = userId ?? (await organizationOwnerId(trx, organizationId));
   const created = await trx.insertInto('contact_lists').values({
     organization_id: organizationId, id: newId('lst'), name: 'CRM import', user_id: owner, is_crm_import: true,
   }).onConflict((oc) => oc.column('organization_id').where(sql<SqlBool>`is_crm_import AND deleted_at IS NULL`).doNothing())
@@ -271,7 +271,7 @@ export interface ContactFiling {
 }
 
 /**
- * Files one person as POST /contacts does (rules 1-4, src/contact-filing.ts): `on-list`, `live`
+ * Files one person as POST /contacts does (rules 1-4, src/crm/contact-filing.ts): `on-list`, `live`
  * (attached to an explicit list) or `created`. What only single filing has is here: the address
  * lock, 404 for an unknown listId, the `CRM import` list (created only when a contact is), and the
  * 400 of a refused company domain. Shared by POST /contacts and inbound lead conversion.

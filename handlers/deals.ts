@@ -3,9 +3,10 @@
 import { sql, type Selectable } from 'kysely';
 import { epochMs, type Tx } from '../db/database.js';
 import type { DealStagesTable, DealsTable, DealStageHistoryTable } from '../db/schema.js';
-import type { AuthInfo, Handler, operations } from '../src/handler.js';
-import { emit } from '../src/events.js';
-import { isoNN, msJson, newId } from '../src/ids.js';
+import type { AuthInfo, Handler, operations } from '../src/http/handler.js';
+import { emit } from '../src/platform/events.js';
+import { organizationOwnerId } from '../src/account/people.js';
+import { isoNN, msJson, newId } from '../src/platform/ids.js';
 import { jsonPage, keyset, page } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
 
@@ -192,10 +193,7 @@ async function resolveOwner(trx: Tx, auth: AuthInfo, given: string | undefined):
     return u.id;
   }
   if (auth.userId) return auth.userId;
-  const owner = await trx.selectFrom('users').select('id').where('organization_id', '=', org).where('role', '=', 'OWNER')
-    .orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
-  if (!owner) throw new Error(`organization ${org} has no OWNER user`);
-  return owner.id;
+  return organizationOwnerId(trx, org);
 }
 
 /** The creation stage: the named one (never terminal), else the first, seeding defaults if needed. */

@@ -1,18 +1,18 @@
 // Drafts: reading (live versions by default, the evidence on request), approval and rejection.
 // No email is ever sent here (sending is POST /drafts/{id}/send and the dispatcher).
 import { sql } from 'kysely';
-import type { Handler } from '../src/handler.js';
+import type { Handler } from '../src/http/handler.js';
 import { epochMs, type Tx } from '../db/database.js';
-import { emit } from '../src/events.js';
-import { msIso, msJson } from '../src/ids.js';
+import { emit } from '../src/platform/events.js';
+import { msIso, msJson } from '../src/platform/ids.js';
 import { jsonPage, keyset } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
-import { matchSuppression } from '../src/suppression-match.js';
+import { matchSuppression } from '../src/compliance/suppression-match.js';
 import { DO_NOT_CONTACT_TAG } from '../src/drafting/generate.js';
 import { queueSteps } from '../src/dispatch/queue.js';
-import { outboundEntitled } from '../src/plans.js';
+import { outboundEntitled } from '../src/account/plans.js';
 import type { Flag } from '../src/drafting/guardrails.js';
-import { previewSql } from '../src/text.js';
+import { previewSql } from '../src/platform/text.js';
 
 type DraftStatus = 'DRAFT_GENERATED' | 'EDITED' | 'REGENERATED' | 'APPROVED' | 'REJECTED';
 const APPROVABLE = ['DRAFT_GENERATED', 'EDITED', 'REGENERATED'];

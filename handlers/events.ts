@@ -1,8 +1,8 @@
 // The platform event log (tag events): GET /events. (GET /usage, of the same tag, is not here.)
-import type { Handler, operations } from '../src/handler.js';
+import type { Handler, operations } from '../src/http/handler.js';
 import { keyset, page } from '../src/http/paging.js';
 import { invalid } from '../src/http/problems.js';
-import { isEventType } from '../src/spec.js';
+import { isEventType } from '../src/platform/spec.js';
 import { toEnvelope } from '../src/webhooks/envelope.js';
 
 type Event = operations['listEvents']['responses'][200]['content']['application/json']['data'][number];

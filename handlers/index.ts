@@ -1,6 +1,6 @@
 // Every public operation's handler, keyed by operationId; one module per tag. Operations without
 // a handler answer 501 not-implemented.
-import type { Handlers } from '../src/handler.js';
+import type { Handlers } from '../src/http/handler.js';
 import { meHandlers } from './me.js';
 import { publicTemplateHandlers } from './public-templates.js';
 import { contactHandlers } from './contacts.js';

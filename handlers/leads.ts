@@ -1,11 +1,11 @@
 // Inbound leads (tag leads): the list, conversion on demand and marking spam. Capture is in
 // src/leads/ (the public form endpoint and the operator row); the periodic qualification and
-// conversion sweep in src/tasks/sweep_leads.ts.
+// conversion sweep in src/leads/sweep.ts.
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
-import type { Handler } from '../src/handler.js';
+import type { Handler } from '../src/http/handler.js';
 import type { InboundLeadsTable } from '../db/schema.js';
-import { iso, isoNN } from '../src/ids.js';
+import { iso, isoNN } from '../src/platform/ids.js';
 import { keyset, page } from '../src/http/paging.js';
 import { ProblemError, notFound } from '../src/http/problems.js';
 import { convertLead } from '../src/leads/convert.js';

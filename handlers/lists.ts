@@ -1,37 +1,21 @@
 // Contact lists. Archiving (operator API) and soft-deleting are different things: an archived
 // list is still readable by id; a deleted one is 404, keeps its contacts, and emits no event.
-import { sql, type Selectable } from 'kysely';
-import { outboundEntitled } from '../src/plans.js';
-import type { Handler } from '../src/handler.js';
+import { sql } from 'kysely';
+import { outboundEntitled } from '../src/account/plans.js';
+import type { Handler } from '../src/http/handler.js';
 import type { Tx } from '../db/database.js';
-import type { ContactListsTable } from '../db/schema.js';
-import { audit } from '../src/events.js';
-import { iso, isoNN, newId } from '../src/ids.js';
+import { toContactList, type ListRow } from '../src/crm/lists.js';
+import { organizationOwnerId } from '../src/account/people.js';
+import { audit } from '../src/platform/events.js';
+import { isoNN, newId } from '../src/platform/ids.js';
 import { keyset, page } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
-import { IN_FLIGHT_SEQUENCE_STATUSES, pauseSequences } from '../src/sequences.js';
+import { IN_FLIGHT_SEQUENCE_STATUSES, pauseSequences } from '../src/sequences/lifecycle.js';
 import { startListGeneration } from '../src/drafting/list-generation.js';
-
-export type ListRow = Selectable<ContactListsTable>;
-
-/** The public ContactList shape; `userId` falls back to the organization owner for unattributed keys. */
-export function toContactList(r: ListRow, ownerId: string) {
-  return {
-    id: r.id, organizationId: r.organization_id, userId: r.user_id ?? ownerId, name: r.name, sourceType: r.source_type,
-    description: r.description, connectionPoint: r.connection_point, goal: r.goal,
-    archivedAt: iso(r.archived_at), createdAt: isoNN(r.created_at), updatedAt: isoNN(r.updated_at),
-  };
-}
-
-async function ownerId(trx: Tx, organizationId: string): Promise<string> {
-  const o = await trx.selectFrom('users').select('id').where('organization_id', '=', organizationId).where('role', '=', 'OWNER')
-    .orderBy('created_at').limit(1).executeTakeFirst();
-  return o?.id ?? '';
-}
 
 /** Maps rows, looking the owner up only when some row has no user of its own. */
 async function toContactLists(trx: Tx, organizationId: string, rows: ListRow[]) {
-  const owner = rows.some((r) => r.user_id === null) ? await ownerId(trx, organizationId) : '';
+  const owner = rows.some((r) => r.user_id === null) ? await organizationOwnerId(trx, organizationId) : '';
   return rows.map((r) => toContactList(r, owner));
 }
 
@@ -48,7 +32,7 @@ const createList: Handler<'createList'> = async ({ trx, auth, body }) => {
     if (!p) throw invalid('productId names no product of this organization.', 'body.productId');
   }
   const row = await trx.insertInto('contact_lists').values({
-    organization_id: org, id: newId('lst'), user_id: auth.userId ?? (await ownerId(trx, org)), name: body.name,
+    organization_id: org, id: newId('lst'), user_id: auth.userId ?? (await organizationOwnerId(trx, org)), name: body.name,
     source_type: body.sourceType ?? 'OTHER', description: body.description ?? null, connection_point: body.connectionPoint ?? null,
     goal: body.goal ?? null, use_case_template_id: body.useCaseTemplateId ?? null, product_id: body.productId ?? null,
   }).returningAll().executeTakeFirstOrThrow();

@@ -1,5 +1,5 @@
-import type { Handler } from '../src/handler.js';
-import { isoNN, iso } from '../src/ids.js';
+import type { Handler } from '../src/http/handler.js';
+import { isoNN, iso } from '../src/platform/ids.js';
 
 // The key lookup already read the organization: no query is needed.
 const getMe: Handler<'getMe'> = async ({ auth }) => {

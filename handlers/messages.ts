@@ -1,11 +1,11 @@
 // Conversation messages: inbound replies (src/inbound/) and the dispatcher's outbound messages,
 // newest first, keyset-paged, with a preview of the text that a reply's quotes do not crowd out.
 import { sql } from 'kysely';
-import type { Handler } from '../src/handler.js';
+import type { Handler } from '../src/http/handler.js';
 import { epochMs } from '../db/database.js';
-import { msIso } from '../src/ids.js';
+import { msIso } from '../src/platform/ids.js';
 import { keyset, page } from '../src/http/paging.js';
-import { previewSql } from '../src/text.js';
+import { previewSql } from '../src/platform/text.js';
 
 // The text previewed: a reply without its quotes and signature, else the whole text (a reply that
 // is only a signature, an outbound message), its whitespace collapsed. Only its head is read.

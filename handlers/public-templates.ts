@@ -1,10 +1,8 @@
 import { sql } from 'kysely';
-import type { PublicHandler } from '../src/handler.js';
-import { isoNN } from '../src/ids.js';
+import type { PublicHandler } from '../src/http/handler.js';
+import { toPublicTemplate } from '../src/sequences/templates.js';
 import { keyset, page } from '../src/http/paging.js';
 import { invalid } from '../src/http/problems.js';
-
-type Step = { dayOffset: number; subject: string; body: string };
 
 /** Public templates belong to no organization; anyone may read the active ones. */
 const listPublicTemplates: PublicHandler<'listPublicTemplates'> = async ({ db, query }) => {
@@ -24,12 +22,5 @@ const listPublicTemplates: PublicHandler<'listPublicTemplates'> = async ({ db, q
   };
 };
 
-export function toPublicTemplate(r: { id: string; name: string; use_case: string; industry: string | null; steps: unknown; created_at: Date }) {
-  return {
-    id: r.id, name: r.name, useCase: r.use_case, industry: r.industry,
-    steps: (r.steps as Step[]).map((s, i) => ({ step: i + 1, dayOffset: s.dayOffset, subject: s.subject, body: s.body })),
-    createdAt: isoNN(r.created_at),
-  };
-}
 
 export const publicTemplateHandlers = { listPublicTemplates };

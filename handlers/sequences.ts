@@ -1,9 +1,9 @@
 // Sequences: creation (asynchronous draft generation follows), listing and reading. The life of a
-// sequence is in src/sequences.ts.
-import type { Handler } from '../src/handler.js';
+// sequence is in src/sequences/lifecycle.ts.
+import type { Handler } from '../src/http/handler.js';
 import { keyset, page } from '../src/http/paging.js';
 import { notFound } from '../src/http/problems.js';
-import { SEQUENCE_COLUMNS, createSequence as create, toSequence } from '../src/sequences.js';
+import { SEQUENCE_COLUMNS, createSequence as create, toSequence } from '../src/sequences/lifecycle.js';
 
 const createSequence: Handler<'createSequence'> = async ({ trx, auth, body }) => {
   const { row } = await create(trx, auth.organizationId, body);

@@ -1,26 +1,14 @@
 // The suppression list: addresses and domains that must never be contacted. Whether an address
-// is suppressed is decided by the one matching rule of src/suppression-match.ts.
-import { sql, type Selectable } from 'kysely';
-import type { Handler } from '../src/handler.js';
-import type { SuppressionEntriesTable } from '../db/schema.js';
-import { emit } from '../src/events.js';
-import { iso, isoNN, newId } from '../src/ids.js';
+// is suppressed is decided by the one matching rule of src/compliance/suppression-match.ts.
+import { sql } from 'kysely';
+import type { Handler } from '../src/http/handler.js';
+import { toSuppressionEntry } from '../src/compliance/suppression-entries.js';
+import { emit } from '../src/platform/events.js';
+import { newId } from '../src/platform/ids.js';
 import { keyset, page } from '../src/http/paging.js';
-import { normalizeEmail } from '../src/domains.js';
-import { matchSuppression } from '../src/suppression-match.js';
+import { normalizeEmail } from '../src/crm/domains.js';
+import { matchSuppression } from '../src/compliance/suppression-match.js';
 
-export type SuppressionRow = Selectable<SuppressionEntriesTable>;
-type Reason = 'MANUAL_BLOCK' | 'UNSUBSCRIBE' | 'HARD_BOUNCE' | 'COMPLAINT' | 'ERASURE';
-
-/** DOMAIN entries show their domain as `@domain` in `email`; hash-only (erased) entries show "". */
-export function toSuppressionEntry(r: SuppressionRow) {
-  return {
-    id: r.id, organizationId: r.organization_id,
-    email: r.level === 'DOMAIN' ? `@${r.email}` : (r.email ?? ''),
-    reason: r.reason as Reason, source: r.source, notes: r.notes, expiresAt: iso(r.expires_at),
-    createdAt: isoNN(r.created_at), level: r.level as 'ADDRESS' | 'DOMAIN',
-  };
-}
 
 const getSuppression: Handler<'getSuppression'> = async ({ trx, auth, query, config }) => {
   const org = auth.organizationId;

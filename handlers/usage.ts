@@ -1,6 +1,6 @@
 // GET /usage: the organization's use of the current period (calendar month, UTC) against its plan.
-import type { Handler } from '../src/handler.js';
-import { readUsage, usagePeriod } from '../src/usage.js';
+import type { Handler } from '../src/http/handler.js';
+import { readUsage, usagePeriod } from '../src/account/usage.js';
 
 const getUsage: Handler<'getUsage'> = async ({ trx, auth }) => {
   const period = usagePeriod();

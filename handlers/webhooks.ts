@@ -2,18 +2,18 @@
 import { sql, type Selectable } from 'kysely';
 import type { WebhookDeliveriesTable, WebhookEndpointsTable } from '../db/schema.js';
 import type { Tx } from '../db/database.js';
-import type { Config } from '../src/config.js';
-import type { Handler, operations } from '../src/handler.js';
-import { iso, isoNN, newId } from '../src/ids.js';
+import type { Config } from '../src/platform/config.js';
+import type { Handler, operations } from '../src/http/handler.js';
+import { iso, isoNN, newId } from '../src/platform/ids.js';
 import { keyset, page } from '../src/http/paging.js';
 import { ProblemError, invalid, notFound } from '../src/http/problems.js';
-import type { SecretBox } from '../src/secret-box.js';
-import { EVENT_API_VERSION, EVENT_GROUP, EVENT_TYPES, NEVER_EMITTED, isEventType } from '../src/spec.js';
+import type { SecretBox } from '../src/platform/secret-box.js';
+import { EVENT_API_VERSION, EVENT_GROUP, EVENT_TYPES, NEVER_EMITTED, isEventType } from '../src/platform/spec.js';
 import { ResolveError, UnsafeTargetError, resolveTarget } from '../src/net/address.js';
 import { enqueueAttempt } from '../src/webhooks/delivery.js';
 import { postWebhook } from '../src/webhooks/http.js';
 import { SIGNATURE_HEADER, newSigningSecret, signatureHeader } from '../src/webhooks/signing.js';
-import { recheckOrgHealth } from '../src/org-health.js';
+import { recheckOrgHealth } from '../src/account/org-health.js';
 
 type EndpointRow = Selectable<WebhookEndpointsTable>;
 type DeliveryRow = Selectable<WebhookDeliveriesTable>;

@@ -59,7 +59,7 @@ async function main() {
     RATE_LIMIT_PER_MINUTE: '10000000', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     PUBLIC_BASE_URL: origin,
   };
-  const service = startProcess('src/main.ts', serviceEnv);
+  const service = startProcess('src/boot/main.ts', serviceEnv);
   const children: ChildProcess[] = [service];
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   const rows: Parameters<BenchContext['report']>[0][] = [];

@@ -250,7 +250,7 @@ async function main(): Promise<number> {
       process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = 'true';
       process.env.LOG_LEVEL ||= 'warn';
       console.log('Starting the service in this process (no DEMO_URL or --url given)…');
-      const { boot, openRuntime, resolveAdminToken, runWorker, serveHttp } = await import('../src/runtime.js');
+      const { boot, openRuntime, resolveAdminToken, runWorker, serveHttp } = await import('../src/boot/runtime.js');
       const booted = await boot();
       const admin = resolveAdminToken(booted.config);
       const config = { ...booted.config, adminToken: admin.token };

@@ -11,7 +11,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import addFormats from 'ajv-formats';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { collectOperations, DOC_ID, type OpenApiDoc } from '../src/openapi-doc.js';
+import { collectOperations, DOC_ID, type OpenApiDoc } from '../src/platform/openapi-doc.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const out = path.join(root, 'generated');

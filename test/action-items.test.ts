@@ -4,12 +4,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES, awayFromUtcMidnight, raw, startService, type PublicClient, type TestOrg, type TestService } from './support/harness.js';
 import { eventsOf, insertSequence, mkContact, planOf, system, uid } from './crm-support.js';
-import { runActionItemSweep } from '../src/tasks/sweep_action_items.js';
-import { runDealSweep } from '../src/tasks/sweep_deals.js';
-import type { TaskDeps } from '../src/tasks/context.js';
+import { runActionItemSweep } from '../src/work/action-item-sweep.js';
+import { runDealSweep } from '../src/deals/sweep.js';
+import type { Deps } from '../src/platform/services.js';
 
 let svc: TestService;
-let deps: TaskDeps;
+let deps: Deps;
 beforeAll(async () => {
   svc = await startService();
   deps = { db: svc.rt.db, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };

@@ -8,7 +8,7 @@ import { companySite, startSiteServer, type SiteServer } from './support/site-se
 import { startFakeModel, type FakeModel } from './support/fake-llm.js';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { STEP_ONE, STEP_TWO, contact, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
-import { ACTION_SCOPES } from '../src/spec.js';
+import { ACTION_SCOPES } from '../src/platform/spec.js';
 
 let svc: TestService;
 let msvc: TestService;

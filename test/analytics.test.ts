@@ -7,8 +7,8 @@ import { sql } from 'kysely';
 import { raw, startService, type PublicClient, type TestService } from './support/harness.js';
 import { planOf, system, uid } from './crm-support.js';
 import { funnelQuery } from '../src/analytics/funnel.js';
-import { createApp } from '../src/app.js';
-import { handlers } from '../handlers/index.js';
+import { createApp } from '../src/http/app.js';
+import { handlers } from '../src/boot/runtime.js';
 
 let svc: TestService;
 beforeAll(async () => { svc = await startService(); });

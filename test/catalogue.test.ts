@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EVENT_TYPES, NEVER_EMITTED } from '../src/spec.js';
+import { EVENT_TYPES, NEVER_EMITTED } from '../src/platform/spec.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const dir = process.env.OBSERVED_EVENTS_DIR;

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES, checkResponse, startService, type TestService } from './support/harness.js';
 import { eventsOf, mkContact, mkList, system, uniqueEmail } from './crm-support.js';
-import { adminOperations } from '../src/spec.js';
+import { adminOperations } from '../src/platform/spec.js';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 

@@ -2,14 +2,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg } from '../db/database.js';
 import { parseCrontab } from 'graphile-worker';
-import { runDealSweep } from '../src/tasks/sweep_deals.js';
+import { runDealSweep } from '../src/deals/sweep.js';
 import { CRONTAB } from '../src/tasks/index.js';
-import type { TaskDeps } from '../src/tasks/context.js';
 import { ALL_SCOPES, awayFromUtcMidnight, startService, type TestService } from './support/harness.js';
 import { dealOrg, eventsOf, insertContact, utcDate, type DealOrg } from './deal-support.js';
+import type { Deps } from '../src/platform/services.js';
 
 let svc: TestService;
-let deps: TaskDeps;
+let deps: Deps;
 beforeAll(async () => {
   svc = await startService();
   deps = { db: svc.rt.db, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };

@@ -1,7 +1,7 @@
 // Shared set-up for the deal test files (test/deal*.test.ts).
 import crypto from 'node:crypto';
 import { withOrg } from '../db/database.js';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/platform/ids.js';
 import { ALL_SCOPES, type TestService } from './support/harness.js';
 
 export interface DealOrg {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, waitFor, type TestService } from './support/harness.js';
 import { startReceiver, type Receiver, type Respond } from './support/receiver.js';
 import { withOrg, withSystem } from '../db/database.js';
-import { emit } from '../src/events.js';
+import { emit } from '../src/platform/events.js';
 import { verifySignature } from '../src/webhooks/signing.js';
 import { fanOut } from '../src/webhooks/delivery.js';
 
@@ -319,7 +319,7 @@ describe('crash safety', () => {
     const dbUrl = (crash.pool as unknown as { options: { connectionString: string } }).options.connectionString;
     // Node itself (tsx as a loader): the tsx CLI runs the script in a child of its own, which a
     // SIGKILL of the CLI leaves running (an orphan worker that keeps the job and polls on).
-    const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/worker-main.ts')], {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/boot/worker-main.ts')], {
       env: { ...process.env, DATABASE_URL: dbUrl, DATA_DIR: crash.config.dataDir, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_TIMEOUT_MS: '60000', LOG_LEVEL: 'silent' },
       stdio: 'ignore',
     });

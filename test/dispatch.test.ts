@@ -500,7 +500,7 @@ describe('crash safety', () => {
     const crash = await startService({ SMTP_URL: sink.url, RATE_LIMIT_PER_MINUTE: '100000' });
     const dbUrl = (crash.pool as unknown as { options: { connectionString: string } }).options.connectionString;
     // Node itself (tsx as a loader), so the kill reaches the process that holds the connection.
-    const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/worker-main.ts')], {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/boot/worker-main.ts')], {
       env: { ...process.env, DATABASE_URL: dbUrl, DATA_DIR: crash.config.dataDir, SMTP_URL: sink.url, LOG_LEVEL: 'silent' }, stdio: 'ignore',
     });
     try {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { raw, startService, type TestService } from './support/harness.js';
-import { publicDoc, adminDoc, publicOperations, adminOperations } from '../src/spec.js';
+import { publicDoc, adminDoc, publicOperations, adminOperations } from '../src/platform/spec.js';
 import { PROBLEMS } from '../src/http/problems.js';
 import { ASSET_BASE } from '../src/http/docs.js';
 

@@ -2,7 +2,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg } from '../db/database.js';
-import { emit } from '../src/events.js';
+import { emit } from '../src/platform/events.js';
 import { startService, type TestService } from './support/harness.js';
 
 let svc: TestService;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
 import { eventsOf, mkContact, mkList, system, uid, uniqueEmail } from './crm-support.js';
-import { erasureHmac } from '../src/suppression-match.js';
+import { erasureHmac } from '../src/compliance/suppression-match.js';
 
 let svc: TestService;
 beforeAll(async () => { svc = await startService(); });

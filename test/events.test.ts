@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
 import { withOrg } from '../db/database.js';
-import { emit } from '../src/events.js';
+import { emit } from '../src/platform/events.js';
 
 let svc: TestService;
 beforeAll(async () => { svc = await startService({ RATE_LIMIT_PER_MINUTE: '100000' }); });

@@ -1,6 +1,6 @@
-// The fast epoch-milliseconds formatter of src/ids.ts writes exactly what Date.toISOString does.
+// The fast epoch-milliseconds formatter of src/platform/ids.ts writes exactly what Date.toISOString does.
 import { describe, expect, it } from 'vitest';
-import { msIso, msJson } from '../src/ids.js';
+import { msIso, msJson } from '../src/platform/ids.js';
 
 describe('msIso / msJson', () => {
   it('match Date.toISOString over the whole range, day boundaries and the fallbacks included', () => {

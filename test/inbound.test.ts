@@ -13,12 +13,12 @@ import { startService, type TestService } from './support/harness.js';
 import { startSmtpSink, type SmtpSink } from './support/smtp-sink.js';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { contact, draftingOrg, draftsOf, getSequence, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
-import { serveInbound } from '../src/runtime.js';
+import { serveInbound } from '../src/boot/runtime.js';
 import { startInboundSmtp, type InboundListener } from '../src/inbound/smtp-listener.js';
 import { sendStep } from '../src/dispatch/send.js';
 import { classifyReply } from '../src/inbound/classify-reply.js';
 import { createSigner, openReplyAddress, replyAddress } from '../src/mail/tokens.js';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/platform/config.js';
 
 const DOMAIN = 'replies.acme-sender.test';
 const DAY = 86_400_000;

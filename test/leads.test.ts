@@ -8,12 +8,12 @@ import { withSystem } from '../db/database.js';
 import { ALL_SCOPES, raw, startService, waitFor, type TestService } from './support/harness.js';
 import { eventsOf, mkContact, uid, uniqueEmail } from './crm-support.js';
 import { backdate, businessEmail, leadRow, leadRows, mkLead } from './lead-support.js';
-import { runLeadSweep, SWEEP_ACTOR } from '../src/tasks/sweep_leads.js';
+import { runLeadSweep, SWEEP_ACTOR } from '../src/leads/sweep.js';
 import { CRONTAB } from '../src/tasks/index.js';
-import type { TaskDeps } from '../src/tasks/context.js';
+import type { Deps } from '../src/platform/services.js';
 
 let svc: TestService;
-let deps: TaskDeps;
+let deps: Deps;
 beforeAll(async () => {
   svc = await startService();
   deps = { db: svc.rt.ownerDb, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };

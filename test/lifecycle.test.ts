@@ -22,7 +22,7 @@ const outOf = new Map<ChildProcess, () => string>();
 
 function start(env: Record<string, string>): { child: ChildProcess; out: () => string } {
   let out = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/boot/main.ts'], {
     cwd: root, env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d) => { out += d; });

@@ -12,7 +12,7 @@ import { system, uid } from './crm-support.js';
 import { STEP_ONE, draftingOrg, draftsOf, settle, template, type DraftingOrg } from './drafting-support.js';
 import { newcombeDifference, pct, wilson } from '../src/analytics/stats.js';
 import { assignmentBucket, type Experiment } from '../src/analytics/holdout.js';
-import { openActionItem } from '../src/action-items.js';
+import { openActionItem } from '../src/work/action-items.js';
 
 let svc: TestService;
 let model: FakeModel;

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { raw, startService, type TestService } from './support/harness.js';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { STEP_ONE, contact, draftingOrg, draftsOf, product, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/platform/ids.js';
 
 let svc: TestService;
 beforeAll(async () => { svc = await startService(); });

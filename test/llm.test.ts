@@ -1,7 +1,7 @@
 // The model client against a fake OpenAI-compatible server on loopback.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
-import { createLogger } from '../src/logger.js';
+import { ConfigError, loadConfig } from '../src/platform/config.js';
+import { createLogger } from '../src/platform/logger.js';
 import { ModelError, createModelClient, parseAnswer } from '../src/llm/client.js';
 import { startFakeModel, type FakeModel } from './support/fake-llm.js';
 

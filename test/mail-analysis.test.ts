@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { INTENTS, type ParsedMail } from '../src/inbound/analysis.js';
 import { CONFIDENCE, MODEL_THRESHOLD, classify, findReturnDate, fromRules, limits, mailFromFields, parseMail, stripReply } from '../src/inbound/analyze/index.js';
-import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/logger.js';
+import { loadConfig } from '../src/platform/config.js';
+import { createLogger } from '../src/platform/logger.js';
 import { createModelClient } from '../src/llm/client.js';
 import { startFakeModel, type FakeModel } from './support/fake-llm.js';
 import { FIXTURE_DEFAULTS, MAIL_FIXTURES, loadMailFixture, mailFixtureNames, type MailFixtureName } from './support/mail-fixtures.js';

@@ -12,7 +12,7 @@ import { startSmtpSink, type SmtpSink } from './support/smtp-sink.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
 import { system, uniqueEmail } from './crm-support.js';
 import { contact, draftingOrg, draftsOf, sequence, settle, template } from './drafting-support.js';
-import { serveInbound } from '../src/runtime.js';
+import { serveInbound } from '../src/boot/runtime.js';
 import type { InboundListener } from '../src/inbound/smtp-listener.js';
 
 const DOMAIN = 'replies.acme-sender.test';

@@ -8,11 +8,11 @@ import { startReceiver, type Receiver } from './support/receiver.js';
 import { companySite, startSiteServer, type SiteServer } from './support/site-server.js';
 import { eventsOf, mkContact, system, uid } from './crm-support.js';
 import { settle } from './drafting-support.js';
-import { runOrgHealthSweep } from '../src/tasks/sweep_org_health.js';
-import type { TaskDeps } from '../src/tasks/context.js';
+import { runOrgHealthSweep } from '../src/account/org-health-sweep.js';
+import type { Deps } from '../src/platform/services.js';
 
 let svc: TestService;
-let deps: TaskDeps;
+let deps: Deps;
 let rx: Receiver;
 let site: SiteServer;
 beforeAll(async () => {

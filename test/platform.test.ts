@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
 import { withOrg } from '../db/database.js';
 import { authenticate } from '../src/http/auth.js';
-import { createApp } from '../src/app.js';
+import { createApp } from '../src/http/app.js';
 
 let svc: TestService;
 beforeAll(async () => { svc = await startService(); });

@@ -11,16 +11,16 @@ import { startReceiver, type Receiver } from './support/receiver.js';
 import { eventsOf, system, uid } from './crm-support.js';
 import { settle } from './drafting-support.js';
 import { mkLead } from './lead-support.js';
-import { runDealSweep } from '../src/tasks/sweep_deals.js';
-import { runRulesTask } from '../src/tasks/run_rules.js';
-import type { TaskDeps } from '../src/tasks/context.js';
+import { runDealSweep } from '../src/deals/sweep.js';
+import { runRulesTask } from '../src/tasks/run-rules.js';
 import { withOrg } from '../db/database.js';
-import { emit } from '../src/events.js';
+import { emit } from '../src/platform/events.js';
 import { runRules } from '../src/rules/rules.js';
+import type { Deps } from '../src/platform/services.js';
 
 const DAY = 86_400_000;
 let svc: TestService;
-let deps: TaskDeps;
+let deps: Deps;
 const receivers: Receiver[] = [];
 beforeAll(async () => {
   svc = await startService();

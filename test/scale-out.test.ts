@@ -86,8 +86,8 @@ beforeAll(async () => {
   };
   const dir = (n: string) => ({ DATA_DIR: path.join(dataRoot, n) });
   // All four at once on an empty database: each migrates on start, as a first deployment would.
-  const api = ['api-a', 'api-b'].map((n) => start(n, 'src/main.ts', { ...shared, ...dir(n), RUN_WORKER: 'false' }));
-  const workers = ['worker-1', 'worker-2'].map((n) => start(n, 'src/worker-main.ts', { ...shared, ...dir(n) }));
+  const api = ['api-a', 'api-b'].map((n) => start(n, 'src/boot/main.ts', { ...shared, ...dir(n), RUN_WORKER: 'false' }));
+  const workers = ['worker-1', 'worker-2'].map((n) => start(n, 'src/boot/worker-main.ts', { ...shared, ...dir(n) }));
   const ports = await Promise.all(api.map(async (p) => Number((await line(p, /Listening on \S+ port (\d+)/))[1])));
   await Promise.all(workers.map((p) => line(p, /worker running/)));
   [A, B] = ports.map((port) => serviceClients(`http://127.0.0.1:${port}`, adminToken));

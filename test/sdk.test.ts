@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkResponse, startService, type TestService } from './support/harness.js';
 import { startReceiver, type Receiver, type Received } from './support/receiver.js';
-import { publicOperations } from '../src/spec.js';
+import { publicOperations } from '../src/platform/spec.js';
 import { signatureHeader } from '../src/webhooks/signing.js';
 import {
   checkWebhookSignature, createOutboundClient, idempotencyKey, parseWebhook, verifyWebhook, wasReplayed,

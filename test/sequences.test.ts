@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { raw, startService, type TestService } from './support/harness.js';
 import { eventsOf, system, uid } from './crm-support.js';
 import { STEP_ONE, STEP_TWO, contact, draftingOrg, draftsOf, getSequence, product, sequence, settle, template } from './drafting-support.js';
-import { resumeSequences } from '../src/sequences.js';
+import { resumeSequences } from '../src/sequences/lifecycle.js';
 import { withOrg } from '../db/database.js';
 
 let svc: TestService;

@@ -1,7 +1,7 @@
 // Tests of the contract itself: the bundled public and operator documents.
 import { describe, expect, it } from 'vitest';
-import { publicDoc, adminDoc, publicOperations, ALL_SCOPES, EVENT_TYPES, NEVER_EMITTED } from '../src/spec.js';
-import { HTTP_METHODS } from '../src/openapi-doc.js';
+import { publicDoc, adminDoc, publicOperations, ALL_SCOPES, EVENT_TYPES, NEVER_EMITTED } from '../src/platform/spec.js';
+import { HTTP_METHODS } from '../src/platform/openapi-doc.js';
 import { PROBLEMS } from '../src/http/problems.js';
 
 // Every operation of the endpoint tables of public-api-spec.md section 4.

@@ -1,4 +1,4 @@
-// Start failures and stops, as an operator meets them: each case runs `src/main.ts` as a child
+// Start failures and stops, as an operator meets them: each case runs `src/boot/main.ts` as a child
 // process with its environment. A failed start ends non-zero with one line naming the variable or
 // file to fix and leaves no Postgres behind; Ctrl-C (SIGINT to the process group) and SIGTERM stop
 // everything with exit code 0 and no error-level line; HOST chooses the listen address.
@@ -41,11 +41,11 @@ async function occupy(): Promise<{ port: number; connected: Promise<void>; close
 
 interface Run { child: ChildProcess; stdout: () => string; stderr: () => string; exit: Promise<number | null> }
 
-/** `node --import tsx src/main.ts` in a process group of its own, as a terminal runs it. */
+/** `node --import tsx src/boot/main.ts` in a process group of its own, as a terminal runs it. */
 function start(env: Record<string, string>): Run {
   let stdout = '';
   let stderr = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/boot/main.ts'], {
     cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, DATABASE_URL: '', ADMIN_TOKEN: '', HOST: '', LOG_LEVEL: 'info', INBOUND_SMTP_PORT: '', ...env },
   });

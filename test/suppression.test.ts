@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { raw, startService, type TestService } from './support/harness.js';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
-import { coveringDomains, erasureHmac, matchSuppression } from '../src/suppression-match.js';
+import { coveringDomains, erasureHmac, matchSuppression } from '../src/compliance/suppression-match.js';
 import { withOrg } from '../db/database.js';
 
 let svc: TestService;

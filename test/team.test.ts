@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { raw, startService, type TestOrg, type TestService } from './support/harness.js';
 import { eventsOf, mkContact, system, uid } from './crm-support.js';
-import { assigneeFor, handoffReceiverId } from '../src/people.js';
+import { assigneeFor, handoffReceiverId } from '../src/account/people.js';
 
 let svc: TestService;
 beforeAll(async () => { svc = await startService(); });

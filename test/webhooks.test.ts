@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_SCOPES, raw, startService, waitFor, type TestService } from './support/harness.js';
 import { startReceiver, type Receiver } from './support/receiver.js';
 import { withOrg, withSystem } from '../db/database.js';
-import { emit } from '../src/events.js';
-import { EVENT_TYPES, NEVER_EMITTED } from '../src/spec.js';
+import { emit } from '../src/platform/events.js';
+import { EVENT_TYPES, NEVER_EMITTED } from '../src/platform/spec.js';
 import { forbiddenReason, resolveTarget, UnsafeTargetError } from '../src/net/address.js';
 
 const SECRET = /^whs_[0-9a-f]{32}$/;

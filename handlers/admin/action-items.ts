@@ -1,15 +1,15 @@
 // Operator rows of the action-item work queue: an item created by hand, through the one insert
 // every signal uses (openActionItem), as the operator's (aiGenerated false, no event).
-import type { AdminHandler, AdminHandlers } from '../../src/handler.js';
+import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 import { withSystem } from '../../db/database.js';
 import { invalid, notFound } from '../../src/http/problems.js';
-import { openActionItem } from '../../src/action-items.js';
+import { requireOrg } from '../../src/account/organizations.js';
+import { openActionItem } from '../../src/work/action-items.js';
 
 const adminCreateActionItem: AdminHandler<'adminCreateActionItem'> = async ({ db, params, body }) => {
   if (body.expiresAt !== undefined && !(Date.parse(body.expiresAt) > Date.now())) throw invalid('expiresAt must be in the future.', 'body.expiresAt');
   return withSystem(db, async (trx) => {
-    const org = await trx.selectFrom('organizations').select('id').where('id', '=', params.orgId).executeTakeFirst();
-    if (!org) throw notFound('organization');
+    await requireOrg(trx, params.orgId);
     const person = await trx.selectFrom('users').select(['id', 'status']).where('organization_id', '=', params.orgId).where('id', '=', body.salesPersonId).executeTakeFirst();
     if (!person) throw notFound('sales person');
     // Removed people (and invited ones, who have not accepted yet) get no new work.

@@ -1,17 +1,17 @@
 // Operator rows about contacts: restoring a soft-deleted contact within its undo window.
 import { sql } from 'kysely';
-import type { AdminHandler } from '../../src/handler.js';
+import type { AdminHandler } from '../../src/http/handler.js';
 import { withSystem } from '../../db/database.js';
-import { emit } from '../../src/events.js';
-import { isoNN } from '../../src/ids.js';
+import { emit } from '../../src/platform/events.js';
+import { isoNN } from '../../src/platform/ids.js';
 import { ProblemError, notFound } from '../../src/http/problems.js';
+import { requireOrg } from '../../src/account/organizations.js';
 import { UNDO_WINDOW_MS, contactById, lockAddress } from '../contacts.js';
 
 const adminRestoreContact: AdminHandler<'adminRestoreContact'> = async ({ db, params }) =>
   withSystem(db, async (trx) => {
     const org = params.orgId;
-    const o = await trx.selectFrom('organizations').select('id').where('id', '=', org).executeTakeFirst();
-    if (!o) throw notFound('organization');
+    await requireOrg(trx, org);
     const find = () => trx.selectFrom('contacts').select(['id', 'email_normalized', 'deleted_at', 'erased_at'])
       .where('organization_id', '=', org).where('id', '=', params.contactId).executeTakeFirst();
     const seen = await find();

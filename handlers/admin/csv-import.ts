@@ -1,8 +1,9 @@
-// The operator's CSV import of contacts into a list (src/contact-import.ts does the work).
-import type { AdminHandler } from '../../src/handler.js';
-import { withOrg, withSystem } from '../../db/database.js';
+// The operator's CSV import of contacts into a list (src/crm/contact-import.ts does the work).
+import type { AdminHandler } from '../../src/http/handler.js';
+import { withOrg, } from '../../db/database.js';
 import { ProblemError, notFound } from '../../src/http/problems.js';
-import { importCsv } from '../../src/contact-import.js';
+import { requireOrgExists } from '../../src/account/organizations.js';
+import { importCsv } from '../../src/crm/contact-import.js';
 
 /** Media types read as CSV (a CSV file is often sent as plain text). */
 const CSV_TYPES = /^(text\/csv|application\/csv|text\/plain)\b/i;
@@ -11,10 +12,7 @@ const adminImportListCsv: AdminHandler<'adminImportListCsv'> = async ({ db, conf
   if (!CSV_TYPES.test(contentType ?? '')) {
     throw new ProblemError('unsupported-media-type', `The import reads a CSV body (text/csv), not "${contentType ?? 'none'}".`);
   }
-  await withSystem(db, async (trx) => {
-    const o = await trx.selectFrom('organizations').select('id').where('id', '=', params.orgId).executeTakeFirst();
-    if (!o) throw notFound('organization');
-  });
+  await requireOrgExists(db, params.orgId);
   const body = bodyStream ?? (async function* empty() { /* no body */ })();
   // Bound to the organization (like a keyed request), so the search views used to match companies by name apply.
   const result = await withOrg(db, params.orgId, async (trx) => {

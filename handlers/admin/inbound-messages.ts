@@ -2,9 +2,8 @@
 // (src/inbound/ingest.ts): a raw RFC 5322 message as given, or one composed from its fields with
 // nodemailer's MailComposer, so both ways a real message with its raw MIME is stored.
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import type { AdminHandler, AdminHandlers } from '../../src/handler.js';
-import { withSystem } from '../../db/database.js';
-import { notFound } from '../../src/http/problems.js';
+import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
+import { requireOrgExists } from '../../src/account/organizations.js';
 import { ingestMessage } from '../../src/inbound/ingest.js';
 
 type Fields = { fromEmail?: string; subject?: string; body?: string; inReplyTo?: string; raw?: string; channel?: string };
@@ -19,8 +18,7 @@ function compose(f: Fields): Promise<Buffer> {
 }
 
 const adminCreateInboundMessage: AdminHandler<'adminCreateInboundMessage'> = async ({ db, config, services, log, params, body }) => {
-  const org = await withSystem(db, (trx) => trx.selectFrom('organizations').select('id').where('id', '=', params.orgId).executeTakeFirst());
-  if (!org) throw notFound('organization');
+  await requireOrgExists(db, params.orgId);
   const b = body as Fields; // the schema's anyOf (raw, or fromEmail and body) types as unknown
   const raw = b.raw !== undefined ? Buffer.from(b.raw, 'utf8') : await compose(b);
   const r = await ingestMessage({ db, config, services, log }, { raw, recipients: [], organizationId: params.orgId, channel: b.channel ?? 'email' });

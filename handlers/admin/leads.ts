@@ -1,19 +1,14 @@
 // Operator rows of inbound leads: a lead form (and the key of its public capture endpoint), and a
 // lead captured through the same path as a real one (src/leads/capture.ts).
-import type { AdminHandler, AdminHandlers } from '../../src/handler.js';
-import { withOrg, withSystem } from '../../db/database.js';
-import { newId } from '../../src/ids.js';
-import { notFound } from '../../src/http/problems.js';
+import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
+import { withOrg, } from '../../db/database.js';
+import { requireOrgExists } from '../../src/account/organizations.js';
+import { newId } from '../../src/platform/ids.js';
 import { captureLead, checkPayloadSize } from '../../src/leads/capture.js';
 import { newFormKey } from '../../src/leads/endpoint.js';
 
-async function requireOrg(db: Parameters<typeof withSystem>[0], orgId: string): Promise<void> {
-  const o = await withSystem(db, (trx) => trx.selectFrom('organizations').select('id').where('id', '=', orgId).executeTakeFirst());
-  if (!o) throw notFound('organization');
-}
-
 const adminCreateLeadForm: AdminHandler<'adminCreateLeadForm'> = async ({ db, config, params, body }) => {
-  await requireOrg(db, params.orgId);
+  await requireOrgExists(db, params.orgId);
   const id = newId('lfm');
   const formKey = newFormKey();
   await withOrg(db, params.orgId, (trx) => trx.insertInto('lead_forms')
@@ -24,7 +19,7 @@ const adminCreateLeadForm: AdminHandler<'adminCreateLeadForm'> = async ({ db, co
 const adminCreateInboundLead: AdminHandler<'adminCreateInboundLead'> = async ({ db, params, body }) => {
   const payload = body.payload ?? {};
   checkPayloadSize(payload);
-  await requireOrg(db, params.orgId);
+  await requireOrgExists(db, params.orgId);
   const { leadId } = await withOrg(db, params.orgId, (trx) => captureLead(trx, params.orgId, {
     email: body.email, name: body.name, companyName: body.companyName, source: body.source,
     fitScore: body.fitScore, intentConfidence: body.intentConfidence, payload, via: 'operator',

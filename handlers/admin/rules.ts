@@ -2,10 +2,11 @@
 // change, delete, and the templates. Every write checks the rule as it will stand, so a rule that
 // could not run is refused here and never fails in its job.
 import { sql } from 'kysely';
-import type { AdminHandler, AdminHandlers, adminOperations } from '../../src/handler.js';
+import type { AdminHandler, AdminHandlers, adminOperations } from '../../src/http/handler.js';
 import { withSystem, type Tx } from '../../db/database.js';
-import { newId, isoNN } from '../../src/ids.js';
+import { newId, isoNN } from '../../src/platform/ids.js';
 import { ProblemError, invalid, notFound } from '../../src/http/problems.js';
+import { requireOrg } from '../../src/account/organizations.js';
 import { checkRule, MAX_RULES_PER_ORGANIZATION, RULE_TEMPLATES, type RuleAction } from '../../src/rules/rules.js';
 
 type AdminRule = adminOperations['adminGetRule']['responses'][200]['content']['application/json'];
@@ -15,12 +16,6 @@ function toRule(r: { id: string; name: string; trigger_event_type: string; condi
     id: r.id, name: r.name, triggerEventType: r.trigger_event_type, conditions: r.conditions as AdminRule['conditions'],
     actions: r.actions as AdminRule['actions'], enabled: r.enabled, template: r.template, createdAt: isoNN(r.created_at), updatedAt: isoNN(r.updated_at),
   };
-}
-
-async function requireOrg(trx: Tx, orgId: string, lock = false) {
-  let q = trx.selectFrom('organizations').select('id').where('id', '=', orgId);
-  if (lock) q = q.forUpdate();
-  if (!(await q.executeTakeFirst())) throw notFound('organization');
 }
 
 async function ruleRow(trx: Tx, orgId: string, ruleId: string, lock = false) {
@@ -48,7 +43,7 @@ const adminCreateRule: AdminHandler<'adminCreateRule'> = async ({ db, params, bo
   checkRule(rule);
   return withSystem(db, async (trx) => {
     // The organization row is locked so two creations cannot both pass the limit.
-    await requireOrg(trx, params.orgId, true);
+    await requireOrg(trx, params.orgId, { lock: true });
     const { n } = await trx.selectFrom('rules').select((eb) => eb.fn.countAll<number>().as('n')).where('organization_id', '=', params.orgId).executeTakeFirstOrThrow();
     if (Number(n) >= MAX_RULES_PER_ORGANIZATION) throw new ProblemError('rule-limit-reached', `The organization already has ${MAX_RULES_PER_ORGANIZATION} rules.`);
     const row = await trx.insertInto('rules').values({

@@ -1,28 +1,15 @@
 // Operator rows of the dispatcher: organizations' sending settings, mailboxes (verified by an SMTP
 // handshake), the deployment's kill switch, the send queue and the outbox.
 import { sql } from 'kysely';
-import type { AdminHandler, AdminHandlers } from '../../src/handler.js';
+import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 import { withSystem, type Tx } from '../../db/database.js';
-import { iso, isoNN, newId } from '../../src/ids.js';
+import { iso, isoNN, newId } from '../../src/platform/ids.js';
 import { invalid, notFound } from '../../src/http/problems.js';
-import { DEFAULT_MAILBOX_DAILY_CAP, sendingSettings, validTimeZone, type SendingSettings } from '../../src/dispatch/settings.js';
+import { DEFAULT_MAILBOX_DAILY_CAP } from '../../src/dispatch/settings.js';
+import { requireOrg, requireOrgExists } from '../../src/account/organizations.js';
 import { smtpTransport } from '../../src/mail/transport.js';
-import type { Services } from '../../src/services.js';
-import { recheckOrgHealth } from '../../src/org-health.js';
-
-/** Stored sending settings with the sent ones replacing theirs; 400 for an unknown zone or a window that closes before it opens. */
-export function checkedSending(patch: Partial<SendingSettings>, stored: unknown): Partial<SendingSettings> {
-  const merged = { ...(stored && typeof stored === 'object' ? stored as Partial<SendingSettings> : {}), ...patch };
-  const full = sendingSettings(merged);
-  if (!validTimeZone(full.timeZone)) throw invalid(`${full.timeZone} is not a known IANA time zone.`, 'body.sending.timeZone');
-  if (full.from >= full.to) throw invalid(`The sending window must open before it closes (from ${full.from}, to ${full.to}).`, 'body.sending.to');
-  return merged;
-}
-
-async function requireOrg(trx: Tx, orgId: string) {
-  const o = await trx.selectFrom('organizations').select('id').where('id', '=', orgId).executeTakeFirst();
-  if (!o) throw notFound('organization');
-}
+import type { Services } from '../../src/platform/services.js';
+import { recheckOrgHealth } from '../../src/account/org-health.js';
 
 type MailboxRow = Awaited<ReturnType<typeof mailboxRow>>;
 async function mailboxRow(trx: Tx, orgId: string, id: string) {
@@ -45,7 +32,7 @@ async function handshake(services: Services, smtpUrl: string | null): Promise<st
 }
 
 const adminCreateMailbox: AdminHandler<'adminCreateMailbox'> = async ({ db, params, body, services }) => {
-  await withSystem(db, (trx) => requireOrg(trx, params.orgId));
+  await requireOrgExists(db, params.orgId);
   // The handshake runs outside any transaction (it waits on the network).
   const failure = await handshake(services, body.smtpUrl ?? null);
   return withSystem(db, async (trx) => {

@@ -2,16 +2,17 @@
 // (team.member_added) or invited (rep.invited, then rep.activated and team.member_added when they
 // accept), and removed (team.member_removed): their keys are revoked and their pending action
 // items go to the organization's owner, in one transaction. The row of a removed person stays, so
-// what they owned still names a person; src/people.ts gives them no new work.
+// what they owned still names a person; src/account/people.ts gives them no new work.
 import { sql } from 'kysely';
-import type { AdminHandler, AdminHandlers } from '../../src/handler.js';
+import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 import { withSystem, type Tx } from '../../db/database.js';
-import { newId, iso, isoNN } from '../../src/ids.js';
+import { newId, iso, isoNN } from '../../src/platform/ids.js';
 import { ProblemError, invalid, notFound } from '../../src/http/problems.js';
-import { emit, emitMany } from '../../src/events.js';
+import { emit, emitMany } from '../../src/platform/events.js';
 import { keyset, page } from '../../src/http/paging.js';
-import { organizationOwnerId } from '../../src/people.js';
-import { healthBody } from '../../src/org-health.js';
+import { organizationOwnerId } from '../../src/account/people.js';
+import { requireOrg } from '../../src/account/organizations.js';
+import { healthBody } from '../../src/account/org-health.js';
 import type { UsersTable } from '../../db/schema.js';
 import type { Selectable } from 'kysely';
 
@@ -23,11 +24,6 @@ export const toAdminUser = (u: UserRow) => ({
   id: u.id, organizationId: u.organization_id, name: u.name, email: u.email, role: u.role as Role, status: u.status as Status,
   invitedAt: iso(u.invited_at), activatedAt: iso(u.activated_at), removedAt: iso(u.removed_at), createdAt: isoNN(u.created_at),
 });
-
-async function requireOrg(trx: Tx, orgId: string) {
-  const o = await trx.selectFrom('organizations').select('id').where('id', '=', orgId).executeTakeFirst();
-  if (!o) throw notFound('organization');
-}
 
 /** The person, locked for the change; 404 when the organization has no such person. */
 async function lockedUser(trx: Tx, orgId: string, userId: string): Promise<UserRow> {

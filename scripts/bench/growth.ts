@@ -14,7 +14,7 @@ import { APP_ROLE, createPool, type Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { lockBatch } from '../../src/dispatch/send.js';
 import { funnelQuery } from '../../src/analytics/funnel.js';
-import { handlers } from '../../handlers/index.js';
+import { handlers } from '../../src/boot/runtime.js';
 import { captureRequest, type Statement } from './references.js';
 import type { BenchArea, BenchContext } from './types.js';
 

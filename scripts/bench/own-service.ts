@@ -28,7 +28,7 @@ export async function startOwnService(ctx: BenchContext, url: string, env: Recor
   const extra = ctx as unknown as Extra;
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  const child = extra.startProcess('src/main.ts', { ...extra.serviceEnv, DATABASE_URL: url, PORT: String(port), PUBLIC_BASE_URL: origin, ...env });
+  const child = extra.startProcess('src/boot/main.ts', { ...extra.serviceEnv, DATABASE_URL: url, PORT: String(port), PUBLIC_BASE_URL: origin, ...env });
   for (let i = 0; ; i += 1) {
     try { if ((await fetch(`${origin}/healthz`)).ok) break; } catch { /* starting */ }
     if (i > 300 || child.exitCode !== null) throw new Error('bench service did not start');

@@ -7,7 +7,7 @@
 // Targets: lists >= 30% of Postgres and >= 80% of the bare route; /me >= 50% of Postgres running
 // the authentication statement; p99 < 4x p50 everywhere.
 import type { BenchArea, BenchContext } from './types.js';
-import { handlers } from '../../handlers/index.js';
+import { handlers } from '../../src/boot/runtime.js';
 import type { Db } from '../../db/database.js';
 import { call, seedActionItems } from './own-service.js';
 import { captureRequest, compare, startBareRoutes, type BareCase, type Statement } from './references.js';

@@ -29,7 +29,7 @@ const area: BenchArea = {
     const site = await startSiteServer({ latencyMs: LATENCY_MS });
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
-    const child = extra.startProcess('src/main.ts', {
+    const child = extra.startProcess('src/boot/main.ts', {
       ...extra.serviceEnv, PORT: String(port), PUBLIC_BASE_URL: origin,
       RESEARCH_SITE_URL_TEMPLATE: site.template, RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
     });

@@ -4,7 +4,7 @@
 //   ai_email_lift: unit an account (company); exposed when a draft is written for one of its
 //                  contacts; held out means the plain template, no model (src/drafting/generate.ts).
 //   ai_actions:    unit a deal; exposed when an AI action item about it would open; held out
-//                  means the item is not opened (src/action-items.ts).
+//                  means the item is not opened (src/work/action-items.ts).
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';

@@ -5,8 +5,8 @@
 // emitted, and the mailbox's health is checked. In the caller's transaction; returns the events.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { EmitInput } from '../events.js';
-import { suppressAddress } from '../suppression-add.js';
+import type { EmitInput } from '../platform/events.js';
+import { suppressAddress } from '../compliance/suppression-add.js';
 import { cancelQueued } from './queue.js';
 import { checkMailboxHealth } from './health.js';
 

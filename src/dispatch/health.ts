@@ -1,16 +1,12 @@
 // Bounce-rate protection (Woodpecker's published default): a mailbox whose hard bounces over the
 // last 28 days reach 2% of its sends, once it has sent at least 20, is paused, and the
-// organization's health is recomputed (src/org-health.ts: org.health_changed when it changes, with
+// organization's health is recomputed (src/account/org-health.ts: org.health_changed when it changes, with
 // the paused mailbox among its reasons). An operator resumes it (PATCH .../mailboxes/{id}); the
 // deployment sender of an organization is paused through its sending settings (deploymentPaused).
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { EmitInput } from '../events.js';
-import { refreshOrgHealth } from '../org-health.js';
-
-export const BOUNCE_WINDOW_DAYS = 28;
-export const BOUNCE_MIN_SENDS = 20;
-export const BOUNCE_MAX_RATE = 0.02;
+import type { EmitInput } from '../platform/events.js';
+import { BOUNCE_MAX_RATE, BOUNCE_MIN_SENDS, BOUNCE_WINDOW_DAYS, refreshOrgHealth } from '../account/org-health.js';
 
 export async function checkMailboxHealth(trx: Tx, org: string, mailboxId: string): Promise<EmitInput[]> {
   const r = await sql<{ sends: number; bounces: number }>`

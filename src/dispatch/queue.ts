@@ -3,7 +3,7 @@
 // sequence; a step approved later, while its sequence is QUEUED or ACTIVE, joins the queue then.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { newId } from '../ids.js';
+import { newId } from '../platform/ids.js';
 
 /** Queue states of a step not (known to be) sent: it still counts as in the queue. */
 export const OPEN_STATES = ['queued', 'deferred', 'sending'];

@@ -16,24 +16,22 @@
 // Batching is what makes it fast: a step costs a share of some twenty statements, not thirty.
 import { sql } from 'kysely';
 import pLimit from 'p-limit';
-import type { Logger } from 'pino';
-import { withOrg, type Db, type Tx } from '../../db/database.js';
-import type { Config } from '../config.js';
-import type { Services } from '../services.js';
-import { emitMany, type EmitInput } from '../events.js';
-import { newId } from '../ids.js';
-import { domainOfEmail } from '../domains.js';
-import { suppressedAmong } from '../suppression-match.js';
+import { withOrg, type Tx } from '../../db/database.js';
+import type { Config } from '../platform/config.js';
+import type { Deps } from '../platform/services.js';
+import { emitMany, type EmitInput } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
+import { domainOfEmail } from '../crm/domains.js';
+import { suppressedAmong } from '../compliance/suppression-match.js';
 import { composeMessage, mintMessageId } from '../mail/message.js';
 import { replyAddress } from '../mail/tokens.js';
 import type { SendOutcome } from '../mail/transport.js';
 import { DO_NOT_CONTACT_TAG } from '../drafting/generate.js';
-import { usagePeriod } from '../usage.js';
+import { usagePeriod } from '../account/usage.js';
 import { sendingSettings, windowOpensAt, type SendingSettings } from './settings.js';
 import { scheduleSends } from './queue.js';
 import { recordHardBounce } from './bounce.js';
 
-export interface DispatchDeps { db: Db; config: Config; log: Logger; services: Services }
 
 /** The deployment sender's mailbox id in the ledger and on sequences. */
 export const DEPLOYMENT_MAILBOX = 'deployment';
@@ -129,7 +127,7 @@ export async function lockBatch(trx: Tx, org: string, ownId: string | null) {
 }
 
 /** Phase 1: the gates, then the claims. */
-async function claimBatch(deps: DispatchDeps, trx: Tx, org: string, ownId: string | null): Promise<Claim[]> {
+async function claimBatch(deps: Deps, trx: Tx, org: string, ownId: string | null): Promise<Claim[]> {
   const locked = await lockBatch(trx, org, ownId);
   if (locked.length === 0) return [];
   const now = new Date();
@@ -206,7 +204,7 @@ async function claimBatch(deps: DispatchDeps, trx: Tx, org: string, ownId: strin
  * gap, and the recipient domain's daily cap, counted under their locks.
  */
 async function chooseMailboxes(
-  deps: DispatchDeps, trx: Tx, org: string, rows: Row[], settings: SendingSettings, now: Date,
+  deps: Deps, trx: Tx, org: string, rows: Row[], settings: SendingSettings, now: Date,
   decide: (keep: (r: Row) => Decision | null) => void,
 ): Promise<Map<string, Mailbox>> {
   const all = await candidates(trx, org, settings, deps.config);
@@ -276,7 +274,7 @@ async function chooseMailboxes(
 }
 
 /** Writes the claims: each step's send record (`sending`, with the message as it will go), its queue row, its sequence's mailbox, usage. */
-async function writeClaims(deps: DispatchDeps, trx: Tx, org: string, rows: Row[], chosen: Map<string, Mailbox>, settings: SendingSettings): Promise<Claim[]> {
+async function writeClaims(deps: Deps, trx: Tx, org: string, rows: Row[], chosen: Map<string, Mailbox>, settings: SendingSettings): Promise<Claim[]> {
   const later = rows.filter((r) => r.step > 1);
   const earlier = later.length === 0 ? [] : await trx.selectFrom('send_records').select(['sequence_id', 'message_id', 'subject', 'step'])
     .where('organization_id', '=', org).where('sequence_id', 'in', later.map((r) => r.sequence_id)).where('status', 'in', ['sent', 'possibly_sent'])
@@ -491,11 +489,11 @@ async function recordOutcomes(trx: Tx, org: string, done: { c: Claim; outcome: S
 const inFlight = pLimit(4);
 
 /** The send job of a queue row: dispatches a batch with that row in it (or without, when it is held elsewhere or gone). */
-export function sendStep(deps: DispatchDeps, org: string, queueId: string | null): Promise<void> {
+export function sendStep(deps: Deps, org: string, queueId: string | null): Promise<void> {
   return inFlight(() => dispatchBatch(deps, org, queueId));
 }
 
-async function dispatchBatch(deps: DispatchDeps, org: string, queueId: string | null): Promise<void> {
+async function dispatchBatch(deps: Deps, org: string, queueId: string | null): Promise<void> {
   const claims = await withOrg(deps.db, org, (trx) => claimBatch(deps, trx, org, queueId));
   if (claims.length === 0) return;
   const done = await Promise.all(claims.map(async (c) => {

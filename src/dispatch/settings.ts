@@ -2,6 +2,7 @@
 // with the defaults a new organization gets, and the sending window: when, in the organization's
 // IANA time zone, a step may go out (daylight-saving time included, through luxon).
 import { DateTime } from 'luxon';
+import { invalid } from '../http/problems.js';
 
 export interface SendingSettings {
   /** IANA time zone the window is read in. */
@@ -54,4 +55,13 @@ export function windowOpensAt(s: SendingSettings, at: Date): Date {
     local = local.startOf('day').plus({ days: 1 });
   }
   return at; // no open day at all: the settings refuse that, so this is never reached
+}
+
+/** Stored sending settings with the sent ones replacing theirs; 400 for an unknown zone or a window that closes before it opens. */
+export function checkedSending(patch: Partial<SendingSettings>, stored: unknown): Partial<SendingSettings> {
+  const merged = { ...(stored && typeof stored === 'object' ? stored as Partial<SendingSettings> : {}), ...patch };
+  const full = sendingSettings(merged);
+  if (!validTimeZone(full.timeZone)) throw invalid(`${full.timeZone} is not a known IANA time zone.`, 'body.sending.timeZone');
+  if (full.from >= full.to) throw invalid(`The sending window must open before it closes (from ${full.from}, to ${full.to}).`, 'body.sending.to');
+  return merged;
 }

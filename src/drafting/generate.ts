@@ -5,14 +5,12 @@
 // versions), the contacts' derived research, the sequences' statuses, the list run's counters and
 // every event. Idempotent per generation pass: a re-run of the same pass writes nothing twice.
 import { sql } from 'kysely';
-import type { Logger } from 'pino';
-import { withOrg, type Db, type Tx } from '../../db/database.js';
-import type { Config } from '../config.js';
-import type { Services } from '../services.js';
-import { emitMany, type EmitInput } from '../events.js';
-import { newId } from '../ids.js';
-import { suppressedAmong } from '../suppression-match.js';
-import { draftsRemaining, takeDrafts } from '../usage.js';
+import { withOrg, type Tx } from '../../db/database.js';
+import type { Deps } from '../platform/services.js';
+import { emitMany, type EmitInput } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
+import { suppressedAmong } from '../compliance/suppression-match.js';
+import { draftsRemaining, takeDrafts } from '../account/usage.js';
 import { storedDossier } from '../research/runs.js';
 import { assessContact, functionOf } from '../research/assess.js';
 import type { Fact, Source } from '../research/dossier.js';
@@ -30,7 +28,6 @@ import { heldOutUnits } from '../analytics/holdout.js';
 export type GenerationMode = 'missing' | 'unapproved' | 'unsent';
 
 export interface GenerationRequest { sequenceIds: string[]; pass: string; mode: GenerationMode; runId: string | null }
-export interface GenerationDeps { db: Db; config: Config; log: Logger; services: Services }
 
 /** Statuses in which a sequence's drafts are (re)written. */
 export const GENERATING_STATUSES = ['NEW', 'DRAFTED', 'APPROVED'];
@@ -108,11 +105,11 @@ const knownWords = (...names: Array<string | null | undefined>) =>
   new Set(names.flatMap((n) => (n ?? '').toLowerCase().split(/[^\p{L}\p{N}'’-]+/u)).filter((w) => w.length > 1));
 
 /** The one place a sequence draft's writer is chosen: the model when one is configured, unless the account is held out. */
-const write = (deps: GenerationDeps, item: Item, heldOut: boolean): Promise<WrittenDraft> => (heldOut
+const write = (deps: Deps, item: Item, heldOut: boolean): Promise<WrittenDraft> => (heldOut
   ? Promise.resolve(writeFallback(item.ctx))
   : writeOrFallBack(deps.services.model, deps.log, (m) => writeWithModel(item.ctx, m), () => writeFallback(item.ctx)));
 
-export async function generateDrafts(deps: GenerationDeps, org: string, req: GenerationRequest): Promise<{ written: number; failed: number }> {
+export async function generateDrafts(deps: Deps, org: string, req: GenerationRequest): Promise<{ written: number; failed: number }> {
   if (req.sequenceIds.length === 0) return { written: 0, failed: 0 };
   const secret = deps.config.erasureHashSecret;
   const input = await withOrg(deps.db, org, async (trx) => ({ ...(await load(trx, org, req, secret)), drafts: await draftsOf(trx, org, req.sequenceIds) }));
@@ -177,7 +174,7 @@ export async function generateDrafts(deps: GenerationDeps, org: string, req: Gen
 }
 
 async function commit(
-  trx: Tx, deps: GenerationDeps, org: string, req: GenerationRequest,
+  trx: Tx, deps: Deps, org: string, req: GenerationRequest,
   items: Item[], failures: Failure[], derived: Map<string, Derived>,
 ): Promise<{ written: number; failed: number }> {
   // Passes over the same sequence queue here; this one then sees what an earlier one wrote.

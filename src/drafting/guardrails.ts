@@ -2,7 +2,7 @@
 // unsupported-claim flag (a factual claim about the prospect that no cited snippet supports; text
 // that comes verbatim from the template is the sender's own words and is never flagged). Every
 // other finding is repaired where the repair is safe, else reported as an advisory.
-import { collapse, sentences } from '../text.js';
+import { collapse, sentences } from '../platform/text.js';
 import { claimsOf, unsupported, type CitedSource } from './claims.js';
 import { unfilledFields } from './merge.js';
 

@@ -5,11 +5,12 @@
 // completes when every chunk has committed; at most one run per list is in flight.
 import { sql } from 'kysely';
 import { withOrg, type Tx } from '../../db/database.js';
-import { newId } from '../ids.js';
+import { newId } from '../platform/ids.js';
 import { ProblemError, invalid } from '../http/problems.js';
-import { suppressedAmong } from '../suppression-match.js';
-import { ACTIVE_SEQUENCE_STATUSES, BUILTIN_TEMPLATE_ID, templateSteps } from '../sequences.js';
-import { DO_NOT_CONTACT_TAG, generateDrafts, type GenerationDeps } from './generate.js';
+import { suppressedAmong } from '../compliance/suppression-match.js';
+import { ACTIVE_SEQUENCE_STATUSES, BUILTIN_TEMPLATE_ID, templateSteps } from '../sequences/lifecycle.js';
+import { DO_NOT_CONTACT_TAG, generateDrafts } from './generate.js';
+import type { Deps } from '../platform/services.js';
 
 export const CHUNK_SIZE = 100;
 
@@ -52,7 +53,7 @@ export async function startListGeneration(trx: Tx, org: string, list: { id: stri
 }
 
 /** One chunk of a run: its contacts' sequences, then their drafts, then the chunk is marked done. */
-export async function runListChunk(deps: GenerationDeps, org: string, runId: string, chunk: number, contactIds: string[]): Promise<void> {
+export async function runListChunk(deps: Deps, org: string, runId: string, chunk: number, contactIds: string[]): Promise<void> {
   const secret = deps.config.erasureHashSecret;
   const prepared = await withOrg(deps.db, org, async (trx) => {
     const run = await trx.selectFrom('list_generation_runs').selectAll().where('organization_id', '=', org).where('id', '=', runId).executeTakeFirst();

@@ -6,7 +6,7 @@
 // fall back to the deterministic writer.
 import type { Logger } from 'pino';
 import { ModelError, type ModelClient } from '../llm/client.js';
-import { collapse } from '../text.js';
+import { collapse } from '../platform/text.js';
 import { evidenceOf, type DraftContext, type StoredCitation, type WrittenDraft } from './context.js';
 import { rankFacts } from './fallback.js';
 import { checkDraft, type Flag } from './guardrails.js';

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { ModelClient } from '../llm/client.js';
 import type { Fact, Source } from '../research/dossier.js';
-import { collapse, sentences } from '../text.js';
+import { collapse, sentences } from '../platform/text.js';
 import type { DraftContext, StoredCitation, WrittenDraft } from './context.js';
 import { evidenceOf } from './context.js';
 import { rankFacts, sentenceFor } from './fallback.js';

@@ -3,7 +3,7 @@
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
-import type { AuthInfo } from '../handler.js';
+import type { AuthInfo } from './handler.js';
 import { ProblemError } from './problems.js';
 
 const KEY_FORMAT = /^obk_live_[0-9a-f]{32}$/;

@@ -1,5 +1,5 @@
 // The one error type and the problem catalogue. Every error the service answers is a
-// ProblemError turned into RFC 7807 application/problem+json by one function (src/app.ts);
+// ProblemError turned into RFC 7807 application/problem+json by one function (src/http/app.ts);
 // GET /problems/<slug> serves the catalogue entry as a page.
 
 export interface ProblemType {

@@ -22,18 +22,19 @@
 // (suppression.added carries the suppressed address, as everywhere).
 import { sql } from 'kysely';
 import { withOrg, type Tx } from '../../db/database.js';
-import { emitMany, type EmitInput } from '../events.js';
-import { normalizeEmail } from '../domains.js';
-import { pauseSequences } from '../sequences.js';
-import { suppressAddress } from '../suppression-add.js';
-import { openActionItem } from '../action-items.js';
-import { assigneeFor } from '../people.js';
+import { emitMany, type EmitInput } from '../platform/events.js';
+import { normalizeEmail } from '../crm/domains.js';
+import { pauseSequences } from '../sequences/lifecycle.js';
+import { suppressAddress } from '../compliance/suppression-add.js';
+import { openActionItem } from '../work/action-items.js';
+import { assigneeFor } from '../account/people.js';
 import { recordHardBounce } from '../dispatch/bounce.js';
-import { recheckOrgHealth } from '../org-health.js';
-import { setQualificationStatus } from '../qualification.js';
+import { recheckOrgHealth } from '../account/org-health.js';
+import { setQualificationStatus } from '../crm/qualification.js';
 import { INTENTS, type Classification, type ParsedMail } from './analysis.js';
-import { classify } from './analyze/index.js';
-import { readMail, type IngestDeps } from './ingest.js';
+import { classify, parseMail } from './analyze/index.js';
+
+import type { Deps } from '../platform/services.js';
 
 /** Out of office with no return date in the text: the contact is left alone this long (Interseller: 1 week; Unify: 14 days). */
 export const OOO_DEFAULT_DAYS = 7;
@@ -148,7 +149,7 @@ async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c
 }
 
 /** Classifies one stored message and applies its effects; does nothing for a message already classified. */
-export async function classifyReply(deps: IngestDeps, org: string, id: string): Promise<void> {
+export async function classifyReply(deps: Deps, org: string, id: string): Promise<void> {
   const row = await withOrg(deps.db, org, (trx) => trx.selectFrom('messages').select(['raw_mime', 'status'])
     .where('organization_id', '=', org).where('id', '=', id).where('direction', '=', 'INBOUND').executeTakeFirst());
   if (!row || row.status !== 'received') return;
@@ -158,7 +159,7 @@ export async function classifyReply(deps: IngestDeps, org: string, id: string): 
       .where('organization_id', '=', org).where('id', '=', id).where('status', '=', 'received').execute());
     return;
   }
-  const mail = await readMail(row.raw_mime);
+  const mail = await parseMail(row.raw_mime);
   const c = await classify(mail, { model: deps.services.model });
   await withOrg(deps.db, org, (trx) => recordClassification(trx, org, id, mail, c));
 }

@@ -11,19 +11,16 @@
 // reply.received without personal data; it is not classified and has no effects.
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
-import type { Logger } from 'pino';
-import { withOrg, withSystem, type Db, type Tx } from '../../db/database.js';
-import type { Config } from '../config.js';
-import type { Services } from '../services.js';
-import { emit } from '../events.js';
-import { newId } from '../ids.js';
+import { withOrg, withSystem, type Tx } from '../../db/database.js';
+import type { Deps } from '../platform/services.js';
+import { emit } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
 import type { ParsedMail } from './analysis.js';
 import { parseMail } from './analyze/index.js';
 import { routeMessage, type Route } from './route.js';
 import { classify } from './analyze/index.js';
 import { recordClassification } from './classify-reply.js';
 
-export interface IngestDeps { db: Db; config: Config; services: Services; log: Logger }
 
 export interface Delivery {
   /** The whole message as received (RFC 5322). */
@@ -43,16 +40,6 @@ export type Ingested =
 const MAX_TEXT = 1_000_000;
 const MAX_IDS = 50;
 
-const EMPTY: ParsedMail = {
-  messageId: null, inReplyTo: null, references: [], from: null, to: [], subject: null, date: null, text: '', strippedText: '',
-  automatic: { automatic: false, reason: null }, report: null, headers: {},
-};
-
-/** The analysis of a message; it never throws by contract, and a message it cannot read at all is still kept, empty. */
-export async function readMail(raw: Buffer): Promise<ParsedMail> {
-  try { return await parseMail(raw); } catch { return EMPTY; }
-}
-
 /** Text Postgres can store (no U+0000), bounded. */
 const clean = (s: string | null | undefined, max: number): string | null => (s === null || s === undefined ? null : s.replace(/\u0000/g, '').slice(0, max));
 const cleanJson = (v: unknown): string | null => (v === null || v === undefined ? null
@@ -65,7 +52,7 @@ export function messageIdOf(mail: ParsedMail, raw: Buffer): string {
 }
 
 /** Stores the routed message and, when it is new, its reply.received and its classification (now, or a job). */
-async function store(deps: IngestDeps, trx: Tx, d: Delivery, mail: ParsedMail, route: Route, messageId: string): Promise<Ingested> {
+async function store(deps: Deps, trx: Tx, d: Delivery, mail: ParsedMail, route: Route, messageId: string): Promise<Ingested> {
   const org = route.organizationId;
   const id = newId('msg');
   const keep = !route.erased;
@@ -106,8 +93,9 @@ async function store(deps: IngestDeps, trx: Tx, d: Delivery, mail: ParsedMail, r
 }
 
 /** Ingests one message: routed, stored, announced; `unroutable` (over SMTP only) when nothing names an organization. */
-export async function ingestMessage(deps: IngestDeps, d: Delivery): Promise<Ingested> {
-  const mail = await readMail(d.raw);
+export async function ingestMessage(deps: Deps, d: Delivery): Promise<Ingested> {
+  // parseMail never throws: a message it cannot read at all is still kept, empty.
+  const mail = await parseMail(d.raw);
   const messageId = messageIdOf(mail, d.raw);
   const routeDeps = { signer: deps.services.signer, erasureSecret: deps.config.erasureHashSecret };
   const input = { mail, recipients: d.recipients, organizationId: d.organizationId };

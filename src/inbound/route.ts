@@ -11,9 +11,9 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import type { ParsedMail } from './analysis.js';
-import { normalizeEmail } from '../domains.js';
+import { normalizeEmail } from '../crm/domains.js';
 import { openReplyAddress, type Signer } from '../mail/tokens.js';
-import { erasureHmac, usableErasureSecret } from '../suppression-match.js';
+import { erasureHmac, usableErasureSecret } from '../compliance/suppression-match.js';
 
 export type ThreadMethod = 'token' | 'header' | 'sender' | 'none';
 

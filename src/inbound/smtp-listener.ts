@@ -14,8 +14,9 @@ import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { withSystem } from '../../db/database.js';
-import { normalizeEmail } from '../domains.js';
-import { ingestMessage, type IngestDeps } from './ingest.js';
+import { normalizeEmail } from '../crm/domains.js';
+import { ingestMessage } from './ingest.js';
+import type { Deps } from '../platform/services.js';
 
 /** Recipients per message: a reply has one; a few more cover copies to several mailboxes. */
 export const MAX_RECIPIENTS = 20;
@@ -30,7 +31,7 @@ export interface InboundListener { port: number; close(): Promise<void> }
 
 const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
 
-export async function startInboundSmtp(deps: IngestDeps, opts: { port: number; host: string }): Promise<InboundListener> {
+export async function startInboundSmtp(deps: Deps, opts: { port: number; host: string }): Promise<InboundListener> {
   const { config, log } = deps;
   const domain = config.inboundReplyDomain;
   const max = config.inboundMaxMessageBytes;

@@ -12,9 +12,9 @@
 // event: `inbound.lead_received` is once per lead.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { emit } from '../events.js';
-import { newId } from '../ids.js';
-import { normalizeEmail } from '../domains.js';
+import { emit } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
+import { normalizeEmail } from '../crm/domains.js';
 import { ProblemError } from '../http/problems.js';
 import { lockAddress } from '../../handlers/contacts.js';
 import { fitOf, intentOf, leadFacts, type FitResult, type IntentResult } from './scoring.js';

@@ -1,5 +1,5 @@
 // Conversion of an inbound lead into a contact (and a deal): POST /leads/{id}/convert and the
-// periodic sweep (src/tasks/sweep_leads.ts) both come here, in a transaction bound to the
+// periodic sweep (src/leads/sweep.ts) both come here, in a transaction bound to the
 // organization.
 //
 // The contact is filed exactly as POST /contacts without listId files it (an existing live contact
@@ -15,14 +15,14 @@
 // the first result.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { domainOfEmail, isFreemailDomain, normalizeDomain } from '../domains.js';
+import { domainOfEmail, isFreemailDomain, normalizeDomain } from '../crm/domains.js';
 import { ProblemError, notFound } from '../http/problems.js';
-import { organizationOwnerId } from '../people.js';
+import { organizationOwnerId } from '../account/people.js';
 import { fileContact, lockAddress } from '../../handlers/contacts.js';
 import { initialStage, insertDeal } from '../../handlers/deals.js';
 import { leadFacts } from './scoring.js';
 import { defaultDealName } from './deal-name.js';
-import { setQualificationStatus } from '../qualification.js';
+import { setQualificationStatus } from '../crm/qualification.js';
 
 export interface ConvertOptions {
   /** False: a contact only, no deal. Default true. */

@@ -12,17 +12,14 @@ import type { IncomingMessage } from 'node:http';
 import crypto from 'node:crypto';
 import type { Context, Hono } from 'hono';
 import { sql } from 'kysely';
-import type { Logger } from 'pino';
 import { withOrg, withSystem, type Db } from '../../db/database.js';
-import type { Config } from '../config.js';
-import type { Services } from '../services.js';
+import type { Deps } from '../platform/services.js';
 import { PROBLEMS, ProblemError, problemBody } from '../http/problems.js';
-import { normalizeDomain } from '../domains.js';
+import { normalizeDomain } from '../crm/domains.js';
 import { page } from '../mail/links.js';
 import { captureLead } from './capture.js';
 import { clientIp, rateKeyOf } from './client-ip.js';
 
-export interface CaptureDeps { db: Db; config: Config; services: Services; log: Logger }
 
 export const CAPTURE_MAX_BODY_BYTES = 32 * 1024;
 /** The fixed rate-limit window, from the first counted submission of a source address. */
@@ -160,7 +157,7 @@ async function formAndCount(db: Db, formKey: string, ipHash: string): Promise<Fo
     SELECT f.organization_id, f.id, f.name, w.count, w.start_ms FROM f, w`.execute(trx)).rows[0]);
 }
 
-export function mountLeadCapture(app: Hono, deps: CaptureDeps): void {
+export function mountLeadCapture(app: Hono, deps: Deps): void {
   const { config, log } = deps;
   const wantsHtml = (c: Context) => /text\/html/i.test(c.req.header('accept') ?? '');
   const requestId = (c: Context) => String((c as unknown as { get(k: string): unknown }).get('requestId') ?? '');

@@ -1,7 +1,7 @@
 // Inbound lead scores at capture, and the qualification rule of the sweep. Deterministic and
 // small on purpose: every point is named in the lead's qualification snapshot, so a person can
 // see why a lead was (not) qualified. Scores an operator gives are used as they are.
-import { domainOfEmail, isFreemailDomain, normalizeDomain } from '../domains.js';
+import { domainOfEmail, isFreemailDomain, normalizeDomain } from '../crm/domains.js';
 import { SENIORITY_POINTS, seniorityOf, type Seniority } from '../research/assess.js';
 
 /** The payload facts scoring reads (see leadFacts). */

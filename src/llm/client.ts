@@ -8,7 +8,7 @@ import pLimit from 'p-limit';
 import Ajv2020 from 'ajv/dist/2020.js';
 import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import type { Config } from '../platform/config.js';
 import { costCents } from './pricing.js';
 
 export interface ModelUsage { promptTokens: number; completionTokens: number; totalTokens: number; costCents: number }

@@ -2,7 +2,7 @@
 // prices for a few common models; LLM_PRICE_INPUT_CENTS_PER_MTOK and
 // LLM_PRICE_OUTPUT_CENTS_PER_MTOK override them (and price any other model). A model with no
 // price (a self-hosted one) costs nothing.
-import type { Config } from '../config.js';
+import type { Config } from '../platform/config.js';
 
 const PRICES: Array<[prefix: string, input: number, output: number]> = [
   ['gpt-4o-mini', 15, 60],

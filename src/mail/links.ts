@@ -9,9 +9,9 @@ import type { Hono } from 'hono';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { withOrg, type Db, type Tx } from '../../db/database.js';
-import { emitMany, type EmitInput } from '../events.js';
-import { newId } from '../ids.js';
-import { pauseSequences } from '../sequences.js';
+import { emitMany, type EmitInput } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
+import { pauseSequences } from '../sequences/lifecycle.js';
 import type { Signer } from './tokens.js';
 
 export interface LinkDeps { db: Db; signer: Signer; log: Logger }

@@ -1,7 +1,7 @@
 // The transports of a process: the deployment's (SMTP_URL, else capture) and one pooled SMTP
 // transport per mailbox URL, made on first use and kept.
-import type { Config } from '../config.js';
-import type { SecretBox } from '../secret-box.js';
+import type { Config } from '../platform/config.js';
+import type { SecretBox } from '../platform/secret-box.js';
 import { captureTransport, smtpTransport, type Transport } from './transport.js';
 
 export interface Transports {

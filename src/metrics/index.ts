@@ -4,7 +4,7 @@
 import type { Hono } from 'hono';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { Db } from '../../db/database.js';
-import type { Config } from '../config.js';
+import type { Config } from '../platform/config.js';
 import { bearerToken, tokenMatches } from '../http/auth.js';
 import { ProblemError } from '../http/problems.js';
 import { requestMetrics } from './requests.js';

@@ -2,11 +2,12 @@
 // budget), then the assessment of the person, stored on the contact with research.completed.
 import { sql } from 'kysely';
 import { withOrg } from '../../db/database.js';
-import { emit } from '../events.js';
-import { newId } from '../ids.js';
+import { emit } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
 import { notFound } from '../http/problems.js';
 import { assessContact, type ContactRecord } from './assess.js';
-import { researchCompany, type ResearchDeps } from './runs.js';
+import { researchCompany } from './runs.js';
+import type { Deps } from '../platform/services.js';
 
 export interface ContactResearchResult {
   jobId: string;
@@ -17,7 +18,7 @@ export interface ContactResearchResult {
 }
 
 export async function researchContact(
-  deps: ResearchDeps, org: string, contact: ContactRecord, company: { id: string; name: string },
+  deps: Deps, org: string, contact: ContactRecord, company: { id: string; name: string },
 ): Promise<ContactResearchResult> {
   const outcome = await researchCompany(deps, org, company.id, { reuseFresh: true, contactId: contact.id });
   const research = assessContact(contact, { id: company.id, name: company.name, researchUpdatedAt: outcome.updatedAt.toISOString() }, outcome.dossier);

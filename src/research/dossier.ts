@@ -4,7 +4,7 @@
 // heading, description or structured-data value of a fetched page or feed item.
 import { NEWS_WINDOW_DAYS, type CrawlResult, type CrawledPage } from './crawl.js';
 import { hasContactDetails, type Article } from './extract.js';
-import { sentences } from '../text.js';
+import { sentences } from '../platform/text.js';
 
 export type Source = {
   url: string;

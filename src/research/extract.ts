@@ -9,7 +9,7 @@
 // international phone number are dropped here, so no dossier ever stores them.
 import * as cheerio from 'cheerio';
 import { decodeBuffer } from 'encoding-sniffer';
-import { collapse } from '../text.js';
+import { collapse } from '../platform/text.js';
 
 type CheerioAPI = ReturnType<typeof cheerio.load>;
 /** The part of a parsed node (domhandler) the text walker reads. */

@@ -4,20 +4,18 @@
 // outcome and company.research_completed commit together. A second request for a company that is
 // being researched waits for that run and answers its result; it fetches nothing and costs nothing.
 import { sql } from 'kysely';
-import type { Logger } from 'pino';
 import { withOrg, type Db, type Tx } from '../../db/database.js';
-import type { Config } from '../config.js';
-import type { Services } from '../services.js';
-import { emit } from '../events.js';
-import { newId } from '../ids.js';
+import type { Config } from '../platform/config.js';
+import type { Deps } from '../platform/services.js';
+import { emit } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
 import { ProblemError, notFound } from '../http/problems.js';
-import { usagePeriod } from '../usage.js';
-import { recheckOrgHealth } from '../org-health.js';
+import { usagePeriod } from '../account/usage.js';
+import { recheckOrgHealth } from '../account/org-health.js';
 import { crawlSite } from './crawl.js';
 import { buildDossier, type Dossier } from './dossier.js';
 import { ROBOTS_TOKEN } from './robots.js';
 
-export interface ResearchDeps { config: Config; db: Db; log: Logger; services: Services }
 
 /** How long one crawl may take: well inside the 120 s a client is told to wait. */
 export const CRAWL_BUDGET_MS = 45_000;
@@ -136,7 +134,7 @@ async function completedOutcome(db: Db, org: string, companyId: string): Promise
 }
 
 /** Crawls, builds the dossier, and commits it with the run's outcome and the event. */
-async function run(deps: ResearchDeps, org: string, companyId: string, r: Extract<Reservation, { kind: 'run' }>): Promise<CompanyResearchOutcome> {
+async function run(deps: Deps, org: string, companyId: string, r: Extract<Reservation, { kind: 'run' }>): Promise<CompanyResearchOutcome> {
   const { config } = deps;
   let dossier: Dossier;
   try {
@@ -176,7 +174,7 @@ async function run(deps: ResearchDeps, org: string, companyId: string, r: Extrac
  * spent.
  */
 export async function researchCompany(
-  deps: ResearchDeps, org: string, companyId: string, opts: { reuseFresh: boolean; contactId?: string },
+  deps: Deps, org: string, companyId: string, opts: { reuseFresh: boolean; contactId?: string },
 ): Promise<CompanyResearchOutcome> {
   for (let attempt = 0; ; attempt += 1) {
     const r = await withOrg(deps.db, org, (trx) => reserve(trx, org, companyId, opts.reuseFresh, opts.contactId ?? null));

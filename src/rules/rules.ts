@@ -4,10 +4,10 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { ProblemError } from '../http/problems.js';
-import { emitMany, type EmitInput } from '../events.js';
-import { EVENT_TYPES, NEVER_EMITTED } from '../spec.js';
+import { emitMany, type EmitInput } from '../platform/events.js';
+import { EVENT_TYPES, NEVER_EMITTED } from '../platform/spec.js';
 import { QUALIFY_MIN_FIT } from '../leads/scoring.js';
-import { SWEEP_RULES } from '../tasks/sweep_deals.js';
+import { SWEEP_RULES } from '../deals/sweep.js';
 import { checkConditions, fieldsRead, matches, valueAt, type Condition } from './conditions.js';
 
 /** The specific types a call_webhook action may add to rule.triggered. */

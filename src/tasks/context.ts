@@ -1,9 +1,5 @@
-import type { Logger } from 'pino';
-import type { Db } from '../../db/database.js';
-import type { Config } from '../config.js';
-import type { Services } from '../services.js';
 
-export interface TaskDeps { db: Db; config: Config; services: Services; log: Logger }
+
 
 /** Task payloads are validated before use; a malformed payload fails the job permanently. */
 export function requireFields<T extends Record<string, unknown>>(payload: unknown, fields: (keyof T & string)[]): T {

@@ -1,21 +1,21 @@
 // The task list and crontab of the worker; one file per task.
 import type { TaskList } from 'graphile-worker';
-import type { TaskDeps } from './context.js';
-import { fanoutEvent } from './fanout_event.js';
-import { deliverWebhook } from './deliver_webhook.js';
-import { purgeIdempotencyKeys } from './purge_idempotency_keys.js';
-import { sweepDeals } from './sweep_deals.js';
-import { generateDraftsTask } from './generate_drafts.js';
-import { generateListChunk } from './generate_list_chunk.js';
-import { sendStepTask } from './send_step.js';
-import { sweepSends } from './sweep_sends.js';
-import { sweepLeads } from './sweep_leads.js';
-import { classifyReplyTask } from './classify_reply.js';
-import { sweepActionItems } from './sweep_action_items.js';
-import { runRulesTask } from './run_rules.js';
-import { sweepOrgHealth } from './sweep_org_health.js';
+import { fanoutEvent } from './fanout-event.js';
+import { deliverWebhook } from './deliver-webhook.js';
+import { purgeIdempotencyKeys } from './purge-idempotency-keys.js';
+import { sweepDeals } from './sweep-deals.js';
+import { generateDraftsTask } from './generate-drafts.js';
+import { generateListChunk } from './generate-list-chunk.js';
+import { sendStepTask } from './send-step.js';
+import { sweepSends } from './sweep-sends.js';
+import { sweepLeads } from './sweep-leads.js';
+import { classifyReplyTask } from './classify-reply.js';
+import { sweepActionItems } from './sweep-action-items.js';
+import { runRulesTask } from './run-rules.js';
+import { sweepOrgHealth } from './sweep-org-health.js';
+import type { Deps } from '../platform/services.js';
 
-export function buildTaskList(deps: TaskDeps): TaskList {
+export function buildTaskList(deps: Deps): TaskList {
   return {
     fanout_event: fanoutEvent(deps),
     deliver_webhook: deliverWebhook(deps),

@@ -8,18 +8,16 @@
 // lock expired) re-sends at most once more (receivers dedupe on the envelope id) and never
 // counts or schedules twice.
 import { sql, type RawBuilder } from 'kysely';
-import type { Logger } from 'pino';
-import { withOrg, type Db, type Tx } from '../../db/database.js';
-import type { Config } from '../config.js';
-import type { Services } from '../services.js';
+import { withOrg, type Tx } from '../../db/database.js';
+import type { Config } from '../platform/config.js';
+import type { Deps } from '../platform/services.js';
 import { envelopeBody, type EventRow } from './envelope.js';
 import { postWebhook, type SendResult } from './http.js';
 import { SIGNATURE_HEADER, signatureHeader } from './signing.js';
-import { recheckOrgHealth } from '../org-health.js';
+import { recheckOrgHealth } from '../account/org-health.js';
 
 export const MAX_ATTEMPTS = 7;
 
-export interface DeliveryDeps { db: Db; config: Config; services: Services; log: Logger }
 
 interface LoadedDelivery {
   id: string;
@@ -78,7 +76,7 @@ export function retryDelayMs(config: Config, next: number): number {
 
 type AttemptResult = SendResult | { outcome: 'skip'; error: string };
 
-async function attempt(deps: DeliveryDeps, d: LoadedDelivery): Promise<AttemptResult> {
+async function attempt(deps: Deps, d: LoadedDelivery): Promise<AttemptResult> {
   // Deliveries go only to active endpoints; a paused or disabled one drops what was pending.
   if (d.endpoint_status !== 'active') return { outcome: 'skip', error: `not attempted: the endpoint is ${d.endpoint_status}` };
   const secret = deps.services.secretBox.open(d.secret_ciphertext);
@@ -93,7 +91,7 @@ async function attempt(deps: DeliveryDeps, d: LoadedDelivery): Promise<AttemptRe
   });
 }
 
-async function record(deps: DeliveryDeps, trx: Tx, organizationId: string, d: LoadedDelivery, r: AttemptResult): Promise<void> {
+async function record(deps: Deps, trx: Tx, organizationId: string, d: LoadedDelivery, r: AttemptResult): Promise<void> {
   const guard = sql`organization_id = ${organizationId} AND id = ${d.id} AND attempt = ${d.attempt} AND status IN ('pending', 'retrying')`;
   if (r.outcome === 'skip') {
     await sql`UPDATE webhook_deliveries SET status = 'failed', http_status = NULL, error_message = ${r.error}, updated_at = now_ms() WHERE ${guard}`.execute(trx);
@@ -134,7 +132,7 @@ async function record(deps: DeliveryDeps, trx: Tx, organizationId: string, d: Lo
 }
 
 /** Attempts the loaded deliveries in parallel, then records every outcome in one transaction. */
-async function attemptAll(deps: DeliveryDeps, organizationId: string, rows: LoadedDelivery[]): Promise<void> {
+async function attemptAll(deps: Deps, organizationId: string, rows: LoadedDelivery[]): Promise<void> {
   if (rows.length === 0) return;
   const results = await Promise.all(rows.map((d) => attempt(deps, d)));
   // Endpoint rows are locked in one order (by id) so concurrent recordings cannot deadlock.
@@ -149,7 +147,7 @@ async function attemptAll(deps: DeliveryDeps, organizationId: string, rows: Load
  * attempt of each, made right here (no extra job round trip). A repeated run (the job retried
  * after a crash) inserts nothing new and re-attempts only first attempts still unrecorded.
  */
-export async function fanOut(deps: DeliveryDeps, organizationId: string, eventId: string): Promise<void> {
+export async function fanOut(deps: Deps, organizationId: string, eventId: string): Promise<void> {
   // One statement: the new rows (RETURNING) plus rows an earlier run made but did not record
   // (the scan sees the table as it was before this statement's insert, so nothing twice).
   const rows = await withOrg(deps.db, organizationId, (trx) => load(trx, organizationId, sql`
@@ -172,7 +170,7 @@ export async function fanOut(deps: DeliveryDeps, organizationId: string, eventId
 }
 
 /** One scheduled attempt of one delivery row (a retry, or the first attempt of a replay). */
-export async function deliverAttempt(deps: DeliveryDeps, organizationId: string, deliveryId: string, attemptNo: number): Promise<void> {
+export async function deliverAttempt(deps: Deps, organizationId: string, deliveryId: string, attemptNo: number): Promise<void> {
   const rows = await withOrg(deps.db, organizationId, (trx) => load(trx, organizationId, sql`src AS (
     SELECT id, attempt, webhook_endpoint_id, event_id FROM webhook_deliveries
     WHERE organization_id = ${organizationId} AND id = ${deliveryId} AND attempt = ${attemptNo} AND status IN ('pending', 'retrying'))`));

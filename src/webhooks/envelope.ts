@@ -1,5 +1,5 @@
 // The event envelope: the body POSTed to webhook endpoints and the item of GET /events.
-import { isoNN } from '../ids.js';
+import { isoNN } from '../platform/ids.js';
 
 export interface EventRow {
   organization_id: string; id: string; type: string; api_version: string; data: unknown;

@@ -9,11 +9,11 @@ import type { Runner } from 'graphile-worker';
 import type { paths } from '../../generated/openapi.js';
 import type { paths as adminPaths } from '../../generated/admin.js';
 import bodyValidators from '../../generated/bodies.cjs';
-import { loadConfig, type Config } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
-import { openRuntime, runWorker, serveHttp, type Runtime } from '../../src/runtime.js';
-import { publicOperations, adminOperations, ALL_SCOPES } from '../../src/spec.js';
-import type { OperationInfo } from '../../src/openapi-doc.js';
+import { loadConfig, type Config } from '../../src/platform/config.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { openRuntime, runWorker, serveHttp, type Runtime } from '../../src/boot/runtime.js';
+import { publicOperations, adminOperations, ALL_SCOPES } from '../../src/platform/spec.js';
+import type { OperationInfo } from '../../src/platform/openapi-doc.js';
 
 export { ALL_SCOPES };
 

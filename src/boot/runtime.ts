@@ -1,0 +1,154 @@
+// Assembles the service from its parts; used by `npm start`, `npm run worker`, tests and bench.
+import fs from 'node:fs';
+import crypto from 'node:crypto';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { sql } from 'kysely';
+import type { Runner } from 'graphile-worker';
+import type { Logger } from 'pino';
+import type pg from 'pg';
+import { APP_ROLE, createDb, createPool, migrate, type Db } from '../../db/database.js';
+import { ConfigError, loadConfig } from '../platform/config.js';
+import { createLogger } from '../platform/logger.js';
+import type { Config } from '../platform/config.js';
+import { createApp } from '../http/app.js';
+import { handlers } from '../../handlers/index.js';
+import { adminHandlers } from '../../handlers/admin/index.js';
+
+import { createSecretBox, loadSecretKey } from '../platform/secret-box.js';
+import type { Services } from '../platform/services.js';
+import { startWorker } from './worker.js';
+import { createModelClient } from '../llm/client.js';
+import { createSigner } from '../mail/tokens.js';
+import { createTransports } from '../mail/transports.js';
+import { createIpHasher } from '../leads/client-ip.js';
+import { startInboundSmtp, type InboundListener } from '../inbound/smtp-listener.js';
+import { checkDatabase, dataDirFailure, databaseFailure, StartError } from './startup.js';
+
+/** The handler registries, for the tests and the bench that build an app or call a handler themselves. */
+export { handlers, adminHandlers };
+
+export interface Runtime {
+  config: Config;
+  log: Logger;
+  appPool: pg.Pool;
+  ownerPool: pg.Pool;
+  db: Db;
+  /** The owner connection (migrations, the worker, test inspection); row-level security is forced on it too. */
+  ownerDb: Db;
+  services: Services;
+  app: ReturnType<typeof createApp>;
+  close(): Promise<void>;
+}
+
+/** The operator token: ADMIN_TOKEN, or one generated once into DATA_DIR/admin-token. */
+export function resolveAdminToken(config: Config): { token: string; file: string | null } {
+  if (config.adminToken) return { token: config.adminToken, file: null };
+  const file = path.join(path.resolve(config.dataDir), 'admin-token');
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, `adm_${crypto.randomBytes(24).toString('hex')}\n`, { mode: 0o600 });
+  }
+  return { token: fs.readFileSync(file, 'utf8').trim(), file };
+}
+
+export function openRuntime(config: Config, log: Logger, databaseUrl: string, opts: { poolSize?: number } = {}): Runtime {
+  const appPool = createPool(databaseUrl, { role: APP_ROLE, max: 10, name: 'outbound-api', prepare: true });
+  const requestPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 40, name: 'outbound-requests', prepare: true });
+  const ownerPool = createPool(databaseUrl, { max: 24, name: 'outbound-worker', prepare: true });
+  const db = createDb(appPool);
+  const ownerDb = createDb(ownerPool);
+  const secretKey = loadSecretKey(config.webhookSecretKey, config.dataDir);
+  const secretBox = createSecretBox(secretKey);
+  const services: Services = {
+    secretBox,
+    faults: new Set(),
+    model: createModelClient(config, log),
+    signer: createSigner(secretKey),
+    mail: createTransports(config, secretBox),
+    ipHash: createIpHasher(secretKey),
+  };
+  const app = createApp({
+    config, db, requestDb: createDb(requestPool), services, log, handlers, adminHandlers, metricsDb: ownerDb,
+    health: async () => {
+      const r = await sql<{ ok: boolean }>`select to_regclass('public.organizations') is not null as ok`.execute(db);
+      return r.rows[0]?.ok === true;
+    },
+  });
+  return {
+    config, log, appPool, ownerPool, db, ownerDb, services, app,
+    async close() {
+      services.mail.close();
+      await Promise.allSettled([appPool.end(), requestPool.end(), ownerPool.end()]);
+    },
+  };
+}
+
+export async function serveHttp(rt: Runtime, port: number, hostname?: string): Promise<{ server: ServerType; port: number; close(): Promise<void> }> {
+  return new Promise((resolve) => {
+    const server = serve({ fetch: rt.app.fetch, port, hostname }, (info: AddressInfo) => {
+      resolve({
+        server,
+        port: info.port,
+        close: () => new Promise<void>((r) => {
+          server.close(() => r());
+          // Idle keep-alive sockets would hold the drain open.
+          (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+        }),
+      });
+    });
+  });
+}
+
+export async function runWorker(rt: Runtime, concurrency?: number): Promise<Runner> {
+  return startWorker({ ownerPool: rt.ownerPool, config: rt.config, services: rt.services, log: rt.log, concurrency });
+}
+
+/** The inbound SMTP listener when INBOUND_SMTP_PORT is set (by `npm start` and `npm run worker`), else null. */
+export async function serveInbound(rt: Runtime): Promise<InboundListener | null> {
+  const { config } = rt;
+  if (config.inboundSmtpPort === null) return null;
+  return startInboundSmtp({ db: rt.db, config, services: rt.services, log: rt.log }, { port: config.inboundSmtpPort, host: config.inboundSmtpHost });
+}
+
+/**
+ * Starts the embedded Postgres unless DATABASE_URL is set, checks the connection and migrates.
+ * A failure stops the embedded Postgres again and is a StartError naming DATABASE_URL or DATA_DIR.
+ */
+export async function startDatabase(config: Config, log: Logger): Promise<{ url: string; stopDb: () => Promise<void> }> {
+  let url = config.databaseUrl;
+  let stopDb = async () => {};
+  try {
+    if (!url) {
+      const { startEmbedded } = await import('../../db/embedded.js');
+      const pg = await startEmbedded(config.dataDir, (m) => log.info(m));
+      url = pg.url;
+      stopDb = pg.stop;
+    } else {
+      await checkDatabase(url);
+    }
+    await migrate(url);
+    return { url, stopDb };
+  } catch (e) {
+    await stopDb().catch(() => {});
+    if (e instanceof StartError) throw e;
+    throw dataDirFailure(e, config) ?? databaseFailure(e, config, url ?? '');
+  }
+}
+
+/**
+ * What `npm run worker` does first: read the configuration (a bad value ends the process with one
+ * line naming the variable), start the embedded Postgres unless DATABASE_URL is set, migrate.
+ */
+export async function boot(): Promise<{ config: Config; log: Logger; url: string; stopDb: () => Promise<void> }> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) { console.error(`configuration error: ${e.message}`); process.exit(1); }
+    throw e;
+  }
+  const log = createLogger(config.logLevel);
+  return { config, log, ...await startDatabase(config, log) };
+}

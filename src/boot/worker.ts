@@ -1,0 +1,28 @@
+// The background runtime: graphile-worker in the same Postgres. Tasks live one per file in
+// src/tasks/; sweeps run from the crontab.
+import { run, parseCrontab, Logger, type Runner } from 'graphile-worker';
+import type pg from 'pg';
+import type { Logger as Pino } from 'pino';
+import type { Config } from '../platform/config.js';
+import type { Services } from '../platform/services.js';
+import { createDb } from '../../db/database.js';
+import { buildTaskList, CRONTAB } from '../tasks/index.js';
+
+export interface WorkerDeps { ownerPool: pg.Pool; config: Config; services: Services; log: Pino; concurrency?: number }
+
+export async function startWorker(deps: WorkerDeps): Promise<Runner> {
+  const db = createDb(deps.ownerPool);
+  const logger = new Logger((scope) => (level, message, meta) => {
+    const fn = level === 'error' ? 'error' : level === 'warning' ? 'warn' : 'debug';
+    deps.log[fn]({ scope: { label: scope.label, taskIdentifier: scope.taskIdentifier, jobId: scope.jobId }, meta }, message);
+  });
+  return run({
+    pgPool: deps.ownerPool,
+    concurrency: deps.concurrency ?? 16,
+    pollInterval: 1000,
+    noHandleSignals: true,
+    logger,
+    taskList: buildTaskList({ db, config: deps.config, services: deps.services, log: deps.log }),
+    parsedCronItems: parseCrontab(CRONTAB),
+  });
+}

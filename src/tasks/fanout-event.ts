@@ -1,0 +1,15 @@
+import type { Task } from 'graphile-worker';
+import { requireFields } from './context.js';
+import { fanOut } from '../webhooks/delivery.js';
+import type { Deps } from '../platform/services.js';
+
+/**
+ * Fans an event out to the subscribed active webhook endpoints and makes each first attempt.
+ * Idempotent: delivery rows have deterministic ids, and only unrecorded first attempts are made.
+ */
+export function fanoutEvent(deps: Deps): Task {
+  return async (payload) => {
+    const p = requireFields<{ organizationId: string; eventId: string }>(payload, ['organizationId', 'eventId']);
+    await fanOut(deps, p.organizationId, p.eventId);
+  };
+}

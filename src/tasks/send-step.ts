@@ -1,0 +1,12 @@
+import type { Task } from 'graphile-worker';
+import { requireFields } from './context.js';
+import { sendStep } from '../dispatch/send.js';
+import type { Deps } from '../platform/services.js';
+
+/** Sends one queued step, or defers or skips it by its gates (src/dispatch/send.ts). */
+export function sendStepTask(deps: Deps): Task {
+  return async (payload) => {
+    const p = requireFields<{ organizationId: string; queueId: string }>(payload, ['organizationId', 'queueId']);
+    await sendStep(deps, p.organizationId, p.queueId);
+  };
+}

@@ -1,0 +1,13 @@
+import type { Task } from 'graphile-worker';
+import { STALE_SENDING_MS, purgeLedgerHours, sweepStaleSends } from '../dispatch/sweep.js';
+import type { Deps } from '../platform/services.js';
+
+/** Marks steps whose send was claimed but never recorded as possibly sent, and drops stale cap buckets (src/dispatch/sweep.ts). */
+export function sweepSends(deps: Deps): Task {
+  return async () => {
+    // An SMTP exchange is about ten round trips, each allowed SMTP_TIMEOUT_MS.
+    const n = await sweepStaleSends(deps.db, Math.max(STALE_SENDING_MS, deps.config.smtpTimeoutMs * 10));
+    await purgeLedgerHours(deps.db);
+    if (n > 0) deps.log.warn({ steps: n }, 'steps marked possibly sent: their worker stopped mid-send');
+  };
+}
