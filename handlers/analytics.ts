@@ -2,12 +2,13 @@
 // organization (the funnel per window) in Postgres. The rules are in spec/paths/analytics_*.yaml
 // and spec/DECISIONS.md; the computation in src/analytics/. X-Service-Analytics-Max-Window-Days,
 // a constant header of the funnel's 200 and 400, is added by the pipeline (src/http/app.ts).
-import type { Handler, operations } from '../src/http/handler.js';
-import { JsonText } from '../src/http/paging.js';
-import { invalid } from '../src/http/problems.js';
+
 import { memoized } from '../src/analytics/cache.js';
 import { checkWindow, computeFunnel } from '../src/analytics/funnel.js';
 import { computeLift } from '../src/analytics/lift.js';
+import type { Handler, operations } from '../src/http/handler.js';
+import { JsonText } from '../src/http/paging.js';
+import { invalid } from '../src/http/problems.js';
 
 type FunnelBody = operations['getFunnelAnalytics']['responses'][200]['content']['application/json'];
 type LiftBody = operations['getLiftAnalytics']['responses'][200]['content']['application/json'];

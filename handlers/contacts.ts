@@ -1,46 +1,64 @@
 // Contacts: idempotent creation per person, filtered keyset listing, soft delete, GDPR erasure and
 // pausing of a contact's sequences.
-import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
-import type { Handler, LongHandler } from '../src/http/handler.js';
-import { epochMs, withGenericPlan, withOrg, type Tx } from '../db/database.js';
+import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { epochMs, type Tx, withGenericPlan, withOrg } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { emit } from '../src/platform/events.js';
 import { organizationOwnerId } from '../src/account/people.js';
-import { isoNN, msIso, msJson, newId } from '../src/platform/ids.js';
-import { decodeCursor, jsonPage, keyset } from '../src/http/paging.js';
-import { ProblemError, invalid, notFound } from '../src/http/problems.js';
-import { normalizeEmail } from '../src/crm/domains.js';
 import { eraseAddress } from '../src/compliance/erasure.js';
 import { usableErasureSecret } from '../src/compliance/suppression-match.js';
+import { fileContacts } from '../src/crm/contact-filing.js';
+import { normalizeEmail } from '../src/crm/domains.js';
+import { type QualificationStatus, recordStageChanges } from '../src/crm/qualification.js';
+import { cancelQueued } from '../src/dispatch/queue.js';
+import type { Handler, LongHandler } from '../src/http/handler.js';
+import { decodeCursor, jsonPage, keyset } from '../src/http/paging.js';
+import { invalid, notFound, ProblemError } from '../src/http/problems.js';
+import { emit } from '../src/platform/events.js';
+import { isoNN, msIso, msJson, newId } from '../src/platform/ids.js';
 import { researchContact as runContactResearch } from '../src/research/contact-research.js';
 import { pauseSequences } from '../src/sequences/lifecycle.js';
-import { cancelQueued } from '../src/dispatch/queue.js';
-import { recordStageChanges, type QualificationStatus } from '../src/crm/qualification.js';
 import { domainProblem, freshness, likeEscape, objectArray, researchTtlDays } from './companies.js';
-import { fileContacts } from '../src/crm/contact-filing.js';
 
 /** How long a soft delete can be undone (DELETE's undoAvailableUntil; the operator's restore). */
 export const UNDO_WINDOW_MS = 30 * 86_400_000;
 const ERASE_ROLES = ['MANAGER', 'ADMIN', 'OWNER'];
-const ERASE_NOTE = 'Every record of this organization with the same address was erased and the address is suppressed for good. '
-  + 'Plus-tag variants of the address (name+tag@domain) are separate records and were not erased (they stay suppressed); erase each by its own id. '
-  + 'Events already delivered to webhook subscribers are outside the service\'s reach.';
+const ERASE_NOTE =
+  'Every record of this organization with the same address was erased and the address is suppressed for good. ' +
+  'Plus-tag variants of the address (name+tag@domain) are separate records and were not erased (they stay suppressed); erase each by its own id. ' +
+  "Events already delivered to webhook subscribers are outside the service's reach.";
 
 // ---------------------------------------------------------------- reading and mapping
 
 /** Contacts with what the Contact shape needs from their company and (live) list. */
 function contactSelect(trx: Tx) {
-  return trx.selectFrom('contacts as c')
+  return trx
+    .selectFrom('contacts as c')
     .leftJoin('companies as co', (j) => j.onRef('co.organization_id', '=', 'c.organization_id').onRef('co.id', '=', 'c.company_id'))
-    .leftJoin('contact_lists as l', (j) => j.onRef('l.organization_id', '=', 'c.organization_id').onRef('l.id', '=', 'c.list_id')
-      .on('l.deleted_at', 'is', null))
+    .leftJoin('contact_lists as l', (j) =>
+      j.onRef('l.organization_id', '=', 'c.organization_id').onRef('l.id', '=', 'c.list_id').on('l.deleted_at', 'is', null),
+    )
     .select([
-      'c.id', 'c.organization_id', 'c.name', 'c.email', 'c.title', 'c.phone', 'c.notes', 'c.lead_source',
-      'c.qualification_status', 'c.fit_score', 'c.urgency_score',
-      epochMs('c.deleted_at').as('deleted_ms'), epochMs('c.erased_at').as('erased_ms'),
-      epochMs('c.created_at').as('created_ms'), epochMs('c.updated_at').as('updated_ms'),
-      'co.id as company_ref', 'co.name as company_name', 'co.domain as company_domain', 'co.domain_normalized as company_domain_normalized',
-      'l.id as list_ref', 'l.name as list_name',
+      'c.id',
+      'c.organization_id',
+      'c.name',
+      'c.email',
+      'c.title',
+      'c.phone',
+      'c.notes',
+      'c.lead_source',
+      'c.qualification_status',
+      'c.fit_score',
+      'c.urgency_score',
+      epochMs('c.deleted_at').as('deleted_ms'),
+      epochMs('c.erased_at').as('erased_ms'),
+      epochMs('c.created_at').as('created_ms'),
+      epochMs('c.updated_at').as('updated_ms'),
+      'co.id as company_ref',
+      'co.name as company_name',
+      'co.domain as company_domain',
+      'co.domain_normalized as company_domain_normalized',
+      'l.id as list_ref',
+      'l.name as list_name',
     ]);
 }
 type ContactRow = Awaited<ReturnType<ReturnType<typeof contactSelect>['executeTakeFirstOrThrow']>>;
@@ -48,13 +66,23 @@ type ContactRow = Awaited<ReturnType<ReturnType<typeof contactSelect>['executeTa
 /** The Contact shape: the one mapping of a contact. */
 function toContact(r: ContactRow) {
   return {
-    id: r.id, organizationId: r.organization_id, name: r.name, email: r.email, title: r.title, phone: r.phone,
-    notes: r.notes, leadSource: r.lead_source,
-    company: r.company_ref === null ? null : { id: r.company_ref, name: r.company_name, domain: r.company_domain ?? r.company_domain_normalized },
-    qualificationStatus: r.qualification_status as QualificationStatus, fitScore: r.fit_score, urgencyScore: r.urgency_score,
+    id: r.id,
+    organizationId: r.organization_id,
+    name: r.name,
+    email: r.email,
+    title: r.title,
+    phone: r.phone,
+    notes: r.notes,
+    leadSource: r.lead_source,
+    company:
+      r.company_ref === null ? null : { id: r.company_ref, name: r.company_name, domain: r.company_domain ?? r.company_domain_normalized },
+    qualificationStatus: r.qualification_status as QualificationStatus,
+    fitScore: r.fit_score,
+    urgencyScore: r.urgency_score,
     // A soft-deleted list is gone: its contacts survive, but live on no list any more.
     list: r.list_ref === null || r.list_name === null ? null : { id: r.list_ref, name: r.list_name },
-    createdAt: msIso(r.created_ms)!, updatedAt: msIso(r.updated_ms)!,
+    createdAt: msIso(r.created_ms)!,
+    updatedAt: msIso(r.updated_ms)!,
   };
 }
 
@@ -64,43 +92,60 @@ function toContact(r: ContactRow) {
  */
 function contactListItemJson(r: ContactRow): string {
   const j = JSON.stringify;
-  const company = r.company_ref === null ? 'null'
-    : `{"id":${j(r.company_ref)},"name":${j(r.company_name)},"domain":${j(r.company_domain ?? r.company_domain_normalized)}}`;
+  const company =
+    r.company_ref === null
+      ? 'null'
+      : `{"id":${j(r.company_ref)},"name":${j(r.company_name)},"domain":${j(r.company_domain ?? r.company_domain_normalized)}}`;
   const list = r.list_ref === null || r.list_name === null ? 'null' : `{"id":${j(r.list_ref)},"name":${j(r.list_name)}}`;
-  return `{"id":${j(r.id)},"organizationId":${j(r.organization_id)},"name":${j(r.name)},"email":${j(r.email)},"title":${j(r.title)},`
-    + `"phone":${j(r.phone)},"notes":${j(r.notes)},"leadSource":${j(r.lead_source)},"company":${company},`
-    + `"qualificationStatus":${j(r.qualification_status)},"fitScore":${j(r.fit_score)},"urgencyScore":${j(r.urgency_score)},"list":${list},`
-    + `"createdAt":${msJson(r.created_ms)},"updatedAt":${msJson(r.updated_ms)},"deletedAt":${msJson(r.deleted_ms)},"erasedAt":${msJson(r.erased_ms)}}`;
+  return (
+    `{"id":${j(r.id)},"organizationId":${j(r.organization_id)},"name":${j(r.name)},"email":${j(r.email)},"title":${j(r.title)},` +
+    `"phone":${j(r.phone)},"notes":${j(r.notes)},"leadSource":${j(r.lead_source)},"company":${company},` +
+    `"qualificationStatus":${j(r.qualification_status)},"fitScore":${j(r.fit_score)},"urgencyScore":${j(r.urgency_score)},"list":${list},` +
+    `"createdAt":${msJson(r.created_ms)},"updatedAt":${msJson(r.updated_ms)},"deletedAt":${msJson(r.deleted_ms)},"erasedAt":${msJson(r.erased_ms)}}`
+  );
 }
 
 /** One contact of the organization in the Contact shape (any state). */
 export async function contactById(trx: Tx, organizationId: string, id: string) {
-  return toContact(await contactSelect(trx).where('c.organization_id', '=', organizationId).where('c.id', '=', id).executeTakeFirstOrThrow());
+  return toContact(
+    await contactSelect(trx).where('c.organization_id', '=', organizationId).where('c.id', '=', id).executeTakeFirstOrThrow(),
+  );
 }
 
 /** Cached research as ContactDetail.research shows it (the spec's five keys); null when none. */
 async function toResearch(trx: Tx, organizationId: string, research: unknown, updatedAt: Date | null) {
   if (updatedAt === null) return null;
-  const r = research !== null && typeof research === 'object' && !Array.isArray(research) ? research as Record<string, unknown> : {};
+  const r = research !== null && typeof research === 'object' && !Array.isArray(research) ? (research as Record<string, unknown>) : {};
   return {
-    facts: objectArray(r.facts), sources: objectArray(r.sources), updatedAt: isoNN(updatedAt),
+    facts: objectArray(r.facts),
+    sources: objectArray(r.sources),
+    updatedAt: isoNN(updatedAt),
     ...freshness(updatedAt, await researchTtlDays(trx, organizationId)),
   };
 }
 
 /** A live contact (neither soft-deleted nor erased) of the organization, or 404. */
 async function liveContact(trx: Tx, organizationId: string, id: string) {
-  const row = await contactSelect(trx).select(['c.research', 'c.research_updated_at'])
-    .where('c.organization_id', '=', organizationId).where('c.id', '=', id)
-    .where('c.deleted_at', 'is', null).where('c.erased_at', 'is', null).executeTakeFirst();
+  const row = await contactSelect(trx)
+    .select(['c.research', 'c.research_updated_at'])
+    .where('c.organization_id', '=', organizationId)
+    .where('c.id', '=', id)
+    .where('c.deleted_at', 'is', null)
+    .where('c.erased_at', 'is', null)
+    .executeTakeFirst();
   if (!row) throw notFound('contact');
   return row;
 }
 
 /** A list of the organization that is not soft-deleted (archived lists count), or undefined. */
 async function activeList(trx: Tx, organizationId: string, id: string) {
-  return trx.selectFrom('contact_lists').select(['id', 'name']).where('organization_id', '=', organizationId)
-    .where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+  return trx
+    .selectFrom('contact_lists')
+    .select(['id', 'name'])
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
 }
 
 // ---------------------------------------------------------------- GET /contacts
@@ -178,17 +223,27 @@ function listPageIds(trx: Tx, organizationId: string, query: ListQuery & { listI
   const db = trx as unknown as SearchDb;
   const opts = { cursor: query.cursor, limit, createdCol: 'c.created_at', idCol: 'c.id' };
   const base = () => {
-    const q = db.selectFrom(`${search !== null ? 'contacts_search' : 'contacts'} as c` as 'src as c')
-      .select(['c.id', 'c.created_at']).where(filters(organizationId, query));
+    const q = db
+      .selectFrom(`${search !== null ? 'contacts_search' : 'contacts'} as c` as 'src as c')
+      .select(['c.id', 'c.created_at'])
+      .where(filters(organizationId, query));
     return search !== null ? q.where(matches('c', search)) : q;
   };
   const own = keyset(base().where('c.list_id', '=', query.listId), opts);
   // Walked in the memberships' copy of the contact's order (list_memberships_page_idx).
-  const attached = keyset(base()
-    .innerJoin('list_memberships as m', (j) => j.onRef('m.organization_id', '=', 'c.organization_id').onRef('m.contact_id', '=', 'c.id'))
-    .where('m.organization_id', '=', organizationId).where('m.list_id', '=', query.listId).where('m.deleted_at', 'is', null)
-    .where('c.list_id', '<>', query.listId), { ...opts, createdCol: 'm.contact_created_at', idCol: 'm.contact_id' });
-  return db.selectFrom(own.as('o')).select('o.id').unionAll(db.selectFrom(attached.as('a')).select('a.id'));
+  const attached = keyset(
+    base()
+      .innerJoin('list_memberships as m', (j) => j.onRef('m.organization_id', '=', 'c.organization_id').onRef('m.contact_id', '=', 'c.id'))
+      .where('m.organization_id', '=', organizationId)
+      .where('m.list_id', '=', query.listId)
+      .where('m.deleted_at', 'is', null)
+      .where('c.list_id', '<>', query.listId),
+    { ...opts, createdCol: 'm.contact_created_at', idCol: 'm.contact_id' },
+  );
+  return db
+    .selectFrom(own.as('o'))
+    .select('o.id')
+    .unionAll(db.selectFrom(attached.as('a')).select('a.id'));
 }
 
 const listContacts: Handler<'listContacts'> = async ({ trx, auth, query }) => {
@@ -222,16 +277,30 @@ const listContacts: Handler<'listContacts'> = async ({ trx, auth, query }) => {
 // ---------------------------------------------------------------- POST /contacts
 
 /** The organization's `CRM import` list, if it has one yet. */
-const findCrmImportList = (trx: Tx, organizationId: string) => trx.selectFrom('contact_lists').select(['id', 'name'])
-  .where('organization_id', '=', organizationId).where('is_crm_import', '=', true).where('deleted_at', 'is', null).executeTakeFirst();
+const findCrmImportList = (trx: Tx, organizationId: string) =>
+  trx
+    .selectFrom('contact_lists')
+    .select(['id', 'name'])
+    .where('organization_id', '=', organizationId)
+    .where('is_crm_import', '=', true)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
 
 /** Creates the `CRM import` list on first use; a unique index keeps it single, so a concurrent create finds the other's. */
 async function createCrmImportList(trx: Tx, organizationId: string, userId: string | null) {
   const owner = userId ?? (await organizationOwnerId(trx, organizationId));
-  const created = await trx.insertInto('contact_lists').values({
-    organization_id: organizationId, id: newId('lst'), name: 'CRM import', user_id: owner, is_crm_import: true,
-  }).onConflict((oc) => oc.column('organization_id').where(sql<SqlBool>`is_crm_import AND deleted_at IS NULL`).doNothing())
-    .returning(['id', 'name']).executeTakeFirst();
+  const created = await trx
+    .insertInto('contact_lists')
+    .values({
+      organization_id: organizationId,
+      id: newId('lst'),
+      name: 'CRM import',
+      user_id: owner,
+      is_crm_import: true,
+    })
+    .onConflict((oc) => oc.column('organization_id').where(sql<SqlBool>`is_crm_import AND deleted_at IS NULL`).doNothing())
+    .returning(['id', 'name'])
+    .executeTakeFirst();
   return created ?? (await findCrmImportList(trx, organizationId))!;
 }
 
@@ -276,7 +345,11 @@ export interface ContactFiling {
  * lock, 404 for an unknown listId, the `CRM import` list (created only when a contact is), and the
  * 400 of a refused company domain. Shared by POST /contacts and inbound lead conversion.
  */
-export async function fileContact(trx: Tx, organizationId: string, input: ContactFiling): Promise<{ id: string; outcome: 'on-list' | 'live' | 'created' }> {
+export async function fileContact(
+  trx: Tx,
+  organizationId: string,
+  input: ContactFiling,
+): Promise<{ id: string; outcome: 'on-list' | 'live' | 'created' }> {
   const org = organizationId;
   const email = normalizeEmail(input.email);
   // Concurrent creates of one person queue here, so each sees the other's record (rules 1-2).
@@ -284,14 +357,28 @@ export async function fileContact(trx: Tx, organizationId: string, input: Contac
   // The CRM import list is only looked up here: a 200 must not leave a new, empty list behind.
   const requested = input.listId !== undefined ? await activeList(trx, org, input.listId) : await findCrmImportList(trx, org);
   if (input.listId !== undefined && !requested) throw notFound('list');
-  const [filed] = await fileContacts(trx, org, {
-    listId: requested?.id ?? null, attach: input.listId !== undefined,
-    listForNew: async () => requested?.id ?? (await createCrmImportList(trx, org, input.userId)).id,
-    ownerId: input.userId, leadSource: input.leadSource ?? null,
-  }, [{
-    email, name: input.name, title: input.title, company: input.company, qualificationStatus: input.qualificationStatus,
-    fitScore: input.fitScore, urgencyScore: input.urgencyScore,
-  }]);
+  const [filed] = await fileContacts(
+    trx,
+    org,
+    {
+      listId: requested?.id ?? null,
+      attach: input.listId !== undefined,
+      listForNew: async () => requested?.id ?? (await createCrmImportList(trx, org, input.userId)).id,
+      ownerId: input.userId,
+      leadSource: input.leadSource ?? null,
+    },
+    [
+      {
+        email,
+        name: input.name,
+        title: input.title,
+        company: input.company,
+        qualificationStatus: input.qualificationStatus,
+        fitScore: input.fitScore,
+        urgencyScore: input.urgencyScore,
+      },
+    ],
+  );
   if (filed.outcome === 'refused') throw domainProblem(filed, 'body.company.domain');
   return filed;
 }
@@ -299,12 +386,21 @@ export async function fileContact(trx: Tx, organizationId: string, input: Contac
 const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
   const org = auth.organizationId;
   const filed = await fileContact(trx, org, {
-    email: body.email, name: body.name, title: body.title, company: body.company, listId: body.listId,
-    qualificationStatus: body.qualificationStatus, fitScore: body.fitScore, urgencyScore: body.urgencyScore, userId: auth.userId,
+    email: body.email,
+    name: body.name,
+    title: body.title,
+    company: body.company,
+    listId: body.listId,
+    qualificationStatus: body.qualificationStatus,
+    fitScore: body.fitScore,
+    urgencyScore: body.urgencyScore,
+    userId: auth.userId,
   });
   const contact = await contactById(trx, org, filed.id);
   if (filed.outcome === 'created') return { status: 201, body: contact };
-  return filed.outcome === 'live' ? { status: 200, body: contact, headers: { 'X-Service-Existing-List': 'true' } } : { status: 200, body: contact };
+  return filed.outcome === 'live'
+    ? { status: 200, body: contact, headers: { 'X-Service-Existing-List': 'true' } }
+    : { status: 200, body: contact };
 };
 
 // ---------------------------------------------------------------- one contact
@@ -326,8 +422,13 @@ const getContactResearch: Handler<'getContactResearch'> = async ({ trx, auth, pa
   return {
     status: 200,
     body: {
-      contactId: row.id, companyId: typeof r.companyId === 'string' ? r.companyId : null, ...research,
-      contactAssessment: assessment !== null && typeof assessment === 'object' && !Array.isArray(assessment) ? assessment as Record<string, unknown> : null,
+      contactId: row.id,
+      companyId: typeof r.companyId === 'string' ? r.companyId : null,
+      ...research,
+      contactAssessment:
+        assessment !== null && typeof assessment === 'object' && !Array.isArray(assessment)
+          ? (assessment as Record<string, unknown>)
+          : null,
       signalReasons: Array.isArray(r.signalReasons) ? r.signalReasons.filter((x): x is string => typeof x === 'string') : [],
     },
   };
@@ -341,7 +442,8 @@ const researchContact: LongHandler<'researchContact'> = async ({ config, db, log
     throw invalid('The contact has no linked company with a domain to research; link one with PATCH /contacts/{id} (companyId).');
   }
   const result = await runContactResearch(
-    { config, db, log, services }, org,
+    { config, db, log, services },
+    org,
     { id: row.id, name: row.name, title: row.title, fitScore: row.fit_score, urgencyScore: row.urgency_score },
     { id: row.company_ref, name: row.company_name ?? row.company_domain_normalized ?? row.company_ref },
   );
@@ -349,17 +451,36 @@ const researchContact: LongHandler<'researchContact'> = async ({ config, db, log
 };
 
 const PATCHABLE = {
-  name: 'name', title: 'title', phone: 'phone', notes: 'notes', leadSource: 'lead_source', companyId: 'company_id',
-  qualificationStatus: 'qualification_status', fitScore: 'fit_score', urgencyScore: 'urgency_score',
+  name: 'name',
+  title: 'title',
+  phone: 'phone',
+  notes: 'notes',
+  leadSource: 'lead_source',
+  companyId: 'company_id',
+  qualificationStatus: 'qualification_status',
+  fitScore: 'fit_score',
+  urgencyScore: 'urgency_score',
 } as const;
 
 const updateContact: Handler<'updateContact'> = async ({ trx, auth, params, body }) => {
   const org = auth.organizationId;
-  const current = await trx.selectFrom('contacts').selectAll().where('organization_id', '=', org).where('id', '=', params.id)
-    .where('deleted_at', 'is', null).where('erased_at', 'is', null).forUpdate().executeTakeFirst();
+  const current = await trx
+    .selectFrom('contacts')
+    .selectAll()
+    .where('organization_id', '=', org)
+    .where('id', '=', params.id)
+    .where('deleted_at', 'is', null)
+    .where('erased_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
   if (!current) throw notFound('contact');
   if (body.companyId !== undefined && body.companyId !== null) {
-    const co = await trx.selectFrom('companies').select('id').where('organization_id', '=', org).where('id', '=', body.companyId).executeTakeFirst();
+    const co = await trx
+      .selectFrom('companies')
+      .select('id')
+      .where('organization_id', '=', org)
+      .where('id', '=', body.companyId)
+      .executeTakeFirst();
     if (!co) throw invalid('companyId names no company of this organization.', 'body.companyId');
   }
   const changes: Record<string, unknown> = {};
@@ -369,10 +490,16 @@ const updateContact: Handler<'updateContact'> = async ({ trx, auth, params, body
   }
   const updated = Object.keys(changes).length > 0;
   if (updated) {
-    await trx.updateTable('contacts').set({ ...changes, updated_at: sql<Date>`now_ms()` })
-      .where('organization_id', '=', org).where('id', '=', params.id).execute();
+    await trx
+      .updateTable('contacts')
+      .set({ ...changes, updated_at: sql<Date>`now_ms()` })
+      .where('organization_id', '=', org)
+      .where('id', '=', params.id)
+      .execute();
     if (changes.qualification_status !== undefined) {
-      await recordStageChanges(trx, org, 'api', [{ contactId: params.id, from: current.qualification_status, to: changes.qualification_status as string }]);
+      await recordStageChanges(trx, org, 'api', [
+        { contactId: params.id, from: current.qualification_status, to: changes.qualification_status as string },
+      ]);
     }
   }
   return { status: 200, body: { id: params.id, updated } };
@@ -380,16 +507,26 @@ const updateContact: Handler<'updateContact'> = async ({ trx, auth, params, body
 
 const deleteContact: Handler<'deleteContact'> = async ({ trx, auth, params }) => {
   const org = auth.organizationId;
-  const first = await trx.updateTable('contacts').set({ deleted_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
-    .where('organization_id', '=', org).where('id', '=', params.id).where('deleted_at', 'is', null)
-    .returning('deleted_at').executeTakeFirst();
+  const first = await trx
+    .updateTable('contacts')
+    .set({ deleted_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
+    .where('organization_id', '=', org)
+    .where('id', '=', params.id)
+    .where('deleted_at', 'is', null)
+    .returning('deleted_at')
+    .executeTakeFirst();
   let deletedAt = first?.deleted_at ?? null;
   if (first) {
     await emit(trx, org, { type: 'contact.deleted', resource: { type: 'Contact', id: params.id }, data: { contactId: params.id } });
     // A removed contact is out of the send queue at once (and out of it for good).
     await cancelQueued(trx, org, { contactId: params.id }, 'contact_removed');
   } else {
-    const prior = await trx.selectFrom('contacts').select('deleted_at').where('organization_id', '=', org).where('id', '=', params.id).executeTakeFirst();
+    const prior = await trx
+      .selectFrom('contacts')
+      .select('deleted_at')
+      .where('organization_id', '=', org)
+      .where('id', '=', params.id)
+      .executeTakeFirst();
     if (!prior) throw notFound('contact');
     deletedAt = prior.deleted_at;
   }
@@ -404,13 +541,21 @@ const deleteContact: Handler<'deleteContact'> = async ({ trx, auth, params }) =>
 
 const eraseContact: Handler<'eraseContact'> = async ({ trx, auth, params, body, config, services }) => {
   if (auth.userId === null || !ERASE_ROLES.includes(auth.userRole ?? '')) {
-    throw new ProblemError('role-required', 'Erasing a contact needs an API key attributed to a person with role MANAGER, ADMIN or OWNER; the scope alone is not enough.');
+    throw new ProblemError(
+      'role-required',
+      'Erasing a contact needs an API key attributed to a person with role MANAGER, ADMIN or OWNER; the scope alone is not enough.',
+    );
   }
   const secret = usableErasureSecret(config.erasureHashSecret);
   if (!secret) throw new ProblemError('erasure-not-configured');
   const org = auth.organizationId;
-  const find = () => trx.selectFrom('contacts').select(['id', 'email_normalized', 'erased_at'])
-    .where('organization_id', '=', org).where('id', '=', params.id).executeTakeFirst();
+  const find = () =>
+    trx
+      .selectFrom('contacts')
+      .select(['id', 'email_normalized', 'erased_at'])
+      .where('organization_id', '=', org)
+      .where('id', '=', params.id)
+      .executeTakeFirst();
   const seen = await find();
   if (!seen) throw notFound('contact');
   // Erasures of one address queue on it before locking any record, so two erasures naming
@@ -418,28 +563,65 @@ const eraseContact: Handler<'eraseContact'> = async ({ trx, auth, params, body, 
   await lockAddress(trx, org, seen.email_normalized);
   const contact = (await find())!;
   if (contact.erased_at !== null) {
-    return { status: 200, body: { id: contact.id, erased: true, erasedAt: isoNN(contact.erased_at), alreadyErased: true, erasedContactIds: [], note: ERASE_NOTE } };
+    return {
+      status: 200,
+      body: {
+        id: contact.id,
+        erased: true,
+        erasedAt: isoNN(contact.erased_at),
+        alreadyErased: true,
+        erasedContactIds: [],
+        note: ERASE_NOTE,
+      },
+    };
   }
   const at = (await sql<{ at: Date }>`select now_ms() as at`.execute(trx)).rows[0].at;
-  const erasedContactIds = await eraseAddress(trx, {
-    organizationId: org, requesterRef: body.requesterRef.trim(), reason: body.reason.trim(), keyId: auth.keyId,
-    userId: auth.userId, secret, services,
-  }, contact.id, contact.email_normalized, at);
-  return { status: 200, body: { id: contact.id, erased: true, erasedAt: isoNN(at), alreadyErased: false, erasedContactIds, note: ERASE_NOTE } };
+  const erasedContactIds = await eraseAddress(
+    trx,
+    {
+      organizationId: org,
+      requesterRef: body.requesterRef.trim(),
+      reason: body.reason.trim(),
+      keyId: auth.keyId,
+      userId: auth.userId,
+      secret,
+      services,
+    },
+    contact.id,
+    contact.email_normalized,
+    at,
+  );
+  return {
+    status: 200,
+    body: { id: contact.id, erased: true, erasedAt: isoNN(at), alreadyErased: false, erasedContactIds, note: ERASE_NOTE },
+  };
 };
 
 // ---------------------------------------------------------------- sequences
 
 const pauseContactSequence: Handler<'pauseContactSequence'> = async ({ trx, auth, params, body }) => {
   const org = auth.organizationId;
-  const contact = await trx.selectFrom('contacts').select('id').where('organization_id', '=', org).where('id', '=', params.id)
-    .where('deleted_at', 'is', null).where('erased_at', 'is', null).executeTakeFirst();
+  const contact = await trx
+    .selectFrom('contacts')
+    .select('id')
+    .where('organization_id', '=', org)
+    .where('id', '=', params.id)
+    .where('deleted_at', 'is', null)
+    .where('erased_at', 'is', null)
+    .executeTakeFirst();
   if (!contact) throw notFound('contact');
   const pausedCount = await pauseSequences(trx, org, [contact.id], body?.reason ?? null);
   return { status: 200, body: { contactId: contact.id, pausedCount } };
 };
 
 export const contactHandlers = {
-  listContacts, createContact, getContact, updateContact, deleteContact, eraseContact, getContactResearch, researchContact,
+  listContacts,
+  createContact,
+  getContact,
+  updateContact,
+  deleteContact,
+  eraseContact,
+  getContactResearch,
+  researchContact,
   pauseContactSequence,
 };

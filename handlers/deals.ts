@@ -1,14 +1,14 @@
 // Deals pipeline: stages, deals, stage moves through gates, history and activities (tag deals).
 // Rules are those of spec/paths/deal*.yaml and spec/DECISIONS.md.
-import { sql, type Selectable } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { epochMs, type Tx } from '../db/database.js';
-import type { DealStagesTable, DealsTable, DealStageHistoryTable } from '../db/schema.js';
-import type { AuthInfo, Handler, operations } from '../src/http/handler.js';
-import { emit } from '../src/platform/events.js';
+import type { DealStageHistoryTable, DealStagesTable, DealsTable } from '../db/schema.js';
 import { organizationOwnerId } from '../src/account/people.js';
-import { isoNN, msJson, newId } from '../src/platform/ids.js';
+import type { AuthInfo, Handler, operations } from '../src/http/handler.js';
 import { jsonPage, keyset, page } from '../src/http/paging.js';
-import { ProblemError, invalid, notFound } from '../src/http/problems.js';
+import { invalid, notFound, ProblemError } from '../src/http/problems.js';
+import { emit } from '../src/platform/events.js';
+import { isoNN, msJson, newId } from '../src/platform/ids.js';
 
 type StageRow = Selectable<DealStagesTable>;
 type DealRow = Selectable<DealsTable>;
@@ -22,7 +22,13 @@ const DEAL_RESOURCE = 'Deal';
 const FUTURE_TOLERANCE_MS = 60_000;
 
 /** The default pipeline, seeded on the first deal created without a stage. */
-export const DEFAULT_STAGES: ReadonlyArray<{ slug: string; name: string; category: Category; terminal: boolean; forecast: ForecastCategory }> = [
+export const DEFAULT_STAGES: ReadonlyArray<{
+  slug: string;
+  name: string;
+  category: Category;
+  terminal: boolean;
+  forecast: ForecastCategory;
+}> = [
   { slug: 'prospecting', name: 'Prospecting', category: 'active', terminal: false, forecast: 'pipeline' },
   { slug: 'qualification', name: 'Qualification', category: 'active', terminal: false, forecast: 'pipeline' },
   { slug: 'discovery', name: 'Discovery', category: 'active', terminal: false, forecast: 'pipeline' },
@@ -35,8 +41,7 @@ export const DEFAULT_STAGES: ReadonlyArray<{ slug: string; name: string; categor
 /** Who a change is attributed to: the key's user, else the key itself. */
 const actorOf = (auth: AuthInfo): string => auth.userId ?? auth.keyId;
 
-const includes = (include: string | undefined, token: string): boolean =>
-  (include ?? '').split(',').some((t) => t.trim() === token);
+const includes = (include: string | undefined, token: string): boolean => (include ?? '').split(',').some((t) => t.trim() === token);
 
 const todayUtc = sql<string>`(now() AT TIME ZONE 'UTC')::date`;
 
@@ -45,8 +50,7 @@ const todayUtc = sql<string>`(now() AT TIME ZONE 'UTC')::date`;
 // ---------------------------------------------------------------------------------------------
 
 async function orgStages(trx: Tx, orgId: string): Promise<StageRow[]> {
-  return trx.selectFrom('deal_stages').selectAll().where('organization_id', '=', orgId)
-    .orderBy('sort_order').orderBy('id').execute();
+  return trx.selectFrom('deal_stages').selectAll().where('organization_id', '=', orgId).orderBy('sort_order').orderBy('id').execute();
 }
 
 /**
@@ -68,8 +72,14 @@ async function stagesSeeded(trx: Tx, orgId: string): Promise<StageRow[]> {
 function resolveStage(stages: StageRow[], slug: string | undefined, id: string | undefined): StageRow {
   const bySlug = slug === undefined ? undefined : stages.find((s) => s.slug === slug);
   const byId = id === undefined ? undefined : stages.find((s) => s.id === id);
-  if (slug !== undefined && !bySlug) throw new ProblemError('unknown-stage', `No stage with slug "${slug}" in this organization; see GET /deal-stages.`, { errors: [{ field: 'body.stage', message: 'is not a stage of the organization' }] });
-  if (id !== undefined && !byId) throw new ProblemError('unknown-stage', `No stage with id "${id}" in this organization; see GET /deal-stages.`, { errors: [{ field: 'body.stageId', message: 'is not a stage of the organization' }] });
+  if (slug !== undefined && !bySlug)
+    throw new ProblemError('unknown-stage', `No stage with slug "${slug}" in this organization; see GET /deal-stages.`, {
+      errors: [{ field: 'body.stage', message: 'is not a stage of the organization' }],
+    });
+  if (id !== undefined && !byId)
+    throw new ProblemError('unknown-stage', `No stage with id "${id}" in this organization; see GET /deal-stages.`, {
+      errors: [{ field: 'body.stageId', message: 'is not a stage of the organization' }],
+    });
   if (bySlug && byId && bySlug.id !== byId.id) throw invalid('stage and stageId name different stages; send one of them.', 'body.stage');
   const found = bySlug ?? byId;
   if (!found) throw invalid('Name the target stage with stage (slug) or stageId.', 'body.stage');
@@ -90,34 +100,64 @@ function toStage(s: StageRow) {
  * the largest cost of a page on the API node. `meddpic` is read only when asked for.
  */
 function dealSelect(trx: Tx, orgId: string, withMeddpic: boolean) {
-  return trx.selectFrom('deals as d')
+  return trx
+    .selectFrom('deals as d')
     .leftJoin('deal_stages as s', (j) => j.onRef('s.organization_id', '=', 'd.organization_id').onRef('s.id', '=', 'd.stage_id'))
     .where('d.organization_id', '=', orgId)
     .select([
-      'd.id', 'd.organization_id', 'd.name', 'd.value_cents', 'd.probability', 'd.close_date', 'd.actual_close_date',
-      'd.owner_sales_person_id', 'd.primary_contact_id', 'd.company_id', 'd.stage_id', 'd.forecast_category',
-      'd.readiness_score', 'd.loss_reason', 's.slug as stage_slug', 's.name as stage_name',
-      epochMs('d.created_at').as('created_ms'), epochMs('d.updated_at').as('updated_ms'),
+      'd.id',
+      'd.organization_id',
+      'd.name',
+      'd.value_cents',
+      'd.probability',
+      'd.close_date',
+      'd.actual_close_date',
+      'd.owner_sales_person_id',
+      'd.primary_contact_id',
+      'd.company_id',
+      'd.stage_id',
+      'd.forecast_category',
+      'd.readiness_score',
+      'd.loss_reason',
+      's.slug as stage_slug',
+      's.name as stage_name',
+      epochMs('d.created_at').as('created_ms'),
+      epochMs('d.updated_at').as('updated_ms'),
     ])
     .$if(withMeddpic, (q) => q.select('d.meddpic'));
 }
 
 type DealView = Omit<DealRow, 'meddpic' | 'created_at' | 'updated_at'> & {
-  stage_slug: string | null; stage_name: string | null; created_ms: number; updated_ms: number; meddpic?: unknown;
+  stage_slug: string | null;
+  stage_name: string | null;
+  created_ms: number;
+  updated_ms: number;
+  meddpic?: unknown;
 };
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The public Deal: one mapping for list items, GET by id and the create response. */
 function toDeal(r: DealView, withMeddpic: boolean): Deal {
   const deal: Deal = {
-    id: r.id, organizationId: r.organization_id, name: r.name, valueCents: r.value_cents, probability: r.probability,
-    closeDate: r.close_date, actualCloseDate: r.actual_close_date, ownerSalesPersonId: r.owner_sales_person_id,
-    primaryContactId: r.primary_contact_id, companyId: r.company_id, stageId: r.stage_id, stageSlug: r.stage_slug,
-    stageName: r.stage_name, forecastCategory: r.forecast_category as ForecastCategory | null,
-    readinessScore: r.readiness_score, lossReason: r.loss_reason,
-    createdAt: new Date(r.created_ms).toISOString(), updatedAt: new Date(r.updated_ms).toISOString(),
+    id: r.id,
+    organizationId: r.organization_id,
+    name: r.name,
+    valueCents: r.value_cents,
+    probability: r.probability,
+    closeDate: r.close_date,
+    actualCloseDate: r.actual_close_date,
+    ownerSalesPersonId: r.owner_sales_person_id,
+    primaryContactId: r.primary_contact_id,
+    companyId: r.company_id,
+    stageId: r.stage_id,
+    stageSlug: r.stage_slug,
+    stageName: r.stage_name,
+    forecastCategory: r.forecast_category as ForecastCategory | null,
+    readinessScore: r.readiness_score,
+    lossReason: r.loss_reason,
+    createdAt: new Date(r.created_ms).toISOString(),
+    updatedAt: new Date(r.updated_ms).toISOString(),
   };
   if (withMeddpic) deal.meddpic = isPlainObject(r.meddpic) ? (r.meddpic as Deal['meddpic']) : null;
   return deal;
@@ -127,12 +167,14 @@ function toDeal(r: DealView, withMeddpic: boolean): Deal {
 function dealJson(r: DealView, withMeddpic: boolean): string {
   const j = JSON.stringify;
   const meddpic = withMeddpic ? `,"meddpic":${j(isPlainObject(r.meddpic) ? r.meddpic : null)}` : '';
-  return `{"id":${j(r.id)},"organizationId":${j(r.organization_id)},"name":${j(r.name)},"valueCents":${j(r.value_cents)},`
-    + `"probability":${j(r.probability)},"closeDate":${j(r.close_date)},"actualCloseDate":${j(r.actual_close_date)},`
-    + `"ownerSalesPersonId":${j(r.owner_sales_person_id)},"primaryContactId":${j(r.primary_contact_id)},"companyId":${j(r.company_id)},`
-    + `"stageId":${j(r.stage_id)},"stageSlug":${j(r.stage_slug)},"stageName":${j(r.stage_name)},"forecastCategory":${j(r.forecast_category)},`
-    + `"readinessScore":${j(r.readiness_score)},"lossReason":${j(r.loss_reason)},`
-    + `"createdAt":${msJson(r.created_ms)},"updatedAt":${msJson(r.updated_ms)}${meddpic}}`;
+  return (
+    `{"id":${j(r.id)},"organizationId":${j(r.organization_id)},"name":${j(r.name)},"valueCents":${j(r.value_cents)},` +
+    `"probability":${j(r.probability)},"closeDate":${j(r.close_date)},"actualCloseDate":${j(r.actual_close_date)},` +
+    `"ownerSalesPersonId":${j(r.owner_sales_person_id)},"primaryContactId":${j(r.primary_contact_id)},"companyId":${j(r.company_id)},` +
+    `"stageId":${j(r.stage_id)},"stageSlug":${j(r.stage_slug)},"stageName":${j(r.stage_name)},"forecastCategory":${j(r.forecast_category)},` +
+    `"readinessScore":${j(r.readiness_score)},"lossReason":${j(r.loss_reason)},` +
+    `"createdAt":${msJson(r.created_ms)},"updatedAt":${msJson(r.updated_ms)}${meddpic}}`
+  );
 }
 
 async function readDeal(trx: Tx, orgId: string, id: string, withMeddpic: boolean): Promise<Deal> {
@@ -155,13 +197,22 @@ const listDeals: Handler<'listDeals'> = async ({ trx, auth, query }) => {
   let q = dealSelect(trx, org, withMeddpic);
   if (stageSlug !== undefined) {
     // The slug is unique per organization: one id, then the (org, stage, created) index.
-    q = q.where('d.stage_id', '=', (eb) => eb.selectFrom('deal_stages').select('id')
-      .where('organization_id', '=', org).where('slug', '=', stageSlug));
+    q = q.where('d.stage_id', '=', (eb) =>
+      eb.selectFrom('deal_stages').select('id').where('organization_id', '=', org).where('slug', '=', stageSlug),
+    );
   }
   if (min !== undefined) q = q.where('d.value_cents', '>=', min);
   if (max !== undefined) q = q.where('d.value_cents', '<=', max);
   const rows = await keyset(q, { cursor: query.cursor, limit, createdCol: 'd.created_at', idCol: 'd.id' }).execute();
-  return { status: 200, body: jsonPage(rows, limit, (r) => ({ at: r.created_ms, id: r.id }), (r) => dealJson(r, withMeddpic)) };
+  return {
+    status: 200,
+    body: jsonPage(
+      rows,
+      limit,
+      (r) => ({ at: r.created_ms, id: r.id }),
+      (r) => dealJson(r, withMeddpic),
+    ),
+  };
 };
 
 const getDeal: Handler<'getDeal'> = async ({ trx, auth, params, query }) => {
@@ -174,13 +225,24 @@ const getDeal: Handler<'getDeal'> = async ({ trx, auth, params, query }) => {
 // ---------------------------------------------------------------------------------------------
 
 async function requireLiveContact(trx: Tx, orgId: string, contactId: string): Promise<void> {
-  const c = await trx.selectFrom('contacts').select('id').where('organization_id', '=', orgId).where('id', '=', contactId)
-    .where('deleted_at', 'is', null).where('erased_at', 'is', null).executeTakeFirst();
+  const c = await trx
+    .selectFrom('contacts')
+    .select('id')
+    .where('organization_id', '=', orgId)
+    .where('id', '=', contactId)
+    .where('deleted_at', 'is', null)
+    .where('erased_at', 'is', null)
+    .executeTakeFirst();
   if (!c) throw invalid('primaryContactId is not a live contact of this organization.', 'body.primaryContactId');
 }
 
 async function requireCompany(trx: Tx, orgId: string, companyId: string): Promise<void> {
-  const c = await trx.selectFrom('companies').select('id').where('organization_id', '=', orgId).where('id', '=', companyId).executeTakeFirst();
+  const c = await trx
+    .selectFrom('companies')
+    .select('id')
+    .where('organization_id', '=', orgId)
+    .where('id', '=', companyId)
+    .executeTakeFirst();
   if (!c) throw invalid('companyId is not a company of this organization.', 'body.companyId');
 }
 
@@ -188,7 +250,13 @@ async function requireCompany(trx: Tx, orgId: string, companyId: string): Promis
 async function resolveOwner(trx: Tx, auth: AuthInfo, given: string | undefined): Promise<string> {
   const org = auth.organizationId;
   if (given !== undefined) {
-    const u = await trx.selectFrom('users').select('id').where('organization_id', '=', org).where('id', '=', given).where('status', '=', 'active').executeTakeFirst();
+    const u = await trx
+      .selectFrom('users')
+      .select('id')
+      .where('organization_id', '=', org)
+      .where('id', '=', given)
+      .where('status', '=', 'active')
+      .executeTakeFirst();
     if (!u) throw invalid('ownerSalesPersonId is not an active sales person of this organization.', 'body.ownerSalesPersonId');
     return u.id;
   }
@@ -201,7 +269,10 @@ export async function initialStage(trx: Tx, orgId: string, slug: string | undefi
   if (slug === undefined && id === undefined) return (await stagesSeeded(trx, orgId))[0];
   const stage = resolveStage(await orgStages(trx, orgId), slug, id);
   if (stage.is_terminal) {
-    throw invalid('A deal cannot be created in a closed stage; create it open and move it with POST /deals/{id}/stage.', slug !== undefined ? 'body.stage' : 'body.stageId');
+    throw invalid(
+      'A deal cannot be created in a closed stage; create it open and move it with POST /deals/{id}/stage.',
+      slug !== undefined ? 'body.stage' : 'body.stageId',
+    );
   }
   return stage;
 }
@@ -210,17 +281,35 @@ export async function initialStage(trx: Tx, orgId: string, slug: string | undefi
  * Writes a stage-history row. Its createdAt is kept strictly after the deal's previous row so
  * "newest first" is exact even when two moves land in the same millisecond.
  */
-async function insertHistory(trx: Tx, orgId: string, row: {
-  dealId: string; from: StageRow | null; to: StageRow; reason: string | null; by: string; chips?: string[];
-}): Promise<void> {
-  await trx.insertInto('deal_stage_history').values({
-    organization_id: orgId, id: newId('dsh'), deal_id: row.dealId,
-    from_stage_id: row.from?.id ?? null, from_stage_name: row.from?.name ?? null,
-    to_stage_id: row.to.id, to_stage_name: row.to.name, reason: row.reason, transitioned_by: row.by,
-    reason_chips: row.chips ?? [],
-    created_at: sql<Date>`GREATEST(now_ms(), (SELECT max(h.created_at) + interval '1 millisecond' FROM deal_stage_history h
+async function insertHistory(
+  trx: Tx,
+  orgId: string,
+  row: {
+    dealId: string;
+    from: StageRow | null;
+    to: StageRow;
+    reason: string | null;
+    by: string;
+    chips?: string[];
+  },
+): Promise<void> {
+  await trx
+    .insertInto('deal_stage_history')
+    .values({
+      organization_id: orgId,
+      id: newId('dsh'),
+      deal_id: row.dealId,
+      from_stage_id: row.from?.id ?? null,
+      from_stage_name: row.from?.name ?? null,
+      to_stage_id: row.to.id,
+      to_stage_name: row.to.name,
+      reason: row.reason,
+      transitioned_by: row.by,
+      reason_chips: row.chips ?? [],
+      created_at: sql<Date>`GREATEST(now_ms(), (SELECT max(h.created_at) + interval '1 millisecond' FROM deal_stage_history h
       WHERE h.organization_id = ${orgId} AND h.deal_id = ${row.dealId}))`,
-  }).execute();
+    })
+    .execute();
 }
 
 export interface NewDeal {
@@ -243,15 +332,32 @@ export interface NewDeal {
  */
 export async function insertDeal(trx: Tx, orgId: string, d: NewDeal): Promise<string> {
   const id = newId('deal');
-  await trx.insertInto('deals').values({
-    organization_id: orgId, id, name: d.name, value_cents: d.valueCents ?? null, probability: d.probability ?? null,
-    close_date: d.closeDate ?? null, actual_close_date: null, owner_sales_person_id: d.ownerId,
-    primary_contact_id: d.primaryContactId ?? null, company_id: d.companyId ?? null, stage_id: d.stage.id,
-    forecast_category: d.stage.forecast_category, readiness_score: null, loss_reason: null, meddpic: null,
-  }).execute();
+  await trx
+    .insertInto('deals')
+    .values({
+      organization_id: orgId,
+      id,
+      name: d.name,
+      value_cents: d.valueCents ?? null,
+      probability: d.probability ?? null,
+      close_date: d.closeDate ?? null,
+      actual_close_date: null,
+      owner_sales_person_id: d.ownerId,
+      primary_contact_id: d.primaryContactId ?? null,
+      company_id: d.companyId ?? null,
+      stage_id: d.stage.id,
+      forecast_category: d.stage.forecast_category,
+      readiness_score: null,
+      loss_reason: null,
+      meddpic: null,
+    })
+    .execute();
   if (d.primaryContactId) {
-    await trx.insertInto('deal_contacts').values({ organization_id: orgId, deal_id: id, contact_id: d.primaryContactId })
-      .onConflict((oc) => oc.doNothing()).execute();
+    await trx
+      .insertInto('deal_contacts')
+      .values({ organization_id: orgId, deal_id: id, contact_id: d.primaryContactId })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
   }
   await insertHistory(trx, orgId, { dealId: id, from: null, to: d.stage, reason: null, by: d.by });
   await emit(trx, orgId, { type: 'deal.created', resource: { type: DEAL_RESOURCE, id }, data: { dealId: id, dealName: d.name } });
@@ -265,15 +371,27 @@ const createDeal: Handler<'createDeal'> = async ({ trx, auth, body }) => {
   if (body.companyId !== undefined) await requireCompany(trx, org, body.companyId);
   const owner = await resolveOwner(trx, auth, body.ownerSalesPersonId);
   const id = await insertDeal(trx, org, {
-    name: body.name, stage, ownerId: owner, primaryContactId: body.primaryContactId, companyId: body.companyId,
-    valueCents: body.valueCents, probability: body.probability, closeDate: body.closeDate, by: actorOf(auth),
+    name: body.name,
+    stage,
+    ownerId: owner,
+    primaryContactId: body.primaryContactId,
+    companyId: body.companyId,
+    valueCents: body.valueCents,
+    probability: body.probability,
+    closeDate: body.closeDate,
+    by: actorOf(auth),
   });
   return { status: 200, body: await readDeal(trx, org, id, false) };
 };
 
 async function lockDeal(trx: Tx, orgId: string, id: string): Promise<DealRow> {
-  const deal = await trx.selectFrom('deals').selectAll().where('organization_id', '=', orgId).where('id', '=', id)
-    .forUpdate().executeTakeFirst();
+  const deal = await trx
+    .selectFrom('deals')
+    .selectAll()
+    .where('organization_id', '=', orgId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
   if (!deal) throw notFound('deal');
   return deal;
 }
@@ -287,21 +405,37 @@ const updateDeal: Handler<'updateDeal'> = async ({ trx, auth, params, body }) =>
   if (body.valueCents !== undefined && body.valueCents !== deal.value_cents) changes.value_cents = body.valueCents;
   if (body.probability !== undefined && body.probability !== deal.probability) changes.probability = body.probability;
   if (body.closeDate !== undefined && body.closeDate !== deal.close_date) changes.close_date = body.closeDate;
-  if (body.primaryContactId !== undefined && body.primaryContactId !== deal.primary_contact_id) changes.primary_contact_id = body.primaryContactId;
+  if (body.primaryContactId !== undefined && body.primaryContactId !== deal.primary_contact_id)
+    changes.primary_contact_id = body.primaryContactId;
   if (Object.keys(changes).length === 0) return { status: 200, body: { id: deal.id, updated: false } };
 
-  await trx.updateTable('deals').set({ ...changes, updated_at: sql`now_ms()` })
-    .where('organization_id', '=', org).where('id', '=', deal.id).execute();
+  await trx
+    .updateTable('deals')
+    .set({ ...changes, updated_at: sql`now_ms()` })
+    .where('organization_id', '=', org)
+    .where('id', '=', deal.id)
+    .execute();
   if (changes.primary_contact_id) {
-    await trx.insertInto('deal_contacts').values({ organization_id: org, deal_id: deal.id, contact_id: changes.primary_contact_id })
-      .onConflict((oc) => oc.doNothing()).execute();
+    await trx
+      .insertInto('deal_contacts')
+      .values({ organization_id: org, deal_id: deal.id, contact_id: changes.primary_contact_id })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
   }
   const resource = { type: DEAL_RESOURCE, id: deal.id };
   if ('value_cents' in changes) {
-    await emit(trx, org, { type: 'deal.amount_changed', resource, data: { dealId: deal.id, previousValueCents: deal.value_cents, valueCents: changes.value_cents } });
+    await emit(trx, org, {
+      type: 'deal.amount_changed',
+      resource,
+      data: { dealId: deal.id, previousValueCents: deal.value_cents, valueCents: changes.value_cents },
+    });
   }
   if ('close_date' in changes) {
-    await emit(trx, org, { type: 'deal.close_date_changed', resource, data: { dealId: deal.id, previousCloseDate: deal.close_date, closeDate: changes.close_date } });
+    await emit(trx, org, {
+      type: 'deal.close_date_changed',
+      resource,
+      data: { dealId: deal.id, previousCloseDate: deal.close_date, closeDate: changes.close_date },
+    });
   }
   return { status: 200, body: { id: deal.id, updated: true } };
 };
@@ -310,25 +444,42 @@ const updateDeal: Handler<'updateDeal'> = async ({ trx, auth, params, body }) =>
 // Stage moves and gates
 // ---------------------------------------------------------------------------------------------
 
-interface GateResult { gate: string; mode: 'block' | 'warn'; detail: string }
+interface GateResult {
+  gate: string;
+  mode: 'block' | 'warn';
+  detail: string;
+}
 
 /**
  * The gates a move fails, in evaluation order (see changeDealStage in the spec). Blocking gates
  * are all overridable; moving to closed_lost meets every blocking gate (a deal can always be
  * marked lost with a reason).
  */
-export function failedGates(deal: Pick<DealRow, 'value_cents' | 'primary_contact_id' | 'close_date'>, from: StageRow | null, to: StageRow, stages: StageRow[]): GateResult[] {
+export function failedGates(
+  deal: Pick<DealRow, 'value_cents' | 'primary_contact_id' | 'close_date'>,
+  from: StageRow | null,
+  to: StageRow,
+  stages: StageRow[],
+): GateResult[] {
   const failed: GateResult[] = [];
   const won = to.category === 'closed_won';
   if ((to.forecast_category === 'commit' || won) && deal.value_cents === null) {
-    failed.push({ gate: 'value-required', mode: 'block', detail: `Moving to "${to.name}" needs the deal's valueCents; set it with PATCH /deals/{id} or send an overrideReason.` });
+    failed.push({
+      gate: 'value-required',
+      mode: 'block',
+      detail: `Moving to "${to.name}" needs the deal's valueCents; set it with PATCH /deals/{id} or send an overrideReason.`,
+    });
   }
   const proposal = stages.find((s) => s.slug === 'proposal');
   const late = won || (to.category === 'active' && proposal !== undefined && to.sort_order >= proposal.sort_order);
   if (late) {
     const missing = [deal.primary_contact_id === null && 'primaryContactId', deal.close_date === null && 'closeDate'].filter(Boolean);
     if (missing.length > 0) {
-      failed.push({ gate: 'qualification-required', mode: 'block', detail: `Moving to "${to.name}" needs ${missing.join(' and ')} on the deal; set with PATCH /deals/{id} or send an overrideReason.` });
+      failed.push({
+        gate: 'qualification-required',
+        mode: 'block',
+        detail: `Moving to "${to.name}" needs ${missing.join(' and ')} on the deal; set with PATCH /deals/{id} or send an overrideReason.`,
+      });
     }
   }
   const fromOrder = from?.sort_order ?? Number.NEGATIVE_INFINITY;
@@ -358,7 +509,9 @@ const changeDealStage: Handler<'changeDealStage'> = async ({ trx, auth, params, 
     throw new ProblemError('stage-transition-not-allowed', `The deal is closed ("${from.name}"); reopening it needs a reason.`);
   }
   if (to.category === 'closed_lost' && reason === null) {
-    throw new ProblemError('reason-required', 'Marking a deal lost needs a reason (stored as lossReason).', { errors: [{ field: 'body.reason', message: 'is required to move to a closed_lost stage' }] });
+    throw new ProblemError('reason-required', 'Marking a deal lost needs a reason (stored as lossReason).', {
+      errors: [{ field: 'body.reason', message: 'is required to move to a closed_lost stage' }],
+    });
   }
 
   const failed = to.category === 'closed_lost' ? [] : failedGates(deal, from, to, stages);
@@ -371,19 +524,32 @@ const changeDealStage: Handler<'changeDealStage'> = async ({ trx, auth, params, 
 
   const closed = to.category === 'closed_won' || to.category === 'closed_lost';
   const forecast = closed ? to.category : (to.forecast_category ?? deal.forecast_category);
-  await trx.updateTable('deals').set({
-    stage_id: to.id,
-    forecast_category: forecast,
-    actual_close_date: closed ? todayUtc : null,
-    loss_reason: to.category === 'closed_lost' ? reason : null,
-    updated_at: sql`now_ms()`,
-  }).where('organization_id', '=', org).where('id', '=', deal.id).execute();
+  await trx
+    .updateTable('deals')
+    .set({
+      stage_id: to.id,
+      forecast_category: forecast,
+      actual_close_date: closed ? todayUtc : null,
+      loss_reason: to.category === 'closed_lost' ? reason : null,
+      updated_at: sql`now_ms()`,
+    })
+    .where('organization_id', '=', org)
+    .where('id', '=', deal.id)
+    .execute();
   await insertHistory(trx, org, { dealId: deal.id, from, to, reason: recordedReason, by: actorOf(auth), chips: body.reasonChips });
 
   const resource = { type: DEAL_RESOURCE, id: deal.id };
   await emit(trx, org, {
-    type: 'deal.stage_changed', resource,
-    data: { dealId: deal.id, dealName: deal.name, fromStageId: from?.id ?? null, fromStage: from?.slug ?? null, toStageId: to.id, stage: to.slug },
+    type: 'deal.stage_changed',
+    resource,
+    data: {
+      dealId: deal.id,
+      dealName: deal.name,
+      fromStageId: from?.id ?? null,
+      fromStage: from?.slug ?? null,
+      toStageId: to.id,
+      stage: to.slug,
+    },
   });
   if (to.category === 'closed_won') {
     await emit(trx, org, { type: 'deal.won', resource, data: { dealId: deal.id, dealName: deal.name, valueCents: deal.value_cents } });
@@ -400,18 +566,34 @@ const changeDealStage: Handler<'changeDealStage'> = async ({ trx, auth, params, 
 
 /** The deal, with its primary contact's id while that contact is live (else null), or 404. */
 async function requireDeal(trx: Tx, orgId: string, id: string) {
-  const deal = await trx.selectFrom('deals as d')
-    .leftJoin('contacts as c', (j) => j.onRef('c.organization_id', '=', 'd.organization_id').onRef('c.id', '=', 'd.primary_contact_id')
-      .on('c.deleted_at', 'is', null).on('c.erased_at', 'is', null))
-    .select(['d.id', 'c.id as live_contact_id']).where('d.organization_id', '=', orgId).where('d.id', '=', id).executeTakeFirst();
+  const deal = await trx
+    .selectFrom('deals as d')
+    .leftJoin('contacts as c', (j) =>
+      j
+        .onRef('c.organization_id', '=', 'd.organization_id')
+        .onRef('c.id', '=', 'd.primary_contact_id')
+        .on('c.deleted_at', 'is', null)
+        .on('c.erased_at', 'is', null),
+    )
+    .select(['d.id', 'c.id as live_contact_id'])
+    .where('d.organization_id', '=', orgId)
+    .where('d.id', '=', id)
+    .executeTakeFirst();
   if (!deal) throw notFound('deal');
   return deal;
 }
 
 function toHistory(h: HistoryRow) {
   return {
-    id: h.id, dealId: h.deal_id, fromStageId: h.from_stage_id, fromStageName: h.from_stage_name, toStageId: h.to_stage_id,
-    toStageName: h.to_stage_name, reason: h.reason, transitionedBy: h.transitioned_by, createdAt: isoNN(h.created_at),
+    id: h.id,
+    dealId: h.deal_id,
+    fromStageId: h.from_stage_id,
+    fromStageName: h.from_stage_name,
+    toStageId: h.to_stage_id,
+    toStageName: h.to_stage_name,
+    reason: h.reason,
+    transitionedBy: h.transitioned_by,
+    createdAt: isoNN(h.created_at),
   };
 }
 
@@ -435,18 +617,44 @@ const createDealActivity: Handler<'createDealActivity'> = async ({ trx, auth, pa
   if (occurredAt.getTime() > now + FUTURE_TOLERANCE_MS) throw invalid('occurredAt may not be in the future.', 'body.occurredAt');
   const contactId = deal.live_contact_id;
   if (contactId === null) {
-    throw new ProblemError('deal-without-primary-contact', 'This deal has no live primary contact to log the activity against; set primaryContactId with PATCH /deals/{id}.');
+    throw new ProblemError(
+      'deal-without-primary-contact',
+      'This deal has no live primary contact to log the activity against; set primaryContactId with PATCH /deals/{id}.',
+    );
   }
-  const row = await trx.insertInto('deal_activities').values({
-    organization_id: org, id: newId('dact'), deal_id: deal.id, contact_id: contactId, kind: body.kind,
-    summary, occurred_at: occurredAt, created_by: actorOf(auth),
-  }).returningAll().executeTakeFirstOrThrow();
+  const row = await trx
+    .insertInto('deal_activities')
+    .values({
+      organization_id: org,
+      id: newId('dact'),
+      deal_id: deal.id,
+      contact_id: contactId,
+      kind: body.kind,
+      summary,
+      occurred_at: occurredAt,
+      created_by: actorOf(auth),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
   return {
     status: 201,
-    body: { id: row.id, dealId: row.deal_id, kind: row.kind as 'note' | 'call' | 'meeting', summary: row.summary, occurredAt: isoNN(row.occurred_at) },
+    body: {
+      id: row.id,
+      dealId: row.deal_id,
+      kind: row.kind as 'note' | 'call' | 'meeting',
+      summary: row.summary,
+      occurredAt: isoNN(row.occurred_at),
+    },
   };
 };
 
 export const dealHandlers = {
-  listDealStages, listDeals, createDeal, getDeal, updateDeal, changeDealStage, listDealHistory, createDealActivity,
+  listDealStages,
+  listDeals,
+  createDeal,
+  getDeal,
+  updateDeal,
+  changeDealStage,
+  listDealHistory,
+  createDealActivity,
 };

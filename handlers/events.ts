@@ -17,7 +17,8 @@ const listEvents: Handler<'listEvents'> = async ({ trx, auth, query }) => {
   const before = query.createdBefore !== undefined ? new Date(query.createdBefore) : undefined;
   if (after && Number.isNaN(after.getTime())) throw invalid('createdAfter is not a valid date-time.', 'createdAfter');
   if (before && Number.isNaN(before.getTime())) throw invalid('createdBefore is not a valid date-time.', 'createdBefore');
-  if (after && before && after.getTime() >= before.getTime()) throw invalid('createdAfter must be earlier than createdBefore.', 'createdAfter');
+  if (after && before && after.getTime() >= before.getTime())
+    throw invalid('createdAfter must be earlier than createdBefore.', 'createdAfter');
   let q = trx.selectFrom('events').selectAll().where('organization_id', '=', auth.organizationId);
   if (types) q = q.where('type', 'in', types);
   if (query.resourceType !== undefined) q = q.where('resource_type', '=', query.resourceType);
@@ -25,7 +26,15 @@ const listEvents: Handler<'listEvents'> = async ({ trx, auth, query }) => {
   if (after) q = q.where('created_at', '>=', after);
   if (before) q = q.where('created_at', '<', before);
   const rows = await keyset(q, { cursor: query.cursor, limit, createdCol: 'created_at', idCol: 'id' }).execute();
-  return { status: 200, body: page(rows, limit, (r) => ({ at: r.created_at, id: r.id }), (r) => toEnvelope(r) as Event) };
+  return {
+    status: 200,
+    body: page(
+      rows,
+      limit,
+      (r) => ({ at: r.created_at, id: r.id }),
+      (r) => toEnvelope(r) as Event,
+    ),
+  };
 };
 
 export const eventHandlers = { listEvents };

@@ -1,5 +1,5 @@
 import type { Handler } from '../src/http/handler.js';
-import { isoNN, iso } from '../src/platform/ids.js';
+import { iso, isoNN } from '../src/platform/ids.js';
 
 // The key lookup already read the organization: no query is needed.
 const getMe: Handler<'getMe'> = async ({ auth }) => {
@@ -8,13 +8,20 @@ const getMe: Handler<'getMe'> = async ({ auth }) => {
     status: 200,
     body: {
       apiKey: {
-        id: auth.keyId, name: auth.keyName, scopes: auth.scopes, userId: auth.userId,
+        id: auth.keyId,
+        name: auth.keyName,
+        scopes: auth.scopes,
+        userId: auth.userId,
         role: auth.userRole as 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER' | null,
-        expiresAt: iso(auth.expiresAt), createdAt: isoNN(auth.keyCreatedAt),
+        expiresAt: iso(auth.expiresAt),
+        createdAt: isoNN(auth.keyCreatedAt),
       },
       organization: {
-        id: org.id, name: org.name, plan: org.plan as 'free' | 'starter' | 'growth',
-        flags: { v1_2_api_send: org.flags.v1_2_api_send === true }, createdAt: isoNN(org.createdAt),
+        id: org.id,
+        name: org.name,
+        plan: org.plan as 'free' | 'starter' | 'growth',
+        flags: { v1_2_api_send: org.flags.v1_2_api_send === true },
+        createdAt: isoNN(org.createdAt),
       },
     },
   };

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { PublicHandler } from '../src/http/handler.js';
-import { toPublicTemplate } from '../src/sequences/templates.js';
 import { keyset, page } from '../src/http/paging.js';
 import { invalid } from '../src/http/problems.js';
+import { toPublicTemplate } from '../src/sequences/templates.js';
 
 /** Public templates belong to no organization; anyone may read the active ones. */
 const listPublicTemplates: PublicHandler<'listPublicTemplates'> = async ({ db, query }) => {
@@ -18,9 +18,13 @@ const listPublicTemplates: PublicHandler<'listPublicTemplates'> = async ({ db, q
   const rows = await keyset(q, { cursor: query.cursor, limit, createdCol: 'created_at', idCol: 'id' }).execute();
   return {
     status: 200,
-    body: page(rows, limit, (r) => ({ at: r.created_at, id: r.id }), (r) => toPublicTemplate(r)),
+    body: page(
+      rows,
+      limit,
+      (r) => ({ at: r.created_at, id: r.id }),
+      (r) => toPublicTemplate(r),
+    ),
   };
 };
-
 
 export const publicTemplateHandlers = { listPublicTemplates };

@@ -3,7 +3,7 @@
 import type { Handler } from '../src/http/handler.js';
 import { keyset, page } from '../src/http/paging.js';
 import { notFound } from '../src/http/problems.js';
-import { SEQUENCE_COLUMNS, createSequence as create, toSequence } from '../src/sequences/lifecycle.js';
+import { createSequence as create, SEQUENCE_COLUMNS, toSequence } from '../src/sequences/lifecycle.js';
 
 const createSequence: Handler<'createSequence'> = async ({ trx, auth, body }) => {
   const { row } = await create(trx, auth.organizationId, body);
@@ -20,8 +20,12 @@ const listSequences: Handler<'listSequences'> = async ({ trx, auth, query }) => 
 };
 
 const getSequence: Handler<'getSequence'> = async ({ trx, auth, params }) => {
-  const row = await trx.selectFrom('contact_sequences').select(SEQUENCE_COLUMNS).where('organization_id', '=', auth.organizationId)
-    .where('id', '=', params.id).executeTakeFirst();
+  const row = await trx
+    .selectFrom('contact_sequences')
+    .select(SEQUENCE_COLUMNS)
+    .where('organization_id', '=', auth.organizationId)
+    .where('id', '=', params.id)
+    .executeTakeFirst();
   if (!row) throw notFound('sequence');
   return { status: 200, body: toSequence(row) };
 };

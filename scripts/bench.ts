@@ -1,7 +1,7 @@
 // npm run bench [area ...]: starts the service as its own process on a fresh embedded Postgres
 // (or DATABASE_URL), with the rate limit raised, and runs the area modules of scripts/bench/
 // against it with autocannon. Prints every figure with its target.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,17 +10,20 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { migrate } from '../db/database.js';
-import type { BenchArea, BenchContext, LoadOptions, LoadResult } from './bench/types.js';
 import { freePort } from '../db/embedded.js';
+import type { BenchArea, BenchContext, LoadOptions, LoadResult } from './bench/types.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const AREAS = ['platform', 'crm', 'webhooks', 'deals', 'research', 'drafts', 'sending', 'inbound', 'analytics', 'ratios', 'growth'];
 
-
 async function waitHealthy(origin: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 240; i += 1) {
     if (child.exitCode !== null) throw new Error('service exited during start');
-    try { if ((await fetch(`${origin}/healthz`)).ok) return; } catch { /* not yet */ }
+    try {
+      if ((await fetch(`${origin}/healthz`)).ok) return;
+    } catch {
+      /* not yet */
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error('service did not become healthy');
@@ -31,7 +34,9 @@ export function startProcess(script: string, env: Record<string, string>): Child
   // CPU profile of each started process there (node --cpu-prof), read when it exits.
   const prof = process.env.BENCH_CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}`] : [];
   const child = spawn(process.execPath, [...prof, '--max-semi-space-size=32', '--import', 'tsx', script], {
-    cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'],
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
   });
   return child;
 }
@@ -55,8 +60,13 @@ async function main() {
   const origin = `http://127.0.0.1:${port}`;
   const adminToken = `adm_${crypto.randomBytes(16).toString('hex')}`;
   const serviceEnv = {
-    DATABASE_URL: url, PORT: String(port), ADMIN_TOKEN: adminToken, DATA_DIR: path.join(work, 'files'),
-    RATE_LIMIT_PER_MINUTE: '10000000', LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    DATABASE_URL: url,
+    PORT: String(port),
+    ADMIN_TOKEN: adminToken,
+    DATA_DIR: path.join(work, 'files'),
+    RATE_LIMIT_PER_MINUTE: '10000000',
+    LOG_LEVEL: 'warn',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     PUBLIC_BASE_URL: origin,
   };
   const service = startProcess('src/boot/main.ts', serviceEnv);
@@ -67,13 +77,17 @@ async function main() {
     await waitHealthy(origin, service);
     const adminCall = async (method: string, p: string, body?: unknown) => {
       const r = await fetch(`${origin}/admin/api${p}`, {
-        method, headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined,
+        method,
+        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
       });
       if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
       return r.json() as Promise<Record<string, unknown>>;
     };
     const ctx: BenchContext = {
-      origin, adminToken, pool,
+      origin,
+      adminToken,
+      pool,
       async newOrg(plan = 'growth') {
         const org = await adminCall('POST', '/organizations', { name: `Bench ${crypto.randomBytes(3).toString('hex')}`, plan });
         const key = await adminCall('POST', `/organizations/${org.id}/api-keys`, { scopes: ['*'] });
@@ -89,11 +103,19 @@ async function main() {
           duration: o.durationSeconds ?? 10,
           ...(o.makeBody ? { requests: [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: o.makeBody!() }) }] } : {}),
         } as autocannon.Options);
-        return { requestsPerSecond: Math.round(r.requests.average), p50Ms: r.latency.p50, p99Ms: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+        return {
+          requestsPerSecond: Math.round(r.requests.average),
+          p50Ms: r.latency.p50,
+          p99Ms: r.latency.p99,
+          errors: r.errors,
+          non2xx: r.non2xx,
+        };
       },
       report(row) {
         rows.push(row);
-        const figures = Object.entries(row.figures).map(([k, v]) => `${k}=${v}`).join(' ');
+        const figures = Object.entries(row.figures)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(' ');
         console.log(`[${row.area}] ${row.case}: ${figures}${row.target ? ` (target ${row.target}: ${row.met ? 'met' : 'NOT met'})` : ''}`);
       },
       log: (m) => console.log(`  ${m}`),
@@ -106,7 +128,10 @@ async function main() {
     (ctx as unknown as { serviceEnv: Record<string, string> }).serviceEnv = serviceEnv;
     for (const name of areas) {
       const file = path.join(root, 'scripts/bench', `${name}.ts`);
-      if (!fs.existsSync(file)) { console.log(`[${name}] no bench module`); continue; }
+      if (!fs.existsSync(file)) {
+        console.log(`[${name}] no bench module`);
+        continue;
+      }
       const mod = (await import(file)) as { default: BenchArea };
       console.log(`== ${mod.default.name}`);
       await mod.default.run(ctx);
@@ -120,9 +145,16 @@ async function main() {
   }
   console.log('\n| area | case | figures | target | met |\n|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.area} | ${r.case} | ${Object.entries(r.figures).map(([k, v]) => `${k} ${v}`).join(', ')} | ${r.target ?? ''} | ${r.target ? (r.met ? 'yes' : 'no') : ''} |`);
+    console.log(
+      `| ${r.area} | ${r.case} | ${Object.entries(r.figures)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')} | ${r.target ?? ''} | ${r.target ? (r.met ? 'yes' : 'no') : ''} |`,
+    );
   }
   process.exit(0);
 }
 
-main().catch((e) => { console.error(e); process.exit(1); });
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

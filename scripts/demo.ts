@@ -5,12 +5,13 @@
 // on loopback), contacts, sequences with drafts from the fallback writer, deals on stages and a
 // webhook endpoint to a local receiver that verifies every delivery's signature. It stops at the
 // first failing step with that step's message.
+
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
-import crypto from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { verifySignature } from '../src/webhooks/signing.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -37,11 +38,20 @@ async function startSite(port: number): Promise<{ port: number; hits: Map<string
     const text = fs.readFileSync(file, 'utf8').replaceAll('{{base}}', `/sites/${domain}`);
     res.writeHead(200, { 'content-type': file.endsWith('.txt') ? 'text/plain' : 'text/html; charset=utf-8' }).end(text);
   });
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', resolve); });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
   return { port: (server.address() as AddressInfo).port, hits, close: () => new Promise((r) => server.close(() => r())) };
 }
 
-interface Receiver { url: string; verified: number; rejected: number; secret: string | null; close(): Promise<void> }
+interface Receiver {
+  url: string;
+  verified: number;
+  rejected: number;
+  secret: string | null;
+  close(): Promise<void>;
+}
 
 /** Receives webhook deliveries and checks each signature over the raw body; prints one line per delivery. */
 async function startReceiver(): Promise<Receiver> {
@@ -53,7 +63,11 @@ async function startReceiver(): Promise<Receiver> {
       const raw = Buffer.concat(chunks);
       const signature = req.headers['x-outbound-signature'] as string | undefined;
       let event: { id?: string; type?: string } = {};
-      try { event = JSON.parse(raw.toString('utf8')); } catch { /* reported as not verified below */ }
+      try {
+        event = JSON.parse(raw.toString('utf8'));
+      } catch {
+        /* reported as not verified below */
+      }
       if (rx.secret !== null && verifySignature(signature, raw, rx.secret)) {
         rx.verified += 1;
         console.log(`  webhook: ${event.type} ${event.id} verified`);
@@ -67,7 +81,11 @@ async function startReceiver(): Promise<Receiver> {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   rx.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/outbound`;
-  rx.close = () => new Promise((r) => { server.close(() => r()); server.closeAllConnections(); });
+  rx.close = () =>
+    new Promise((r) => {
+      server.close(() => r());
+      server.closeAllConnections();
+    });
   return rx;
 }
 
@@ -81,15 +99,21 @@ function client(baseUrl: string, token: string) {
     let res: Response;
     try {
       res = await fetch(`${baseUrl}${urlPath}`, {
-        method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(150_000),
+        method,
+        headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(150_000),
       });
     } catch (e) {
       throw new StepError(`${method} ${urlPath}: cannot reach ${baseUrl} (${(e as Error).cause ?? (e as Error).message})`);
     }
     const text = await res.text();
     let json: Json = {};
-    try { json = text ? JSON.parse(text) : {}; } catch { /* not JSON */ }
+    try {
+      json = text ? JSON.parse(text) : {};
+    } catch {
+      /* not JSON */
+    }
     if (!res.ok) throw new StepError(`${method} ${urlPath} answered ${res.status}: ${json.detail ?? json.title ?? text.slice(0, 200)}`);
     return json;
   };
@@ -133,10 +157,15 @@ const CONTACTS = [
 ];
 const STEPS = [
   {
-    dayOffset: 0, subject: 'A quicker start for {{company}}',
+    dayOffset: 0,
+    subject: 'A quicker start for {{company}}',
     body: 'Hi {{firstName}},\n\nTeams like {{company}} use us to book qualified meetings without adding headcount.\n\nWould a 20-minute call next week be useful?\n\nBest,\nAlex',
   },
-  { dayOffset: 3, subject: 'Following up', body: 'Hi {{firstName}}, checking whether my last note was useful. Happy to send a short overview instead.' },
+  {
+    dayOffset: 3,
+    subject: 'Following up',
+    body: 'Hi {{firstName}}, checking whether my last note was useful. Happy to send a short overview instead.',
+  },
 ];
 const DEALS = [
   // The first deal is created without a stage: that seeds the default pipeline, which the others name.
@@ -148,54 +177,86 @@ const DEALS = [
 async function seed(baseUrl: string, adminToken: string, siteHits: Map<string, number>, rx: Receiver, siteHint: string) {
   const admin = client(`${baseUrl}/admin/api`, adminToken);
   const tag = crypto.randomBytes(3).toString('hex');
-  const org = await step('organization created', () => admin('POST', '/organizations', { name: `Demo: Northwind Outbound ${tag}`, plan: 'growth' }));
+  const org = await step('organization created', () =>
+    admin('POST', '/organizations', { name: `Demo: Northwind Outbound ${tag}`, plan: 'growth' }),
+  );
   const key = await step('OWNER API key created (attributed to the owner)', () =>
-    admin('POST', `/organizations/${org.id}/api-keys`, { name: 'demo', scopes: ['*'], userId: org.owner.id }));
+    admin('POST', `/organizations/${org.id}/api-keys`, { name: 'demo', scopes: ['*'], userId: org.owner.id }),
+  );
   const api = client(`${baseUrl}/api/v1`, key.key);
   await step('key checked with GET /me', async () => {
     const me = await api('GET', '/me');
     if (me.apiKey?.role !== 'OWNER') throw new StepError(`the key's role is ${me.apiKey?.role}, not OWNER`);
   });
 
-  const hook = await step('webhook endpoint to the local receiver', () => api('POST', '/webhooks', {
-    url: rx.url, eventTypes: ['company.research_completed', 'deal.created', 'deal.stage_changed'], description: 'npm run demo receiver',
-  }));
+  const hook = await step('webhook endpoint to the local receiver', () =>
+    api('POST', '/webhooks', {
+      url: rx.url,
+      eventTypes: ['company.research_completed', 'deal.created', 'deal.stage_changed'],
+      description: 'npm run demo receiver',
+    }),
+  );
   rx.secret = hook.signingSecret;
 
-  const lists = await step('2 lists', () => Promise.all(COMPANIES.map((c) => api('POST', '/lists', { name: c.list, description: `Demo list: ${c.name}` }))));
-  const companies = await step('2 companies', () => Promise.all(COMPANIES.map((c) => api('POST', '/companies', { domain: c.domain, name: c.name }))));
+  const lists = await step('2 lists', () =>
+    Promise.all(COMPANIES.map((c) => api('POST', '/lists', { name: c.list, description: `Demo list: ${c.name}` }))),
+  );
+  const companies = await step('2 companies', () =>
+    Promise.all(COMPANIES.map((c) => api('POST', '/companies', { domain: c.domain, name: c.name }))),
+  );
   const contacts = await step(`${CONTACTS.length} contacts`, async () => {
     const out: Json[] = [];
     for (const [i, c] of CONTACTS.entries()) {
       const co = COMPANIES[c.company];
       const first = c.name.split(' ')[0].toLowerCase();
-      out.push(await api('POST', '/contacts', {
-        email: `${first}.${i}@${co.domain}`, name: c.name, title: c.title, listId: lists[c.company].id, company: { domain: co.domain },
-      }));
+      out.push(
+        await api('POST', '/contacts', {
+          email: `${first}.${i}@${co.domain}`,
+          name: c.name,
+          title: c.title,
+          listId: lists[c.company].id,
+          company: { domain: co.domain },
+        }),
+      );
     }
     return out;
   });
   await step('research of both companies from the sample site', async () => {
     for (const c of companies) {
       const r = await api('POST', `/companies/${c.id}/research`);
-      if (!siteHits.get(c.domainNormalized ?? c.domain)) throw new StepError(`the service did not reach the sample site for ${c.domain}; ${siteHint}`);
-      if (r.coverage?.lowConfidence) throw new StepError(`research of ${c.domain} found too little (${(r.coverage?.notes ?? []).join('; ')})`);
+      if (!siteHits.get(c.domainNormalized ?? c.domain))
+        throw new StepError(`the service did not reach the sample site for ${c.domain}; ${siteHint}`);
+      if (r.coverage?.lowConfidence)
+        throw new StepError(`research of ${c.domain} found too little (${(r.coverage?.notes ?? []).join('; ')})`);
     }
   });
 
-  const template = await step('sequence template (2 steps)', () => admin('POST', `/organizations/${org.id}/sequence-templates`, { name: 'Demo: intro and follow-up', steps: STEPS }));
+  const template = await step('sequence template (2 steps)', () =>
+    admin('POST', `/organizations/${org.id}/sequence-templates`, { name: 'Demo: intro and follow-up', steps: STEPS }),
+  );
   const sequenced = contacts.filter((_, i) => i !== 1);
-  await step(`${sequenced.length} sequences started`, () => Promise.all(sequenced.map((c) => api('POST', '/sequences', { contactId: c.id, templateId: template.id }))));
-  const drafts = await step('drafts written by the fallback provider', () => until('the drafts', async () => {
-    const page = await api('GET', '/drafts?limit=100');
-    return page.data.length >= sequenced.length * STEPS.length ? page.data as Json[] : null;
-  }));
+  await step(`${sequenced.length} sequences started`, () =>
+    Promise.all(sequenced.map((c) => api('POST', '/sequences', { contactId: c.id, templateId: template.id }))),
+  );
+  const drafts = await step('drafts written by the fallback provider', () =>
+    until('the drafts', async () => {
+      const page = await api('GET', '/drafts?limit=100');
+      return page.data.length >= sequenced.length * STEPS.length ? (page.data as Json[]) : null;
+    }),
+  );
 
   await step(`${DEALS.length} deals on stages`, async () => {
     for (const d of DEALS) {
       const contact = contacts[d.contact];
       const closeDate = new Date(Date.now() + 45 * 86_400_000).toISOString().slice(0, 10);
-      const deal = await api('POST', '/deals', { name: d.name, valueCents: d.valueCents, closeDate, primaryContactId: contact.id, companyId: contact.company?.id, stage: d.stage });
+      const deal = await api('POST', '/deals', {
+        name: d.name,
+        valueCents: d.valueCents,
+        closeDate,
+        primaryContactId: contact.id,
+        companyId: contact.company?.id,
+        stage: d.stage,
+      });
       if (d.moveTo) await api('POST', `/deals/${deal.id}/stage`, { stage: d.moveTo, reason: 'Demo: next step agreed' });
     }
   });
@@ -208,7 +269,8 @@ async function seed(baseUrl: string, adminToken: string, siteHits: Map<string, n
     const done = await until('the webhook deliveries', async () => {
       const page = await api('GET', `/webhooks/${hook.id}/deliveries?limit=100`);
       const rows = page.data as Json[];
-      if (rows.some((r) => r.status === 'failed')) throw new StepError(`a delivery failed: ${rows.find((r) => r.status === 'failed')!.errorMessage}`);
+      if (rows.some((r) => r.status === 'failed'))
+        throw new StepError(`a delivery failed: ${rows.find((r) => r.status === 'failed')!.errorMessage}`);
       return rows.length === expected && rows.every((r) => r.status === 'succeeded') && rx.verified >= expected ? rows : null;
     });
     if (rx.rejected > 0) throw new StepError(`${rx.rejected} deliveries did not verify`);
@@ -229,8 +291,11 @@ function argUrl(): string | null {
 async function main(): Promise<number> {
   const external = argUrl();
   const stay = !external && !process.argv.includes('--exit');
-  const site = await startSite(external ? Number(process.env.DEMO_SITE_PORT || 4390) : 0)
-    .catch((e) => { throw new StepError(`sample site: cannot listen on 127.0.0.1:${process.env.DEMO_SITE_PORT || 4390} (${(e as Error).message}); set DEMO_SITE_PORT`); });
+  const site = await startSite(external ? Number(process.env.DEMO_SITE_PORT || 4390) : 0).catch((e) => {
+    throw new StepError(
+      `sample site: cannot listen on 127.0.0.1:${process.env.DEMO_SITE_PORT || 4390} (${(e as Error).message}); set DEMO_SITE_PORT`,
+    );
+  });
   const rx = await startReceiver();
   const template = `http://127.0.0.1:${site.port}/sites/{domain}`;
   const siteHint = `start the service with RESEARCH_SITE_URL_TEMPLATE=${template} RESEARCH_ALLOWED_TARGETS=127.0.0.1:${site.port} WEBHOOK_ALLOW_PRIVATE_TARGETS=true`;
@@ -241,7 +306,7 @@ async function main(): Promise<number> {
     if (external) {
       baseUrl = external;
       adminToken = process.env.ADMIN_TOKEN ?? '';
-      if (!adminToken) throw new StepError('ADMIN_TOKEN must be set to the service\'s operator token when DEMO_URL or --url is given');
+      if (!adminToken) throw new StepError("ADMIN_TOKEN must be set to the service's operator token when DEMO_URL or --url is given");
       console.log(`Demo against ${baseUrl} (sample site on 127.0.0.1:${site.port})`);
     } else {
       // The service in this process, configured to reach the sample site and the local receiver.
@@ -256,10 +321,17 @@ async function main(): Promise<number> {
       const config = { ...booted.config, adminToken: admin.token };
       const rt = openRuntime(config, booted.log, booted.url);
       const worker = await runWorker(rt);
-      const server = await serveHttp(rt, config.port).catch((e) => { throw new StepError(`cannot listen on PORT ${config.port}: ${(e as Error).message}`); });
+      const server = await serveHttp(rt, config.port).catch((e) => {
+        throw new StepError(`cannot listen on PORT ${config.port}: ${(e as Error).message}`);
+      });
       baseUrl = `http://localhost:${server.port}`;
       adminToken = admin.token;
-      stop = async () => { await server.close(); await worker.stop(); await rt.close(); await booted.stopDb(); };
+      stop = async () => {
+        await server.close();
+        await worker.stop();
+        await rt.close();
+        await booted.stopDb();
+      };
     }
     const { key } = await seed(baseUrl, adminToken, site.hits, rx, siteHint);
     console.log(`
@@ -273,7 +345,10 @@ Try:
 `);
     if (stay) {
       console.log(`The service keeps running at ${baseUrl}; Ctrl-C stops it.`);
-      await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
     }
     return 0;
   } catch (e) {
@@ -286,4 +361,10 @@ Try:
   }
 }
 
-main().then((code) => process.exit(code), (e) => { console.error(`✗ ${e instanceof Error ? e.message : String(e)}`); process.exit(1); });
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    console.error(`✗ ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  },
+);

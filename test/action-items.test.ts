@@ -2,11 +2,19 @@
 // their resulting state, bodies, events and role rules, the operator row, the expiry and snooze
 // sweeps, and the items opened by signals (an overdue deal next step, an out-of-office return).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, awayFromUtcMidnight, raw, startService, type PublicClient, type TestOrg, type TestService } from './support/harness.js';
-import { eventsOf, insertSequence, mkContact, planOf, system, uid } from './crm-support.js';
-import { runActionItemSweep } from '../src/work/action-item-sweep.js';
 import { runDealSweep } from '../src/deals/sweep.js';
 import type { Deps } from '../src/platform/services.js';
+import { runActionItemSweep } from '../src/work/action-item-sweep.js';
+import { eventsOf, insertSequence, mkContact, planOf, system, uid } from './crm-support.js';
+import {
+  ALL_SCOPES,
+  awayFromUtcMidnight,
+  type PublicClient,
+  raw,
+  startService,
+  type TestOrg,
+  type TestService,
+} from './support/harness.js';
 
 let svc: TestService;
 let deps: Deps;
@@ -14,21 +22,37 @@ beforeAll(async () => {
   svc = await startService();
   deps = { db: svc.rt.db, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
 });
-afterAll(async () => { await svc?.close(); });
+afterAll(async () => {
+  await svc?.close();
+});
 
 type Priority = 'urgent' | 'high' | 'medium' | 'low';
-interface NewItem { priority?: Priority; description?: string; entityType?: string; entityId?: string; expectedImpactCents?: number; expiresAt?: string; actionType?: string; title?: string }
+interface NewItem {
+  priority?: Priority;
+  description?: string;
+  entityType?: string;
+  entityId?: string;
+  expectedImpactCents?: number;
+  expiresAt?: string;
+  actionType?: string;
+  title?: string;
+}
 
 async function newItem(org: TestOrg, salesPersonId: string, extra: NewItem = {}): Promise<string> {
   const r = await svc.admin.POST('/organizations/{orgId}/action-items', {
-    params: { path: { orgId: org.id } }, body: { actionType: 'follow_up', title: uid('Call '), salesPersonId, priority: 'high', ...extra },
+    params: { path: { orgId: org.id } },
+    body: { actionType: 'follow_up', title: uid('Call '), salesPersonId, priority: 'high', ...extra },
   });
   if (r.response.status !== 201 || !r.data) throw new Error(`item: ${r.response.status} ${JSON.stringify(r.error)}`);
   return r.data.id;
 }
 
 /** An organization, a person of the role with a key (actions.read + contacts.write) and its client. */
-async function person(org: TestOrg, role: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER', scopes: readonly string[] = ['actions.read', 'contacts.write']) {
+async function person(
+  org: TestOrg,
+  role: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER',
+  scopes: readonly string[] = ['actions.read', 'contacts.write'],
+) {
   const user = role === 'OWNER' ? { id: org.ownerId } : await org.user(role);
   return { user, api: svc.api(await org.key(scopes, { userId: user.id })) };
 }
@@ -38,20 +62,36 @@ const verb = (api: PublicClient, id: string, v: string, body?: Record<string, un
 const getItem = async (api: PublicClient, id: string) => (await api.GET('/action-items/{id}', { params: { path: { id } } })).data!;
 const list = (api: PublicClient, query: Record<string, unknown> = {}) => api.GET('/action-items', { params: { query: query as never } });
 const setRow = (orgId: string, id: string, values: Record<string, unknown>) =>
-  system(svc, (trx) => trx.updateTable('action_items').set(values as never).where('organization_id', '=', orgId).where('id', '=', id).execute());
+  system(svc, (trx) =>
+    trx
+      .updateTable('action_items')
+      .set(values as never)
+      .where('organization_id', '=', orgId)
+      .where('id', '=', id)
+      .execute(),
+  );
 const rowOf = (orgId: string, id: string) =>
-  system(svc, (trx) => trx.selectFrom('action_items').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow());
+  system(svc, (trx) =>
+    trx.selectFrom('action_items').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow(),
+  );
 const itemsOf = (orgId: string) =>
   system(svc, (trx) => trx.selectFrom('action_items').selectAll().where('organization_id', '=', orgId).orderBy('created_at').execute());
 const DAY = 86_400_000;
 
 describe('GET /action-items', () => {
-  it('lists every owner\'s items newest first (createdAt DESC, id DESC) with every ActionItem field', async () => {
+  it("lists every owner's items newest first (createdAt DESC, id DESC) with every ActionItem field", async () => {
     const org = await svc.newOrg();
     const mgr = await person(org, 'MANAGER');
     const rep = await org.user('REP');
     const expiresAt = new Date(Date.now() + 5 * DAY).toISOString();
-    const a = await newItem(org, rep.id, { priority: 'urgent', description: 'Renewal call', entityType: 'Deal', entityId: 'deal_x', expectedImpactCents: 250000, expiresAt });
+    const a = await newItem(org, rep.id, {
+      priority: 'urgent',
+      description: 'Renewal call',
+      entityType: 'Deal',
+      entityId: 'deal_x',
+      expectedImpactCents: 250000,
+      expiresAt,
+    });
     const b = await newItem(org, mgr.user.id);
     const c = await newItem(org, rep.id);
     // b and c share a creation time: the id breaks the tie, descending.
@@ -65,10 +105,25 @@ describe('GET /action-items', () => {
     expect(r.data!.nextCursor).toBeNull();
     const item = r.data!.data.find((i) => i.id === a)!;
     expect(item).toEqual({
-      id: a, actionType: 'follow_up', title: expect.stringMatching(/^Call /), description: 'Renewal call', priority: 'urgent', status: 'pending',
-      entityType: 'Deal', entityId: 'deal_x', salesPersonId: rep.id, aiGenerated: false, expectedImpactCents: 250000,
-      createdAt: new Date(at.getTime() - 1000).toISOString(), expiresAt, completedAt: null, dismissedAt: null, snoozedUntilAt: null, snoozedAt: null,
-      dismissReason: null, snoozeReason: null,
+      id: a,
+      actionType: 'follow_up',
+      title: expect.stringMatching(/^Call /),
+      description: 'Renewal call',
+      priority: 'urgent',
+      status: 'pending',
+      entityType: 'Deal',
+      entityId: 'deal_x',
+      salesPersonId: rep.id,
+      aiGenerated: false,
+      expectedImpactCents: 250000,
+      createdAt: new Date(at.getTime() - 1000).toISOString(),
+      expiresAt,
+      completedAt: null,
+      dismissedAt: null,
+      snoozedUntilAt: null,
+      snoozedAt: null,
+      dismissReason: null,
+      snoozeReason: null,
     });
     // The list item and the single item are the same shape, key for key.
     expect(await getItem(mgr.api, a)).toEqual(item);
@@ -119,10 +174,15 @@ describe('GET /action-items', () => {
     expect((await list(mgr.api, { salesPersonId: '' })).response.status).toBe(400);
   });
 
-  it('walks an index in list order for the page and for each filter (no sort of the organization\'s items)', async () => {
+  it("walks an index in list order for the page and for each filter (no sort of the organization's items)", async () => {
     const org = await svc.newOrg();
-    const plan = (where: string) => planOf(svc, org.id, `SELECT a.id FROM action_items a WHERE a.organization_id = '${org.id}' ${where}
-      ORDER BY a.created_at DESC, a.id DESC LIMIT 51`);
+    const plan = (where: string) =>
+      planOf(
+        svc,
+        org.id,
+        `SELECT a.id FROM action_items a WHERE a.organization_id = '${org.id}' ${where}
+      ORDER BY a.created_at DESC, a.id DESC LIMIT 51`,
+      );
     expect(await plan('')).toMatch(/action_items_page_idx/);
     expect(await plan(`AND a.status = 'pending'`)).toMatch(/action_items_status_page_idx/);
     expect(await plan(`AND a.priority = 'high'`)).toMatch(/action_items_priority_page_idx/);
@@ -130,7 +190,7 @@ describe('GET /action-items', () => {
     for (const where of ['', `AND a.status = 'pending'`, `AND a.sales_person_id = 'usr_x'`]) expect(await plan(where)).not.toMatch(/Sort/);
   });
 
-  it('needs actions.read, and never shows another organization\'s items', async () => {
+  it("needs actions.read, and never shows another organization's items", async () => {
     const org = await svc.newOrg();
     const other = await svc.newOrg();
     const mine = await newItem(org, org.ownerId);
@@ -143,7 +203,9 @@ describe('GET /action-items', () => {
     const mgr = await person(org, 'MANAGER');
     expect((await list(mgr.api)).data!.data.map((i) => i.id)).toEqual([mine]);
     expect((await mgr.api.GET('/action-items/{id}', { params: { path: { id: theirs } } })).response.status).toBe(404);
-    expect((await mgr.api.GET('/action-items/{id}', { params: { path: { id: 'act_000000000000000000000000' } } })).response.status).toBe(404);
+    expect((await mgr.api.GET('/action-items/{id}', { params: { path: { id: 'act_000000000000000000000000' } } })).response.status).toBe(
+      404,
+    );
   });
 });
 
@@ -154,13 +216,26 @@ describe('POST /action-items/{id}/{verb}', () => {
     const id = await newItem(org, rep.user.id, { entityType: 'Contact', entityId: 'con_x' });
     const r = await verb(rep.api, id, 'complete');
     expect(r.response.status).toBe(200);
-    expect(r.data).toMatchObject({ actionId: id, status: 'complete', item: { id, status: 'completed', completedAt: expect.any(String), dismissedAt: null } });
+    expect(r.data).toMatchObject({
+      actionId: id,
+      status: 'complete',
+      item: { id, status: 'completed', completedAt: expect.any(String), dismissedAt: null },
+    });
     const completedAt = r.data!.item.completedAt;
     const events = await eventsOf(svc, org.id, 'action.resolved');
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({
-      resource_type: 'ActionItem', resource_id: id,
-      data: { actionItemId: id, actionType: 'follow_up', status: 'completed', entityType: 'Contact', entityId: 'con_x', salesPersonId: rep.user.id, resolvedByUserId: rep.user.id },
+      resource_type: 'ActionItem',
+      resource_id: id,
+      data: {
+        actionItemId: id,
+        actionType: 'follow_up',
+        status: 'completed',
+        entityType: 'Contact',
+        entityId: 'con_x',
+        salesPersonId: rep.user.id,
+        resolvedByUserId: rep.user.id,
+      },
     });
     const again = await verb(rep.api, id, 'complete', {});
     expect(again.response.status).toBe(200);
@@ -173,7 +248,12 @@ describe('POST /action-items/{id}/{verb}', () => {
     const rep = await person(org, 'REP');
     const id = await newItem(org, rep.user.id);
     const r = await verb(rep.api, id, 'dismiss', { reason: 'Handled by phone' });
-    expect(r.data!.item).toMatchObject({ status: 'dismissed', dismissReason: 'Handled by phone', dismissedAt: expect.any(String), completedAt: null });
+    expect(r.data!.item).toMatchObject({
+      status: 'dismissed',
+      dismissReason: 'Handled by phone',
+      dismissedAt: expect.any(String),
+      completedAt: null,
+    });
     const again = await verb(rep.api, id, 'dismiss', { reason: 'Something else' });
     expect(again.data!.item).toMatchObject({ dismissReason: 'Handled by phone', dismissedAt: r.data!.item.dismissedAt });
     expect((await eventsOf(svc, org.id, 'action.resolved')).map((e) => e.data.status)).toEqual(['dismissed']);
@@ -187,7 +267,18 @@ describe('POST /action-items/{id}/{verb}', () => {
     const id = await newItem(org, rep.user.id);
     await verb(rep.api, id, 'dismiss', { reason: 'Not now' });
     const r = await verb(rep.api, id, 'reopen');
-    expect(r.data).toMatchObject({ status: 'reopen', item: { status: 'pending', completedAt: null, dismissedAt: null, dismissReason: null, snoozedUntilAt: null, snoozedAt: null, snoozeReason: null } });
+    expect(r.data).toMatchObject({
+      status: 'reopen',
+      item: {
+        status: 'pending',
+        completedAt: null,
+        dismissedAt: null,
+        dismissReason: null,
+        snoozedUntilAt: null,
+        snoozedAt: null,
+        snoozeReason: null,
+      },
+    });
     await verb(rep.api, id, 'snooze', { days: 2, reason: 'Later' });
     const reopened = await verb(rep.api, id, 'reopen');
     expect(reopened.data!.item).toMatchObject({ status: 'pending', snoozedUntilAt: null, snoozedAt: null, snoozeReason: null });
@@ -238,7 +329,15 @@ describe('POST /action-items/{id}/{verb}', () => {
       expect(r.response.status, `${v} ${JSON.stringify(body)}`).toBe(400);
       expect(r.error).toMatchObject({ type: expect.stringMatching(/validation-failed$/), errors: [expect.objectContaining({ field })] });
     }
-    for (const body of [{ until: new Date(Date.now() + DAY).toISOString(), days: 2 }, { days: 0 }, { days: 91 }, { reason: '' }, { reason: 'x'.repeat(501) }, { other: 1 }, { until: 'tomorrow' }]) {
+    for (const body of [
+      { until: new Date(Date.now() + DAY).toISOString(), days: 2 },
+      { days: 0 },
+      { days: 91 },
+      { reason: '' },
+      { reason: 'x'.repeat(501) },
+      { other: 1 },
+      { until: 'tomorrow' },
+    ]) {
       expect((await verb(rep.api, id, 'snooze', body)).response.status, JSON.stringify(body)).toBe(400);
     }
     const unknown = await verb(rep.api, id, 'archive');
@@ -252,7 +351,11 @@ describe('POST /action-items/{id}/{verb}', () => {
     const org = await svc.newOrg();
     const rep = await person(org, 'REP');
     const key = await org.key(['contacts.write'], { userId: rep.user.id });
-    for (const init of [{}, { body: '', headers: { 'content-type': 'application/json' } }, { body: '{}', headers: { 'content-type': 'application/json' } }]) {
+    for (const init of [
+      {},
+      { body: '', headers: { 'content-type': 'application/json' } },
+      { body: '{}', headers: { 'content-type': 'application/json' } },
+    ]) {
       const id = await newItem(org, rep.user.id);
       const r = await raw(svc.baseUrl, 'POST', `/api/v1/action-items/${id}/complete`, { key, ...init });
       expect(r.status, JSON.stringify(init)).toBe(200);
@@ -260,7 +363,7 @@ describe('POST /action-items/{id}/{verb}', () => {
     }
   });
 
-  it('lets the owner act, and a MANAGER, ADMIN or OWNER act on anyone\'s item; a REP on another\'s item and an unattributed key get 403', async () => {
+  it("lets the owner act, and a MANAGER, ADMIN or OWNER act on anyone's item; a REP on another's item and an unattributed key get 403", async () => {
     const org = await svc.newOrg();
     const rep = await person(org, 'REP');
     const otherRep = await person(org, 'REP');
@@ -284,7 +387,7 @@ describe('POST /action-items/{id}/{verb}', () => {
     expect((await eventsOf(svc, org.id, 'action.resolved'))[0].data.resolvedByUserId).toBe(mgr.user.id);
   });
 
-  it('answers 404 for an unknown item or another organization\'s, before ownership; needs contacts.write', async () => {
+  it("answers 404 for an unknown item or another organization's, before ownership; needs contacts.write", async () => {
     const org = await svc.newOrg();
     const other = await svc.newOrg();
     const rep = await person(org, 'REP');
@@ -296,7 +399,10 @@ describe('POST /action-items/{id}/{verb}', () => {
     const mine = await newItem(org, readOnly.user.id);
     const r = await verb(readOnly.api, mine, 'complete');
     expect(r.response.status).toBe(403);
-    expect(r.error).toMatchObject({ type: expect.stringMatching(/insufficient-scope$/), detail: expect.stringContaining('contacts.write') });
+    expect(r.error).toMatchObject({
+      type: expect.stringMatching(/insufficient-scope$/),
+      detail: expect.stringContaining('contacts.write'),
+    });
   });
 });
 
@@ -306,7 +412,15 @@ describe('POST /admin/api/organizations/{orgId}/action-items', () => {
     const rep = await org.user('REP');
     const id = await newItem(org, rep.id, { priority: 'low', description: 'd', expectedImpactCents: 0 });
     const row = await rowOf(org.id, id);
-    expect(row).toMatchObject({ status: 'pending', sales_person_id: rep.id, ai_generated: false, priority: 'low', description: 'd', expected_impact_cents: 0, source_key: null });
+    expect(row).toMatchObject({
+      status: 'pending',
+      sales_person_id: rep.id,
+      ai_generated: false,
+      priority: 'low',
+      description: 'd',
+      expected_impact_cents: 0,
+      source_key: null,
+    });
     // Only the person's joining (team.member_added): the item itself emits nothing.
     expect((await eventsOf(svc, org.id)).map((e) => e.type)).toEqual(['team.member_added']);
   });
@@ -314,9 +428,11 @@ describe('POST /admin/api/organizations/{orgId}/action-items', () => {
   it('answers 404 for an unknown organization or a person of another, 400 for a past expiresAt or a bad body', async () => {
     const org = await svc.newOrg();
     const other = await svc.newOrg();
-    const post = (orgId: string, body: Record<string, unknown>) => svc.admin.POST('/organizations/{orgId}/action-items', {
-      params: { path: { orgId } }, body: { actionType: 'x', title: 't', salesPersonId: org.ownerId, priority: 'high', ...body } as never,
-    });
+    const post = (orgId: string, body: Record<string, unknown>) =>
+      svc.admin.POST('/organizations/{orgId}/action-items', {
+        params: { path: { orgId } },
+        body: { actionType: 'x', title: 't', salesPersonId: org.ownerId, priority: 'high', ...body } as never,
+      });
     expect((await post('org_nope', {})).response.status).toBe(404);
     expect((await post(org.id, { salesPersonId: other.ownerId })).response.status).toBe(404);
     expect((await post(org.id, { expiresAt: new Date(Date.now() - 1000).toISOString() })).response.status).toBe(400);
@@ -370,7 +486,11 @@ describe('sweeps', () => {
     const rep = await org.user('REP');
     const api = svc.api(await org.key(ALL_SCOPES, { userId: org.ownerId }));
     const closeDate = new Date(Date.now() - 2 * DAY).toISOString().slice(0, 10);
-    const deal = (await api.POST('/deals', { body: { name: 'Rocket fuel', valueCents: 1_000_000, probability: 40, closeDate, ownerSalesPersonId: rep.id } })).data!;
+    const deal = (
+      await api.POST('/deals', {
+        body: { name: 'Rocket fuel', valueCents: 1_000_000, probability: 40, closeDate, ownerSalesPersonId: rep.id },
+      })
+    ).data!;
     const unpriced = (await api.POST('/deals', { body: { name: 'Unpriced', closeDate } })).data!;
     await runDealSweep(deps);
     await runDealSweep(deps);
@@ -378,11 +498,18 @@ describe('sweeps', () => {
     expect(items).toHaveLength(2);
     const item = items.find((i) => i.entity_id === deal.id)!;
     expect(item).toMatchObject({
-      action_type: 'deal_next_step_overdue', title: 'Next step overdue: Rocket fuel', priority: 'high', status: 'pending', entity_type: 'Deal',
-      sales_person_id: rep.id, ai_generated: true, expected_impact_cents: 400_000, source_key: `deal-overdue:${deal.id}:${closeDate}`,
+      action_type: 'deal_next_step_overdue',
+      title: 'Next step overdue: Rocket fuel',
+      priority: 'high',
+      status: 'pending',
+      entity_type: 'Deal',
+      sales_person_id: rep.id,
+      ai_generated: true,
+      expected_impact_cents: 400_000,
+      source_key: `deal-overdue:${deal.id}:${closeDate}`,
     });
     expect(items.find((i) => i.entity_id === unpriced.id)).toMatchObject({ expected_impact_cents: null, sales_person_id: org.ownerId });
-    expect((await eventsOf(svc, org.id, 'deal.next_step_overdue'))).toHaveLength(2);
+    expect(await eventsOf(svc, org.id, 'deal.next_step_overdue')).toHaveLength(2);
   });
 
   it('opens one follow-up per out-of-office return for a contact with a sequence in flight', async () => {
@@ -398,7 +525,10 @@ describe('sweeps', () => {
     await insertSequence(svc, org.id, stillAway.id, 'ACTIVE');
     await insertSequence(svc, org.id, longAgo.id, 'QUEUED');
     await insertSequence(svc, org.id, paused.id, 'PAUSED');
-    const ooo = (id: string, at: Date) => system(svc, (trx) => trx.updateTable('contacts').set({ out_of_office_until: at }).where('organization_id', '=', org.id).where('id', '=', id).execute());
+    const ooo = (id: string, at: Date) =>
+      system(svc, (trx) =>
+        trx.updateTable('contacts').set({ out_of_office_until: at }).where('organization_id', '=', org.id).where('id', '=', id).execute(),
+      );
     const returned = new Date(Date.now() - 3600_000);
     await ooo(back.id, returned);
     await ooo(noSequence.id, returned);
@@ -410,8 +540,14 @@ describe('sweeps', () => {
     const items = await itemsOf(org.id);
     expect(items).toHaveLength(1);
     expect(items[0]).toMatchObject({
-      action_type: 'follow_up_ooo_return', title: 'Follow up with Dana Back: back from out of office', priority: 'medium', entity_type: 'Contact',
-      entity_id: back.id, sales_person_id: rep.id, ai_generated: true, expected_impact_cents: null,
+      action_type: 'follow_up_ooo_return',
+      title: 'Follow up with Dana Back: back from out of office',
+      priority: 'medium',
+      entity_type: 'Contact',
+      entity_id: back.id,
+      sales_person_id: rep.id,
+      ai_generated: true,
+      expected_impact_cents: null,
       source_key: `ooo-return:${back.id}:${returned.getTime()}`,
     });
     expect(items[0].expires_at!.getTime()).toBe(returned.getTime() + 14 * DAY);
@@ -419,6 +555,9 @@ describe('sweeps', () => {
     const again = new Date(Date.now() - 60_000);
     await ooo(back.id, again);
     await runActionItemSweep(deps);
-    expect((await itemsOf(org.id)).map((i) => i.source_key)).toEqual([`ooo-return:${back.id}:${returned.getTime()}`, `ooo-return:${back.id}:${again.getTime()}`]);
+    expect((await itemsOf(org.id)).map((i) => i.source_key)).toEqual([
+      `ooo-return:${back.id}:${returned.getTime()}`,
+      `ooo-return:${back.id}:${again.getTime()}`,
+    ]);
   });
 });

@@ -2,17 +2,22 @@
 // and null rates, the cohort and single-attribution rules on crafted data (seeded with SQL at
 // chosen instants), the 5,000-deal scan, ratesTrusted, and the Postgres cache per window, per
 // organization and across API nodes.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { sql } from 'kysely';
-import { raw, startService, type PublicClient, type TestService } from './support/harness.js';
-import { planOf, system, uid } from './crm-support.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { funnelQuery } from '../src/analytics/funnel.js';
-import { createApp } from '../src/http/app.js';
 import { handlers } from '../src/boot/runtime.js';
+import { createApp } from '../src/http/app.js';
+import { planOf, system, uid } from './crm-support.js';
+import { type PublicClient, raw, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 const WINDOW_HEADER = 'x-service-analytics-max-window-days';
 const UNIT = /_(count|cents|pct|pp)$/;
@@ -22,8 +27,7 @@ async function analyticsOrg() {
   return { org, key, api };
 }
 
-const funnel = (api: PublicClient, from: string, to: string) =>
-  api.GET('/analytics/funnel', { params: { query: { from, to } } });
+const funnel = (api: PublicClient, from: string, to: string) => api.GET('/analytics/funnel', { params: { query: { from, to } } });
 
 async function funnelOk(api: PublicClient, from: string, to: string) {
   const r = await funnel(api, from, to);
@@ -57,11 +61,15 @@ function seeder(orgId: string, ownerId: string) {
       await run(sql`INSERT INTO products (organization_id, id, name) VALUES (${orgId}, ${id}, ${name})`);
     },
     async list(id: string, name: string, deleted = false) {
-      await run(sql`INSERT INTO contact_lists (organization_id, id, name, deleted_at) VALUES (${orgId}, ${id}, ${name}, ${deleted ? sql`now()` : null})`);
+      await run(
+        sql`INSERT INTO contact_lists (organization_id, id, name, deleted_at) VALUES (${orgId}, ${id}, ${name}, ${deleted ? sql`now()` : null})`,
+      );
     },
     async contact(id: string, listId: string) {
       const email = `${id}@${uid('co')}.example`;
-      await run(sql`INSERT INTO contacts (organization_id, id, list_id, email, email_normalized) VALUES (${orgId}, ${id}, ${listId}, ${email}, ${email})`);
+      await run(
+        sql`INSERT INTO contacts (organization_id, id, list_id, email, email_normalized) VALUES (${orgId}, ${id}, ${listId}, ${email}, ${email})`,
+      );
     },
     async sequence(id: string, contactId: string, created: string, o: { product?: string; list?: string } = {}) {
       await run(sql`INSERT INTO contact_sequences (organization_id, id, contact_id, template_id, product_id, list_id, status, created_at)
@@ -78,7 +86,8 @@ function seeder(orgId: string, ownerId: string) {
     async deal(id: string, created: string, o: { primary?: string; contacts?: string[]; stage?: string; value?: number } = {}) {
       await run(sql`INSERT INTO deals (organization_id, id, name, value_cents, owner_sales_person_id, primary_contact_id, stage_id, created_at)
         VALUES (${orgId}, ${id}, ${id}, ${o.value ?? null}, ${ownerId}, ${o.primary ?? null}, ${o.stage ?? 'stg_open'}, ${created})`);
-      for (const c of o.contacts ?? []) await run(sql`INSERT INTO deal_contacts (organization_id, deal_id, contact_id) VALUES (${orgId}, ${id}, ${c})`);
+      for (const c of o.contacts ?? [])
+        await run(sql`INSERT INTO deal_contacts (organization_id, deal_id, contact_id) VALUES (${orgId}, ${id}, ${c})`);
     },
     async meeting(dealId: string, contactId: string, occurred: string) {
       await run(sql`INSERT INTO deal_activities (organization_id, id, deal_id, contact_id, kind, summary, occurred_at)
@@ -91,9 +100,18 @@ describe('GET /analytics/funnel window', () => {
   it('answers 400 validation-failed with X-Service-Analytics-Max-Window-Days: 366 for every bad window, changing nothing', async () => {
     const { org, key } = await analyticsOrg();
     const bad = [
-      '', '?from=2025-01-01', '?to=2025-01-31', '?from=2025/01/01&to=2025-01-31', '?from=2025-01-01&to=soon',
-      '?from=&to=2025-01-31', '?from=2025-01-01&to=', '?from=2025-1-01&to=2025-01-31', '?from=2025-02-30&to=2025-03-01',
-      '?from=2025-01-01T00:00:00Z&to=2025-01-31', '?from=2025-02-01&to=2025-01-31', '?from=2024-01-01&to=2025-01-01',
+      '',
+      '?from=2025-01-01',
+      '?to=2025-01-31',
+      '?from=2025/01/01&to=2025-01-31',
+      '?from=2025-01-01&to=soon',
+      '?from=&to=2025-01-31',
+      '?from=2025-01-01&to=',
+      '?from=2025-1-01&to=2025-01-31',
+      '?from=2025-02-30&to=2025-03-01',
+      '?from=2025-01-01T00:00:00Z&to=2025-01-31',
+      '?from=2025-02-01&to=2025-01-31',
+      '?from=2024-01-01&to=2025-01-01',
     ];
     for (const q of bad) {
       const r = await raw(svc.baseUrl, 'GET', `/api/v1/analytics/funnel${q}`, { key });
@@ -103,7 +121,9 @@ describe('GET /analytics/funnel window', () => {
       expect(r.headers.get(WINDOW_HEADER), q).toBe('366');
       expect(r.headers.get('x-service-cache'), q).toBeNull();
     }
-    const rows = await system(svc, (trx) => trx.selectFrom('analytics_cache').select('cache_key').where('organization_id', '=', org.id).execute());
+    const rows = await system(svc, (trx) =>
+      trx.selectFrom('analytics_cache').select('cache_key').where('organization_id', '=', org.id).execute(),
+    );
     expect(rows).toEqual([]);
     // The typed client validates the 400 against the contract too.
     const typed = await funnel(svc.api(key), '2025-03-01', '2025-02-28');
@@ -113,7 +133,11 @@ describe('GET /analytics/funnel window', () => {
 
   it('accepts one day and 366 inclusive days (a leap year), with the header on the 200', async () => {
     const { api } = await analyticsOrg();
-    for (const [from, to] of [['2024-01-01', '2024-12-31'], ['2025-06-01', '2025-06-01'], ['2025-01-01', '2026-01-01']]) {
+    for (const [from, to] of [
+      ['2024-01-01', '2024-12-31'],
+      ['2025-06-01', '2025-06-01'],
+      ['2025-01-01', '2026-01-01'],
+    ]) {
       const r = await funnelOk(api, from, to);
       expect(r.window).toBe('366');
       expect(r.body.from).toBe(from);
@@ -129,17 +153,34 @@ describe('GET /analytics/funnel window', () => {
 });
 
 describe('GET /analytics/funnel body', () => {
-  it('names every numeric field\'s unit and answers null rates (never 0) in an empty organization', async () => {
+  it("names every numeric field's unit and answers null rates (never 0) in an empty organization", async () => {
     const { api } = await analyticsOrg();
     const { body } = await funnelOk(api, '2025-01-01', '2025-03-31');
     expect(unitlessNumbers(body)).toEqual([]);
     expect(body.totals).toEqual({
-      key: null, label: null, sequencesStarted_count: 0, sequencesSent_count: 0, sequencesReplied_count: 0, sequencesWithMeeting_count: 0,
-      dealsAttributed_count: 0, dealsWon_count: 0, wonValue_cents: 0, openValue_cents: 0,
-      sentPerSequenceStarted_pct: null, repliedPerSequenceSent_pct: null, meetingPerSequenceSent_pct: null,
-      dealsPerSequenceStarted_pct: null, wonPerDealAttributed_pct: null, ratesTrusted: false,
+      key: null,
+      label: null,
+      sequencesStarted_count: 0,
+      sequencesSent_count: 0,
+      sequencesReplied_count: 0,
+      sequencesWithMeeting_count: 0,
+      dealsAttributed_count: 0,
+      dealsWon_count: 0,
+      wonValue_cents: 0,
+      openValue_cents: 0,
+      sentPerSequenceStarted_pct: null,
+      repliedPerSequenceSent_pct: null,
+      meetingPerSequenceSent_pct: null,
+      dealsPerSequenceStarted_pct: null,
+      wonPerDealAttributed_pct: null,
+      ratesTrusted: false,
     });
-    expect(body).toMatchObject({ byProduct: [], byList: [], attribution: { dealsCreatedAllSources_count: 0 }, truncation: { dealScanTruncated: false } });
+    expect(body).toMatchObject({
+      byProduct: [],
+      byList: [],
+      attribution: { dealsCreatedAllSources_count: 0 },
+      truncation: { dealScanTruncated: false },
+    });
   });
 
   it('counts the cohort and credits each deal to one sequence, by the rules of DECISIONS', async () => {
@@ -150,7 +191,16 @@ describe('GET /analytics/funnel body', () => {
     await s.product('prd_b', 'Satellites');
     await s.list('lst_x', 'Launch list');
     await s.list('lst_y', 'Old list', true);
-    for (const [c, l] of [['c1', 'lst_x'], ['c2', 'lst_x'], ['c3', 'lst_y'], ['c4', 'lst_x'], ['c5', 'lst_x'], ['c6', 'lst_x'], ['c7', 'lst_y'], ['c9', 'lst_x']]) {
+    for (const [c, l] of [
+      ['c1', 'lst_x'],
+      ['c2', 'lst_x'],
+      ['c3', 'lst_y'],
+      ['c4', 'lst_x'],
+      ['c5', 'lst_x'],
+      ['c6', 'lst_x'],
+      ['c7', 'lst_y'],
+      ['c9', 'lst_x'],
+    ]) {
       await s.contact(c, l);
     }
     // The window is March 2025. In the cohort: s1, s2, s2b, s2c, s3, s4, s7, s9.
@@ -197,21 +247,47 @@ describe('GET /analytics/funnel body', () => {
     const { body, cache } = await funnelOk(api, '2025-03-01', '2025-03-31');
     expect(cache).toBe('miss');
     expect(body.totals).toEqual({
-      key: null, label: null, sequencesStarted_count: 8, sequencesSent_count: 6, sequencesReplied_count: 2, sequencesWithMeeting_count: 2,
-      dealsAttributed_count: 4, dealsWon_count: 1, wonValue_cents: 100_000, openValue_cents: 90_000,
-      sentPerSequenceStarted_pct: 75, repliedPerSequenceSent_pct: 33.3, meetingPerSequenceSent_pct: 33.3,
-      dealsPerSequenceStarted_pct: 50, wonPerDealAttributed_pct: 25, ratesTrusted: false,
+      key: null,
+      label: null,
+      sequencesStarted_count: 8,
+      sequencesSent_count: 6,
+      sequencesReplied_count: 2,
+      sequencesWithMeeting_count: 2,
+      dealsAttributed_count: 4,
+      dealsWon_count: 1,
+      wonValue_cents: 100_000,
+      openValue_cents: 90_000,
+      sentPerSequenceStarted_pct: 75,
+      repliedPerSequenceSent_pct: 33.3,
+      meetingPerSequenceSent_pct: 33.3,
+      dealsPerSequenceStarted_pct: 50,
+      wonPerDealAttributed_pct: 25,
+      ratesTrusted: false,
     });
     expect(body.attribution).toEqual({ dealsCreatedAllSources_count: 8 });
     expect(body.truncation).toEqual({ dealScanTruncated: false });
-    const brief = (b: (typeof body.byProduct)[number]) => [b.key, b.label, b.sequencesStarted_count, b.sequencesSent_count, b.sequencesReplied_count,
-      b.sequencesWithMeeting_count, b.dealsAttributed_count, b.dealsWon_count, b.wonValue_cents, b.openValue_cents];
+    const brief = (b: (typeof body.byProduct)[number]) => [
+      b.key,
+      b.label,
+      b.sequencesStarted_count,
+      b.sequencesSent_count,
+      b.sequencesReplied_count,
+      b.sequencesWithMeeting_count,
+      b.dealsAttributed_count,
+      b.dealsWon_count,
+      b.wonValue_cents,
+      b.openValue_cents,
+    ];
     expect(body.byProduct.map(brief)).toEqual([
       ['prd_a', 'Rockets', 4, 4, 1, 1, 1, 1, 100_000, 0],
       ['prd_b', 'Satellites', 2, 2, 1, 1, 3, 0, 0, 90_000],
       [null, null, 2, 0, 0, 0, 0, 0, 0, 0],
     ]);
-    expect(body.byProduct[2]).toMatchObject({ sentPerSequenceStarted_pct: 0, repliedPerSequenceSent_pct: null, wonPerDealAttributed_pct: null });
+    expect(body.byProduct[2]).toMatchObject({
+      sentPerSequenceStarted_pct: 0,
+      repliedPerSequenceSent_pct: null,
+      wonPerDealAttributed_pct: null,
+    });
     expect(body.byList.map(brief)).toEqual([
       ['lst_x', 'Launch list', 7, 5, 1, 1, 2, 1, 100_000, 40_000],
       ['lst_y', null, 1, 1, 1, 1, 2, 0, 0, 50_000],
@@ -220,7 +296,7 @@ describe('GET /analytics/funnel body', () => {
     expect(unitlessNumbers(body)).toEqual([]);
   });
 
-  it('keeps single attribution on crowded data: every bucket set adds up to the totals, and never beyond the window\'s deals', async () => {
+  it("keeps single attribution on crowded data: every bucket set adds up to the totals, and never beyond the window's deals", async () => {
     const { org, api } = await analyticsOrg();
     const s = seeder(org.id, org.ownerId);
     await s.stages();
@@ -239,7 +315,9 @@ describe('GET /analytics/funnel body', () => {
                timestamptz '2025-05-01T00:00:00Z' + (g * 7 + k * 3) * interval '1 hour'
         FROM generate_series(1, 12) g, generate_series(1, 3) k`.execute(trx);
       await sql`INSERT INTO send_records (organization_id, id, contact_id, sequence_id, status, sent_at)
-        SELECT organization_id, 'snd_' || id, contact_id, id, 'sent', created_at + interval '10 minutes' FROM contact_sequences WHERE organization_id = ${org.id}`.execute(trx);
+        SELECT organization_id, 'snd_' || id, contact_id, id, 'sent', created_at + interval '10 minutes' FROM contact_sequences WHERE organization_id = ${org.id}`.execute(
+        trx,
+      );
       await sql`INSERT INTO deals (organization_id, id, name, value_cents, owner_sales_person_id, primary_contact_id, stage_id, created_at)
         SELECT ${org.id}, 'deal_' || g, 'Deal ' || g, 1000 * g, ${org.ownerId}, 'cc' || (1 + g % 12),
                CASE WHEN g % 3 = 0 THEN 'stg_won' ELSE 'stg_open' END, timestamptz '2025-05-02T00:00:00Z' + g * interval '5 hours'
@@ -249,8 +327,10 @@ describe('GET /analytics/funnel body', () => {
         ON CONFLICT DO NOTHING`.execute(trx);
     });
     const { body } = await funnelOk(api, '2025-05-01', '2025-05-31');
-    const sum = (rows: typeof body.byProduct, f: 'dealsAttributed_count' | 'dealsWon_count' | 'wonValue_cents' | 'openValue_cents' | 'sequencesStarted_count') =>
-      rows.reduce((a, b) => a + b[f], 0);
+    const sum = (
+      rows: typeof body.byProduct,
+      f: 'dealsAttributed_count' | 'dealsWon_count' | 'wonValue_cents' | 'openValue_cents' | 'sequencesStarted_count',
+    ) => rows.reduce((a, b) => a + b[f], 0);
     expect(body.totals.sequencesStarted_count).toBe(36);
     expect(body.totals.dealsAttributed_count).toBeGreaterThan(0);
     expect(body.totals.dealsAttributed_count).toBeLessThanOrEqual(body.attribution.dealsCreatedAllSources_count);
@@ -261,12 +341,20 @@ describe('GET /analytics/funnel body', () => {
       }
     }
     // The same credit computed independently: per deal, the latest-started sequence of its contacts before it.
-    const credited = await system(svc, async (trx) => (await sql<{ n: number }>`
+    const credited = await system(
+      svc,
+      async (trx) =>
+        (
+          await sql<{ n: number }>`
       SELECT count(DISTINCT d.id)::int AS n FROM deals d
       WHERE d.organization_id = ${org.id} AND EXISTS (
         SELECT 1 FROM contact_sequences cs
         WHERE cs.organization_id = d.organization_id AND cs.created_at + interval '10 minutes' <= d.created_at
-          AND (cs.contact_id = d.primary_contact_id OR cs.contact_id IN (SELECT contact_id FROM deal_contacts dc WHERE dc.organization_id = d.organization_id AND dc.deal_id = d.id)))`.execute(trx)).rows[0].n);
+          AND (cs.contact_id = d.primary_contact_id OR cs.contact_id IN (SELECT contact_id FROM deal_contacts dc WHERE dc.organization_id = d.organization_id AND dc.deal_id = d.id)))`.execute(
+            trx,
+          )
+        ).rows[0].n,
+    );
     expect(body.totals.dealsAttributed_count).toBe(credited);
   });
 
@@ -276,13 +364,21 @@ describe('GET /analytics/funnel body', () => {
       await system(svc, async (trx) => {
         await sql`INSERT INTO contact_lists (organization_id, id, name) VALUES (${org.id}, 'lst', 'L')`.execute(trx);
         await sql`INSERT INTO contacts (organization_id, id, list_id, email, email_normalized)
-          SELECT ${org.id}, 'c' || g, 'lst', 'c' || g || '@x.example', 'c' || g || '@x.example' FROM generate_series(1, ${replied + silent}::int) g`.execute(trx);
+          SELECT ${org.id}, 'c' || g, 'lst', 'c' || g || '@x.example', 'c' || g || '@x.example' FROM generate_series(1, ${replied + silent}::int) g`.execute(
+          trx,
+        );
         await sql`INSERT INTO contact_sequences (organization_id, id, contact_id, template_id, status, created_at)
-          SELECT ${org.id}, 'seq_' || g, 'c' || g, 'tpl', 'ACTIVE', timestamptz '2025-07-02T00:00:00Z' FROM generate_series(1, ${replied + silent}::int) g`.execute(trx);
+          SELECT ${org.id}, 'seq_' || g, 'c' || g, 'tpl', 'ACTIVE', timestamptz '2025-07-02T00:00:00Z' FROM generate_series(1, ${replied + silent}::int) g`.execute(
+          trx,
+        );
         await sql`INSERT INTO send_records (organization_id, id, contact_id, sequence_id, status, sent_at)
-          SELECT ${org.id}, 'snd_' || g, 'c' || g, 'seq_' || g, 'sent', timestamptz '2025-07-03T00:00:00Z' FROM generate_series(1, ${replied + silent}::int) g`.execute(trx);
+          SELECT ${org.id}, 'snd_' || g, 'c' || g, 'seq_' || g, 'sent', timestamptz '2025-07-03T00:00:00Z' FROM generate_series(1, ${replied + silent}::int) g`.execute(
+          trx,
+        );
         await sql`INSERT INTO messages (organization_id, id, contact_id, direction, sequence_id, intent)
-          SELECT ${org.id}, 'msg_' || g, 'c' || g, 'INBOUND', 'seq_' || g, 'not_interested' FROM generate_series(1, ${replied}::int) g`.execute(trx);
+          SELECT ${org.id}, 'msg_' || g, 'c' || g, 'INBOUND', 'seq_' || g, 'not_interested' FROM generate_series(1, ${replied}::int) g`.execute(
+          trx,
+        );
       });
       const { body } = await funnelOk(api, '2025-07-01', '2025-07-31');
       expect(body.totals.sequencesReplied_count).toBe(replied);
@@ -302,10 +398,12 @@ describe('GET /analytics/funnel body', () => {
     await s.sequence('seq_t', 'ct', '2025-09-01T00:00:00Z');
     await s.send('seq_t', 'ct', '2025-09-01T01:00:00Z');
     // 4,999 deals without contacts, then the one credited to seq_t as the 5,000th, oldest first.
-    await system(svc, (trx) => sql`
+    await system(svc, (trx) =>
+      sql`
       INSERT INTO deals (organization_id, id, name, owner_sales_person_id, stage_id, created_at)
       SELECT ${org.id}, 'deal_f' || g, 'Filler ' || g, ${org.ownerId}, 'stg_open', timestamptz '2025-09-02T00:00:00Z' + g * interval '1 minute'
-      FROM generate_series(1, 4999) g`.execute(trx));
+      FROM generate_series(1, 4999) g`.execute(trx),
+    );
     await s.deal('deal_last', '2025-09-20T00:00:00Z', { primary: 'ct', value: 5_000 });
     let r = await funnelOk(api, '2025-09-01', '2025-09-30');
     expect(r.body.attribution.dealsCreatedAllSources_count).toBe(5000);
@@ -313,12 +411,19 @@ describe('GET /analytics/funnel body', () => {
     expect(r.body.totals.dealsAttributed_count).toBe(1);
     // One more deal, older than the credited one: the credited deal is now the 5,001st.
     await s.deal('deal_extra', '2025-09-03T00:00:00Z');
-    await system(svc, (trx) => sql`UPDATE analytics_cache SET computed_at = computed_at - interval '6 minutes' WHERE organization_id = ${org.id}`.execute(trx));
+    await system(svc, (trx) =>
+      sql`UPDATE analytics_cache SET computed_at = computed_at - interval '6 minutes' WHERE organization_id = ${org.id}`.execute(trx),
+    );
     r = await funnelOk(api, '2025-09-01', '2025-09-30');
     expect(r.cache).toBe('miss');
     expect(r.body.attribution.dealsCreatedAllSources_count).toBe(5001);
     expect(r.body.truncation.dealScanTruncated).toBe(true);
-    expect(r.body.totals).toMatchObject({ dealsAttributed_count: 0, openValue_cents: 0, sequencesStarted_count: 1, sequencesSent_count: 1 });
+    expect(r.body.totals).toMatchObject({
+      dealsAttributed_count: 0,
+      openValue_cents: 0,
+      sequencesStarted_count: 1,
+      sequencesSent_count: 1,
+    });
   });
 });
 
@@ -327,12 +432,22 @@ describe('GET /analytics/funnel statement', () => {
     const { org } = await analyticsOrg();
     const q = funnelQuery(org.id, '2025-01-01', '2025-12-31');
     const literal = (v: unknown): string => (Array.isArray(v) ? `ARRAY[${v.map(literal).join(', ')}]` : `'${String(v)}'`);
-    const plan = await planOf(svc, org.id, q.text.replace(/\$(\d+)/g, (_, i: string) => literal(q.values[Number(i) - 1])));
+    const plan = await planOf(
+      svc,
+      org.id,
+      q.text.replace(/\$(\d+)/g, (_, i: string) => literal(q.values[Number(i) - 1])),
+    );
     expect(plan).not.toMatch(/Seq Scan/);
     const used = [...new Set([...plan.matchAll(/(?:using|Index Scan on) (\w+)/g)].map((m) => m[1]))];
     expect(used.length).toBeGreaterThan(8);
-    const defs = await system(svc, async (trx) => (await sql<{ indexname: string; indexdef: string }>`
-      SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(${used}::text[])`.execute(trx)).rows);
+    const defs = await system(
+      svc,
+      async (trx) =>
+        (
+          await sql<{ indexname: string; indexdef: string }>`
+      SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(${used}::text[])`.execute(trx)
+        ).rows,
+    );
     expect(defs.map((d) => d.indexname).sort()).toEqual([...used].sort());
     for (const d of defs) expect(d.indexdef, d.indexname).toMatch(/\(organization_id[,)]/);
   });
@@ -362,13 +477,17 @@ describe('GET /analytics/funnel cache', () => {
     expect(theirs.body.totals.sequencesStarted_count).toBe(0);
     expect((await funnelOk(other.api, '2025-10-01', '2025-10-31')).cache).toBe('hit');
     // Expired: computed anew, with the new sequence.
-    await system(svc, (trx) => sql`UPDATE analytics_cache SET computed_at = computed_at - interval '301 seconds' WHERE organization_id = ${org.id}`.execute(trx));
+    await system(svc, (trx) =>
+      sql`UPDATE analytics_cache SET computed_at = computed_at - interval '301 seconds' WHERE organization_id = ${org.id}`.execute(trx),
+    );
     const fresh = await funnelOk(api, '2025-10-01', '2025-10-31');
     expect(fresh.cache).toBe('miss');
     expect(fresh.body.totals.sequencesStarted_count).toBe(2);
     expect((await funnelOk(api, '2025-10-01', '2025-10-31')).cache).toBe('hit');
     // The expired entry of the other window went with that write.
-    const keys = await system(svc, (trx) => trx.selectFrom('analytics_cache').select('cache_key').where('organization_id', '=', org.id).orderBy('cache_key').execute());
+    const keys = await system(svc, (trx) =>
+      trx.selectFrom('analytics_cache').select('cache_key').where('organization_id', '=', org.id).orderBy('cache_key').execute(),
+    );
     expect(keys.map((k) => k.cache_key)).toEqual(['funnel:2025-10-01:2025-10-31']);
   });
 

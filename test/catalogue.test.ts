@@ -11,7 +11,10 @@ import { EVENT_TYPES, NEVER_EMITTED } from '../src/platform/spec.js';
 const root = new URL('..', import.meta.url).pathname;
 const dir = process.env.OBSERVED_EVENTS_DIR;
 
-interface Observed { file: string; types: string[] }
+interface Observed {
+  file: string;
+  types: string[];
+}
 
 function testFiles(d: string): string[] {
   return fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => {
@@ -23,11 +26,16 @@ function testFiles(d: string): string[] {
 
 /** The files that start a service (and so have an event log), and those of them the run recorded. */
 const self = new URL(import.meta.url).pathname;
-const serviceFiles = testFiles(path.join(root, 'test'))
-  .filter((f) => path.resolve(f) !== path.resolve(self) && fs.readFileSync(f, 'utf8').includes('startService('));
-const observed: Observed[] = dir && fs.existsSync(dir)
-  ? fs.readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as Observed)
-  : [];
+const serviceFiles = testFiles(path.join(root, 'test')).filter(
+  (f) => path.resolve(f) !== path.resolve(self) && fs.readFileSync(f, 'utf8').includes('startService('),
+);
+const observed: Observed[] =
+  dir && fs.existsSync(dir)
+    ? fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8')) as Observed)
+    : [];
 const recorded = new Set(observed.map((o) => path.resolve(o.file)));
 const unrecorded = serviceFiles.filter((f) => !recorded.has(path.resolve(f)));
 

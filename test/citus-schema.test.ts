@@ -14,8 +14,10 @@ const DIST = 'organization_id';
 
 /** Reference tables (create_reference_table): small, read before an organization is known or by all. */
 const REFERENCE: Record<string, string> = {
-  organizations: 'the tenant directory itself (one row per organization), joined to the key on every authenticated request; distributed tables may reference it',
-  api_keys: 'looked up by key_hash before the organization is known (authentication); distributed, every request would fan out to all shards',
+  organizations:
+    'the tenant directory itself (one row per organization), joined to the key on every authenticated request; distributed tables may reference it',
+  api_keys:
+    'looked up by key_hash before the organization is known (authentication); distributed, every request would fan out to all shards',
   lead_forms: 'looked up by form_key before the organization is known (public lead capture endpoint)',
   platform_settings: 'one row of deployment-wide settings, no organization',
   public_templates: 'the public template catalogue, belongs to no organization',
@@ -29,16 +31,37 @@ const COORDINATOR_ONLY: Record<string, string> = {
 
 /** Schemas that are not ours. */
 const FOREIGN_SCHEMAS: Record<string, string> = {
-  graphile_worker: "graphile-worker's own job queue schema (its tables, keys and functions are the library's); it runs on the coordinator only and is reached through enqueue_job()",
+  graphile_worker:
+    "graphile-worker's own job queue schema (its tables, keys and functions are the library's); it runs on the coordinator only and is reached through enqueue_job()",
 };
 
-interface Table { name: string; columns: Map<number, { name: string; type: string; notNull: boolean }> }
-interface Index { table: string; name: string; primary: boolean; keys: number[]; definition: string }
-interface ForeignKey {
-  table: string; name: string; refTable: string; cols: number[]; refCols: number[];
-  onDelete: string; onUpdate: string; deleteSetCols: number[] | null; definition: string;
+interface Table {
+  name: string;
+  columns: Map<number, { name: string; type: string; notNull: boolean }>;
 }
-interface Catalog { tables: Map<string, Table>; indexes: Index[]; foreignKeys: ForeignKey[] }
+interface Index {
+  table: string;
+  name: string;
+  primary: boolean;
+  keys: number[];
+  definition: string;
+}
+interface ForeignKey {
+  table: string;
+  name: string;
+  refTable: string;
+  cols: number[];
+  refCols: number[];
+  onDelete: string;
+  onUpdate: string;
+  deleteSetCols: number[] | null;
+  definition: string;
+}
+interface Catalog {
+  tables: Map<string, Table>;
+  indexes: Index[];
+  foreignKeys: ForeignKey[];
+}
 
 /** Tables, unique indexes (primary keys included) and foreign keys of the public schema. */
 async function readCatalog(client: pg.Client): Promise<Catalog> {
@@ -74,7 +97,7 @@ const kindOf = (table: string): 'reference' | 'coordinator' | 'distributed' =>
 const distAttnum = (c: Catalog, table: string): number | undefined =>
   [...(c.tables.get(table)?.columns ?? new Map()).entries()].find(([, col]) => col.name === DIST)?.[0];
 const colNames = (c: Catalog, table: string, attnums: number[]) =>
-  attnums.map((a) => (a === 0 ? '(expression)' : c.tables.get(table)?.columns.get(a)?.name ?? `#${a}`));
+  attnums.map((a) => (a === 0 ? '(expression)' : (c.tables.get(table)?.columns.get(a)?.name ?? `#${a}`)));
 
 /** Every way the catalog breaks Citus's rules, one line each, naming the table and the index or constraint. */
 function violations(c: Catalog): string[] {
@@ -93,7 +116,9 @@ function violations(c: Catalog): string[] {
     if (!own.some((x) => x.primary)) out.push(`${table}: no primary key`);
     for (const x of own) {
       if (!x.keys.includes(dist)) {
-        out.push(`${table}: ${x.primary ? 'primary key' : 'unique index'} ${x.name} on (${colNames(c, table, x.keys).join(', ')}) lacks ${DIST}: ${x.definition}`);
+        out.push(
+          `${table}: ${x.primary ? 'primary key' : 'unique index'} ${x.name} on (${colNames(c, table, x.keys).join(', ')}) lacks ${DIST}: ${x.definition}`,
+        );
       }
     }
   }
@@ -101,7 +126,10 @@ function violations(c: Catalog): string[] {
     const from = kindOf(fk.table);
     const to = kindOf(fk.refTable);
     const where = `${fk.table}: foreign key ${fk.name} -> ${fk.refTable} (${fk.definition})`;
-    if (from === 'coordinator' || to === 'coordinator') { out.push(`${where}: joins a coordinator-only table`); continue; }
+    if (from === 'coordinator' || to === 'coordinator') {
+      out.push(`${where}: joins a coordinator-only table`);
+      continue;
+    }
     if (from === 'reference') {
       if (to !== 'reference') out.push(`${where}: a reference table may only reference reference tables`);
       continue;
@@ -118,7 +146,10 @@ function violations(c: Catalog): string[] {
     }
     if (pos >= 0) {
       // Citus refuses actions that would rewrite the distribution column.
-      if ((fk.onDelete === 'n' || fk.onDelete === 'd') && (!fk.deleteSetCols || fk.deleteSetCols.length === 0 || fk.deleteSetCols.includes(dist))) {
+      if (
+        (fk.onDelete === 'n' || fk.onDelete === 'd') &&
+        (!fk.deleteSetCols || fk.deleteSetCols.length === 0 || fk.deleteSetCols.includes(dist))
+      ) {
         out.push(`${where}: ON DELETE SET NULL/DEFAULT would change ${DIST}`);
       }
       if (['c', 'n', 'd'].includes(fk.onUpdate)) out.push(`${where}: ON UPDATE CASCADE/SET NULL/DEFAULT would change ${DIST}`);
@@ -153,7 +184,19 @@ describe('Citus-distributable schema', () => {
     for (const name of [...Object.keys(REFERENCE), ...Object.keys(COORDINATOR_ONLY)]) expect(catalog.tables.has(name), name).toBe(true);
     const distributed = [...catalog.tables.keys()].filter((t) => kindOf(t) === 'distributed');
     // The bulk of the data is distributed, colocated on one column.
-    for (const name of ['contacts', 'companies', 'events', 'send_queue', 'send_records', 'messages', 'deals', 'drafts', 'users', 'rate_limits', 'idempotency_keys']) {
+    for (const name of [
+      'contacts',
+      'companies',
+      'events',
+      'send_queue',
+      'send_records',
+      'messages',
+      'deals',
+      'drafts',
+      'users',
+      'rate_limits',
+      'idempotency_keys',
+    ]) {
       expect(distributed, name).toContain(name);
     }
   });
@@ -180,7 +223,9 @@ describe('Citus-distributable schema', () => {
       expect(found.some((v) => v.startsWith('citus_probe: unique index citus_probe_id_key on (id) lacks organization_id'))).toBe(true);
       expect(found.some((v) => v.startsWith('citus_probe: foreign key') && v.includes('ON DELETE SET NULL'))).toBe(true);
       expect(found.some((v) => v.startsWith('citus_probe_global: no organization_id column'))).toBe(true);
-      expect(found.some((v) => v.startsWith('public_templates: foreign key') && v.includes('reference table may only reference'))).toBe(true);
+      expect(found.some((v) => v.startsWith('public_templates: foreign key') && v.includes('reference table may only reference'))).toBe(
+        true,
+      );
       expect(found).toHaveLength(4);
     } finally {
       await client.query('ROLLBACK');
@@ -192,8 +237,12 @@ describe('Citus-distributable schema', () => {
 describe('ON CONFLICT targets', () => {
   it('each matches a unique index (or primary key) of the inserted table', () => {
     const root = path.resolve(import.meta.dirname, '..');
-    const files = ['src', 'handlers'].flatMap((d) => fs.readdirSync(path.join(root, d), { recursive: true, encoding: 'utf8' })
-      .filter((f) => f.endsWith('.ts')).map((f) => path.join(root, d, f)));
+    const files = ['src', 'handlers'].flatMap((d) =>
+      fs
+        .readdirSync(path.join(root, d), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => path.join(root, d, f)),
+    );
     const missing: string[] = [];
     let seen = 0;
     for (const file of files) {
@@ -201,8 +250,13 @@ describe('ON CONFLICT targets', () => {
       for (const m of text.matchAll(/INSERT INTO (\w+)(?:(?!INSERT INTO)[\s\S])*?ON CONFLICT \(([^)]*)\)/g)) {
         seen += 1;
         const [, table, target] = m;
-        const cols = target.split(',').map((c) => c.trim()).sort();
-        const ok = catalog.indexes.some((x) => x.table === table && colNames(catalog, table, x.keys).slice().sort().join(',') === cols.join(','));
+        const cols = target
+          .split(',')
+          .map((c) => c.trim())
+          .sort();
+        const ok = catalog.indexes.some(
+          (x) => x.table === table && colNames(catalog, table, x.keys).slice().sort().join(',') === cols.join(','),
+        );
         if (!ok) missing.push(`${path.relative(root, file)}: ${table} (${target})`);
       }
     }

@@ -1,17 +1,31 @@
 import { domainToASCII } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { raw, startService, type TestService } from './support/harness.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planOf, system, uid } from './crm-support.js';
+import { raw, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 const setup = () => svc.orgWithKey();
 
-const companyCount = (orgId: string) => system(svc, async (trx) =>
-  Number((await trx.selectFrom('companies').select((eb) => eb.fn.countAll().as('n')).where('organization_id', '=', orgId).executeTakeFirstOrThrow()).n));
+const companyCount = (orgId: string) =>
+  system(svc, async (trx) =>
+    Number(
+      (
+        await trx
+          .selectFrom('companies')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('organization_id', '=', orgId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
+  );
 
 describe('POST /companies', () => {
   it('creates with 201 and every field; bare domains and URLs are one identity', async () => {
@@ -20,11 +34,29 @@ describe('POST /companies', () => {
     const first = await api.POST('/companies', { body: { domain: d, name: 'Acme' } });
     expect(first.response.status).toBe(201);
     expect(first.data).toEqual({
-      id: expect.any(String), name: 'Acme', domain: d, domainNormalized: d, industry: null, companySize: null, headquarters: null,
-      tier: null, tags: [], ownerSalesPersonId: null, researchUpdatedAt: null, sourcesCount: 0,
-      createdAt: expect.any(String), updatedAt: expect.any(String),
+      id: expect.any(String),
+      name: 'Acme',
+      domain: d,
+      domainNormalized: d,
+      industry: null,
+      companySize: null,
+      headquarters: null,
+      tier: null,
+      tags: [],
+      ownerSalesPersonId: null,
+      researchUpdatedAt: null,
+      sourcesCount: 0,
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
     });
-    for (const variant of [`https://www.${d}/about?x=1`, `HTTP://${d.toUpperCase()}:8080/`, `www.${d}.`, `  ${d}  `, `//${d}`, `ftp://${d}`]) {
+    for (const variant of [
+      `https://www.${d}/about?x=1`,
+      `HTTP://${d.toUpperCase()}:8080/`,
+      `www.${d}.`,
+      `  ${d}  `,
+      `//${d}`,
+      `ftp://${d}`,
+    ]) {
       const r = await api.POST('/companies', { body: { domain: variant } });
       expect(r.response.status, variant).toBe(200);
       expect(r.data, variant).toEqual(first.data);
@@ -59,7 +91,11 @@ describe('POST /companies', () => {
   it('400 for missing, invalid and freemail domains, creating nothing', async () => {
     const { org, key, api } = await setup();
     for (const domain of ['', 'not a domain', 'localhost', '192.168.1.1', 'http://', 'exa_mple.com', '-bad.com', `${'a'.repeat(64)}.com`]) {
-      const r = await raw(svc.baseUrl, 'POST', '/api/v1/companies', { key, body: JSON.stringify({ domain }), headers: { 'content-type': 'application/json' } });
+      const r = await raw(svc.baseUrl, 'POST', '/api/v1/companies', {
+        key,
+        body: JSON.stringify({ domain }),
+        headers: { 'content-type': 'application/json' },
+      });
       expect(r.status, domain).toBe(400);
     }
     for (const domain of ['gmail.com', 'https://www.yahoo.com/mail', 'Hotmail.com', 'mailinator.com']) {
@@ -85,7 +121,8 @@ describe('GET /companies', () => {
     const { api } = await setup();
     const tok = uid('nim');
     const a = (await api.POST('/companies', { body: { domain: `${tok}-shop.example.com`, name: 'Shop Front' } })).data!;
-    const b = (await api.POST('/companies', { body: { domain: `${uid('b')}.example.com`, name: `Nimbus ${tok.toUpperCase()} Holdings` } })).data!;
+    const b = (await api.POST('/companies', { body: { domain: `${uid('b')}.example.com`, name: `Nimbus ${tok.toUpperCase()} Holdings` } }))
+      .data!;
     const c = (await api.POST('/companies', { body: { domain: `${uid('c')}.example.com` } })).data!;
     const all = await api.GET('/companies');
     expect(all.data?.data).toEqual([c, b, a].map((x) => ({ id: x.id, name: x.name, domain: x.domain, createdAt: x.createdAt })));
@@ -102,18 +139,24 @@ describe('GET /companies', () => {
     expect(p2.data?.nextCursor).toBeNull();
   });
 
-  it('never shows another organization\'s companies; search is index-backed under row-level security', async () => {
+  it("never shows another organization's companies; search is index-backed under row-level security", async () => {
     const a = await setup();
     const b = await setup();
     const co = (await b.api.POST('/companies', { body: { domain: `${uid('sec')}.example.com`, name: 'Secret Co' } })).data!;
     expect((await a.api.GET('/companies', { params: { query: { search: 'secret' } } })).data?.data).toEqual([]);
     expect((await a.api.GET('/companies/{id}', { params: { path: { id: co.id } } })).response.status).toBe(404);
-    await system(svc, (trx) => sql`
+    await system(svc, (trx) =>
+      sql`
       INSERT INTO companies (organization_id, id, name, domain, domain_normalized)
       SELECT ${a.org.id}, 'cmp_seed' || g, 'Company ' || g, 'c' || g || '.example.com', 'c' || g || '.example.com'
-      FROM generate_series(1, 3000) g`.execute(trx));
+      FROM generate_series(1, 3000) g`.execute(trx),
+    );
     await svc.pool.query('VACUUM ANALYZE companies');
-    const plan = await planOf(svc, a.org.id, `SELECT s.id FROM companies_search s WHERE s.organization_id = '${a.org.id}' AND (lower(s.name) LIKE '%secret%' OR s.domain_normalized LIKE 'secret%')`);
+    const plan = await planOf(
+      svc,
+      a.org.id,
+      `SELECT s.id FROM companies_search s WHERE s.organization_id = '${a.org.id}' AND (lower(s.name) LIKE '%secret%' OR s.domain_normalized LIKE 'secret%')`,
+    );
     expect(plan).toMatch(/companies_name_trgm_idx/);
     expect(plan).toMatch(/companies_domain_prefix_idx/);
   });
@@ -126,19 +169,43 @@ describe('GET /companies/{id} and research', () => {
     expect((await api.GET('/companies/{id}', { params: { path: { id: c.id } } })).data).toEqual(c);
     expect((await api.GET('/companies/{id}/research', { params: { path: { id: c.id } } })).response.status).toBe(404);
     const at = new Date();
-    for (const [stored, count] of [['"12"', 0], ['{"n": 3}', 0], ['-1', 0], ['2.5', 0], ['7', 7]] as const) {
-      await system(svc, (trx) => trx.updateTable('companies').set({
-        sources_count: stored, research: JSON.stringify({ researchSources: [{ url: 'u' }], recentNews: 'bad', painPoints: [{ p: 1 }, 3], ttlDays: 30 }),
-        research_updated_at: at, tags: ['a', 'b'], industry: 'Software',
-      }).where('organization_id', '=', org.id).where('id', '=', c.id).execute());
+    for (const [stored, count] of [
+      ['"12"', 0],
+      ['{"n": 3}', 0],
+      ['-1', 0],
+      ['2.5', 0],
+      ['7', 7],
+    ] as const) {
+      await system(svc, (trx) =>
+        trx
+          .updateTable('companies')
+          .set({
+            sources_count: stored,
+            research: JSON.stringify({ researchSources: [{ url: 'u' }], recentNews: 'bad', painPoints: [{ p: 1 }, 3], ttlDays: 30 }),
+            research_updated_at: at,
+            tags: ['a', 'b'],
+            industry: 'Software',
+          })
+          .where('organization_id', '=', org.id)
+          .where('id', '=', c.id)
+          .execute(),
+      );
       const one = await api.GET('/companies/{id}', { params: { path: { id: c.id } } });
       expect(one.data).toMatchObject({ sourcesCount: count, tags: ['a', 'b'], industry: 'Software', researchUpdatedAt: at.toISOString() });
     }
     const research = await api.GET('/companies/{id}/research', { params: { path: { id: c.id } } });
     // A legacy value: malformed arrays read as [], the missing parts as null; freshness by the organization's TTL (default 30 days).
     expect(research.data).toEqual({
-      companyId: c.id, summary: null, facts: [], researchSources: [{ url: 'u' }], recentNews: [], painPoints: [{ p: 1 }], coverage: null,
-      updatedAt: at.toISOString(), ttlDays: 30, isFresh: true,
+      companyId: c.id,
+      summary: null,
+      facts: [],
+      researchSources: [{ url: 'u' }],
+      recentNews: [],
+      painPoints: [{ p: 1 }],
+      coverage: null,
+      updatedAt: at.toISOString(),
+      ttlDays: 30,
+      isFresh: true,
     });
     expect((await api.GET('/companies/{id}', { params: { path: { id: 'cmp_unknown' } } })).response.status).toBe(404);
   });

@@ -2,15 +2,20 @@
 // contact (contact.restored) and contact.stage_changed on every change of qualificationStatus
 // (PATCH, lead conversion, a reply that qualifies), plus the operator's list context update
 // (list.context_updated). Each case asserts the events emitted and those NOT emitted.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { sql } from 'kysely';
-import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, mkContact, mkList, system, uniqueEmail } from './crm-support.js';
 import { mkLead } from './lead-support.js';
+import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 const setup = async () => {
   const org = await svc.newOrg();
@@ -19,9 +24,16 @@ const setup = async () => {
 };
 const restore = (orgId: string, contactId: string) =>
   svc.admin.POST('/organizations/{orgId}/contacts/{contactId}/restore', { params: { path: { orgId, contactId } } });
-const backdateDelete = (orgId: string, id: string, days: number) => system(svc, (trx) =>
-  sql`UPDATE contacts SET deleted_at = now() - make_interval(days => ${days}) WHERE organization_id = ${orgId} AND id = ${id}`.execute(trx));
-const slugOf = (error: unknown) => String((error as { type?: string }).type).split('/').pop();
+const backdateDelete = (orgId: string, id: string, days: number) =>
+  system(svc, (trx) =>
+    sql`UPDATE contacts SET deleted_at = now() - make_interval(days => ${days}) WHERE organization_id = ${orgId} AND id = ${id}`.execute(
+      trx,
+    ),
+  );
+const slugOf = (error: unknown) =>
+  String((error as { type?: string }).type)
+    .split('/')
+    .pop();
 
 describe('POST /admin/api/organizations/{orgId}/contacts/{contactId}/restore', () => {
   it('restores a soft-deleted contact within its window: live again, on its list, contact.restored once', async () => {
@@ -38,8 +50,9 @@ describe('POST /admin/api/organizations/{orgId}/contacts/{contactId}/restore', (
     expect(got.response.status).toBe(200);
     expect((await api.GET('/contacts', { params: { query: { listId: list.id } } })).data?.data.map((x) => x.id)).toEqual([c.id]);
     const events = await eventsOf(svc, org.id, 'contact.restored');
-    expect(events.map((e) => ({ data: e.data, resource: [e.resource_type, e.resource_id] })))
-      .toEqual([{ data: { contactId: c.id, deletedAt: del.data!.deletedAt }, resource: ['Contact', c.id] }]);
+    expect(events.map((e) => ({ data: e.data, resource: [e.resource_type, e.resource_id] }))).toEqual([
+      { data: { contactId: c.id, deletedAt: del.data!.deletedAt }, resource: ['Contact', c.id] },
+    ]);
 
     // A second restore of a live contact is a safe no-op: 200, restored false, no event.
     const again = await restore(org.id, c.id);
@@ -65,7 +78,10 @@ describe('POST /admin/api/organizations/{orgId}/contacts/{contactId}/restore', (
 
     const gone = await mkContact(api);
     await api.DELETE('/contacts/{id}', { params: { path: { id: gone.id } } });
-    const erase = await api.POST('/contacts/{id}/erase', { params: { path: { id: gone.id } }, body: { requesterRef: 'ticket-1', reason: 'gdpr' } });
+    const erase = await api.POST('/contacts/{id}/erase', {
+      params: { path: { id: gone.id } },
+      body: { requesterRef: 'ticket-1', reason: 'gdpr' },
+    });
     expect(erase.response.status).toBe(200);
     const erased = await restore(org.id, gone.id);
     expect(erased.response.status).toBe(409);
@@ -131,8 +147,9 @@ describe('contact.stage_changed', () => {
     expect(conv.response.status).toBe(200);
     const contactId = conv.data!.contactId;
     expect((await api.GET('/contacts/{id}', { params: { path: { id: contactId } } })).data?.qualificationStatus).toBe('QUALIFIED');
-    expect((await eventsOf(svc, org.id, 'contact.stage_changed')).map((e) => e.data))
-      .toEqual([{ contactId, from: 'NEW', to: 'QUALIFIED', source: 'lead_conversion', leadId }]);
+    expect((await eventsOf(svc, org.id, 'contact.stage_changed')).map((e) => e.data)).toEqual([
+      { contactId, from: 'NEW', to: 'QUALIFIED', source: 'lead_conversion', leadId },
+    ]);
 
     // An existing customer converting again keeps CUSTOMER.
     const email = uniqueEmail();
@@ -149,17 +166,20 @@ describe('contact.stage_changed', () => {
   it('an interested reply qualifies the contact (source reply); an unclassifiable one changes nothing', async () => {
     const { org, api } = await setup();
     const c = await mkContact(api);
-    const ingest = (text: string) => svc.admin.POST('/organizations/{orgId}/inbound-messages', {
-      params: { path: { orgId: org.id } }, body: { fromEmail: c.email, subject: 'Re: our idea', body: text },
-    });
+    const ingest = (text: string) =>
+      svc.admin.POST('/organizations/{orgId}/inbound-messages', {
+        params: { path: { orgId: org.id } },
+        body: { fromEmail: c.email, subject: 'Re: our idea', body: text },
+      });
     const neutral = await ingest('Received, thanks.');
     expect(neutral.response.status).toBe(201);
     expect(await eventsOf(svc, org.id, 'contact.stage_changed')).toEqual([]);
     const hot = await ingest('This sounds interesting. Please tell me more about pricing for a team of 40.');
     expect(hot.response.status).toBe(201);
     expect((await eventsOf(svc, org.id, 'lead.interested')).length).toBe(1);
-    expect((await eventsOf(svc, org.id, 'contact.stage_changed')).map((e) => e.data))
-      .toEqual([{ contactId: c.id, from: 'NEW', to: 'QUALIFIED', source: 'reply', messageId: hot.data!.id, intent: 'interested' }]);
+    expect((await eventsOf(svc, org.id, 'contact.stage_changed')).map((e) => e.data)).toEqual([
+      { contactId: c.id, from: 'NEW', to: 'QUALIFIED', source: 'reply', messageId: hot.data!.id, intent: 'interested' },
+    ]);
     // A second interested reply: already QUALIFIED, no second event.
     await ingest('Interested! Tell me more please.');
     expect(await eventsOf(svc, org.id, 'contact.stage_changed')).toHaveLength(1);
@@ -170,23 +190,46 @@ describe('PATCH /admin/api/organizations/{orgId}/lists/{listId} (context)', () =
   it('updates description, connectionPoint and goal with POST /lists limits, emitting list.context_updated with the changed fields only', async () => {
     const { org, api } = await setup();
     const list = await mkList(api);
-    const patch = (body: object) => svc.admin.PATCH('/organizations/{orgId}/lists/{listId}', { params: { path: { orgId: org.id, listId: list.id } }, body: body as never });
+    const patch = (body: object) =>
+      svc.admin.PATCH('/organizations/{orgId}/lists/{listId}', {
+        params: { path: { orgId: org.id, listId: list.id } },
+        body: body as never,
+      });
     const r = await patch({ connectionPoint: 'We met at SaaStr', goal: 'Book a demo' });
     expect(r.response.status).toBe(200);
     expect(r.data).toMatchObject({ id: list.id, connectionPoint: 'We met at SaaStr', goal: 'Book a demo', description: null });
     // Same values: nothing changes, no event; then one field changed and one cleared.
     expect((await patch({ connectionPoint: 'We met at SaaStr', goal: 'Book a demo' })).response.status).toBe(200);
-    expect((await patch({ goal: null, description: 'd'.repeat(400), connectionPoint: 'We met at SaaStr' })).data)
-      .toMatchObject({ goal: null, description: 'd'.repeat(400), connectionPoint: 'We met at SaaStr' });
+    expect((await patch({ goal: null, description: 'd'.repeat(400), connectionPoint: 'We met at SaaStr' })).data).toMatchObject({
+      goal: null,
+      description: 'd'.repeat(400),
+      connectionPoint: 'We met at SaaStr',
+    });
     // Archiving alone emits no context event.
     expect((await patch({ archived: true })).data?.archivedAt).not.toBeNull();
-    for (const body of [{ description: 'd'.repeat(401) }, { connectionPoint: 'c'.repeat(251) }, { goal: 'g'.repeat(151) }, { goal: 5 }, {}]) {
+    for (const body of [
+      { description: 'd'.repeat(401) },
+      { connectionPoint: 'c'.repeat(251) },
+      { goal: 'g'.repeat(151) },
+      { goal: 5 },
+      {},
+    ]) {
       expect((await patch(body)).response.status, JSON.stringify(body)).toBe(400);
     }
     const events = await eventsOf(svc, org.id, 'list.context_updated');
     expect(events.map((e) => e.data)).toEqual([
-      { listId: list.id, changedFields: ['connectionPoint', 'goal'], previous: { connectionPoint: null, goal: null }, current: { connectionPoint: 'We met at SaaStr', goal: 'Book a demo' } },
-      { listId: list.id, changedFields: ['description', 'goal'], previous: { description: null, goal: 'Book a demo' }, current: { description: 'd'.repeat(400), goal: null } },
+      {
+        listId: list.id,
+        changedFields: ['connectionPoint', 'goal'],
+        previous: { connectionPoint: null, goal: null },
+        current: { connectionPoint: 'We met at SaaStr', goal: 'Book a demo' },
+      },
+      {
+        listId: list.id,
+        changedFields: ['description', 'goal'],
+        previous: { description: null, goal: 'Book a demo' },
+        current: { description: 'd'.repeat(400), goal: null },
+      },
     ]);
     expect(events.every((e) => e.resource_type === 'ContactList' && e.resource_id === list.id)).toBe(true);
     const got = await api.GET('/lists/{id}', { params: { path: { id: list.id } } });
@@ -200,7 +243,10 @@ describe('PATCH /admin/api/organizations/{orgId}/lists/{listId} (context)', () =
     const gone = await mkList(api);
     await api.DELETE('/lists/{id}', { params: { path: { id: gone.id } } });
     for (const listId of [foreign.id, gone.id, 'lst_unknown']) {
-      const r = await svc.admin.PATCH('/organizations/{orgId}/lists/{listId}', { params: { path: { orgId: org.id, listId } }, body: { goal: 'x' } });
+      const r = await svc.admin.PATCH('/organizations/{orgId}/lists/{listId}', {
+        params: { path: { orgId: org.id, listId } },
+        body: { goal: 'x' },
+      });
       expect(r.response.status).toBe(404);
     }
     expect(await eventsOf(svc, org.id, 'list.context_updated')).toEqual([]);

@@ -1,18 +1,32 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ALL_SCOPES, raw, startService, waitFor, type TestService } from './support/harness.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, insertSequence, mkContact, mkList, planOf, sequenceStatus, system, uid, uniqueEmail } from './crm-support.js';
+import { ALL_SCOPES, raw, startService, type TestService, waitFor } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 const setup = () => svc.orgWithKey();
 
 const archive = (orgId: string, listId: string, body: { archived?: boolean; isTest?: boolean }) => svc.patchList(orgId, listId, body);
 
-const contactCount = (orgId: string) => system(svc, async (trx) =>
-  Number((await trx.selectFrom('contacts').select((eb) => eb.fn.countAll().as('n')).where('organization_id', '=', orgId).executeTakeFirstOrThrow()).n));
+const contactCount = (orgId: string) =>
+  system(svc, async (trx) =>
+    Number(
+      (
+        await trx
+          .selectFrom('contacts')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('organization_id', '=', orgId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
+  );
 
 describe('POST /contacts', () => {
   it('creates with 201, normalizing the address, linking the company and filing on the list', async () => {
@@ -21,12 +35,31 @@ describe('POST /contacts', () => {
     const email = uniqueEmail('Ada');
     const domain = `${uid('acme')}.example.com`;
     const r = await api.POST('/contacts', {
-      body: { email: email.toUpperCase(), name: 'Ada Lovelace', title: 'CTO', listId: list.id, company: { name: 'Acme', domain: `https://www.${domain}/x` }, fitScore: 0, urgencyScore: 100, qualificationStatus: 'QUALIFIED' },
+      body: {
+        email: email.toUpperCase(),
+        name: 'Ada Lovelace',
+        title: 'CTO',
+        listId: list.id,
+        company: { name: 'Acme', domain: `https://www.${domain}/x` },
+        fitScore: 0,
+        urgencyScore: 100,
+        qualificationStatus: 'QUALIFIED',
+      },
     });
     expect(r.response.status).toBe(201);
     expect(r.data).toMatchObject({
-      organizationId: org.id, email: email.toLowerCase(), name: 'Ada Lovelace', title: 'CTO', phone: null, notes: null, leadSource: null,
-      company: { name: 'Acme', domain }, qualificationStatus: 'QUALIFIED', fitScore: 0, urgencyScore: 100, list: { id: list.id, name: list.name },
+      organizationId: org.id,
+      email: email.toLowerCase(),
+      name: 'Ada Lovelace',
+      title: 'CTO',
+      phone: null,
+      notes: null,
+      leadSource: null,
+      company: { name: 'Acme', domain },
+      qualificationStatus: 'QUALIFIED',
+      fitScore: 0,
+      urgencyScore: 100,
+      list: { id: list.id, name: list.name },
     });
     expect(r.data).not.toHaveProperty('deletedAt');
     // The company exists as POST /companies would have made it.
@@ -86,7 +119,9 @@ describe('POST /contacts', () => {
     const r = await api.POST('/contacts', { body: { email: c.email } });
     expect(r.response.status).toBe(200);
     expect(r.response.headers.get('x-service-existing-list')).toBe('true');
-    const memberships = await system(svc, (trx) => trx.selectFrom('list_memberships').selectAll().where('organization_id', '=', org.id).execute());
+    const memberships = await system(svc, (trx) =>
+      trx.selectFrom('list_memberships').selectAll().where('organization_id', '=', org.id).execute(),
+    );
     expect(memberships).toEqual([]);
     // Nor was a CRM import list made for it: the organization still has only its own list.
     const lists = await system(svc, (trx) => trx.selectFrom('contact_lists').select('id').where('organization_id', '=', org.id).execute());
@@ -155,11 +190,22 @@ describe('POST /contacts', () => {
       const r = await api.POST('/contacts', { body: { email: uniqueEmail(), listId } });
       expect(r.response.status).toBe(404);
     }
-    const bad: unknown[] = [{}, { email: 'nope' }, { email: uniqueEmail(), fitScore: 101 }, { email: uniqueEmail(), urgencyScore: -1 },
-      { email: uniqueEmail(), unknown: 1 }, { email: uniqueEmail(), company: {} }, { email: uniqueEmail(), qualificationStatus: 'HOT' },
-      { email: uniqueEmail(), company: { domain: 'not a domain' } }];
+    const bad: unknown[] = [
+      {},
+      { email: 'nope' },
+      { email: uniqueEmail(), fitScore: 101 },
+      { email: uniqueEmail(), urgencyScore: -1 },
+      { email: uniqueEmail(), unknown: 1 },
+      { email: uniqueEmail(), company: {} },
+      { email: uniqueEmail(), qualificationStatus: 'HOT' },
+      { email: uniqueEmail(), company: { domain: 'not a domain' } },
+    ];
     for (const body of bad) {
-      const r = await raw(svc.baseUrl, 'POST', '/api/v1/contacts', { key: (await org.key()), body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+      const r = await raw(svc.baseUrl, 'POST', '/api/v1/contacts', {
+        key: await org.key(),
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
       expect(r.status, JSON.stringify(body)).toBe(400);
     }
     expect(await contactCount(org.id)).toBe(0);
@@ -195,7 +241,9 @@ describe('POST /contacts', () => {
     const domain = `${uid('unnamed')}.example.com`;
     const unnamed = await api.POST('/companies', { body: { domain } });
     const named = await api.POST('/companies', { body: { domain: `${uid('named')}.example.com`, name: 'Named Ltd' } });
-    const a = await api.POST('/contacts', { body: { email: uniqueEmail(), company: { name: 'Now Named', domain: `http://www.${domain}/` } } });
+    const a = await api.POST('/contacts', {
+      body: { email: uniqueEmail(), company: { name: 'Now Named', domain: `http://www.${domain}/` } },
+    });
     expect(a.data?.company).toEqual({ id: unnamed.data!.id, name: 'Now Named', domain });
     const b = await api.POST('/contacts', { body: { email: uniqueEmail(), company: { name: 'Other Name', domain: named.data!.domain! } } });
     expect(b.data?.company).toMatchObject({ id: named.data!.id, name: 'Named Ltd' });
@@ -212,11 +260,22 @@ describe('POST /contacts', () => {
     try {
       await other.query('BEGIN');
       await other.query(`SELECT set_config('app.system', 'on', true)`);
-      await other.query(`INSERT INTO companies (organization_id, id, name, domain, domain_normalized) VALUES ($1, $2, 'Racer', $3, $3)`, [org.id, companyId, domain]);
+      await other.query(`INSERT INTO companies (organization_id, id, name, domain, domain_normalized) VALUES ($1, $2, 'Racer', $3, $3)`, [
+        org.id,
+        companyId,
+        domain,
+      ]);
       const posting = api.POST('/contacts', { body: { email: uniqueEmail(), company: { domain } } });
       // The filing's company insert waits for the uncommitted row of the same domain.
-      await waitFor(async () => (await svc.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
-        AND query LIKE '%INSERT INTO companies%' AND pid <> pg_backend_pid()`)).rowCount, 15_000, 'the filing to wait on the company');
+      await waitFor(
+        async () =>
+          (
+            await svc.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+        AND query LIKE '%INSERT INTO companies%' AND pid <> pg_backend_pid()`)
+          ).rowCount,
+        15_000,
+        'the filing to wait on the company',
+      );
       await other.query('COMMIT');
       const r = await posting;
       expect(r.response.status).toBe(201);
@@ -252,14 +311,27 @@ describe('GET /contacts', () => {
   it('list items are the contact as GET by id gives it, plus deletedAt and erasedAt, whatever the text holds', async () => {
     const { api } = await setup();
     const list = await mkList(api);
-    const made = await api.POST('/contacts', { body: {
-      email: uniqueEmail(), name: 'Zoë "Zed" O\'Brien \\ \u2028 ✓', listId: list.id, title: 'Head of\nSales\t"ops"', fitScore: 7,
-      company: { name: 'Acme "Quoted"', domain: `${uid('acme')}.example.com` },
-    } });
+    const made = await api.POST('/contacts', {
+      body: {
+        email: uniqueEmail(),
+        name: 'Zoë "Zed" O\'Brien \\ \u2028 ✓',
+        listId: list.id,
+        title: 'Head of\nSales\t"ops"',
+        fitScore: 7,
+        company: { name: 'Acme "Quoted"', domain: `${uid('acme')}.example.com` },
+      },
+    });
     expect(made.response.status, JSON.stringify(made.error)).toBe(201);
-    const patched = await api.PATCH('/contacts/{id}', { params: { path: { id: made.data!.id } }, body: {
-      phone: '+1 555', notes: '</script>{"a":1}', leadSource: 'Ünïcode 🎉', urgencyScore: 0, qualificationStatus: 'NURTURE',
-    } });
+    const patched = await api.PATCH('/contacts/{id}', {
+      params: { path: { id: made.data!.id } },
+      body: {
+        phone: '+1 555',
+        notes: '</script>{"a":1}',
+        leadSource: 'Ünïcode 🎉',
+        urgencyScore: 0,
+        qualificationStatus: 'NURTURE',
+      },
+    });
     expect(patched.response.status, JSON.stringify(patched.error)).toBe(200);
     const plain = await mkContact(api);
     const page = (await api.GET('/contacts', { params: { query: { limit: 10 } } })).data!;
@@ -279,10 +351,13 @@ describe('GET /contacts', () => {
   it('filters by qualificationStatus, exact normalized email, and q over name or email (case-insensitive, literal)', async () => {
     const { api, key } = await setup();
     const tok = uid('zq');
-    const a = await api.POST('/contacts', { body: { email: uniqueEmail(), name: `Ada ${tok.toUpperCase()}`, qualificationStatus: 'NURTURE' } });
+    const a = await api.POST('/contacts', {
+      body: { email: uniqueEmail(), name: `Ada ${tok.toUpperCase()}`, qualificationStatus: 'NURTURE' },
+    });
     const b = await api.POST('/contacts', { body: { email: `${tok}_x%@example.com`, name: 'Bob' } });
     const c = await mkContact(api, { name: 'Carl' });
-    const ids = async (query: Record<string, string>) => (await api.GET('/contacts', { params: { query } })).data!.data.map((x) => x.id).sort();
+    const ids = async (query: Record<string, string>) =>
+      (await api.GET('/contacts', { params: { query } })).data!.data.map((x) => x.id).sort();
     expect(await ids({ qualificationStatus: 'NURTURE' })).toEqual([a.data!.id]);
     expect(await ids({ email: ` ${c.email.toUpperCase()} ` })).toEqual([c.id]);
     expect(await ids({ q: tok })).toEqual([a.data!.id, b.data!.id].sort());
@@ -311,10 +386,12 @@ describe('GET /contacts', () => {
         SELECT organization_id, ${campaign.id}, id, created_at FROM contacts
         WHERE organization_id = ${org.id} AND list_id = ${home.id} AND substr(id, 8)::int % 3 = 0`.execute(trx);
     });
-    const expected = await system(svc, (trx) => sql<{ id: string }>`
+    const expected = await system(svc, (trx) =>
+      sql<{ id: string }>`
       SELECT id FROM contacts WHERE organization_id = ${org.id}
         AND (list_id = ${campaign.id} OR id IN (SELECT contact_id FROM list_memberships WHERE organization_id = ${org.id} AND list_id = ${campaign.id}))
-      ORDER BY created_at DESC, id DESC`.execute(trx));
+      ORDER BY created_at DESC, id DESC`.execute(trx),
+    );
     const seen: string[] = [];
     let cursor: string | undefined;
     do {
@@ -325,8 +402,12 @@ describe('GET /contacts', () => {
     expect(seen).toEqual(expected.rows.map((x) => x.id));
     expect(seen.length).toBeGreaterThan(300);
     await svc.pool.query('VACUUM ANALYZE list_memberships');
-    const plan = await planOf(svc, org.id, `SELECT m.contact_id FROM list_memberships m WHERE m.organization_id = '${org.id}'
-      AND m.list_id = '${campaign.id}' AND m.deleted_at IS NULL ORDER BY m.contact_created_at DESC, m.contact_id DESC LIMIT 51`);
+    const plan = await planOf(
+      svc,
+      org.id,
+      `SELECT m.contact_id FROM list_memberships m WHERE m.organization_id = '${org.id}'
+      AND m.list_id = '${campaign.id}' AND m.deleted_at IS NULL ORDER BY m.contact_created_at DESC, m.contact_id DESC LIMIT 51`,
+    );
     expect(plan).toMatch(/Index (Only )?Scan using list_memberships_page_idx/);
     expect(plan).not.toMatch(/Sort/);
   });
@@ -335,16 +416,27 @@ describe('GET /contacts', () => {
     const { org, api } = await setup();
     // Seed directly: 2,500 common matches, then one rare contact older than all of them.
     const list = await mkList(api);
-    await system(svc, (trx) => sql`
+    await system(svc, (trx) =>
+      sql`
       INSERT INTO contacts (organization_id, id, list_id, email, email_normalized, name, created_at)
       SELECT ${org.id}, 'con_seed' || g, ${list.id}, 'p' || g || '@common.example.com', 'p' || g || '@common.example.com', 'Common ' || g,
              now_ms() - make_interval(secs => g)
-      FROM generate_series(1, 2500) g`.execute(trx));
-    await system(svc, (trx) => sql`
+      FROM generate_series(1, 2500) g`.execute(trx),
+    );
+    await system(svc, (trx) =>
+      sql`
       INSERT INTO contacts (organization_id, id, list_id, email, email_normalized, name, created_at)
-      VALUES (${org.id}, 'con_rare', ${list.id}, 'rare@x.example.com', 'rare@x.example.com', 'Zelda Quux', now_ms() - interval '1 day')`.execute(trx));
+      VALUES (${org.id}, 'con_rare', ${list.id}, 'rare@x.example.com', 'rare@x.example.com', 'Zelda Quux', now_ms() - interval '1 day')`.execute(
+        trx,
+      ),
+    );
     await svc.pool.query('VACUUM ANALYZE contacts'); // also moves new rows out of the trigram index's pending list
-    const plan = (where: string) => planOf(svc, org.id, `SELECT c.id FROM contacts c WHERE c.organization_id = '${org.id}' AND ${where} ORDER BY c.created_at DESC, c.id DESC LIMIT 51`);
+    const plan = (where: string) =>
+      planOf(
+        svc,
+        org.id,
+        `SELECT c.id FROM contacts c WHERE c.organization_id = '${org.id}' AND ${where} ORDER BY c.created_at DESC, c.id DESC LIMIT 51`,
+      );
     expect(await plan('c.deleted_at IS NULL AND c.erased_at IS NULL')).toMatch(/Index (Only )?Scan using contacts_live_page_idx/);
     expect(await plan(`c.list_id = 'lst_x'`)).toMatch(/contacts_list_idx/);
     expect(await plan(`c.qualification_status = 'CUSTOMER'`)).toMatch(/contacts_status_idx/);
@@ -387,7 +479,9 @@ describe('GET /contacts', () => {
     expect([p1.data?.data[0].id, p2.data?.data[0].id, p2.data?.nextCursor]).toEqual([elsewhere.id, own.id, null]);
     await api.DELETE('/lists/{id}', { params: { path: { id: l1.id } } });
     expect(await ids({ listId: l1.id })).toEqual([]);
-    const m = await system(svc, (trx) => trx.selectFrom('list_memberships').select('deleted_at').where('organization_id', '=', org.id).executeTakeFirstOrThrow());
+    const m = await system(svc, (trx) =>
+      trx.selectFrom('list_memberships').select('deleted_at').where('organization_id', '=', org.id).executeTakeFirstOrThrow(),
+    );
     expect(m.deleted_at).not.toBeNull();
   });
 
@@ -409,7 +503,7 @@ describe('GET /contacts', () => {
     expect(all[1].erasedAt).toBeNull();
   });
 
-  it('never shows another organization\'s contacts, whatever the filter', async () => {
+  it("never shows another organization's contacts, whatever the filter", async () => {
     const a = await setup();
     const b = await setup();
     const c = await mkContact(b.api, { name: 'Secret Person' });
@@ -424,13 +518,16 @@ describe('GET /contacts', () => {
     await mkContact(b.api);
     const rows = await svc.rt.db.transaction().execute(async (trx) => {
       await sql`select set_config('app.org_id', ${a.org.id}, true)`.execute(trx);
-      return (await sql<{ n: number }>`select count(*)::int as n from contacts_search where organization_id = ${b.org.id}`.execute(trx)).rows[0].n;
+      return (await sql<{ n: number }>`select count(*)::int as n from contacts_search where organization_id = ${b.org.id}`.execute(trx))
+        .rows[0].n;
     });
     expect(rows).toBe(0);
-    await expect(svc.rt.db.transaction().execute(async (trx) => {
-      await sql`select set_config('app.org_id', ${a.org.id}, true)`.execute(trx);
-      await sql`update contacts_search set name = 'x'`.execute(trx);
-    })).rejects.toThrow(/permission denied/);
+    await expect(
+      svc.rt.db.transaction().execute(async (trx) => {
+        await sql`select set_config('app.org_id', ${a.org.id}, true)`.execute(trx);
+        await sql`update contacts_search set name = 'x'`.execute(trx);
+      }),
+    ).rejects.toThrow(/permission denied/);
   });
 });
 
@@ -450,15 +547,30 @@ describe('GET /contacts/{id} and research', () => {
     const { org, api } = await setup();
     const c = await mkContact(api);
     const at = new Date(Date.now() - 2 * 86_400_000);
-    await system(svc, (trx) => trx.updateTable('contacts').set({
-      research: JSON.stringify({ facts: [{ text: 'f' }, 'junk'], sources: 'malformed', ttlDays: 30 }), research_updated_at: at,
-    }).where('organization_id', '=', org.id).where('id', '=', c.id).execute());
+    await system(svc, (trx) =>
+      trx
+        .updateTable('contacts')
+        .set({
+          research: JSON.stringify({ facts: [{ text: 'f' }, 'junk'], sources: 'malformed', ttlDays: 30 }),
+          research_updated_at: at,
+        })
+        .where('organization_id', '=', org.id)
+        .where('id', '=', c.id)
+        .execute(),
+    );
     // Freshness follows the organization's current TTL (set to 1 day here), not what the stored value says.
     await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: org.id } }, body: { researchTtlDays: 1 } });
     const r = await api.GET('/contacts/{id}/research', { params: { path: { id: c.id } } });
     expect(r.data).toEqual({
-      contactId: c.id, companyId: null, facts: [{ text: 'f' }], sources: [], contactAssessment: null, signalReasons: [],
-      updatedAt: at.toISOString(), ttlDays: 1, isFresh: false,
+      contactId: c.id,
+      companyId: null,
+      facts: [{ text: 'f' }],
+      sources: [],
+      contactAssessment: null,
+      signalReasons: [],
+      updatedAt: at.toISOString(),
+      ttlDays: 1,
+      isFresh: false,
     });
     const d = await api.GET('/contacts/{id}', { params: { path: { id: c.id }, query: { include: 'research' } } });
     expect(d.data?.research).toEqual({ facts: [{ text: 'f' }], sources: [], updatedAt: at.toISOString(), ttlDays: 1, isFresh: false });
@@ -482,7 +594,9 @@ describe('GET /contacts/{id} and research', () => {
     }
     for (const id of ['con_unknown', foreign.id]) {
       expect((await api.DELETE('/contacts/{id}', { params: { path: { id } } })).response.status).toBe(404);
-      expect((await owner.POST('/contacts/{id}/erase', { params: { path: { id } }, body: { requesterRef: 'r', reason: 'r' } })).response.status).toBe(404);
+      expect(
+        (await owner.POST('/contacts/{id}/erase', { params: { path: { id } }, body: { requesterRef: 'r', reason: 'r' } })).response.status,
+      ).toBe(404);
     }
   });
 });
@@ -492,15 +606,30 @@ describe('PATCH /contacts/{id}', () => {
     const { api } = await setup();
     const c = await mkContact(api, { fitScore: 40 });
     const co = await api.POST('/companies', { body: { domain: `${uid('pc')}.example.com` } });
-    const r = await api.PATCH('/contacts/{id}', { params: { path: { id: c.id } }, body: { phone: '+1 555', notes: 'n', leadSource: 'expo', companyId: co.data!.id, qualificationStatus: 'CUSTOMER' } });
+    const r = await api.PATCH('/contacts/{id}', {
+      params: { path: { id: c.id } },
+      body: { phone: '+1 555', notes: 'n', leadSource: 'expo', companyId: co.data!.id, qualificationStatus: 'CUSTOMER' },
+    });
     expect(r.data).toEqual({ id: c.id, updated: true });
     const after = (await api.GET('/contacts/{id}', { params: { path: { id: c.id } } })).data!;
-    expect(after).toMatchObject({ name: c.name, fitScore: 40, phone: '+1 555', notes: 'n', leadSource: 'expo', company: { id: co.data!.id }, qualificationStatus: 'CUSTOMER' });
+    expect(after).toMatchObject({
+      name: c.name,
+      fitScore: 40,
+      phone: '+1 555',
+      notes: 'n',
+      leadSource: 'expo',
+      company: { id: co.data!.id },
+      qualificationStatus: 'CUSTOMER',
+    });
     expect(after.updatedAt >= c.updatedAt).toBe(true);
     const same = await api.PATCH('/contacts/{id}', { params: { path: { id: c.id } }, body: { phone: '+1 555', fitScore: 40 } });
     expect(same.data).toEqual({ id: c.id, updated: false });
     await api.PATCH('/contacts/{id}', { params: { path: { id: c.id } }, body: { phone: null, companyId: null, fitScore: null } });
-    expect((await api.GET('/contacts/{id}', { params: { path: { id: c.id } } })).data).toMatchObject({ phone: null, company: null, fitScore: null });
+    expect((await api.GET('/contacts/{id}', { params: { path: { id: c.id } } })).data).toMatchObject({
+      phone: null,
+      company: null,
+      fitScore: null,
+    });
   });
 
   it('refuses unknown fields, email, out-of-range scores, an empty body and a foreign companyId with 400, changing nothing', async () => {
@@ -508,7 +637,15 @@ describe('PATCH /contacts/{id}', () => {
     const other = await setup();
     const foreignCo = await other.api.POST('/companies', { body: { domain: `${uid('fc')}.example.com` } });
     const c = await mkContact(api, { fitScore: 40 });
-    for (const body of [{ email: 'x@y.z' }, { fitScore: 101 }, { urgencyScore: -1 }, {}, { companyId: foreignCo.data!.id }, { name: '' }, { name: null }]) {
+    for (const body of [
+      { email: 'x@y.z' },
+      { fitScore: 101 },
+      { urgencyScore: -1 },
+      {},
+      { companyId: foreignCo.data!.id },
+      { name: '' },
+      { name: null },
+    ]) {
       const r = await api.PATCH('/contacts/{id}', { params: { path: { id: c.id } }, body: body as never });
       expect(r.response.status, JSON.stringify(body)).toBe(400);
     }
@@ -545,7 +682,8 @@ describe('POST /contacts/{id}/pause-sequence', () => {
     const c = await mkContact(api);
     const other = await mkContact(api);
     const seqs: Record<string, string> = {};
-    for (const s of ['ACTIVE', 'QUEUED', 'DRAFTED', 'APPROVED', 'NEW', 'COMPLETED', 'PAUSED']) seqs[s] = await insertSequence(svc, org.id, c.id, s);
+    for (const s of ['ACTIVE', 'QUEUED', 'DRAFTED', 'APPROVED', 'NEW', 'COMPLETED', 'PAUSED'])
+      seqs[s] = await insertSequence(svc, org.id, c.id, s);
     const otherSeq = await insertSequence(svc, org.id, other.id, 'ACTIVE');
     const r = await api.POST('/contacts/{id}/pause-sequence', { params: { path: { id: c.id } }, body: { reason: 'asked for later' } });
     expect(r.data).toEqual({ contactId: c.id, pausedCount: 4 });

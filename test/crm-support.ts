@@ -9,7 +9,13 @@ import type { PublicClient, TestService } from './support/harness.js';
 export const uid = (p = 'x') => `${p}${crypto.randomBytes(5).toString('hex')}`;
 export const uniqueEmail = (p = 'p') => `${uid(p)}@${uid('co')}.example.com`;
 
-export interface EventRow { id: string; type: string; data: Record<string, unknown>; resource_type: string; resource_id: string }
+export interface EventRow {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  resource_type: string;
+  resource_id: string;
+}
 
 /** The organization's events, oldest first, optionally of one type. */
 export async function eventsOf(svc: TestService, orgId: string, type?: string): Promise<EventRow[]> {
@@ -28,15 +34,30 @@ export async function system<T>(svc: TestService, fn: Parameters<typeof withSyst
 /** A sequence row for a contact (sequences have no create endpoint in this area). */
 export async function insertSequence(svc: TestService, orgId: string, contactId: string, status: string): Promise<string> {
   const id = uid('seq_');
-  await system(svc, (trx) => trx.insertInto('contact_sequences').values({
-    organization_id: orgId, id, contact_id: contactId, template_id: uid('tpl_'), status,
-  }).execute());
+  await system(svc, (trx) =>
+    trx
+      .insertInto('contact_sequences')
+      .values({
+        organization_id: orgId,
+        id,
+        contact_id: contactId,
+        template_id: uid('tpl_'),
+        status,
+      })
+      .execute(),
+  );
   return id;
 }
 
 export async function sequenceStatus(svc: TestService, orgId: string, id: string): Promise<string> {
-  const r = await system(svc, (trx) => trx.selectFrom('contact_sequences').select('status')
-    .where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow());
+  const r = await system(svc, (trx) =>
+    trx
+      .selectFrom('contact_sequences')
+      .select('status')
+      .where('organization_id', '=', orgId)
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow(),
+  );
   return r.status;
 }
 

@@ -3,12 +3,12 @@
 // per-row outcomes with line numbers, malformed files refused whole (nothing imported, no event),
 // list.uploaded with the counts, and 100,000 rows in one streamed request within bounded memory.
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, checkResponse, startService, type TestService } from './support/harness.js';
-import { eventsOf, mkContact, mkList, system, uniqueEmail } from './crm-support.js';
-import { adminOperations } from '../src/platform/spec.js';
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminOperations } from '../src/platform/spec.js';
+import { eventsOf, mkContact, mkList, system, uniqueEmail } from './crm-support.js';
+import { ALL_SCOPES, checkResponse, startService, type TestService } from './support/harness.js';
 
 // A full collection on demand (the test process is not started with --expose-gc).
 v8.setFlagsFromString('--expose-gc');
@@ -16,8 +16,12 @@ const gc = vm.runInNewContext('gc') as () => void;
 const LIVE_HEAP_BOUND_MB = 40;
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 const setup = async () => {
   const org = await svc.newOrg();
@@ -29,15 +33,21 @@ const PATH = '/organizations/{orgId}/lists/{listId}/import';
 
 /** POSTs a CSV body (a string, or a stream of chunks) and checks the answer against the spec. */
 async function upload(orgId: string, listId: string, body: string | Buffer | AsyncIterable<string>, contentType = 'text/csv') {
-  const stream = typeof body === 'string' || Buffer.isBuffer(body) ? body : Readable.toWeb(Readable.from(body)) as ReadableStream;
+  const stream = typeof body === 'string' || Buffer.isBuffer(body) ? body : (Readable.toWeb(Readable.from(body)) as ReadableStream);
   const res = await fetch(`${svc.baseUrl}/admin/api/organizations/${orgId}/lists/${listId}/import`, {
-    method: 'POST', body: stream, headers: { authorization: `Bearer ${svc.config.adminToken}`, 'content-type': contentType }, duplex: 'half',
+    method: 'POST',
+    body: stream,
+    headers: { authorization: `Bearer ${svc.config.adminToken}`, 'content-type': contentType },
+    duplex: 'half',
   } as RequestInit);
   await checkResponse(adminOperations, 'POST', PATH, res);
-  return { status: res.status, body: await res.json() as Record<string, any> };
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
-const contactsOf = (orgId: string) => system(svc, (trx) => trx.selectFrom('contacts').selectAll().where('organization_id', '=', orgId).orderBy('created_at').orderBy('id').execute());
+const contactsOf = (orgId: string) =>
+  system(svc, (trx) =>
+    trx.selectFrom('contacts').selectAll().where('organization_id', '=', orgId).orderBy('created_at').orderBy('id').execute(),
+  );
 const slug = (b: Record<string, unknown>) => String(b.type).split('/').pop();
 
 describe('POST /admin/api/organizations/{orgId}/lists/{listId}/import', () => {
@@ -63,7 +73,16 @@ describe('POST /admin/api/organizations/{orgId}/lists/{listId}/import', () => {
     ].join('\r\n');
     const r = await upload(org.id, list.id, csv);
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ listId: list.id, rows: 9, created: 3, existing: 3, attached: 1, invalid: 3, suppressed: 1, outcomesTruncated: false });
+    expect(r.body).toMatchObject({
+      listId: list.id,
+      rows: 9,
+      created: 3,
+      existing: 3,
+      attached: 1,
+      invalid: 3,
+      suppressed: 1,
+      outcomesTruncated: false,
+    });
     const contacts = await contactsOf(org.id);
     const ada = contacts.find((c) => c.email_normalized === 'ada@acme-widgets.com')!;
     const blocked = contacts.find((c) => c.email_normalized === 'blocked@acme-widgets.com')!;
@@ -72,12 +91,34 @@ describe('POST /admin/api/organizations/{orgId}/lists/{listId}/import', () => {
       { line: 3, outcome: 'existing', email: elsewhere.email, contactId: elsewhere.id, existingList: true, reason: null },
       { line: 4, outcome: 'existing', email: already.email.toUpperCase(), contactId: already.id, existingList: false, reason: null },
       { line: 5, outcome: 'invalid', email: 'not-an-email', contactId: null, existingList: false, reason: expect.stringMatching(/email/) },
-      { line: 6, outcome: 'invalid', email: 'grace@acme-widgets.com', contactId: null, existingList: false, reason: expect.stringMatching(/fitScore/) },
-      { line: 7, outcome: 'invalid', email: 'linus@acme-widgets.com', contactId: null, existingList: false, reason: expect.stringMatching(/free email provider/) },
+      {
+        line: 6,
+        outcome: 'invalid',
+        email: 'grace@acme-widgets.com',
+        contactId: null,
+        existingList: false,
+        reason: expect.stringMatching(/fitScore/),
+      },
+      {
+        line: 7,
+        outcome: 'invalid',
+        email: 'linus@acme-widgets.com',
+        contactId: null,
+        existingList: false,
+        reason: expect.stringMatching(/free email provider/),
+      },
       { line: 10, outcome: 'existing', email: 'ada@acme-widgets.com', contactId: ada.id, existingList: false, reason: null },
     ]);
     // The created contact: every mapped field, the company created by its normalized domain.
-    expect(ada).toMatchObject({ name: 'Ada Lovelace', title: 'CTO', qualification_status: 'QUALIFIED', fit_score: 80, list_id: list.id, lead_source: 'CSV import', owner_user_id: org.ownerId });
+    expect(ada).toMatchObject({
+      name: 'Ada Lovelace',
+      title: 'CTO',
+      qualification_status: 'QUALIFIED',
+      fit_score: 80,
+      list_id: list.id,
+      lead_source: 'CSV import',
+      owner_user_id: org.ownerId,
+    });
     const got = await api.GET('/contacts/{id}', { params: { path: { id: ada.id } } });
     expect(got.data?.company).toMatchObject({ name: 'Acme Widgets', domain: 'acme-widgets.com' });
     // Company by name only: matched to the one just created; status kept as given.
@@ -89,9 +130,9 @@ describe('POST /admin/api/organizations/{orgId}/lists/{listId}/import', () => {
     // The other person was attached, not copied; nothing else was created.
     expect(contacts).toHaveLength(5);
     const uploaded = await eventsOf(svc, org.id, 'list.uploaded');
-    expect(uploaded.map((e) => [e.resource_type, e.resource_id, e.data])).toEqual([[
-      'ContactList', list.id, { listId: list.id, rows: 9, created: 3, existing: 3, attached: 1, invalid: 3, suppressed: 1 },
-    ]]);
+    expect(uploaded.map((e) => [e.resource_type, e.resource_id, e.data])).toEqual([
+      ['ContactList', list.id, { listId: list.id, rows: 9, created: 3, existing: 3, attached: 1, invalid: 3, suppressed: 1 }],
+    ]);
     expect(await eventsOf(svc, org.id, 'contact.stage_changed')).toEqual([]);
 
     // The same file again creates nothing: every valid row is existing now.
@@ -124,7 +165,9 @@ describe('POST /admin/api/organizations/{orgId}/lists/{listId}/import', () => {
     expect(json.status).toBe(415);
     expect(slug(json.body)).toBe('unsupported-media-type');
     expect(await contactsOf(org.id)).toHaveLength(0);
-    expect(await system(svc, (trx) => trx.selectFrom('companies').select('id').where('organization_id', '=', org.id).execute())).toHaveLength(0);
+    expect(
+      await system(svc, (trx) => trx.selectFrom('companies').select('id').where('organization_id', '=', org.id).execute()),
+    ).toHaveLength(0);
     expect(await eventsOf(svc, org.id)).toEqual([]);
   });
 
@@ -148,14 +191,23 @@ describe('POST /admin/api/organizations/{orgId}/lists/{listId}/import', () => {
     expect(r.body.outcomes).toEqual([
       { line: 2, outcome: 'existing', email: known.email, contactId: known.id, existingList: false, reason: null },
       { line: 3, outcome: 'existing', email: elsewhere.email, contactId: elsewhere.id, existingList: true, reason: null },
-      { line: 4, outcome: 'invalid', email: 'new@fresh-co.example.com', contactId: null, existingList: false, reason: 'company.domain gmail.com is a free email provider' },
+      {
+        line: 4,
+        outcome: 'invalid',
+        email: 'new@fresh-co.example.com',
+        contactId: null,
+        existingList: false,
+        reason: 'company.domain gmail.com is a free email provider',
+      },
       { line: 6, outcome: 'existing', email: 'new@fresh-co.example.com', contactId: created.id, existingList: false, reason: null },
     ]);
     expect(created).toMatchObject({ name: 'Second', list_id: list.id });
     const got = await api.GET('/contacts/{id}', { params: { path: { id: created.id } } });
     expect(got.data?.company).toMatchObject({ domain: 'fresh-co.example.com' });
     // The ignored domains made no company, the known people are unchanged.
-    const companies = await system(svc, (trx) => trx.selectFrom('companies').select('domain_normalized').where('organization_id', '=', org.id).execute());
+    const companies = await system(svc, (trx) =>
+      trx.selectFrom('companies').select('domain_normalized').where('organization_id', '=', org.id).execute(),
+    );
     expect(companies.map((c) => c.domain_normalized)).toEqual(['fresh-co.example.com']);
     expect(await contactsOf(org.id)).toHaveLength(3);
     expect((await api.GET('/contacts/{id}', { params: { path: { id: known.id } } })).data).toEqual(known);
@@ -168,7 +220,12 @@ describe('POST /admin/api/organizations/{orgId}/lists/{listId}/import', () => {
     const gone = await mkList(api);
     await api.DELETE('/lists/{id}', { params: { path: { id: gone.id } } });
     const csv = `email\n${uniqueEmail()}\n`;
-    for (const [o, l] of [[org.id, foreign.id], [org.id, gone.id], [org.id, 'lst_unknown'], ['org_unknown', foreign.id]]) {
+    for (const [o, l] of [
+      [org.id, foreign.id],
+      [org.id, gone.id],
+      [org.id, 'lst_unknown'],
+      ['org_unknown', foreign.id],
+    ]) {
       const r = await upload(o, l, csv);
       expect(r.status, `${o}/${l}`).toBe(404);
     }
@@ -195,22 +252,34 @@ describe('POST /admin/api/organizations/{orgId}/lists/{listId}/import', () => {
       yield 'email,name,title,company domain,fit score\n';
       for (let i = 0; i < ROWS; i += 1000) {
         let chunk = '';
-        for (let j = i; j < i + 1000; j += 1) chunk += `person${j}@bulk${j % 500}.example.com,Person ${j},Engineer ${j % 13},bulk${j % 500}.example.com,${j % 101}\n`;
+        for (let j = i; j < i + 1000; j += 1)
+          chunk += `person${j}@bulk${j % 500}.example.com,Person ${j},Engineer ${j % 13},bulk${j % 500}.example.com,${j % 101}\n`;
         yield chunk;
       }
     }
     // The live heap (after a full collection) sampled during the import: what the service holds,
     // without the garbage that merely has not been collected yet.
-    const live = () => { gc(); return process.memoryUsage().heapUsed; };
+    const live = () => {
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
     const base = live();
     let peak = base;
-    const sampler = setInterval(() => { peak = Math.max(peak, live()); }, 250);
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, live());
+    }, 250);
     const r = await upload(org.id, list.id, rows());
     clearInterval(sampler);
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ rows: ROWS, created: ROWS, existing: 0, invalid: 0, outcomes: [], outcomesTruncated: false });
-    const n = await system(svc, (trx) => trx.selectFrom('contacts').select((eb) => eb.fn.countAll<string>().as('n'))
-      .where('organization_id', '=', org.id).where('list_id', '=', list.id).executeTakeFirstOrThrow());
+    const n = await system(svc, (trx) =>
+      trx
+        .selectFrom('contacts')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('organization_id', '=', org.id)
+        .where('list_id', '=', list.id)
+        .executeTakeFirstOrThrow(),
+    );
     expect(Number(n.n)).toBe(ROWS);
     const companies = await system(svc, (trx) => trx.selectFrom('companies').select('id').where('organization_id', '=', org.id).execute());
     expect(companies).toHaveLength(500);

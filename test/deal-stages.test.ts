@@ -1,12 +1,13 @@
 // Deal stages: default seeding, stage moves, gates, history, and the periodic deal sweep.
+
+import { parseCrontab } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg } from '../db/database.js';
-import { parseCrontab } from 'graphile-worker';
 import { runDealSweep } from '../src/deals/sweep.js';
-import { CRONTAB } from '../src/tasks/index.js';
-import { ALL_SCOPES, awayFromUtcMidnight, startService, type TestService } from './support/harness.js';
-import { dealOrg, eventsOf, insertContact, utcDate, type DealOrg } from './deal-support.js';
 import type { Deps } from '../src/platform/services.js';
+import { CRONTAB } from '../src/tasks/index.js';
+import { type DealOrg, dealOrg, eventsOf, insertContact, utcDate } from './deal-support.js';
+import { ALL_SCOPES, awayFromUtcMidnight, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
 let deps: Deps;
@@ -14,7 +15,9 @@ beforeAll(async () => {
   svc = await startService();
   deps = { db: svc.rt.db, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
 });
-afterAll(async () => { await svc?.close(); });
+afterAll(async () => {
+  await svc?.close();
+});
 
 async function create(o: DealOrg, body: Record<string, unknown> = {}) {
   const r = await o.api.POST('/deals', { body: { name: 'Pipeline deal', ...body } as never });
@@ -34,7 +37,8 @@ function move(o: DealOrg, id: string, body: Record<string, unknown>) {
 }
 
 const getDeal = async (o: DealOrg, id: string) => (await o.api.GET('/deals/{id}', { params: { path: { id } } })).data!;
-const historyOf = async (o: DealOrg, id: string) => (await o.api.GET('/deals/{id}/history', { params: { path: { id }, query: { limit: 200 } } })).data!.data;
+const historyOf = async (o: DealOrg, id: string) =>
+  (await o.api.GET('/deals/{id}/history', { params: { path: { id }, query: { limit: 200 } } })).data!.data;
 
 /** A deal that meets every gate: value, primary contact and close date. */
 async function qualified(o: DealOrg, extra: Record<string, unknown> = {}) {
@@ -57,9 +61,12 @@ describe('GET /deal-stages', () => {
     const d = await create(o);
     const stages = (await o.api.GET('/deal-stages')).data!.data;
     expect(stages.map(({ slug, name, sortOrder, category, isTerminal }) => [slug, name, sortOrder, category, isTerminal])).toEqual([
-      ['prospecting', 'Prospecting', 1, 'active', false], ['qualification', 'Qualification', 2, 'active', false],
-      ['discovery', 'Discovery', 3, 'active', false], ['proposal', 'Proposal', 4, 'active', false],
-      ['negotiation', 'Negotiation', 5, 'active', false], ['closed_won', 'Closed won', 6, 'closed_won', true],
+      ['prospecting', 'Prospecting', 1, 'active', false],
+      ['qualification', 'Qualification', 2, 'active', false],
+      ['discovery', 'Discovery', 3, 'active', false],
+      ['proposal', 'Proposal', 4, 'active', false],
+      ['negotiation', 'Negotiation', 5, 'active', false],
+      ['closed_won', 'Closed won', 6, 'closed_won', true],
       ['closed_lost', 'Closed lost', 7, 'closed_lost', true],
     ]);
     expect(d.stageId).toBe(stages[0].id);
@@ -95,18 +102,36 @@ describe('POST /deals/{id}/stage', () => {
     expect(after).toMatchObject({ stageId: stages[2].id, stageSlug: 'discovery', stageName: 'Discovery', forecastCategory: 'pipeline' });
     const hist = await historyOf(o, d.id);
     expect(hist.map((h) => [h.fromStageName, h.toStageName, h.reason, h.transitionedBy])).toEqual([
-      ['Qualification', 'Discovery', null, o.ownerId], ['Prospecting', 'Qualification', 'Budget confirmed', o.ownerId], [null, 'Prospecting', null, o.ownerId],
+      ['Qualification', 'Discovery', null, o.ownerId],
+      ['Prospecting', 'Qualification', 'Budget confirmed', o.ownerId],
+      [null, 'Prospecting', null, o.ownerId],
     ]);
     expect(hist[1]).toMatchObject({ dealId: d.id, fromStageId: stages[0].id, toStageId: stages[1].id });
-    const chips = await withOrg(svc.rt.db, o.id, (trx) => trx.selectFrom('deal_stage_history').select('reason_chips').where('id', '=', hist[1].id).executeTakeFirstOrThrow());
+    const chips = await withOrg(svc.rt.db, o.id, (trx) =>
+      trx.selectFrom('deal_stage_history').select('reason_chips').where('id', '=', hist[1].id).executeTakeFirstOrThrow(),
+    );
     expect(chips.reason_chips).toEqual(['budget']);
     // Moves between open stages close nothing.
     expect(await eventsOf(svc, o.id, 'deal.won')).toEqual([]);
     expect(await eventsOf(svc, o.id, 'deal.lost')).toEqual([]);
     const events = await eventsOf(svc, o.id, 'deal.stage_changed');
     expect(events.map((e) => e.data)).toEqual([
-      { dealId: d.id, dealName: 'Pipeline deal', fromStageId: stages[0].id, fromStage: 'prospecting', toStageId: stages[1].id, stage: 'qualification' },
-      { dealId: d.id, dealName: 'Pipeline deal', fromStageId: stages[1].id, fromStage: 'qualification', toStageId: stages[2].id, stage: 'discovery' },
+      {
+        dealId: d.id,
+        dealName: 'Pipeline deal',
+        fromStageId: stages[0].id,
+        fromStage: 'prospecting',
+        toStageId: stages[1].id,
+        stage: 'qualification',
+      },
+      {
+        dealId: d.id,
+        dealName: 'Pipeline deal',
+        fromStageId: stages[1].id,
+        fromStage: 'qualification',
+        toStageId: stages[2].id,
+        stage: 'discovery',
+      },
     ]);
     expect(events[0]).toMatchObject({ resource_type: 'Deal', resource_id: d.id });
   });
@@ -125,10 +150,15 @@ describe('POST /deals/{id}/stage', () => {
     const d = await create(o);
     const stages = (await o.api.GET('/deal-stages')).data!.data;
     const cases: [Record<string, unknown>, string][] = [
-      [{ stage: 'no-such-stage' }, 'unknown-stage'], [{ stageId: 'stg_nope' }, 'unknown-stage'], [{ reason: 'no target' }, 'validation-failed'],
-      [{}, 'validation-failed'], [{ stage: 'discovery', stageId: stages[1].id }, 'validation-failed'],
-      [{ stage: 'prospecting' }, 'stage-transition-not-allowed'], [{ stage: 'discovery', colour: 'x' }, 'validation-failed'],
-      [{ stage: 'discovery', reasonChips: Array(11).fill('x') }, 'validation-failed'], [{ stage: 'discovery', reason: '' }, 'validation-failed'],
+      [{ stage: 'no-such-stage' }, 'unknown-stage'],
+      [{ stageId: 'stg_nope' }, 'unknown-stage'],
+      [{ reason: 'no target' }, 'validation-failed'],
+      [{}, 'validation-failed'],
+      [{ stage: 'discovery', stageId: stages[1].id }, 'validation-failed'],
+      [{ stage: 'prospecting' }, 'stage-transition-not-allowed'],
+      [{ stage: 'discovery', colour: 'x' }, 'validation-failed'],
+      [{ stage: 'discovery', reasonChips: Array(11).fill('x') }, 'validation-failed'],
+      [{ stage: 'discovery', reason: '' }, 'validation-failed'],
     ];
     for (const [body, slug] of cases) {
       const r = await move(o, d.id, body);
@@ -181,7 +211,10 @@ describe('POST /deals/{id}/stage', () => {
     // Early stages are not gated.
     expect((await move(o, d.id, { stage: 'qualification' })).response.status).toBe(200);
     // Setting the fields meets the gate.
-    await o.api.PATCH('/deals/{id}', { params: { path: { id: d.id } }, body: { primaryContactId: await insertContact(svc, o.id), closeDate: utcDate(10) } });
+    await o.api.PATCH('/deals/{id}', {
+      params: { path: { id: d.id } },
+      body: { primaryContactId: await insertContact(svc, o.id), closeDate: utcDate(10) },
+    });
     expect((await move(o, d.id, { stage: 'proposal' })).response.status).toBe(200);
     // A bare deal can always be marked lost with a reason.
     const bare = await create(o);
@@ -218,7 +251,12 @@ describe('POST /deals/{id}/stage', () => {
     const d = await qualified(o, { name: 'Big win', stage: 'negotiation' });
     const r = await move(o, d.id, { stage: 'closed_won' });
     expect(r.response.status).toBe(200);
-    expect(await getDeal(o, d.id)).toMatchObject({ stageSlug: 'closed_won', actualCloseDate: utcDate(0), forecastCategory: 'closed_won', lossReason: null });
+    expect(await getDeal(o, d.id)).toMatchObject({
+      stageSlug: 'closed_won',
+      actualCloseDate: utcDate(0),
+      forecastCategory: 'closed_won',
+      lossReason: null,
+    });
     expect((await eventsOf(svc, o.id, 'deal.won')).map((e) => e.data)).toEqual([{ dealId: d.id, dealName: 'Big win', valueCents: 50_000 }]);
     expect(await eventsOf(svc, o.id, 'deal.lost')).toHaveLength(0);
   });
@@ -234,8 +272,15 @@ describe('POST /deals/{id}/stage', () => {
     }
     const r = await move(o, d.id, { stage: 'closed_lost', reason: 'Chose a competitor', reasonChips: ['competitor'] });
     expect(r.response.status).toBe(200);
-    expect(await getDeal(o, d.id)).toMatchObject({ stageSlug: 'closed_lost', actualCloseDate: utcDate(0), forecastCategory: 'closed_lost', lossReason: 'Chose a competitor' });
-    expect((await eventsOf(svc, o.id, 'deal.lost')).map((e) => e.data)).toEqual([{ dealId: d.id, dealName: 'Lost one', lossReason: 'Chose a competitor' }]);
+    expect(await getDeal(o, d.id)).toMatchObject({
+      stageSlug: 'closed_lost',
+      actualCloseDate: utcDate(0),
+      forecastCategory: 'closed_lost',
+      lossReason: 'Chose a competitor',
+    });
+    expect((await eventsOf(svc, o.id, 'deal.lost')).map((e) => e.data)).toEqual([
+      { dealId: d.id, dealName: 'Lost one', lossReason: 'Chose a competitor' },
+    ]);
     expect(await eventsOf(svc, o.id, 'deal.won')).toEqual([]);
   });
 
@@ -250,7 +295,12 @@ describe('POST /deals/{id}/stage', () => {
     expect(toWon.error?.type).toMatch(/stage-transition-not-allowed$/);
     const reopened = await move(o, d.id, { stage: 'negotiation', reason: 'Back from the dead' });
     expect(reopened.response.status).toBe(200);
-    expect(await getDeal(o, d.id)).toMatchObject({ stageSlug: 'negotiation', actualCloseDate: null, lossReason: null, forecastCategory: 'commit' });
+    expect(await getDeal(o, d.id)).toMatchObject({
+      stageSlug: 'negotiation',
+      actualCloseDate: null,
+      lossReason: null,
+      forecastCategory: 'commit',
+    });
     expect(await eventsOf(svc, o.id, 'deal.won')).toEqual([]);
     expect(await eventsOf(svc, o.id, 'deal.lost')).toHaveLength(1);
     // Won to lost with a reason: lossReason set, deal.lost emitted.
@@ -260,7 +310,13 @@ describe('POST /deals/{id}/stage', () => {
     expect((await getDeal(o, d.id)).lossReason).toBe('Contract rescinded');
     expect((await eventsOf(svc, o.id, 'deal.won')).map((e) => e.data.dealId)).toEqual([d.id]);
     expect(await eventsOf(svc, o.id, 'deal.lost')).toHaveLength(2);
-    expect((await historyOf(o, d.id)).map((h) => h.toStageName)).toEqual(['Closed lost', 'Closed won', 'Negotiation', 'Closed lost', 'Prospecting']);
+    expect((await historyOf(o, d.id)).map((h) => h.toStageName)).toEqual([
+      'Closed lost',
+      'Closed won',
+      'Negotiation',
+      'Closed lost',
+      'Prospecting',
+    ]);
   });
 
   it('serializes concurrent moves of one deal: each history row starts where the previous ended', async () => {
@@ -296,7 +352,9 @@ describe('GET /deals/{id}/history', () => {
     const other = await dealOrg(svc);
     expect((await other.api.GET('/deals/{id}/history', { params: { path: { id: d.id } } })).response.status).toBe(404);
     expect((await o.api.GET('/deals/{id}/history', { params: { path: { id: 'deal_nope' } } })).response.status).toBe(404);
-    expect((await o.api.GET('/deals/{id}/history', { params: { path: { id: d.id }, query: { cursor: 'x.y' } } })).response.status).toBe(400);
+    expect((await o.api.GET('/deals/{id}/history', { params: { path: { id: d.id }, query: { cursor: 'x.y' } } })).response.status).toBe(
+      400,
+    );
   });
 });
 
@@ -317,7 +375,9 @@ describe('deal sweep', () => {
     const overdue = await eventsOf(svc, a.id, 'deal.next_step_overdue');
     expect(overdue.map((e) => e.data.dealId).sort()).toEqual([late.id, slipped.id].sort());
     expect(overdue.find((e) => e.data.dealId === late.id)).toMatchObject({
-      resource_type: 'Deal', resource_id: late.id, data: { dealId: late.id, dealName: 'Late', closeDate: utcDate(-2), daysOverdue: 2 },
+      resource_type: 'Deal',
+      resource_id: late.id,
+      data: { dealId: late.id, dealName: 'Late', closeDate: utcDate(-2), daysOverdue: 2 },
     });
     const slips = await eventsOf(svc, a.id, 'deal.slipped');
     expect(slips.map((e) => e.data)).toEqual([{ dealId: slipped.id, dealName: 'Slipped', closeDate: utcDate(-12), daysOverdue: 12 }]);
@@ -346,8 +406,9 @@ describe('deal sweep', () => {
     const week = await create(o, { name: 'A week late', closeDate: utcDate(-7) });
     const eight = await create(o, { name: 'Eight days late', closeDate: utcDate(-8) });
     await runDealSweep(deps);
-    expect((await eventsOf(svc, o.id, 'deal.next_step_overdue')).map((e) => e.data.dealId).sort())
-      .toEqual([yesterday.id, week.id, eight.id].sort());
+    expect((await eventsOf(svc, o.id, 'deal.next_step_overdue')).map((e) => e.data.dealId).sort()).toEqual(
+      [yesterday.id, week.id, eight.id].sort(),
+    );
     expect((await eventsOf(svc, o.id, 'deal.slipped')).map((e) => e.data)).toEqual([
       { dealId: eight.id, dealName: 'Eight days late', closeDate: utcDate(-8), daysOverdue: 8 },
     ]);
@@ -369,7 +430,8 @@ describe('deal sweep', () => {
     try {
       await worker.addJob('sweep_deals', {});
       const end = Date.now() + 20_000;
-      while ((await eventsOf(svc, o.id, 'deal.next_step_overdue')).length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+      while ((await eventsOf(svc, o.id, 'deal.next_step_overdue')).length === 0 && Date.now() < end)
+        await new Promise((r) => setTimeout(r, 100));
       expect((await eventsOf(svc, o.id, 'deal.next_step_overdue')).map((e) => e.data.dealId)).toEqual([d.id]);
     } finally {
       await worker.stop();

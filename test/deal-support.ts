@@ -22,31 +22,76 @@ export async function dealOrg(svc: TestService): Promise<DealOrg & { org: Awaite
 export async function insertContact(svc: TestService, orgId: string, state: 'live' | 'deleted' | 'erased' = 'live'): Promise<string> {
   const id = newId('con');
   const email = `c${crypto.randomBytes(4).toString('hex')}@example.com`;
-  await withOrg(svc.rt.db, orgId, (trx) => trx.insertInto('contacts').values({
-    organization_id: orgId, id, list_id: 'lst_test', owner_user_id: null, email, email_normalized: email, title: null,
-    phone: null, notes: null, lead_source: null, company_id: null, fit_score: null, urgency_score: null, research: null,
-    research_updated_at: null, deleted_at: state === 'deleted' ? new Date() : null, erased_at: state === 'erased' ? new Date() : null,
-  }).execute());
+  await withOrg(svc.rt.db, orgId, (trx) =>
+    trx
+      .insertInto('contacts')
+      .values({
+        organization_id: orgId,
+        id,
+        list_id: 'lst_test',
+        owner_user_id: null,
+        email,
+        email_normalized: email,
+        title: null,
+        phone: null,
+        notes: null,
+        lead_source: null,
+        company_id: null,
+        fit_score: null,
+        urgency_score: null,
+        research: null,
+        research_updated_at: null,
+        deleted_at: state === 'deleted' ? new Date() : null,
+        erased_at: state === 'erased' ? new Date() : null,
+      })
+      .execute(),
+  );
   return id;
 }
 
 export async function insertCompany(svc: TestService, orgId: string): Promise<string> {
   const id = newId('co');
   const domain = `d${crypto.randomBytes(4).toString('hex')}.example.com`;
-  await withOrg(svc.rt.db, orgId, (trx) => trx.insertInto('companies').values({
-    organization_id: orgId, id, name: 'Acme', domain, domain_normalized: domain, industry: null, company_size: null,
-    headquarters: null, tier: null, owner_sales_person_id: null, research: null, research_updated_at: null, sources_count: null,
-  }).execute());
+  await withOrg(svc.rt.db, orgId, (trx) =>
+    trx
+      .insertInto('companies')
+      .values({
+        organization_id: orgId,
+        id,
+        name: 'Acme',
+        domain,
+        domain_normalized: domain,
+        industry: null,
+        company_size: null,
+        headquarters: null,
+        tier: null,
+        owner_sales_person_id: null,
+        research: null,
+        research_updated_at: null,
+        sources_count: null,
+      })
+      .execute(),
+  );
   return id;
 }
 
-export interface EventRow { id: string; type: string; data: Record<string, unknown>; resource_type: string; resource_id: string }
+export interface EventRow {
+  id: string;
+  type: string;
+  data: Record<string, unknown>;
+  resource_type: string;
+  resource_id: string;
+}
 
 /** The organization's events (oldest first), optionally of one type. */
 export async function eventsOf(svc: TestService, orgId: string, type?: string): Promise<EventRow[]> {
   return withOrg(svc.rt.db, orgId, async (trx) => {
-    let q = trx.selectFrom('events').select(['id', 'type', 'data', 'resource_type', 'resource_id'])
-      .where('organization_id', '=', orgId).orderBy('created_at').orderBy('id');
+    let q = trx
+      .selectFrom('events')
+      .select(['id', 'type', 'data', 'resource_type', 'resource_id'])
+      .where('organization_id', '=', orgId)
+      .orderBy('created_at')
+      .orderBy('id');
     if (type) q = q.where('type', '=', type);
     return (await q.execute()) as EventRow[];
   });

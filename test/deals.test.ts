@@ -1,14 +1,19 @@
 // Deals: create, list, get, PATCH and activities (stage moves, gates, history and the sweep are
 // in test/deal-stages.test.ts).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg } from '../db/database.js';
+import { type DealOrg, dealOrg, eventsOf, insertCompany, insertContact } from './deal-support.js';
 import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
-import { dealOrg, eventsOf, insertCompany, insertContact, type DealOrg } from './deal-support.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 async function create(o: DealOrg, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
   const r = await o.api.POST('/deals', { body: { name: 'Acme deal', ...body } as never, headers });
@@ -16,8 +21,18 @@ async function create(o: DealOrg, body: Record<string, unknown> = {}, headers: R
   return r.data!;
 }
 
-const dealCount = (orgId: string) => withOrg(svc.rt.db, orgId, async (trx) =>
-  Number((await trx.selectFrom('deals').select((eb) => eb.fn.countAll().as('n')).where('organization_id', '=', orgId).executeTakeFirstOrThrow()).n));
+const dealCount = (orgId: string) =>
+  withOrg(svc.rt.db, orgId, async (trx) =>
+    Number(
+      (
+        await trx
+          .selectFrom('deals')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('organization_id', '=', orgId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
+  );
 
 describe('POST /deals', () => {
   it('creates a deal in the first default stage and answers 200 with the full Deal', async () => {
@@ -25,26 +40,54 @@ describe('POST /deals', () => {
     const contact = await insertContact(svc, o.id);
     const company = await insertCompany(svc, o.id);
     const r = await o.api.POST('/deals', {
-      body: { name: 'Acme platform', valueCents: 125000, probability: 40, closeDate: '2030-06-30', primaryContactId: contact, companyId: company },
+      body: {
+        name: 'Acme platform',
+        valueCents: 125000,
+        probability: 40,
+        closeDate: '2030-06-30',
+        primaryContactId: contact,
+        companyId: company,
+      },
     });
     expect(r.response.status).toBe(200);
     const d = r.data!;
     expect(d).toMatchObject({
-      organizationId: o.id, name: 'Acme platform', valueCents: 125000, probability: 40, closeDate: '2030-06-30',
-      actualCloseDate: null, ownerSalesPersonId: o.ownerId, primaryContactId: contact, companyId: company,
-      stageSlug: 'prospecting', stageName: 'Prospecting', forecastCategory: 'pipeline', readinessScore: null, lossReason: null,
+      organizationId: o.id,
+      name: 'Acme platform',
+      valueCents: 125000,
+      probability: 40,
+      closeDate: '2030-06-30',
+      actualCloseDate: null,
+      ownerSalesPersonId: o.ownerId,
+      primaryContactId: contact,
+      companyId: company,
+      stageSlug: 'prospecting',
+      stageName: 'Prospecting',
+      forecastCategory: 'pipeline',
+      readinessScore: null,
+      lossReason: null,
     });
     expect(d.id).toMatch(/^deal_/);
     expect('meddpic' in d).toBe(false);
     // GET answers the same object.
     expect((await o.api.GET('/deals/{id}', { params: { path: { id: d.id } } })).data).toEqual(d);
     // The deal-contact link, the creation history row and deal.created.
-    const links = await withOrg(svc.rt.db, o.id, (trx) => trx.selectFrom('deal_contacts').selectAll().where('deal_id', '=', d.id).execute());
+    const links = await withOrg(svc.rt.db, o.id, (trx) =>
+      trx.selectFrom('deal_contacts').selectAll().where('deal_id', '=', d.id).execute(),
+    );
     expect(links.map((l) => l.contact_id)).toEqual([contact]);
     const hist = await o.api.GET('/deals/{id}/history', { params: { path: { id: d.id } } });
-    expect(hist.data!.data).toEqual([expect.objectContaining({
-      dealId: d.id, fromStageId: null, fromStageName: null, toStageId: d.stageId, toStageName: 'Prospecting', reason: null, transitionedBy: o.ownerId,
-    })]);
+    expect(hist.data!.data).toEqual([
+      expect.objectContaining({
+        dealId: d.id,
+        fromStageId: null,
+        fromStageName: null,
+        toStageId: d.stageId,
+        toStageName: 'Prospecting',
+        reason: null,
+        transitionedBy: o.ownerId,
+      }),
+    ]);
     const events = await eventsOf(svc, o.id, 'deal.created');
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ resource_type: 'Deal', resource_id: d.id, data: { dealId: d.id, dealName: 'Acme platform' } });
@@ -72,10 +115,21 @@ describe('POST /deals', () => {
   it('refuses invalid fields with 400 and creates nothing', async () => {
     const o = await dealOrg(svc);
     const bodies = [
-      {}, { name: '' }, { name: ' \t ' }, { name: 'x'.repeat(201) }, { name: 'n', valueCents: -1 }, { name: 'n', valueCents: 10.5 },
-      { name: 'n', probability: -1 }, { name: 'n', probability: 101 }, { name: 'n', probability: 0.5 },
-      { name: 'n', closeDate: '2030-02-30x' }, { name: 'n', closeDate: '2030-06-30T00:00:00Z' }, { name: 'n', colour: 'blue' },
-      { name: 'n', valueCents: '100' }, { name: 'n', valueCents: 10_000_000_000_001 }, { name: 'n', closeDate: '0000-01-01' },
+      {},
+      { name: '' },
+      { name: ' \t ' },
+      { name: 'x'.repeat(201) },
+      { name: 'n', valueCents: -1 },
+      { name: 'n', valueCents: 10.5 },
+      { name: 'n', probability: -1 },
+      { name: 'n', probability: 101 },
+      { name: 'n', probability: 0.5 },
+      { name: 'n', closeDate: '2030-02-30x' },
+      { name: 'n', closeDate: '2030-06-30T00:00:00Z' },
+      { name: 'n', colour: 'blue' },
+      { name: 'n', valueCents: '100' },
+      { name: 'n', valueCents: 10_000_000_000_001 },
+      { name: 'n', closeDate: '0000-01-01' },
       { name: 'n\u0000' },
     ];
     for (const body of bodies) {
@@ -96,9 +150,12 @@ describe('POST /deals', () => {
     const erased = await insertContact(svc, o.id, 'erased');
     const foreignCompany = await insertCompany(svc, other.id);
     const cases: [Record<string, unknown>, string][] = [
-      [{ primaryContactId: 'con_nope' }, 'body.primaryContactId'], [{ primaryContactId: foreignContact }, 'body.primaryContactId'],
-      [{ primaryContactId: deleted }, 'body.primaryContactId'], [{ primaryContactId: erased }, 'body.primaryContactId'],
-      [{ companyId: foreignCompany }, 'body.companyId'], [{ ownerSalesPersonId: other.ownerId }, 'body.ownerSalesPersonId'],
+      [{ primaryContactId: 'con_nope' }, 'body.primaryContactId'],
+      [{ primaryContactId: foreignContact }, 'body.primaryContactId'],
+      [{ primaryContactId: deleted }, 'body.primaryContactId'],
+      [{ primaryContactId: erased }, 'body.primaryContactId'],
+      [{ companyId: foreignCompany }, 'body.companyId'],
+      [{ ownerSalesPersonId: other.ownerId }, 'body.ownerSalesPersonId'],
     ];
     for (const [extra, field] of cases) {
       const r = await o.api.POST('/deals', { body: { name: 'Refs', ...extra } as never });
@@ -126,8 +183,10 @@ describe('POST /deals', () => {
     const d = await create(o, { stage: 'negotiation' });
     expect(d.forecastCategory).toBe('commit');
     const bad: [Record<string, unknown>, string][] = [
-      [{ stage: 'no-such-stage' }, 'unknown-stage'], [{ stageId: 'stg_nope' }, 'unknown-stage'],
-      [{ stageId: discovery.id, stage: 'proposal' }, 'validation-failed'], [{ stage: 'closed_won' }, 'validation-failed'],
+      [{ stage: 'no-such-stage' }, 'unknown-stage'],
+      [{ stageId: 'stg_nope' }, 'unknown-stage'],
+      [{ stageId: discovery.id, stage: 'proposal' }, 'validation-failed'],
+      [{ stage: 'closed_won' }, 'validation-failed'],
       [{ stage: 'closed_lost' }, 'validation-failed'],
     ];
     for (const [extra, slug] of bad) {
@@ -217,9 +276,19 @@ describe('GET /deals and GET /deals/{id}', () => {
     expect(await ids({ stageSlug: 'discovery', maxValueCents: 600 })).toEqual([mid.id]);
     expect(await ids({ stageSlug: 'prospecting' })).toEqual([small.id, none.id]);
     expect(await ids({ stageSlug: 'nowhere' })).toEqual([]);
-    for (const query of [{ minValueCents: 5, maxValueCents: 4 }, { minValueCents: -1 }, { minValueCents: 'x' },
-      { minValueCents: '99999999999999999999' }, { minValueCents: '9223372036854775807' }, { maxValueCents: '1e21' },
-      { maxValueCents: 10_000_000_000_001 }, { stageSlug: 'a\u0000b' }, { limit: 0 }, { limit: 201 }, { cursor: 'bogus' }]) {
+    for (const query of [
+      { minValueCents: 5, maxValueCents: 4 },
+      { minValueCents: -1 },
+      { minValueCents: 'x' },
+      { minValueCents: '99999999999999999999' },
+      { minValueCents: '9223372036854775807' },
+      { maxValueCents: '1e21' },
+      { maxValueCents: 10_000_000_000_001 },
+      { stageSlug: 'a\u0000b' },
+      { limit: 0 },
+      { limit: 201 },
+      { cursor: 'bogus' },
+    ]) {
       const r = await o.api.GET('/deals', { params: { query: query as never } });
       expect(r.response.status, JSON.stringify(query)).toBe(400);
     }
@@ -231,16 +300,24 @@ describe('GET /deals and GET /deals/{id}', () => {
     const withBlob = await create(o);
     const withArray = await create(o);
     await withOrg(svc.rt.db, o.id, async (trx) => {
-      await trx.updateTable('deals').set({ meddpic: JSON.stringify({ fields: { metrics: 'ROI' }, confidence: 0.7 }) }).where('id', '=', withBlob.id).execute();
-      await trx.updateTable('deals').set({ meddpic: JSON.stringify([1, 2]) }).where('id', '=', withArray.id).execute();
+      await trx
+        .updateTable('deals')
+        .set({ meddpic: JSON.stringify({ fields: { metrics: 'ROI' }, confidence: 0.7 }) })
+        .where('id', '=', withBlob.id)
+        .execute();
+      await trx
+        .updateTable('deals')
+        .set({ meddpic: JSON.stringify([1, 2]) })
+        .where('id', '=', withArray.id)
+        .execute();
     });
     const get = async (id: string, include?: string) =>
       (await o.api.GET('/deals/{id}', { params: { path: { id }, query: include === undefined ? {} : { include } } })).data!;
-    expect('meddpic' in await get(plain.id)).toBe(false);
+    expect('meddpic' in (await get(plain.id))).toBe(false);
     expect((await get(plain.id, 'meddpic')).meddpic).toBeNull();
     expect((await get(withBlob.id, 'research,meddpic')).meddpic).toEqual({ fields: { metrics: 'ROI' }, confidence: 0.7 });
     expect((await get(withArray.id, 'meddpic')).meddpic).toBeNull();
-    expect('meddpic' in await get(withBlob.id, 'unknown')).toBe(false);
+    expect('meddpic' in (await get(withBlob.id, 'unknown'))).toBe(false);
     const list = (await o.api.GET('/deals', { params: { query: { include: 'meddpic' } } })).data!.data;
     expect(list.map((d) => d.meddpic)).toEqual([null, { fields: { metrics: 'ROI' }, confidence: 0.7 }, null]);
     const bare = (await o.api.GET('/deals')).data!.data;
@@ -252,14 +329,21 @@ describe('PATCH /deals/{id}', () => {
   it('updates fields, answers {id, updated}, emits amount and close-date events only on change', async () => {
     const o = await dealOrg(svc);
     const d = await create(o, { valueCents: 100, probability: 10, closeDate: '2030-01-01' });
-    const r = await o.api.PATCH('/deals/{id}', { params: { path: { id: d.id } }, body: { name: 'Renamed', valueCents: 2500, probability: 75, closeDate: '2031-01-31' } });
+    const r = await o.api.PATCH('/deals/{id}', {
+      params: { path: { id: d.id } },
+      body: { name: 'Renamed', valueCents: 2500, probability: 75, closeDate: '2031-01-31' },
+    });
     expect(r.response.status).toBe(200);
     expect(r.data).toEqual({ id: d.id, updated: true });
     const after = (await o.api.GET('/deals/{id}', { params: { path: { id: d.id } } })).data!;
     expect(after).toMatchObject({ name: 'Renamed', valueCents: 2500, probability: 75, closeDate: '2031-01-31', stageId: d.stageId });
     expect(Date.parse(after.updatedAt)).toBeGreaterThanOrEqual(Date.parse(d.updatedAt));
-    expect((await eventsOf(svc, o.id, 'deal.amount_changed')).map((e) => e.data)).toEqual([{ dealId: d.id, previousValueCents: 100, valueCents: 2500 }]);
-    expect((await eventsOf(svc, o.id, 'deal.close_date_changed')).map((e) => e.data)).toEqual([{ dealId: d.id, previousCloseDate: '2030-01-01', closeDate: '2031-01-31' }]);
+    expect((await eventsOf(svc, o.id, 'deal.amount_changed')).map((e) => e.data)).toEqual([
+      { dealId: d.id, previousValueCents: 100, valueCents: 2500 },
+    ]);
+    expect((await eventsOf(svc, o.id, 'deal.close_date_changed')).map((e) => e.data)).toEqual([
+      { dealId: d.id, previousCloseDate: '2030-01-01', closeDate: '2031-01-31' },
+    ]);
     // The same values again: nothing changes, no event.
     const same = await o.api.PATCH('/deals/{id}', { params: { path: { id: d.id } }, body: { valueCents: 2500, closeDate: '2031-01-31' } });
     expect(same.data).toEqual({ id: d.id, updated: false });
@@ -275,12 +359,24 @@ describe('PATCH /deals/{id}', () => {
     const c2 = await insertContact(svc, o.id);
     const d = await create(o, { valueCents: 300, probability: 30, closeDate: '2030-03-03', primaryContactId: c1 });
     expect((await o.api.PATCH('/deals/{id}', { params: { path: { id: d.id } }, body: { primaryContactId: c2 } })).data!.updated).toBe(true);
-    const links = await withOrg(svc.rt.db, o.id, (trx) => trx.selectFrom('deal_contacts').select('contact_id').where('deal_id', '=', d.id).orderBy('contact_id').execute());
+    const links = await withOrg(svc.rt.db, o.id, (trx) =>
+      trx.selectFrom('deal_contacts').select('contact_id').where('deal_id', '=', d.id).orderBy('contact_id').execute(),
+    );
     expect(links.map((l) => l.contact_id).sort()).toEqual([c1, c2].sort());
-    const r = await o.api.PATCH('/deals/{id}', { params: { path: { id: d.id } }, body: { primaryContactId: null, valueCents: null, probability: null, closeDate: null } });
+    const r = await o.api.PATCH('/deals/{id}', {
+      params: { path: { id: d.id } },
+      body: { primaryContactId: null, valueCents: null, probability: null, closeDate: null },
+    });
     expect(r.data).toEqual({ id: d.id, updated: true });
-    expect((await o.api.GET('/deals/{id}', { params: { path: { id: d.id } } })).data).toMatchObject({ primaryContactId: null, valueCents: null, probability: null, closeDate: null });
-    expect((await eventsOf(svc, o.id, 'deal.amount_changed')).map((e) => e.data)).toEqual([{ dealId: d.id, previousValueCents: 300, valueCents: null }]);
+    expect((await o.api.GET('/deals/{id}', { params: { path: { id: d.id } } })).data).toMatchObject({
+      primaryContactId: null,
+      valueCents: null,
+      probability: null,
+      closeDate: null,
+    });
+    expect((await eventsOf(svc, o.id, 'deal.amount_changed')).map((e) => e.data)).toEqual([
+      { dealId: d.id, previousValueCents: 300, valueCents: null },
+    ]);
   });
 
   it('refuses unknown fields (stage included), empty bodies, bad values and non-live contacts with 400; 404 for another org', async () => {
@@ -290,8 +386,21 @@ describe('PATCH /deals/{id}', () => {
     const deleted = await insertContact(svc, o.id, 'deleted');
     const foreign = await insertContact(svc, other.id);
     const bodies = [
-      { colour: 'blue' }, { stage: 'discovery' }, { stageId: d.stageId }, {}, { name: '' }, { name: '   ' }, { valueCents: -1 }, { probability: 101 },
-      { probability: 0.5 }, { closeDate: 'soon' }, { closeDate: '0000-12-31' }, { name: 'a\u0000b' }, { primaryContactId: deleted }, { primaryContactId: foreign }, { primaryContactId: 'con_nope' },
+      { colour: 'blue' },
+      { stage: 'discovery' },
+      { stageId: d.stageId },
+      {},
+      { name: '' },
+      { name: '   ' },
+      { valueCents: -1 },
+      { probability: 101 },
+      { probability: 0.5 },
+      { closeDate: 'soon' },
+      { closeDate: '0000-12-31' },
+      { name: 'a\u0000b' },
+      { primaryContactId: deleted },
+      { primaryContactId: foreign },
+      { primaryContactId: 'con_nope' },
       { ownerSalesPersonId: o.ownerId },
     ];
     for (const body of bodies) {
@@ -302,7 +411,11 @@ describe('PATCH /deals/{id}', () => {
     expect(after).toEqual(d);
     const foreignPatch = await other.api.PATCH('/deals/{id}', { params: { path: { id: d.id } }, body: { name: 'Mine now' } });
     expect(foreignPatch.response.status).toBe(404);
-    const bad = await raw(svc.baseUrl, 'PATCH', `/api/v1/deals/${d.id}`, { key: o.key, body: '{"name":', headers: { 'content-type': 'application/json' } });
+    const bad = await raw(svc.baseUrl, 'PATCH', `/api/v1/deals/${d.id}`, {
+      key: o.key,
+      body: '{"name":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(bad.status).toBe(400);
     expect((await o.api.GET('/deals/{id}', { params: { path: { id: d.id } } })).data!.name).toBe('Keep');
   });
@@ -319,7 +432,10 @@ describe('POST /deals/{id}/activities', () => {
     const { contact, deal } = await dealWithContact(o);
     for (const kind of ['note', 'call', 'meeting'] as const) {
       const before = Date.now();
-      const r = await o.api.POST('/deals/{id}/activities', { params: { path: { id: deal.id } }, body: { kind, summary: `  ${kind} summary \n` } });
+      const r = await o.api.POST('/deals/{id}/activities', {
+        params: { path: { id: deal.id } },
+        body: { kind, summary: `  ${kind} summary \n` },
+      });
       expect(r.response.status).toBe(201);
       expect(r.data).toMatchObject({ dealId: deal.id, kind, summary: `${kind} summary` });
       expect(r.data!.id).toMatch(/^dact_/);
@@ -327,7 +443,9 @@ describe('POST /deals/{id}/activities', () => {
       expect(at).toBeGreaterThanOrEqual(before - 1000);
       expect(at).toBeLessThanOrEqual(Date.now() + 1000);
     }
-    const rows = await withOrg(svc.rt.db, o.id, (trx) => trx.selectFrom('deal_activities').selectAll().where('deal_id', '=', deal.id).execute());
+    const rows = await withOrg(svc.rt.db, o.id, (trx) =>
+      trx.selectFrom('deal_activities').selectAll().where('deal_id', '=', deal.id).execute(),
+    );
     expect(rows).toHaveLength(3);
     expect(rows.every((r) => r.contact_id === contact && r.created_by === o.ownerId)).toBe(true);
     // Activities emit no event.
@@ -339,12 +457,21 @@ describe('POST /deals/{id}/activities', () => {
     const o = await dealOrg(svc);
     const { deal } = await dealWithContact(o);
     const path = { params: { path: { id: deal.id } } };
-    const past = await o.api.POST('/deals/{id}/activities', { ...path, body: { kind: 'call', summary: 'Old', occurredAt: '2024-02-03T04:05:06+02:00' } });
+    const past = await o.api.POST('/deals/{id}/activities', {
+      ...path,
+      body: { kind: 'call', summary: 'Old', occurredAt: '2024-02-03T04:05:06+02:00' },
+    });
     expect(past.response.status).toBe(201);
     expect(past.data!.occurredAt).toBe('2024-02-03T02:05:06.000Z');
-    const skew = await o.api.POST('/deals/{id}/activities', { ...path, body: { kind: 'call', summary: 'Now-ish', occurredAt: new Date(Date.now() + 5_000).toISOString() } });
+    const skew = await o.api.POST('/deals/{id}/activities', {
+      ...path,
+      body: { kind: 'call', summary: 'Now-ish', occurredAt: new Date(Date.now() + 5_000).toISOString() },
+    });
     expect(skew.response.status).toBe(201);
-    const future = await o.api.POST('/deals/{id}/activities', { ...path, body: { kind: 'meeting', summary: 'Tomorrow', occurredAt: new Date(Date.now() + 86_400_000).toISOString() } });
+    const future = await o.api.POST('/deals/{id}/activities', {
+      ...path,
+      body: { kind: 'meeting', summary: 'Tomorrow', occurredAt: new Date(Date.now() + 86_400_000).toISOString() },
+    });
     expect(future.response.status).toBe(400);
     expect(future.error?.type).toMatch(/validation-failed$/);
   });
@@ -353,17 +480,27 @@ describe('POST /deals/{id}/activities', () => {
     const o = await dealOrg(svc);
     const { deal } = await dealWithContact(o);
     const bodies = [
-      { kind: 'carrier_pigeon', summary: 'x' }, { kind: 'call' }, { kind: 'note', summary: '' }, { kind: 'note', summary: '   \n\t' },
-      { kind: 'note', summary: 'x'.repeat(2001) }, { kind: 'note', summary: 'x', occurredAt: 'yesterday' }, { summary: 'x' },
+      { kind: 'carrier_pigeon', summary: 'x' },
+      { kind: 'call' },
+      { kind: 'note', summary: '' },
+      { kind: 'note', summary: '   \n\t' },
+      { kind: 'note', summary: 'x'.repeat(2001) },
+      { kind: 'note', summary: 'x', occurredAt: 'yesterday' },
+      { summary: 'x' },
       { kind: 'note', summary: 'x', extra: 1 },
     ];
     for (const body of bodies) {
       const r = await o.api.POST('/deals/{id}/activities', { params: { path: { id: deal.id } }, body: body as never });
       expect(r.response.status, JSON.stringify(body).slice(0, 80)).toBe(400);
     }
-    const max = await o.api.POST('/deals/{id}/activities', { params: { path: { id: deal.id } }, body: { kind: 'note', summary: 'y'.repeat(2000) } });
+    const max = await o.api.POST('/deals/{id}/activities', {
+      params: { path: { id: deal.id } },
+      body: { kind: 'note', summary: 'y'.repeat(2000) },
+    });
     expect(max.response.status).toBe(201);
-    const n = await withOrg(svc.rt.db, o.id, (trx) => trx.selectFrom('deal_activities').select('id').where('deal_id', '=', deal.id).execute());
+    const n = await withOrg(svc.rt.db, o.id, (trx) =>
+      trx.selectFrom('deal_activities').select('id').where('deal_id', '=', deal.id).execute(),
+    );
     expect(n).toHaveLength(1);
   });
 
@@ -378,14 +515,22 @@ describe('POST /deals/{id}/activities', () => {
     expect(replay.data).toEqual(first.data);
     const reused = await o.api.POST('/deals/{id}/activities', { ...opts, body: { kind: 'note', summary: 'Different' } });
     expect(reused.response.status).toBe(422);
-    const rows = await withOrg(svc.rt.db, o.id, (trx) => trx.selectFrom('deal_activities').select('id').where('deal_id', '=', deal.id).execute());
+    const rows = await withOrg(svc.rt.db, o.id, (trx) =>
+      trx.selectFrom('deal_activities').select('id').where('deal_id', '=', deal.id).execute(),
+    );
     expect(rows).toHaveLength(1);
     // The key stands for this deal's request: on another deal it is a different request.
     const { deal: second } = await dealWithContact(o);
-    const elsewhere = await o.api.POST('/deals/{id}/activities', { ...opts, params: { path: { id: second.id } }, body: { kind: 'call', summary: 'Discussed pricing' } });
+    const elsewhere = await o.api.POST('/deals/{id}/activities', {
+      ...opts,
+      params: { path: { id: second.id } },
+      body: { kind: 'call', summary: 'Discussed pricing' },
+    });
     expect(elsewhere.response.status).toBe(422);
     expect(elsewhere.error?.type).toMatch(/idempotency-key-reused$/);
-    const onSecond = await withOrg(svc.rt.db, o.id, (trx) => trx.selectFrom('deal_activities').select('id').where('deal_id', '=', second.id).execute());
+    const onSecond = await withOrg(svc.rt.db, o.id, (trx) =>
+      trx.selectFrom('deal_activities').select('id').where('deal_id', '=', second.id).execute(),
+    );
     expect(onSecond).toHaveLength(0);
   });
 
@@ -398,12 +543,18 @@ describe('POST /deals/{id}/activities', () => {
     // A soft-deleted primary contact is no contact to log against either.
     const { contact, deal: orphaned } = await dealWithContact(o);
     expect((await o.api.DELETE('/contacts/{id}', { params: { path: { id: contact } } })).response.status).toBe(200);
-    const gone = await o.api.POST('/deals/{id}/activities', { params: { path: { id: orphaned.id } }, body: { kind: 'note', summary: 'Deleted' } });
+    const gone = await o.api.POST('/deals/{id}/activities', {
+      params: { path: { id: orphaned.id } },
+      body: { kind: 'note', summary: 'Deleted' },
+    });
     expect(gone.response.status).toBe(422);
     expect(gone.error?.type).toMatch(/deal-without-primary-contact$/);
     const other = await dealOrg(svc);
     const { deal } = await dealWithContact(o);
-    const foreign = await other.api.POST('/deals/{id}/activities', { params: { path: { id: deal.id } }, body: { kind: 'note', summary: 'x' } });
+    const foreign = await other.api.POST('/deals/{id}/activities', {
+      params: { path: { id: deal.id } },
+      body: { kind: 'note', summary: 'x' },
+    });
     expect(foreign.response.status).toBe(404);
     const count = await withOrg(svc.rt.db, o.id, (trx) => sql<{ n: number }>`select count(*)::int as n from deal_activities`.execute(trx));
     expect(count.rows[0].n).toBe(0);

@@ -3,18 +3,21 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, waitFor, type TestService } from './support/harness.js';
-import { startReceiver, type Receiver, type Respond } from './support/receiver.js';
 import { withOrg, withSystem } from '../db/database.js';
 import { emit } from '../src/platform/events.js';
-import { verifySignature } from '../src/webhooks/signing.js';
 import { fanOut } from '../src/webhooks/delivery.js';
+import { verifySignature } from '../src/webhooks/signing.js';
+import { startService, type TestService, waitFor } from './support/harness.js';
+import { type Receiver, type Respond, startReceiver } from './support/receiver.js';
 
 let svc: TestService;
 const receivers: Receiver[] = [];
 beforeAll(async () => {
   svc = await startService({
-    WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1,1,1,1', WEBHOOK_TIMEOUT_MS: '1000', WEBHOOK_DISABLE_AFTER_FAILURES: '5', RATE_LIMIT_PER_MINUTE: '100000',
+    WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1,1,1,1',
+    WEBHOOK_TIMEOUT_MS: '1000',
+    WEBHOOK_DISABLE_AFTER_FAILURES: '5',
+    RATE_LIMIT_PER_MINUTE: '100000',
   });
   await svc.startWorker();
 });
@@ -49,13 +52,27 @@ async function deliveries(api: ReturnType<TestService['api']>, endpointId: strin
   return data!.data;
 }
 
-async function waitDeliveries(api: ReturnType<TestService['api']>, endpointId: string, pred: (rows: Awaited<ReturnType<typeof deliveries>>) => boolean, what = 'delivery rows') {
-  return waitFor(async () => { const rows = await deliveries(api, endpointId); return pred(rows) ? rows : null; }, 20_000, what);
+async function waitDeliveries(
+  api: ReturnType<TestService['api']>,
+  endpointId: string,
+  pred: (rows: Awaited<ReturnType<typeof deliveries>>) => boolean,
+  what = 'delivery rows',
+) {
+  return waitFor(
+    async () => {
+      const rows = await deliveries(api, endpointId);
+      return pred(rows) ? rows : null;
+    },
+    20_000,
+    what,
+  );
 }
 
 /** Deliver jobs still queued for a delivery (the proof that no further attempt will come). */
 async function queuedAttempts(deliveryId: string): Promise<number> {
-  const r = await svc.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'deliveryId' = $1`, [deliveryId]);
+  const r = await svc.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'deliveryId' = $1`, [
+    deliveryId,
+  ]);
   return r.rows[0].n;
 }
 
@@ -72,17 +89,33 @@ describe('delivery format', () => {
     // The signature covers the bytes as sent: a re-serialization with other spacing does not verify.
     expect(verifySignature(sig, Buffer.from(JSON.stringify(req.body, null, 1)), ep.signingSecret)).toBe(false);
     expect(req.body).toEqual({
-      apiVersion: '2026-07-21', id: eventId, type: 'deal.won', createdAt: expect.any(String), organizationId: org.id,
-      data: { dealId: 'deal_1', dealName: 'Zoë & Co — “quoted”' }, resource: { type: 'Deal', id: 'deal_1' },
+      apiVersion: '2026-07-21',
+      id: eventId,
+      type: 'deal.won',
+      createdAt: expect.any(String),
+      organizationId: org.id,
+      data: { dealId: 'deal_1', dealName: 'Zoë & Co — “quoted”' },
+      resource: { type: 'Deal', id: 'deal_1' },
     });
     // The same envelope as the event log.
     const log = await api.GET('/events', { params: { query: { type: 'deal.won' } } });
     expect(log.data!.data[0]).toEqual(req.body);
     const rows = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'succeeded');
-    expect(rows).toEqual([{
-      id: expect.stringMatching(/^whd_/), webhookEndpointId: ep.id, eventId, eventType: 'deal.won', status: 'succeeded',
-      attempt: 1, httpStatus: 200, errorMessage: null, deliveredAt: expect.any(String), scheduledAt: expect.any(String), createdAt: expect.any(String),
-    }]);
+    expect(rows).toEqual([
+      {
+        id: expect.stringMatching(/^whd_/),
+        webhookEndpointId: ep.id,
+        eventId,
+        eventType: 'deal.won',
+        status: 'succeeded',
+        attempt: 1,
+        httpStatus: 200,
+        errorMessage: null,
+        deliveredAt: expect.any(String),
+        scheduledAt: expect.any(String),
+        createdAt: expect.any(String),
+      },
+    ]);
     const { data: after } = await api.GET('/webhooks/{id}', { params: { path: { id: ep.id } } });
     expect(after!.lastDeliveryAt).not.toBeNull();
     expect(after!.consecutiveFailures).toBe(0);
@@ -102,7 +135,9 @@ describe('delivery format', () => {
     const [b] = await rx2.waitFor();
     expect(a.body!.id).toBe(eventId);
     expect(b.body!.id).toBe(eventId);
-    const rows = await withSystem(svc.rt.db, (trx) => trx.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).execute());
+    const rows = await withSystem(svc.rt.db, (trx) =>
+      trx.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).execute(),
+    );
     expect(rows).toHaveLength(2);
     expect(other.received).toHaveLength(0);
     expect(paused.received).toHaveLength(0);
@@ -202,15 +237,23 @@ describe('attempt limit', () => {
       const api = big.api(await org.key(['webhooks.manage']));
       const rx = await receiver(() => 500);
       const { data: ep } = await api.POST('/webhooks', { body: { url: rx.url, eventTypes: ['deal.won'] } });
-      const eventId = await withOrg(big.rt.db, org.id, (trx) => emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} }));
-      const [row] = await waitFor(async () => {
-        const { data } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
-        return data!.data[0]?.status === 'failed' ? data!.data : null;
-      }, 30_000, 'the delivery to fail');
+      const eventId = await withOrg(big.rt.db, org.id, (trx) =>
+        emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} }),
+      );
+      const [row] = await waitFor(
+        async () => {
+          const { data } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
+          return data!.data[0]?.status === 'failed' ? data!.data : null;
+        },
+        30_000,
+        'the delivery to fail',
+      );
       expect(row).toMatchObject({ attempt: 7, httpStatus: 500, eventId });
       expect(rx.received).toHaveLength(7);
       expect(new Set(rx.received.map((r) => r.body!.id))).toEqual(new Set([eventId]));
-      const q = await big.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'deliveryId' = $1`, [row.id]);
+      const q = await big.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'deliveryId' = $1`, [
+        row.id,
+      ]);
       expect(q.rows[0].n).toBe(0);
       const { data: after } = await api.GET('/webhooks/{id}', { params: { path: { id: ep!.id } } });
       expect(after).toMatchObject({ status: 'active', consecutiveFailures: 7, lastDeliveryAt: null });
@@ -225,10 +268,14 @@ describe('disabling', () => {
     let ok = false;
     const { org, api, rx, ep } = await setup(() => (ok ? 200 : 500));
     await emitEvent(org.id);
-    const got = await waitFor(async () => {
-      const { data } = await api.GET('/webhooks/{id}', { params: { path: { id: ep.id } } });
-      return data!.status === 'disabled' ? data : null;
-    }, 20_000, 'status disabled');
+    const got = await waitFor(
+      async () => {
+        const { data } = await api.GET('/webhooks/{id}', { params: { path: { id: ep.id } } });
+        return data!.status === 'disabled' ? data : null;
+      },
+      20_000,
+      'status disabled',
+    );
     expect(got!.consecutiveFailures).toBe(5);
     // The 6th attempt, already queued, is dropped rather than sent.
     const [row] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'failed');
@@ -237,7 +284,9 @@ describe('disabling', () => {
     expect(await queuedAttempts(row.id)).toBe(0);
     // New events make no delivery at all while disabled.
     const dropped = await emitEvent(org.id);
-    const jobs = await svc.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'eventId' = $1`, [dropped]);
+    const jobs = await svc.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'eventId' = $1`, [
+      dropped,
+    ]);
     expect(jobs.rows[0].n).toBe(0);
     expect(await deliveries(api, ep.id)).toHaveLength(1);
 
@@ -257,9 +306,19 @@ describe('replay, rotation and test delivery', () => {
     const eventId = await emitEvent(org.id);
     const [original] = await waitDeliveries(api, ep.id, (rs) => rs[0]?.status === 'succeeded');
     const before = Date.now();
-    const { data: fresh, response } = await api.POST('/webhooks/{id}/deliveries/{deliveryId}/replay', { params: { path: { id: ep.id, deliveryId: original.id } } });
+    const { data: fresh, response } = await api.POST('/webhooks/{id}/deliveries/{deliveryId}/replay', {
+      params: { path: { id: ep.id, deliveryId: original.id } },
+    });
     expect(response.status).toBe(201);
-    expect(fresh).toMatchObject({ eventId, eventType: 'deal.won', attempt: 1, status: 'pending', httpStatus: null, errorMessage: null, deliveredAt: null });
+    expect(fresh).toMatchObject({
+      eventId,
+      eventType: 'deal.won',
+      attempt: 1,
+      status: 'pending',
+      httpStatus: null,
+      errorMessage: null,
+      deliveredAt: null,
+    });
     expect(fresh!.id).not.toBe(original.id);
     expect(Date.parse(fresh!.scheduledAt)).toBeGreaterThanOrEqual(before - 1000);
     const reqs = await rx.waitFor(2);
@@ -267,7 +326,9 @@ describe('replay, rotation and test delivery', () => {
     expect(reqs[1].raw.equals(reqs[0].raw)).toBe(true);
     const rows = await waitDeliveries(api, ep.id, (rs) => rs.every((d) => d.status === 'succeeded') && rs.length === 2);
     expect(rows[0].id).toBe(fresh!.id); // newest first
-    const { data: again } = await api.GET('/webhooks/{id}/deliveries/{deliveryId}', { params: { path: { id: ep.id, deliveryId: original.id } } });
+    const { data: again } = await api.GET('/webhooks/{id}/deliveries/{deliveryId}', {
+      params: { path: { id: ep.id, deliveryId: original.id } },
+    });
     expect(again).toEqual(original);
   });
 
@@ -286,17 +347,30 @@ describe('replay, rotation and test delivery', () => {
     const { org, api, rx, ep } = await setup((_r, n) => (n === 1 ? 200 : 503), ['deal.lost', 'deal.won']);
     const { data, response } = await api.POST('/webhooks/{id}/test-deliver', { params: { path: { id: ep.id } } });
     expect(response.status).toBe(200);
-    expect(data).toEqual({ delivered: true, httpStatus: 200, errorMessage: null, durationMs: expect.any(Number), eventId: expect.stringMatching(/^evt_/) });
+    expect(data).toEqual({
+      delivered: true,
+      httpStatus: 200,
+      errorMessage: null,
+      durationMs: expect.any(Number),
+      eventId: expect.stringMatching(/^evt_/),
+    });
     const [req] = rx.received;
     expect(verifySignature(String(req.headers['x-outbound-signature']), req.raw, ep.signingSecret)).toBe(true);
     expect(req.body).toEqual({
-      apiVersion: '2026-07-21', id: data!.eventId, type: 'deal.lost', createdAt: expect.any(String), organizationId: org.id,
-      data: { test: true }, resource: { type: 'WebhookEndpoint', id: ep.id },
+      apiVersion: '2026-07-21',
+      id: data!.eventId,
+      type: 'deal.lost',
+      createdAt: expect.any(String),
+      organizationId: org.id,
+      data: { test: true },
+      resource: { type: 'WebhookEndpoint', id: ep.id },
     });
     const failed = await api.POST('/webhooks/{id}/test-deliver', { params: { path: { id: ep.id } } });
     expect(failed.data).toMatchObject({ delivered: false, httpStatus: 503, errorMessage: 'HTTP 503' });
     expect(await deliveries(api, ep.id)).toEqual([]);
-    const events = await withSystem(svc.rt.db, (trx) => trx.selectFrom('events').select('id').where('organization_id', '=', org.id).execute());
+    const events = await withSystem(svc.rt.db, (trx) =>
+      trx.selectFrom('events').select('id').where('organization_id', '=', org.id).execute(),
+    );
     expect(events).toEqual([]);
     const { data: after } = await api.GET('/webhooks/{id}', { params: { path: { id: ep.id } } });
     expect(after).toMatchObject({ consecutiveFailures: 0, lastDeliveryAt: null });
@@ -320,7 +394,14 @@ describe('crash safety', () => {
     // Node itself (tsx as a loader): the tsx CLI runs the script in a child of its own, which a
     // SIGKILL of the CLI leaves running (an orphan worker that keeps the job and polls on).
     const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/boot/worker-main.ts')], {
-      env: { ...process.env, DATABASE_URL: dbUrl, DATA_DIR: crash.config.dataDir, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_TIMEOUT_MS: '60000', LOG_LEVEL: 'silent' },
+      env: {
+        ...process.env,
+        DATABASE_URL: dbUrl,
+        DATA_DIR: crash.config.dataDir,
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+        WEBHOOK_TIMEOUT_MS: '60000',
+        LOG_LEVEL: 'silent',
+      },
       stdio: 'ignore',
     });
     try {
@@ -328,26 +409,39 @@ describe('crash safety', () => {
       const api = crash.api(await org.key(['webhooks.manage']));
       const rx = await receiver((_r, n) => (n === 1 ? 'hang' : 200));
       const { data: ep } = await api.POST('/webhooks', { body: { url: rx.url, eventTypes: ['deal.won'] } });
-      const eventId = await withOrg(crash.rt.db, org.id, (trx) => emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} }));
+      const eventId = await withOrg(crash.rt.db, org.id, (trx) =>
+        emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} }),
+      );
       await rx.waitFor(1);
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
       const { data: pending } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
       expect(pending!.data).toMatchObject([{ eventId, status: 'pending', attempt: 1, httpStatus: null }]);
-      const locked = await crash.pool.query(`SELECT locked_by FROM graphile_worker._private_jobs WHERE payload->>'eventId' = $1`, [eventId]);
+      const locked = await crash.pool.query(`SELECT locked_by FROM graphile_worker._private_jobs WHERE payload->>'eventId' = $1`, [
+        eventId,
+      ]);
       expect(locked.rows).toHaveLength(1);
       expect(locked.rows[0].locked_by).not.toBeNull();
       // Four hours later graphile-worker clears the dead worker's lock; simulate that, then let a
       // new worker take over.
-      await crash.pool.query(`UPDATE graphile_worker._private_jobs SET locked_at = now() - interval '4 hours 1 minute' WHERE payload->>'eventId' = $1`, [eventId]);
-      await crash.pool.query(`UPDATE graphile_worker._private_jobs SET locked_at = NULL, locked_by = NULL WHERE locked_at < now() - interval '4 hours'`);
+      await crash.pool.query(
+        `UPDATE graphile_worker._private_jobs SET locked_at = now() - interval '4 hours 1 minute' WHERE payload->>'eventId' = $1`,
+        [eventId],
+      );
+      await crash.pool.query(
+        `UPDATE graphile_worker._private_jobs SET locked_at = NULL, locked_by = NULL WHERE locked_at < now() - interval '4 hours'`,
+      );
       await crash.startWorker();
       const reqs = await rx.waitFor(2);
       expect(reqs.map((r) => r.body!.id)).toEqual([eventId, eventId]);
-      const rows = await waitFor(async () => {
-        const { data } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
-        return data!.data[0]?.status === 'succeeded' ? data!.data : null;
-      }, 20_000, 'the delivery to succeed');
+      const rows = await waitFor(
+        async () => {
+          const { data } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
+          return data!.data[0]?.status === 'succeeded' ? data!.data : null;
+        },
+        20_000,
+        'the delivery to succeed',
+      );
       expect(rows).toMatchObject([{ eventId, attempt: 1, httpStatus: 200 }]);
     } finally {
       child.kill('SIGKILL');

@@ -1,19 +1,20 @@
 // The dispatcher against a real SMTP server on loopback: POST /drafts/{id}/send, the message and
 // its headers, threading, DKIM, one-click unsubscribe, tracking, outcomes (sent, bounced, retried),
 // every gate, rotation and caps, and recovery after a worker is killed mid-send.
+
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { simpleParser } from 'mailparser';
-import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { raw, startService, waitFor, type TestService } from './support/harness.js';
-import { startSmtpSink, type SmtpSink } from './support/smtp-sink.js';
-import { eventsOf, system, uid } from './crm-support.js';
-import { contact, draftingOrg, draftsOf, getSequence, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
+import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
+import { simpleParser } from 'mailparser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendStep } from '../src/dispatch/send.js';
 import { sweepStaleSends } from '../src/dispatch/sweep.js';
+import { eventsOf, system, uid } from './crm-support.js';
+import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
+import { raw, startService, type TestService, waitFor } from './support/harness.js';
+import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
 let svc: TestService;
 let sink: SmtpSink;
@@ -23,16 +24,26 @@ beforeAll(async () => {
   svc = await startService({ SMTP_URL: sink.url, MAIL_FROM: 'Acme Sales <sales@acme-sender.test>', SMTP_TIMEOUT_MS: '2000' });
   await svc.startWorker();
 });
-afterAll(async () => { await svc?.close(); await sink?.close(); });
+afterAll(async () => {
+  await svc?.close();
+  await sink?.close();
+});
 
 const STEPS = [
-  { dayOffset: 0, subject: 'Orbit for {{company}}', body: 'Hi {{firstName}},\n\nWe fly small satellites: https://acme.example/launch\n\nBest,\nSam' },
+  {
+    dayOffset: 0,
+    subject: 'Orbit for {{company}}',
+    body: 'Hi {{firstName}},\n\nWe fly small satellites: https://acme.example/launch\n\nBest,\nSam',
+  },
   { dayOffset: 0, subject: 'Following up', body: 'Hi {{firstName}}, one more note. Worth a call?' },
 ];
 
 async function sendingOrg(settings: Record<string, unknown> = {}) {
   const s = await draftingOrg(svc);
-  await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { flags: { v1_2_api_send: true }, ...(Object.keys(settings).length ? { sending: settings } : {}) } });
+  await svc.admin.PATCH('/organizations/{orgId}', {
+    params: { path: { orgId: s.org.id } },
+    body: { flags: { v1_2_api_send: true }, ...(Object.keys(settings).length ? { sending: settings } : {}) },
+  });
   return s;
 }
 
@@ -63,7 +74,12 @@ describe('POST /drafts/{id}/send', () => {
     const [fresh] = await draftsOf(s.api, c.id);
     expect((await send(s, fresh.id)).response.status).toBe(400);
     const loose = uid('drf_');
-    await system(svc, (trx) => trx.insertInto('drafts').values({ organization_id: s.org.id, id: loose, contact_id: c.id, status: 'APPROVED', subject: 's', body: 'b' }).execute());
+    await system(svc, (trx) =>
+      trx
+        .insertInto('drafts')
+        .values({ organization_id: s.org.id, id: loose, contact_id: c.id, status: 'APPROVED', subject: 's', body: 'b' })
+        .execute(),
+    );
     const r = await send(s, loose);
     expect(r.response.status).toBe(400);
     expect(r.error?.detail).toMatch(/not part of a sequence/);
@@ -83,10 +99,38 @@ describe('POST /drafts/{id}/send', () => {
       expect(r.response.status).toBe(200);
       return r.data!;
     };
-    expect(await reason(async (c) => { await s.api.POST('/suppression', { body: { email: c.email, reason: 'asked' } }); })).toEqual({ draftId: expect.any(String), queued: false, queuedJobCount: 0, skippedReason: 'suppressed' });
-    expect((await reason(async (c) => { await s.api.DELETE('/contacts/{id}', { params: { path: { id: c.id } } }); })).skippedReason).toBe('contact_removed');
-    expect((await reason(async (c) => { await system(svc, (trx) => trx.updateTable('contacts').set({ tags: ['do-not-contact'] } as never).where('id', '=', c.id).execute()); })).skippedReason).toBe('do_not_contact');
-    expect((await reason(async (c) => { await s.api.POST('/deals', { body: { name: 'Open deal', primaryContactId: c.id } }); })).skippedReason).toBe('already_in_pipeline');
+    expect(
+      await reason(async (c) => {
+        await s.api.POST('/suppression', { body: { email: c.email, reason: 'asked' } });
+      }),
+    ).toEqual({ draftId: expect.any(String), queued: false, queuedJobCount: 0, skippedReason: 'suppressed' });
+    expect(
+      (
+        await reason(async (c) => {
+          await s.api.DELETE('/contacts/{id}', { params: { path: { id: c.id } } });
+        })
+      ).skippedReason,
+    ).toBe('contact_removed');
+    expect(
+      (
+        await reason(async (c) => {
+          await system(svc, (trx) =>
+            trx
+              .updateTable('contacts')
+              .set({ tags: ['do-not-contact'] } as never)
+              .where('id', '=', c.id)
+              .execute(),
+          );
+        })
+      ).skippedReason,
+    ).toBe('do_not_contact');
+    expect(
+      (
+        await reason(async (c) => {
+          await s.api.POST('/deals', { body: { name: 'Open deal', primaryContactId: c.id } });
+        })
+      ).skippedReason,
+    ).toBe('already_in_pipeline');
     const a = await approved(s);
     const first = await send(s, a.drafts[0].id);
     expect(first.data).toEqual({ draftId: a.drafts[0].id, queued: true, queuedJobCount: 2, skippedReason: null });
@@ -115,7 +159,11 @@ describe('sending', () => {
     expect(m2.inReplyTo).toBe(m1.messageId);
     expect(m2.references).toBe(m1.messageId);
     for (const m of [m1, m2]) {
-      const header = (name: string) => m.headerLines.find((h) => h.key === name)?.line.slice(name.length + 1).trim();
+      const header = (name: string) =>
+        m.headerLines
+          .find((h) => h.key === name)
+          ?.line.slice(name.length + 1)
+          .trim();
       const lu = { url: /^<(.+)>$/.exec(header('list-unsubscribe') ?? '')?.[1] ?? '' };
       expect(lu.url).toMatch(new RegExp(`^${svc.baseUrl}/unsubscribe/`));
       expect(header('list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click');
@@ -135,19 +183,25 @@ describe('sending', () => {
     expect((await s.api.GET('/usage', {})).data!.sends.attempted).toBe(2);
     const box = await outbox(s.org.id);
     expect(box.map((m) => [m.step, m.status, m.to, m.from, m.messageId])).toEqual([
-      [1, 'sent', c.email.toLowerCase(), 'sales@acme-sender.test', m1.messageId], [2, 'sent', c.email.toLowerCase(), 'sales@acme-sender.test', m2.messageId],
+      [1, 'sent', c.email.toLowerCase(), 'sales@acme-sender.test', m1.messageId],
+      [2, 'sent', c.email.toLowerCase(), 'sales@acme-sender.test', m2.messageId],
     ]);
     expect(box[0].headers['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click');
     expect(await queueOf(s.org.id)).toEqual([]);
   });
 
-  it('signs with the mailbox\'s DKIM key, covering both unsubscribe headers (verified with mailauth and an injected resolver)', async () => {
+  it("signs with the mailbox's DKIM key, covering both unsubscribe headers (verified with mailauth and an injected resolver)", async () => {
     const s = await sendingOrg();
     const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     const mb = await svc.admin.POST('/organizations/{orgId}/mailboxes', {
       params: { path: { orgId: s.org.id } },
-      body: { email: 'rep@signed.test', name: 'Rep', smtpUrl: sink.url, dkim: { domainName: 'signed.test', keySelector: 'sel1', privateKey: pem } },
+      body: {
+        email: 'rep@signed.test',
+        name: 'Rep',
+        smtpUrl: sink.url,
+        dkim: { domainName: 'signed.test', keySelector: 'sel1', privateKey: pem },
+      },
     });
     expect(mb.data).toMatchObject({ status: 'verified', ownSmtp: true, dkim: { domainName: 'signed.test', keySelector: 'sel1' } });
     expect(JSON.stringify(mb.data)).not.toContain('PRIVATE KEY');
@@ -163,7 +217,10 @@ describe('sending', () => {
     const result = await dkimVerify(Buffer.from(m.raw), { resolver });
     expect(result.results[0]).toMatchObject({ signingDomain: 'signed.test', selector: 'sel1', status: { result: 'pass' } });
     const signature = /^DKIM-Signature:.*$/im.exec(m.raw.replace(/\r?\n[ \t]+/g, ' '))![0];
-    const signed = String(/[;\s]h=([^;]+)/.exec(signature)?.[1]).toLowerCase().replace(/\s/g, '').split(':');
+    const signed = String(/[;\s]h=([^;]+)/.exec(signature)?.[1])
+      .toLowerCase()
+      .replace(/\s/g, '')
+      .split(':');
     expect(signed).toEqual(expect.arrayContaining(['list-unsubscribe', 'list-unsubscribe-post', 'from', 'subject', 'message-id']));
   });
 
@@ -177,11 +234,15 @@ describe('sending', () => {
     expect(forTo(email)).toEqual([]);
     const sup = await s.api.GET('/suppression', { params: { query: { email } } });
     expect(sup.data).toMatchObject({ suppressed: true, entry: { reason: 'HARD_BOUNCE', source: 'dispatcher' } });
-    for (const type of ['email.bounced', 'send.failed', 'sequence.step_failed', 'suppression.added']) expect(await eventsOf(svc, s.org.id, type), type).toHaveLength(1);
+    for (const type of ['email.bounced', 'send.failed', 'sequence.step_failed', 'suppression.added'])
+      expect(await eventsOf(svc, s.org.id, type), type).toHaveLength(1);
     expect((await eventsOf(svc, s.org.id, 'email.bounced'))[0].data).toMatchObject({ contactId: c.id, step: 1, code: 550, kind: 'hard' });
     expect(await getSequence(s.api, seq.id)).toMatchObject({ status: 'PAUSED', pausedFrom: 'QUEUED' });
     const q = await queueOf(s.org.id);
-    expect(q.map((r) => [r.step, r.state, r.heldBy])).toEqual([[1, 'failed', 'hard_bounce'], [2, 'skipped', 'sequence_not_active']]);
+    expect(q.map((r) => [r.step, r.state, r.heldBy])).toEqual([
+      [1, 'failed', 'hard_bounce'],
+      [2, 'skipped', 'sequence_not_active'],
+    ]);
     expect((await outbox(s.org.id)).map((m) => m.status)).toEqual(['bounced']);
   });
 
@@ -221,7 +282,10 @@ describe('sending', () => {
     expect(q.find((r) => r.contactId === a.c.id)).toMatchObject({ state: 'deferred', heldBy: 'transport_retry', attempts: 1 });
     // The late one's server had the whole message: it may have delivered it. The sequence goes on
     // (the second step threads onto the first), and neither is tried again.
-    expect(q.filter((r) => r.contactId === b.c.id).map((r) => [r.step, r.state, r.heldBy])).toEqual([[1, 'possibly_sent', 'possibly_sent'], [2, 'possibly_sent', 'possibly_sent']]);
+    expect(q.filter((r) => r.contactId === b.c.id).map((r) => [r.step, r.state, r.heldBy])).toEqual([
+      [1, 'possibly_sent', 'possibly_sent'],
+      [2, 'possibly_sent', 'possibly_sent'],
+    ]);
     const box = (await outbox(s.org.id)).filter((m) => m.contactId === b.c.id);
     expect(box.map((m) => m.status)).toEqual(['possibly_sent', 'possibly_sent']);
     const hung = sink.hung.filter((m) => m.to.includes(late.toLowerCase()));
@@ -241,23 +305,40 @@ describe('one-click unsubscribe', () => {
     await send(s, drafts[0].id);
     await settle(svc);
     const [m] = await Promise.all(forTo(c.email).map((x) => simpleParser(x.raw)));
-    const url = /^<(.+)>$/.exec(m.headerLines.find((h) => h.key === 'list-unsubscribe')!.line.slice('list-unsubscribe:'.length).trim())![1];
+    const url = /^<(.+)>$/.exec(
+      m.headerLines
+        .find((h) => h.key === 'list-unsubscribe')!
+        .line.slice('list-unsubscribe:'.length)
+        .trim(),
+    )![1];
     const path = new URL(url).pathname;
     const page = await raw(svc.baseUrl, 'GET', path);
     expect(page.status).toBe(200);
     expect(page.text).toContain('<form method="post">');
-    expect(await s.api.GET('/suppression', { params: { query: { email: c.email } } }).then((r) => r.data)).toMatchObject({ suppressed: false });
+    expect(await s.api.GET('/suppression', { params: { query: { email: c.email } } }).then((r) => r.data)).toMatchObject({
+      suppressed: false,
+    });
     // A mail client's one-click POST (RFC 8058).
-    const post = await raw(svc.baseUrl, 'POST', path, { body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const post = await raw(svc.baseUrl, 'POST', path, {
+      body: 'List-Unsubscribe=One-Click',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(post.status).toBe(200);
     expect(post.text).toContain('You are unsubscribed');
-    expect((await s.api.GET('/suppression', { params: { query: { email: c.email } } })).data).toMatchObject({ suppressed: true, entry: { reason: 'UNSUBSCRIBE' } });
+    expect((await s.api.GET('/suppression', { params: { query: { email: c.email } } })).data).toMatchObject({
+      suppressed: true,
+      entry: { reason: 'UNSUBSCRIBE' },
+    });
     expect(await getSequence(s.api, seq.id)).toMatchObject({ status: 'PAUSED', pausedFrom: 'ACTIVE' });
     expect((await queueOf(s.org.id)).map((q) => [q.step, q.state, q.heldBy])).toEqual([[2, 'skipped', 'sequence_not_active']]);
     const again = await raw(svc.baseUrl, 'POST', path);
     expect(again.status).toBe(200);
     expect(await eventsOf(svc, s.org.id, 'email.unsubscribed')).toHaveLength(1);
-    expect((await eventsOf(svc, s.org.id, 'email.unsubscribed'))[0].data).toMatchObject({ contactId: c.id, draftId: drafts[0].id, step: 1 });
+    expect((await eventsOf(svc, s.org.id, 'email.unsubscribed'))[0].data).toMatchObject({
+      contactId: c.id,
+      draftId: drafts[0].id,
+      step: 1,
+    });
     expect((await eventsOf(svc, s.org.id, 'suppression.added')).filter((e) => e.data.reason === 'UNSUBSCRIBE')).toHaveLength(1);
     expect((await raw(svc.baseUrl, 'POST', `${path.slice(0, -3)}xyz`)).status).toBe(404);
     expect((await raw(svc.baseUrl, 'GET', '/unsubscribe/garbage')).status).toBe(404);
@@ -330,12 +411,24 @@ describe('gates', () => {
     const [q] = await queueOf(s.org.id);
     expect(q).toMatchObject({ state: 'deferred', heldBy: 'sending_window' });
     const opens = new Date(q.nextAttemptAt);
-    const parts = new Intl.DateTimeFormat('en-US', { timeZone: zone, weekday: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).formatToParts(opens);
+    const parts = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      weekday: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    }).formatToParts(opens);
     expect(parts.find((p) => p.type === 'weekday')!.value).toBe(['Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat', 'Sun'][tomorrow - 1]);
     expect(`${parts.find((p) => p.type === 'hour')!.value}:${parts.find((p) => p.type === 'minute')!.value}`).toBe('09:30');
-    const bad = await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { sending: { timeZone: 'Mars/Olympus' } } });
+    const bad = await svc.admin.PATCH('/organizations/{orgId}', {
+      params: { path: { orgId: s.org.id } },
+      body: { sending: { timeZone: 'Mars/Olympus' } },
+    });
     expect(bad.response.status).toBe(400);
-    const backwards = await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { sending: { from: '18:00', to: '09:00' } } });
+    const backwards = await svc.admin.PATCH('/organizations/{orgId}', {
+      params: { path: { orgId: s.org.id } },
+      body: { sending: { from: '18:00', to: '09:00' } },
+    });
     expect(backwards.response.status).toBe(400);
   });
 
@@ -349,12 +442,22 @@ describe('gates', () => {
     await settle(svc);
     await s.api.POST('/suppression', { body: { email: a.c.email, reason: 'asked' } });
     const until = new Date(Date.now() + 3 * 86_400_000);
-    await system(svc, (trx) => trx.updateTable('contacts').set({ snoozed_until: until } as never).where('id', '=', b.c.id).execute());
+    await system(svc, (trx) =>
+      trx
+        .updateTable('contacts')
+        .set({ snoozed_until: until } as never)
+        .where('id', '=', b.c.id)
+        .execute(),
+    );
     await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
     for (const q of await queueOf(s.org.id)) await sendStep(svc.rt as never, s.org.id, q.id);
     const rows = await queueOf(s.org.id);
     expect(rows.find((r) => r.contactId === a.c.id)).toMatchObject({ state: 'skipped', heldBy: 'suppressed' });
-    expect(rows.find((r) => r.contactId === b.c.id)).toMatchObject({ state: 'deferred', heldBy: 'contact_snoozed', nextAttemptAt: until.toISOString() });
+    expect(rows.find((r) => r.contactId === b.c.id)).toMatchObject({
+      state: 'deferred',
+      heldBy: 'contact_snoozed',
+      nextAttemptAt: until.toISOString(),
+    });
     expect([...forTo(a.c.email), ...forTo(b.c.email)]).toEqual([]);
   });
 
@@ -365,13 +468,19 @@ describe('gates', () => {
     await settle(svc);
     expect(forTo(c.email)).toEqual([]);
     expect((await queueOf(s.org.id))[0]).toMatchObject({ state: 'deferred', heldBy: 'no_verified_mailbox' });
-    const failed = await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: 'rep@nowhere.test', smtpUrl: 'smtp://127.0.0.1:1' } });
+    const failed = await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+      params: { path: { orgId: s.org.id } },
+      body: { email: 'rep@nowhere.test', smtpUrl: 'smtp://127.0.0.1:1' },
+    });
     expect(failed.data).toMatchObject({ status: 'failed', statusReason: expect.stringMatching(/ECONNREFUSED|connect/) });
   });
 
   it('keeps a mailbox within its daily cap, a recipient domain within its cap, and the minimum gap', async () => {
     const s = await sendingOrg({ recipientDomainDailyCap: 2, minGapSeconds: 0 });
-    await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: 'one@capped.test', dailyCap: 3 } });
+    await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+      params: { path: { orgId: s.org.id } },
+      body: { email: 'one@capped.test', dailyCap: 3 },
+    });
     const domain = `${uid('shared')}.example`;
     const people = [];
     for (let i = 0; i < 3; i += 1) people.push(await approved(s, `${uid('p')}@${domain}`, [STEPS[0]]));
@@ -391,7 +500,7 @@ describe('gates', () => {
     await send(gap, g1.drafts[0].id);
     await send(gap, g2.drafts[0].id);
     await settle(svc);
-    const held = (await queueOf(gap.org.id));
+    const held = await queueOf(gap.org.id);
     expect(held).toHaveLength(1);
     expect(held[0]).toMatchObject({ heldBy: 'min_gap' });
     expect(Date.parse(held[0].nextAttemptAt) - Date.now()).toBeGreaterThan(3500_000);
@@ -399,10 +508,16 @@ describe('gates', () => {
 });
 
 describe('mailboxes and caps under concurrency', () => {
-  it('rotates mailboxes by cap left, keeps every later step on the first step\'s mailbox, and never overshoots a cap with two workers racing', async () => {
+  it("rotates mailboxes by cap left, keeps every later step on the first step's mailbox, and never overshoots a cap with two workers racing", async () => {
     const s = await sendingOrg();
-    const a = await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: 'a@rotate.test', name: 'A', dailyCap: 6 } });
-    const b = await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: 'b@rotate.test', name: 'B', dailyCap: 6 } });
+    const a = await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+      params: { path: { orgId: s.org.id } },
+      body: { email: 'a@rotate.test', name: 'A', dailyCap: 6 },
+    });
+    const b = await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+      params: { path: { orgId: s.org.id } },
+      body: { email: 'b@rotate.test', name: 'B', dailyCap: 6 },
+    });
     expect([a.data!.status, b.data!.status]).toEqual(['verified', 'verified']);
     await svc.startWorker(); // a second worker competes for the same jobs
     const people = [];
@@ -415,8 +530,10 @@ describe('mailboxes and caps under concurrency', () => {
     } finally {
       await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
     }
-    await system(svc, (trx) => sql`SELECT enqueue_job('send_step', json_build_object('organizationId', organization_id, 'queueId', id), NULL, id)
-      FROM send_queue WHERE organization_id = ${s.org.id} AND state = 'deferred'`.execute(trx));
+    await system(svc, (trx) =>
+      sql`SELECT enqueue_job('send_step', json_build_object('organizationId', organization_id, 'queueId', id), NULL, id)
+      FROM send_queue WHERE organization_id = ${s.org.id} AND state = 'deferred'`.execute(trx),
+    );
     await settle(svc);
     const box = (await outbox(s.org.id)).filter((m) => m.status === 'sent');
     // 8 people x 2 steps = 16 messages wanted; the two mailboxes allow 12 in 24 hours.
@@ -430,7 +547,8 @@ describe('mailboxes and caps under concurrency', () => {
     }
     const held = await queueOf(s.org.id);
     expect(held).toHaveLength(4);
-    for (const h of held) expect(h).toMatchObject({ state: 'deferred', heldBy: expect.stringMatching(/^(mailbox_daily_cap|previous_step_pending)$/) });
+    for (const h of held)
+      expect(h).toMatchObject({ state: 'deferred', heldBy: expect.stringMatching(/^(mailbox_daily_cap|previous_step_pending)$/) });
     expect(sink.messages.filter((m) => m.from.endsWith('@rotate.test'))).toHaveLength(12);
   });
 });
@@ -461,17 +579,37 @@ describe('lifecycle', () => {
     const owner = svc.api(await s.org.key(undefined, { userId: s.org.ownerId }));
     await owner.POST('/contacts/{id}/erase', { params: { path: { id: c.id } }, body: { requesterRef: 'DSR', reason: 'request' } });
     const rows = await queueOf(s.org.id);
-    expect(rows.map((q) => [q.state, q.heldBy])).toEqual([['skipped', 'contact_removed'], ['skipped', 'contact_removed']]);
+    expect(rows.map((q) => [q.state, q.heldBy])).toEqual([
+      ['skipped', 'contact_removed'],
+      ['skipped', 'contact_removed'],
+    ]);
     for (const q of rows) await sendStep(svc.rt as never, s.org.id, q.id);
     expect(forTo(c.email)).toEqual([]);
   });
 
   it('pauses a mailbox whose hard bounces reach 2% of 20+ sends in 28 days, and says so with org.health_changed', async () => {
     const s = await sendingOrg();
-    const mb = (await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: 'health@bounce.test' } })).data!;
-    await system(svc, (trx) => trx.insertInto('send_records').values(Array.from({ length: 25 }, (_, i) => ({
-      organization_id: s.org.id, id: uid('snd_'), mailbox_id: mb.id, status: 'sent', sent_at: new Date(Date.now() - (i + 1) * 3_600_000), to_email: `x${i}@a.example`,
-    })) as never).execute());
+    const mb = (
+      await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+        params: { path: { orgId: s.org.id } },
+        body: { email: 'health@bounce.test' },
+      })
+    ).data!;
+    await system(svc, (trx) =>
+      trx
+        .insertInto('send_records')
+        .values(
+          Array.from({ length: 25 }, (_, i) => ({
+            organization_id: s.org.id,
+            id: uid('snd_'),
+            mailbox_id: mb.id,
+            status: 'sent',
+            sent_at: new Date(Date.now() - (i + 1) * 3_600_000),
+            to_email: `x${i}@a.example`,
+          })) as never,
+        )
+        .execute(),
+    );
     const email = `${uid('gone')}@bounce.example`;
     sink.behave(email, 'permanent');
     const { drafts } = await approved(s, email, [STEPS[0]]);
@@ -483,14 +621,19 @@ describe('lifecycle', () => {
     expect(h).toHaveLength(1);
     // Folded into the organization's health: the paused mailbox and the bounce rate are its reasons.
     expect(h[0].data).toMatchObject({
-      organizationId: s.org.id, from: 'healthy', to: 'degraded',
+      organizationId: s.org.id,
+      from: 'healthy',
+      to: 'degraded',
       reasons: expect.arrayContaining([
         expect.objectContaining({ code: 'mailbox_paused', mailboxId: mb.id, reason: 'bounce_rate' }),
         expect.objectContaining({ code: 'bounce_rate', bounces: 1, sends: 26, windowDays: 28, thresholdPct: 2 }),
       ]),
     });
     // The operator resumes it (verifying it again).
-    const resumed = await svc.admin.PATCH('/organizations/{orgId}/mailboxes/{mailboxId}', { params: { path: { orgId: s.org.id, mailboxId: mb.id } }, body: { verify: true } });
+    const resumed = await svc.admin.PATCH('/organizations/{orgId}/mailboxes/{mailboxId}', {
+      params: { path: { orgId: s.org.id, mailboxId: mb.id } },
+      body: { verify: true },
+    });
     expect(resumed.data).toMatchObject({ status: 'verified', statusReason: null });
   });
 });
@@ -501,7 +644,8 @@ describe('crash safety', () => {
     const dbUrl = (crash.pool as unknown as { options: { connectionString: string } }).options.connectionString;
     // Node itself (tsx as a loader), so the kill reaches the process that holds the connection.
     const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/boot/worker-main.ts')], {
-      env: { ...process.env, DATABASE_URL: dbUrl, DATA_DIR: crash.config.dataDir, SMTP_URL: sink.url, LOG_LEVEL: 'silent' }, stdio: 'ignore',
+      env: { ...process.env, DATABASE_URL: dbUrl, DATA_DIR: crash.config.dataDir, SMTP_URL: sink.url, LOG_LEVEL: 'silent' },
+      stdio: 'ignore',
     });
     try {
       const org = await crash.newOrg();
@@ -510,16 +654,27 @@ describe('crash safety', () => {
       await crash.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: org.id } }, body: { flags: { v1_2_api_send: true } } });
       const email = `${uid('kill')}@crash.example`;
       const c = await contact(api, { email });
-      const tpl = (await crash.admin.POST('/organizations/{orgId}/sequence-templates', { params: { path: { orgId: org.id } }, body: { name: 't', steps: [STEPS[0]] } })).data!.id;
+      const tpl = (
+        await crash.admin.POST('/organizations/{orgId}/sequence-templates', {
+          params: { path: { orgId: org.id } },
+          body: { name: 't', steps: [STEPS[0]] },
+        })
+      ).data!.id;
       await api.POST('/sequences', { body: { contactId: c.id, templateId: tpl } });
-      const [d] = await waitFor(async () => {
-        const r = await api.GET('/drafts', { params: { query: { contactId: c.id } } });
-        return r.data?.data.length ? r.data.data : null;
-      }, 30_000, 'the draft');
+      const [d] = await waitFor(
+        async () => {
+          const r = await api.GET('/drafts', { params: { query: { contactId: c.id } } });
+          return r.data?.data.length ? r.data.data : null;
+        },
+        30_000,
+        'the draft',
+      );
       await api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } });
       // The server receives the message; before it answers, the worker process is killed.
       let killed!: () => void;
-      const done = new Promise<void>((r) => { killed = r; });
+      const done = new Promise<void>((r) => {
+        killed = r;
+      });
       sink.onMessage(async (m) => {
         if (!m.to.includes(email.toLowerCase())) return;
         child.kill('SIGKILL');

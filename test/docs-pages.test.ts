@@ -4,12 +4,12 @@
 // would be one), and that no request left the loopback host. Screenshots go to test-output/.
 import fs from 'node:fs';
 import path from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { raw, startService, type TestService } from './support/harness.js';
-import { publicDoc, adminDoc, publicOperations, adminOperations } from '../src/platform/spec.js';
-import { PROBLEMS } from '../src/http/problems.js';
 import { ASSET_BASE } from '../src/http/docs.js';
+import { PROBLEMS } from '../src/http/problems.js';
+import { adminDoc, adminOperations, publicDoc, publicOperations } from '../src/platform/spec.js';
+import { raw, startService, type TestService } from './support/harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const OUT = path.resolve('test-output');
@@ -31,13 +31,19 @@ afterAll(async () => {
 
 /** What a page must list: every operation of the document, and its webhooks (the delivery it makes). */
 function listed(doc: typeof publicDoc, ops: Map<string, unknown>): string[] {
-  const hooks = Object.values((doc as { webhooks?: Record<string, Record<string, { operationId: string }>> }).webhooks ?? {})
-    .flatMap((w) => Object.values(w).map((o) => o.operationId));
+  const hooks = Object.values((doc as { webhooks?: Record<string, Record<string, { operationId: string }>> }).webhooks ?? {}).flatMap((w) =>
+    Object.values(w).map((o) => o.operationId),
+  );
   return [...ops.keys(), ...hooks].sort();
 }
 
 interface Visit {
-  operationIds: string[]; summaries: string[]; consoleErrors: string[]; pageErrors: string[]; offHost: string[]; problemLinks: string[];
+  operationIds: string[];
+  summaries: string[];
+  consoleErrors: string[];
+  pageErrors: string[];
+  offHost: string[];
+  problemLinks: string[];
   /** Requests the page made to the service's API (not the page, its assets or the document). */
   apiCalls: string[];
 }
@@ -61,14 +67,20 @@ async function visit(pathname: string, expected: number, screenshot: string, the
   const page = await context.newPage();
   const consoleErrors: string[] = [];
   const pageErrors: string[] = [];
-  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(m.text());
+  });
   page.on('pageerror', (e) => pageErrors.push(e.message));
-  page.on('requestfailed', (r) => { if (!offHost.includes(r.url())) consoleErrors.push(`request failed: ${r.url()}`); });
+  page.on('requestfailed', (r) => {
+    if (!offHost.includes(r.url())) consoleErrors.push(`request failed: ${r.url()}`);
+  });
   try {
     const res = await page.goto(`${svc.baseUrl}${pathname}`, { waitUntil: 'load' });
     expect(res?.status()).toBe(200);
     // Rendered when every operation's row is in the DOM.
-    await page.waitForFunction((n) => document.querySelectorAll('.opblock-summary-operation-id').length >= n, expected, { timeout: 45_000 });
+    await page.waitForFunction((n) => document.querySelectorAll('.opblock-summary-operation-id').length >= n, expected, {
+      timeout: 45_000,
+    });
     await page.screenshot({ path: path.join(OUT, screenshot), fullPage: false });
     const operationIds = await page.$$eval('.opblock-summary-operation-id', (els) => els.map((e) => e.textContent?.trim() ?? ''));
     const summaries = await page.$$eval('.opblock-summary-description', (els) => els.map((e) => e.textContent?.trim() ?? ''));
@@ -86,7 +98,11 @@ function expectComplete(v: Visit, expected: string[]) {
   expect(v.consoleErrors).toEqual([]);
   expect(v.pageErrors).toEqual([]);
   expect(v.offHost).toEqual([]);
-  expect(v.problemLinks.sort()).toEqual(Object.keys(PROBLEMS).map((s) => `${svc.baseUrl}/problems/${s}`).sort());
+  expect(v.problemLinks.sort()).toEqual(
+    Object.keys(PROBLEMS)
+      .map((s) => `${svc.baseUrl}/problems/${s}`)
+      .sort(),
+  );
 }
 
 describe('reference pages in Chromium', () => {
@@ -135,7 +151,11 @@ describe('pages and assets over HTTP', () => {
   });
 
   it('leads / and /api-docs to the page, and /admin/api-docs to the operator page', async () => {
-    for (const [from, to] of [['/', '/docs'], ['/api-docs', '/docs'], ['/admin/api-docs', '/admin/docs']]) {
+    for (const [from, to] of [
+      ['/', '/docs'],
+      ['/api-docs', '/docs'],
+      ['/admin/api-docs', '/admin/docs'],
+    ]) {
       const r = await fetch(`${svc.baseUrl}${from}`, { redirect: 'manual' });
       expect(r.status).toBe(302);
       expect(r.headers.get('location')).toBe(to);
@@ -157,7 +177,12 @@ describe('pages and assets over HTTP', () => {
   });
 
   it('answers 404 problems for unknown assets, other versions and paths outside the allow-list', async () => {
-    for (const p of [`${ASSET_BASE}/index.html`, `${ASSET_BASE}/package.json`, '/docs/assets/0.0.0/swagger-ui.css', `${ASSET_BASE}/..%2Fpackage.json`]) {
+    for (const p of [
+      `${ASSET_BASE}/index.html`,
+      `${ASSET_BASE}/package.json`,
+      '/docs/assets/0.0.0/swagger-ui.css',
+      `${ASSET_BASE}/..%2Fpackage.json`,
+    ]) {
       const r = await raw(svc.baseUrl, 'GET', p);
       expect(r.status, p).toBe(404);
       expect(r.headers.get('content-type')).toMatch(/^application\/problem\+json/);

@@ -1,14 +1,19 @@
 // Shared set-up for the sequence, draft and list-generation suites: organizations with templates,
 // contacts (optionally with a researched company), and waiting for the worker's queue to drain.
-import { waitFor, ALL_SCOPES, type PublicClient, type ServiceClients, type TestService } from './support/harness.js';
+
 import { uid, uniqueEmail } from './crm-support.js';
+import { ALL_SCOPES, type PublicClient, type ServiceClients, type TestService, waitFor } from './support/harness.js';
 
 export const STEP_ONE = {
   dayOffset: 0,
   subject: 'A quick idea for {{company}}',
   body: 'Hi {{firstName}},\n\nWe help revenue teams book more qualified meetings without extra headcount.\n\nWould a short call next week be useful?\n\nBest,\nSam',
 };
-export const STEP_TWO = { dayOffset: 3, subject: 'Following up', body: 'Hello again {{firstName}}, checking whether my last note was useful. Worth a call?' };
+export const STEP_TWO = {
+  dayOffset: 3,
+  subject: 'Following up',
+  body: 'Hello again {{firstName}}, checking whether my last note was useful. Worth a call?',
+};
 
 export interface DraftingOrg {
   org: Awaited<ReturnType<ServiceClients['newOrg']>>;
@@ -24,7 +29,8 @@ export async function draftingOrg(svc: ServiceClients, plan?: 'free' | 'starter'
 
 export async function template(svc: ServiceClients, orgId: string, steps = [STEP_ONE, STEP_TWO], productId?: string): Promise<string> {
   const r = await svc.admin.POST('/organizations/{orgId}/sequence-templates', {
-    params: { path: { orgId } }, body: { name: uid('Template '), steps, ...(productId ? { productId } : {}) },
+    params: { path: { orgId } },
+    body: { name: uid('Template '), steps, ...(productId ? { productId } : {}) },
   });
   if (!r.data) throw new Error(`template: ${JSON.stringify(r.error)}`);
   return r.data.id;
@@ -50,14 +56,20 @@ export async function sequence(api: PublicClient, contactId: string, templateId:
 
 /** Waits until the background queue is empty (every job this file's requests caused has run). */
 export async function settle(svc: ServiceClients, timeoutMs = 30_000): Promise<void> {
-  await waitFor(async () => {
-    const q = await svc.admin.GET('/queue');
-    return q.data && q.data.pending + q.data.running === 0 ? true : null;
-  }, timeoutMs, 'the job queue to drain');
+  await waitFor(
+    async () => {
+      const q = await svc.admin.GET('/queue');
+      return q.data && q.data.pending + q.data.running === 0 ? true : null;
+    },
+    timeoutMs,
+    'the job queue to drain',
+  );
 }
 
 export async function draftsOf(api: PublicClient, contactId: string, includeSuperseded = false) {
-  const r = await api.GET('/drafts', { params: { query: { contactId, limit: 200, ...(includeSuperseded ? { includeSuperseded: 'true' as const } : {}) } } });
+  const r = await api.GET('/drafts', {
+    params: { query: { contactId, limit: 200, ...(includeSuperseded ? { includeSuperseded: 'true' as const } : {}) } },
+  });
   if (!r.data) throw new Error(`drafts: ${JSON.stringify(r.error)}`);
   return [...r.data.data].sort((a, b) => a.step - b.step || a.version - b.version);
 }

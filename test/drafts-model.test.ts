@@ -2,17 +2,21 @@
 // that cites its sources, one that invents a fact (and one that fixes it when told), one that
 // times out and one that answers malformed JSON. The recipient's name in the prompt picks the act.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startService, type TestService } from './support/harness.js';
-import { companySite, startSiteServer, type SiteServer } from './support/site-server.js';
-import { startFakeModel, type FakeAnswer, type FakeModel } from './support/fake-llm.js';
 import { eventsOf, uid } from './crm-support.js';
-import { STEP_ONE, contact, draftingOrg, draftsOf, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
+import { contact, type DraftingOrg, draftingOrg, draftsOf, STEP_ONE, sequence, settle, template } from './drafting-support.js';
+import { type FakeAnswer, type FakeModel, startFakeModel } from './support/fake-llm.js';
+import { startService, type TestService } from './support/harness.js';
+import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
 
 let svc: TestService;
 let site: SiteServer;
 let model: FakeModel;
 
-interface Prompt { template: { subject: string; body: string }; recipient: { name: string }; sources: Array<{ sourceIndex: number; facts: string[] }> }
+interface Prompt {
+  template: { subject: string; body: string };
+  recipient: { name: string };
+  sources: Array<{ sourceIndex: number; facts: string[] }>;
+}
 
 const INVENTED = 'Congrats on your 500 new customers in Berlin last week.';
 
@@ -20,7 +24,11 @@ const INVENTED = 'Congrats on your 500 new customers in Berlin last week.';
 function citing(p: Prompt): string {
   const s = p.sources[0];
   const sentence = `I read this on your site: "${s.facts[0]}"`;
-  return JSON.stringify({ subject: p.template.subject, body: `${p.template.body}\n\n${sentence}`, citations: [{ sentence, sourceIndex: s.sourceIndex }] });
+  return JSON.stringify({
+    subject: p.template.subject,
+    body: `${p.template.body}\n\n${sentence}`,
+    citations: [{ sentence, sourceIndex: s.sourceIndex }],
+  });
 }
 
 function act(call: { body: { messages: Array<{ content: string }> } }): FakeAnswer {
@@ -31,7 +39,10 @@ function act(call: { body: { messages: Array<{ content: string }> } }): FakeAnsw
   if (name.startsWith('Hanging')) return { hang: true };
   if (name.startsWith('Garbled')) return { content: 'Here is your email: Hi!' };
   if (name.startsWith('Inventing') || (name.startsWith('Learning') && !told)) {
-    return { content: JSON.stringify({ subject: p.template.subject, body: `${p.template.body}\n\n${INVENTED}`, citations: [] }), usage: { prompt_tokens: 1000, completion_tokens: 200 } };
+    return {
+      content: JSON.stringify({ subject: p.template.subject, body: `${p.template.body}\n\n${INVENTED}`, citations: [] }),
+      usage: { prompt_tokens: 1000, completion_tokens: 200 },
+    };
   }
   return { content: citing(p), usage: { prompt_tokens: 1000, completion_tokens: 200 } };
 }
@@ -43,12 +54,21 @@ beforeAll(async () => {
   // The model's time limit: a loaded machine's loopback answer stays well within it (an answer past
   // it is retried, and the counted calls and attempts would be off); the hanging model waits it out.
   svc = await startService({
-    RESEARCH_SITE_URL_TEMPLATE: site.template, RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
-    LLM_BASE_URL: model.baseUrl, LLM_MODEL: 'gpt-4o-mini', LLM_API_KEY: 'sk-test', LLM_TIMEOUT_MS: '2000', LLM_MAX_RETRIES: '1',
+    RESEARCH_SITE_URL_TEMPLATE: site.template,
+    RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
+    LLM_BASE_URL: model.baseUrl,
+    LLM_MODEL: 'gpt-4o-mini',
+    LLM_API_KEY: 'sk-test',
+    LLM_TIMEOUT_MS: '2000',
+    LLM_MAX_RETRIES: '1',
   });
   await svc.startWorker();
 });
-afterAll(async () => { await svc?.close(); await model?.close(); await site?.close(); });
+afterAll(async () => {
+  await svc?.close();
+  await model?.close();
+  await site?.close();
+});
 
 async function draftFor(s: DraftingOrg, name: string) {
   const domain = `${uid('acme')}.example`;
@@ -62,7 +82,7 @@ async function draftFor(s: DraftingOrg, name: string) {
 }
 
 describe('drafts written by a model', () => {
-  it('keeps the model\'s cited sentence with its source, names the model as provider, and meters tokens and cost', async () => {
+  it("keeps the model's cited sentence with its source, names the model as provider, and meters tokens and cost", async () => {
     const s = await draftingOrg(svc);
     const { full } = await draftFor(s, 'Citing Cora');
     expect(full.provider).toBe('gpt-4o-mini');
@@ -83,13 +103,20 @@ describe('drafts written by a model', () => {
     expect(model.calls.length - before).toBe(3); // the first answer and two rewrites
     expect(full.flagged).toBe(true);
     expect(full.guardrailReport!.flags).toEqual([{ sentence: INVENTED, claims: expect.arrayContaining(['500', 'Berlin', 'last week']) }]);
-    expect(full.guardrailReport!.advisories).toEqual(expect.arrayContaining([expect.stringMatching(/^unsupported-claim: "Congrats/), 'unsupported-claim: still present after 2 rewrite(s) by the model']));
+    expect(full.guardrailReport!.advisories).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^unsupported-claim: "Congrats/),
+        'unsupported-claim: still present after 2 rewrite(s) by the model',
+      ]),
+    );
     expect(full.guardrailReport).toMatchObject({ clean: false, attempts: 3 });
     const g = await eventsOf(svc, s.org.id, 'grounding.would_fire');
     expect(g).toHaveLength(1);
     expect(g[0]).toMatchObject({ resource_type: 'Draft', resource_id: d.id, data: { draftId: d.id, flags: [{ sentence: INVENTED }] } });
     expect((await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } })).response.status).toBe(400);
-    expect((await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } }, body: { acknowledgeFlags: true } })).response.status).toBe(200);
+    expect(
+      (await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } }, body: { acknowledgeFlags: true } })).response.status,
+    ).toBe(200);
   });
 
   it('sends the problems back to the model, which removes the unsupported claim', async () => {
@@ -99,7 +126,10 @@ describe('drafts written by a model', () => {
     expect(model.calls.length - before).toBe(2);
     const told = model.calls[model.calls.length - 1].body.messages[1].content as string;
     expect(told).toContain('"Congrats on your 500 new customers in Berlin last week." states');
-    expect(full).toMatchObject({ flagged: false, guardrailReport: { flags: [], repaired: ['unsupported-claim: removed by the model in 1 rewrite(s)'] } });
+    expect(full).toMatchObject({
+      flagged: false,
+      guardrailReport: { flags: [], repaired: ['unsupported-claim: removed by the model in 1 rewrite(s)'] },
+    });
     expect(full.body).not.toContain('Berlin');
     expect(await eventsOf(svc, s.org.id, 'grounding.would_fire')).toEqual([]);
   });
@@ -108,11 +138,15 @@ describe('drafts written by a model', () => {
     const s = await draftingOrg(svc);
     const hang = await draftFor(s, 'Hanging Hal');
     expect(hang.full.provider).toBe('fallback');
-    expect(hang.full.guardrailReport!.advisories[0]).toBe('model-unavailable: gpt-4o-mini failed (timeout) after 2 attempt(s); the fallback template was used');
+    expect(hang.full.guardrailReport!.advisories[0]).toBe(
+      'model-unavailable: gpt-4o-mini failed (timeout) after 2 attempt(s); the fallback template was used',
+    );
     expect(hang.full.citations).toHaveLength(1); // the fallback's own cited sentence
     const garbled = await draftFor(s, 'Garbled Gus');
     expect(garbled.full.provider).toBe('fallback');
-    expect(garbled.full.guardrailReport!.advisories[0]).toBe('model-unavailable: gpt-4o-mini failed (malformed) after 2 attempt(s); the fallback template was used');
+    expect(garbled.full.guardrailReport!.advisories[0]).toBe(
+      'model-unavailable: gpt-4o-mini failed (malformed) after 2 attempt(s); the fallback template was used',
+    );
     expect(garbled.full.status).toBe('DRAFT_GENERATED');
   });
 });

@@ -1,11 +1,23 @@
 // Drafts with the fallback provider (no model configured): generation from the template, the
 // contact and its research, provenance, guardrails, versions, approval and rejection, usage.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { sql } from 'kysely';
-import { awayFromUtcMidnight, raw, startService, type TestService } from './support/harness.js';
-import { companySite, startSiteServer, type SiteServer } from './support/site-server.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, system, uid } from './crm-support.js';
-import { STEP_ONE, STEP_TWO, contact, draftingOrg, draftsOf, getSequence, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
+import {
+  contact,
+  type DraftingOrg,
+  draftingOrg,
+  draftsOf,
+  getSequence,
+  STEP_ONE,
+  STEP_TWO,
+  sequence,
+  settle,
+  template,
+} from './drafting-support.js';
+import { awayFromUtcMidnight, raw, startService, type TestService } from './support/harness.js';
+import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
 
 let svc: TestService;
 let site: SiteServer;
@@ -14,13 +26,21 @@ beforeAll(async () => {
   svc = await startService({ RESEARCH_SITE_URL_TEMPLATE: site.template, RESEARCH_ALLOW_PRIVATE_TARGETS: 'true' });
   await svc.startWorker();
 });
-afterAll(async () => { await svc?.close(); await site?.close(); });
+afterAll(async () => {
+  await svc?.close();
+  await site?.close();
+});
 
 /** A contact at a company whose site has been researched (so drafts have facts to cite). */
 async function researchedContact(s: DraftingOrg, body: Record<string, unknown> = {}) {
   const domain = `${uid('acme')}.example`;
   site.site(domain, companySite(domain, site.origin));
-  const c = await contact(s.api, { name: 'Dana Whitfield', title: 'VP of Engineering', company: { domain, name: 'Acme Rockets' }, ...body });
+  const c = await contact(s.api, {
+    name: 'Dana Whitfield',
+    title: 'VP of Engineering',
+    company: { domain, name: 'Acme Rockets' },
+    ...body,
+  });
   const r = await s.api.POST('/contacts/{id}/research', { params: { path: { id: c.id } } });
   expect(r.response.status).toBe(200);
   return c;
@@ -34,7 +54,8 @@ async function generated(s: DraftingOrg, steps = [STEP_ONE, STEP_TWO], contactBo
   return { c, tpl, seq, drafts: await draftsOf(s.api, c.id) };
 }
 
-const evidence = async (s: DraftingOrg, id: string) => (await s.api.GET('/drafts/{id}', { params: { path: { id }, query: { include: 'evidence' } } })).data!;
+const evidence = async (s: DraftingOrg, id: string) =>
+  (await s.api.GET('/drafts/{id}', { params: { path: { id }, query: { include: 'evidence' } } })).data!;
 
 describe('generation with the fallback provider', () => {
   it('fills merge fields, adds one cited sentence per step from the research, and reports the evidence', async () => {
@@ -43,8 +64,14 @@ describe('generation with the fallback provider', () => {
     const [d1, d2] = drafts;
     expect(d1.subject).toBe('A quick idea for Acme Rockets');
     const full = await evidence(s, d1.id);
-    expect(full.body).toBe('Hi Dana,\n\nI saw the news "Acme raises $40M Series B".\n\nWe help revenue teams book more qualified meetings without extra headcount.\n\nWould a short call next week be useful?\n\nBest,\nSam');
-    expect(full).toMatchObject({ provider: 'fallback', unresolvedCitationCount: 0, guardrailReport: { clean: true, attempts: 1, repaired: [], advisories: [], flags: [] } });
+    expect(full.body).toBe(
+      'Hi Dana,\n\nI saw the news "Acme raises $40M Series B".\n\nWe help revenue teams book more qualified meetings without extra headcount.\n\nWould a short call next week be useful?\n\nBest,\nSam',
+    );
+    expect(full).toMatchObject({
+      provider: 'fallback',
+      unresolvedCitationCount: 0,
+      guardrailReport: { clean: true, attempts: 1, repaired: [], advisories: [], flags: [] },
+    });
     const research = (await s.api.GET('/contacts/{id}/research', { params: { path: { id: c.id } } })).data!;
     expect(full.citations).toHaveLength(1);
     const cit = full.citations![0];
@@ -54,7 +81,9 @@ describe('generation with the fallback provider', () => {
     expect(cit.sourceSnippet).toContain('Acme raises $40M Series B');
     // Step 2 brings the next fact.
     const e2 = await evidence(s, d2.id);
-    expect(e2.body).toBe('Hello again Dana, checking whether my last note was useful. I saw the news "Acme names Ada Lovelace as Chief Technology Officer". Worth a call?');
+    expect(e2.body).toBe(
+      'Hello again Dana, checking whether my last note was useful. I saw the news "Acme names Ada Lovelace as Chief Technology Officer". Worth a call?',
+    );
     expect(d1.bodyPreview).toBe(full.body.length <= 200 ? full.body : expect.stringMatching(/…$/));
     // Without the include the four keys are absent.
     const plain = (await s.api.GET('/drafts/{id}', { params: { path: { id: d1.id } } })).data!;
@@ -81,7 +110,10 @@ describe('generation with the fallback provider', () => {
     const e = await evidence(s, d.id);
     expect(e.body.startsWith('Hi there,\n\nWe help revenue teams')).toBe(true);
     expect(e.citations).toEqual([]);
-    expect(e.guardrailReport?.repaired).toEqual(['unfilled-merge-field: {{company}} had no value; "your team" was used', 'unfilled-merge-field: {{firstName}} had no value; greeted with "there"']);
+    expect(e.guardrailReport?.repaired).toEqual([
+      'unfilled-merge-field: {{company}} had no value; "your team" was used',
+      'unfilled-merge-field: {{firstName}} had no value; greeted with "there"',
+    ]);
 
     // A colleague of a researched contact: the company dossier is reused for them, no fetch.
     const first = await researchedContact(s);
@@ -98,14 +130,21 @@ describe('generation with the fallback provider', () => {
     expect(rc.map((e) => e.data.companyResearchReused)).toEqual([true]);
   });
 
-  it('turns citations unresolved (null source fields) when the contact\'s research is re-run', async () => {
+  it("turns citations unresolved (null source fields) when the contact's research is re-run", async () => {
     const s = await draftingOrg(svc);
     const { c, drafts } = await generated(s, [STEP_ONE]);
     await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { researchTtlDays: 0 } });
     await s.api.POST('/contacts/{id}/research', { params: { path: { id: c.id } } });
     const e = await evidence(s, drafts[0].id);
     expect(e.unresolvedCitationCount).toBe(1);
-    expect(e.citations![0]).toMatchObject({ resolved: false, sourceUrl: null, sourceTitle: null, sourceDomain: null, sourceSnippet: null, text: 'I saw the news "Acme raises $40M Series B".' });
+    expect(e.citations![0]).toMatchObject({
+      resolved: false,
+      sourceUrl: null,
+      sourceTitle: null,
+      sourceDomain: null,
+      sourceSnippet: null,
+      text: 'I saw the news "Acme raises $40M Series B".',
+    });
   });
 
   it('does not write drafts for a suppressed or do-not-contact contact: draft.failed says why and the sequence stays NEW', async () => {
@@ -115,14 +154,25 @@ describe('generation with the fallback provider', () => {
     await s.api.POST('/suppression', { body: { email: c.email, reason: 'asked' } });
     const seq = await sequence(s.api, c.id, tpl);
     const d = await contact(s.api);
-    await system(svc, (trx) => trx.updateTable('contacts').set({ tags: ['VIP', 'Do-Not-Contact'] } as never).where('id', '=', d.id).execute());
+    await system(svc, (trx) =>
+      trx
+        .updateTable('contacts')
+        .set({ tags: ['VIP', 'Do-Not-Contact'] } as never)
+        .where('id', '=', d.id)
+        .execute(),
+    );
     const seq2 = await sequence(s.api, d.id, tpl);
     await settle(svc);
     expect(await draftsOf(s.api, c.id)).toEqual([]);
     expect((await getSequence(s.api, seq.id)).status).toBe('NEW');
     expect((await getSequence(s.api, seq2.id)).status).toBe('NEW');
     const failed = await eventsOf(svc, s.org.id, 'draft.failed');
-    expect(failed.map((e) => [e.data.sequenceId, e.data.reason])).toEqual(expect.arrayContaining([[seq.id, 'contact_suppressed'], [seq2.id, 'contact_do_not_contact']]));
+    expect(failed.map((e) => [e.data.sequenceId, e.data.reason])).toEqual(
+      expect.arrayContaining([
+        [seq.id, 'contact_suppressed'],
+        [seq2.id, 'contact_do_not_contact'],
+      ]),
+    );
   });
 });
 
@@ -131,8 +181,12 @@ describe('the monthly draft allowance', () => {
     await awayFromUtcMidnight();
     const s = await draftingOrg(svc, 'free'); // 50 drafts a month
     const tpl = await template(svc, s.org.id, [STEP_ONE, STEP_TWO]);
-    const period = new Date().toISOString().slice(0, 8) + '01';
-    await system(svc, (trx) => sql`INSERT INTO usage_counters (organization_id, period_start, drafts_created, drafts_regenerated) VALUES (${s.org.id}, ${period}, 38, 1)`.execute(trx));
+    const period = `${new Date().toISOString().slice(0, 8)}01`;
+    await system(svc, (trx) =>
+      sql`INSERT INTO usage_counters (organization_id, period_start, drafts_created, drafts_regenerated) VALUES (${s.org.id}, ${period}, 38, 1)`.execute(
+        trx,
+      ),
+    );
     const c = await contact(s.api);
     const seq = await sequence(s.api, c.id, tpl); // 39 + 2 = 41 >= 40: the warning
     await settle(svc);
@@ -152,34 +206,61 @@ describe('the monthly draft allowance', () => {
     warn = await eventsOf(svc, s.org.id, 'quota.warning');
     expect(warn).toHaveLength(1);
     const u = await s.api.GET('/usage', {});
-    expect(u.data).toMatchObject({ plan: { id: 'free', draftsPerMonth: 50 }, drafts: { created: 49, regenerated: 1, limit: 50, remaining: 0 }, sends: { attempted: 0 }, llm: { tokensUsed: 0, costCents: 0 } });
+    expect(u.data).toMatchObject({
+      plan: { id: 'free', draftsPerMonth: 50 },
+      drafts: { created: 49, regenerated: 1, limit: 50, remaining: 0 },
+      sends: { attempted: 0 },
+      llm: { tokensUsed: 0, costCents: 0 },
+    });
   });
 });
 
 describe('approve and reject', () => {
   it('approves (lowercase answer, uppercase on GET), repeats answer 200 without a second event, and the sequence becomes APPROVED with its last step', async () => {
     const s = await draftingOrg(svc);
-    const { c, seq, drafts: [d1, d2] } = await generated(s);
+    const {
+      c,
+      seq,
+      drafts: [d1, d2],
+    } = await generated(s);
     const a1 = await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d1.id } } });
     expect(a1.data).toEqual({ draftId: d1.id, status: 'approved', allApproved: false, contactId: c.id });
     expect((await s.api.GET('/drafts/{id}', { params: { path: { id: d1.id } } })).data!.status).toBe('APPROVED');
-    expect((await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d1.id } } })).data).toMatchObject({ status: 'approved', allApproved: false });
+    expect((await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d1.id } } })).data).toMatchObject({
+      status: 'approved',
+      allApproved: false,
+    });
     expect((await getSequence(s.api, seq.id)).status).toBe('DRAFTED');
     const a2 = await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d2.id } }, body: { acknowledgeFlags: true } });
     expect(a2.data).toMatchObject({ allApproved: true });
     expect((await getSequence(s.api, seq.id)).status).toBe('APPROVED');
     const ev = await eventsOf(svc, s.org.id, 'draft.approved');
-    expect(ev.map((e) => [e.resource_type, e.data.draftId, e.data.contactId])).toEqual([['Draft', d1.id, c.id], ['Draft', d2.id, c.id]]);
-    const approval = await system(svc, (trx) => trx.selectFrom('drafts').select('approval').where('id', '=', d1.id).executeTakeFirstOrThrow());
-    expect(approval.approval).toMatchObject({ acknowledgedFlags: [], evidence: { citations: [expect.objectContaining({ sourceIndex: expect.any(Number) })] } });
+    expect(ev.map((e) => [e.resource_type, e.data.draftId, e.data.contactId])).toEqual([
+      ['Draft', d1.id, c.id],
+      ['Draft', d2.id, c.id],
+    ]);
+    const approval = await system(svc, (trx) =>
+      trx.selectFrom('drafts').select('approval').where('id', '=', d1.id).executeTakeFirstOrThrow(),
+    );
+    expect(approval.approval).toMatchObject({
+      acknowledgedFlags: [],
+      evidence: { citations: [expect.objectContaining({ sourceIndex: expect.any(Number) })] },
+    });
     // No email is sent by approval.
-    expect(await system(svc, (trx) => trx.selectFrom('send_records').select('id').where('organization_id', '=', s.org.id).execute())).toEqual([]);
+    expect(
+      await system(svc, (trx) => trx.selectFrom('send_records').select('id').where('organization_id', '=', s.org.id).execute()),
+    ).toEqual([]);
   });
 
   it('refuses with 400: a rejected or superseded draft, a suppressed (any entry), deleted or do-not-contact contact; rejection of an approved draft', async () => {
     const s = await draftingOrg(svc);
-    const { drafts: [d1, d2] } = await generated(s);
-    expect((await s.api.POST('/drafts/{id}/reject', { params: { path: { id: d1.id } } })).data).toMatchObject({ draftId: d1.id, status: 'rejected' });
+    const {
+      drafts: [d1, d2],
+    } = await generated(s);
+    expect((await s.api.POST('/drafts/{id}/reject', { params: { path: { id: d1.id } } })).data).toMatchObject({
+      draftId: d1.id,
+      status: 'rejected',
+    });
     expect((await s.api.GET('/drafts/{id}', { params: { path: { id: d1.id } } })).data!.status).toBe('REJECTED');
     for (const verb of ['approve', 'reject'] as const) {
       const r = await s.api.POST(`/drafts/{id}/${verb}`, { params: { path: { id: d1.id } } });
@@ -196,40 +277,83 @@ describe('approve and reject', () => {
       expect((await s.api.GET('/drafts/{id}', { params: { path: { id: g.drafts[0].id } } })).data!.status).toBe('DRAFT_GENERATED');
       return r.error!.detail;
     };
-    expect(await refusedFor(async (c) => { await s.api.POST('/suppression', { body: { email: c.email, reason: 'asked' } }); })).toMatch(/suppressed \(MANUAL_BLOCK\)/);
-    expect(await refusedFor(async (c) => {
-      await system(svc, (trx) => trx.insertInto('suppression_entries').values({ organization_id: s.org.id, id: uid('sup_'), email: c.email.toLowerCase(), reason: 'HARD_BOUNCE' }).execute());
-    })).toMatch(/HARD_BOUNCE/);
-    expect(await refusedFor(async (c) => {
-      await svc.admin.POST('/organizations/{orgId}/suppression-domains', { params: { path: { orgId: s.org.id } }, body: { domain: c.email.split('@')[1] } });
-    })).toMatch(/suppressed/);
-    expect(await refusedFor(async (c) => { await s.api.DELETE('/contacts/{id}', { params: { path: { id: c.id } } }); })).toMatch(/deleted or erased/);
-    expect(await refusedFor(async (c) => {
-      await system(svc, (trx) => trx.updateTable('contacts').set({ tags: ['do-not-contact'] } as never).where('id', '=', c.id).execute());
-    })).toMatch(/do-not-contact/);
+    expect(
+      await refusedFor(async (c) => {
+        await s.api.POST('/suppression', { body: { email: c.email, reason: 'asked' } });
+      }),
+    ).toMatch(/suppressed \(MANUAL_BLOCK\)/);
+    expect(
+      await refusedFor(async (c) => {
+        await system(svc, (trx) =>
+          trx
+            .insertInto('suppression_entries')
+            .values({ organization_id: s.org.id, id: uid('sup_'), email: c.email.toLowerCase(), reason: 'HARD_BOUNCE' })
+            .execute(),
+        );
+      }),
+    ).toMatch(/HARD_BOUNCE/);
+    expect(
+      await refusedFor(async (c) => {
+        await svc.admin.POST('/organizations/{orgId}/suppression-domains', {
+          params: { path: { orgId: s.org.id } },
+          body: { domain: c.email.split('@')[1] },
+        });
+      }),
+    ).toMatch(/suppressed/);
+    expect(
+      await refusedFor(async (c) => {
+        await s.api.DELETE('/contacts/{id}', { params: { path: { id: c.id } } });
+      }),
+    ).toMatch(/deleted or erased/);
+    expect(
+      await refusedFor(async (c) => {
+        await system(svc, (trx) =>
+          trx
+            .updateTable('contacts')
+            .set({ tags: ['do-not-contact'] } as never)
+            .where('id', '=', c.id)
+            .execute(),
+        );
+      }),
+    ).toMatch(/do-not-contact/);
   });
 
   it('needs acknowledgeFlags for a flagged draft (400 naming the flags), then keeps the acknowledged flags with the approval', async () => {
     const s = await draftingOrg(svc);
-    const { drafts: [d] } = await generated(s, [STEP_ONE]);
+    const {
+      drafts: [d],
+    } = await generated(s, [STEP_ONE]);
     const flags = [{ sentence: 'Congrats on your 500 new customers in Berlin.', claims: ['500', 'Berlin'] }];
-    await system(svc, (trx) => trx.updateTable('drafts').set({
-      flagged: true, guardrail: JSON.stringify({ clean: false, attempts: 3, repaired: [], advisories: ['unsupported-claim: ...'], flags }),
-    } as never).where('id', '=', d.id).execute());
+    await system(svc, (trx) =>
+      trx
+        .updateTable('drafts')
+        .set({
+          flagged: true,
+          guardrail: JSON.stringify({ clean: false, attempts: 3, repaired: [], advisories: ['unsupported-claim: ...'], flags }),
+        } as never)
+        .where('id', '=', d.id)
+        .execute(),
+    );
     const refused = await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } });
     expect(refused.response.status).toBe(400);
     expect(refused.error!.detail).toContain('"Congrats on your 500 new customers in Berlin." (500, Berlin)');
     expect((refused.error as unknown as { flags: unknown }).flags).toEqual(flags);
-    expect((await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } }, body: { acknowledgeFlags: false } })).response.status).toBe(400);
+    expect(
+      (await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } }, body: { acknowledgeFlags: false } })).response.status,
+    ).toBe(400);
     const ok = await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } }, body: { acknowledgeFlags: true } });
     expect(ok.response.status).toBe(200);
-    const approval = await system(svc, (trx) => trx.selectFrom('drafts').select('approval').where('id', '=', d.id).executeTakeFirstOrThrow());
+    const approval = await system(svc, (trx) =>
+      trx.selectFrom('drafts').select('approval').where('id', '=', d.id).executeTakeFirstOrThrow(),
+    );
     expect(approval.approval).toMatchObject({ acknowledgedFlags: flags });
   });
 
   it('answers 404 for unknown and foreign drafts, 403 without drafts.write, 400 for unknown body fields', async () => {
     const s = await draftingOrg(svc);
-    const { drafts: [d] } = await generated(s, [STEP_ONE]);
+    const {
+      drafts: [d],
+    } = await generated(s, [STEP_ONE]);
     const other = await draftingOrg(svc);
     for (const path of ['/api/v1/drafts/drf_000000000000000000000000', `/api/v1/drafts/${d.id}`]) {
       expect((await raw(svc.baseUrl, 'GET', path, { key: other.key })).status).toBe(404);
@@ -238,7 +362,15 @@ describe('approve and reject', () => {
     }
     const reader = svc.api(await s.org.key(['drafts.read']));
     expect((await reader.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } })).response.status).toBe(403);
-    expect((await raw(svc.baseUrl, 'POST', `/api/v1/drafts/${d.id}/approve`, { key: s.key, body: '{"acknowledge":true}', headers: { 'content-type': 'application/json' } })).status).toBe(400);
+    expect(
+      (
+        await raw(svc.baseUrl, 'POST', `/api/v1/drafts/${d.id}/approve`, {
+          key: s.key,
+          body: '{"acknowledge":true}',
+          headers: { 'content-type': 'application/json' },
+        })
+      ).status,
+    ).toBe(400);
     expect((await s.api.GET('/drafts/{id}', { params: { path: { id: d.id } } })).data!.status).toBe('DRAFT_GENERATED');
   });
 });
@@ -249,7 +381,11 @@ describe('GET /drafts', () => {
     const a = await generated(s);
     const b = await generated(s, [STEP_ONE]);
     const all = (await s.api.GET('/drafts', {})).data!.data;
-    expect(all.map((d) => d.id)).toEqual([...b.drafts, ...a.drafts].sort((x, y) => Date.parse(y.createdAt) - Date.parse(x.createdAt) || (y.id > x.id ? 1 : -1)).map((d) => d.id));
+    expect(all.map((d) => d.id)).toEqual(
+      [...b.drafts, ...a.drafts]
+        .sort((x, y) => Date.parse(y.createdAt) - Date.parse(x.createdAt) || (y.id > x.id ? 1 : -1))
+        .map((d) => d.id),
+    );
     for (const d of all) {
       const one = (await s.api.GET('/drafts/{id}', { params: { path: { id: d.id } } })).data!;
       const { body, ...rest } = one;
@@ -266,22 +402,37 @@ describe('GET /drafts', () => {
     }
     expect(seen).toEqual(all.map((d) => d.id));
     await s.api.POST('/drafts/{id}/approve', { params: { path: { id: a.drafts[0].id } } });
-    expect((await s.api.GET('/drafts', { params: { query: { status: 'APPROVED' } } })).data!.data.map((d) => d.id)).toEqual([a.drafts[0].id]);
-    expect((await s.api.GET('/drafts', { params: { query: { contactId: b.c.id } } })).data!.data.map((d) => d.id)).toEqual([b.drafts[0].id]);
+    expect((await s.api.GET('/drafts', { params: { query: { status: 'APPROVED' } } })).data!.data.map((d) => d.id)).toEqual([
+      a.drafts[0].id,
+    ]);
+    expect((await s.api.GET('/drafts', { params: { query: { contactId: b.c.id } } })).data!.data.map((d) => d.id)).toEqual([
+      b.drafts[0].id,
+    ]);
     expect((await raw(svc.baseUrl, 'GET', '/api/v1/drafts?status=approved', { key: s.key })).status).toBe(400);
     expect((await raw(svc.baseUrl, 'GET', '/api/v1/drafts?cursor=abc', { key: s.key })).status).toBe(400);
   });
 });
 
 describe('erasure', () => {
-  it('redacts a contact\'s drafts in place: text, evidence, guardrail report and the approval record', async () => {
+  it("redacts a contact's drafts in place: text, evidence, guardrail report and the approval record", async () => {
     const s = await draftingOrg(svc);
-    const { c, drafts: [d] } = await generated(s, [STEP_ONE]);
+    const {
+      c,
+      drafts: [d],
+    } = await generated(s, [STEP_ONE]);
     await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } });
-    const r = await s.api.POST('/contacts/{id}/erase', { params: { path: { id: c.id } }, body: { requesterRef: 'DSR-9', reason: 'request' } });
+    const r = await s.api.POST('/contacts/{id}/erase', {
+      params: { path: { id: c.id } },
+      body: { requesterRef: 'DSR-9', reason: 'request' },
+    });
     expect(r.response.status).toBe(200);
-    const row = await system(svc, (trx) => trx.selectFrom('drafts').select(['subject', 'body', 'evidence', 'guardrail', 'approval', 'status'])
-      .where('id', '=', d.id).executeTakeFirstOrThrow());
+    const row = await system(svc, (trx) =>
+      trx
+        .selectFrom('drafts')
+        .select(['subject', 'body', 'evidence', 'guardrail', 'approval', 'status'])
+        .where('id', '=', d.id)
+        .executeTakeFirstOrThrow(),
+    );
     expect(row).toEqual({ subject: '', body: '', evidence: null, guardrail: null, approval: null, status: 'APPROVED' });
     const e = (await s.api.GET('/drafts/{id}', { params: { path: { id: d.id }, query: { include: 'evidence' } } })).data!;
     expect(e).toMatchObject({ body: '', citations: [], unresolvedCitationCount: 0, guardrailReport: null, contactName: '' });

@@ -1,11 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
-import { eventsOf, mkContact, mkList, system, uid, uniqueEmail } from './crm-support.js';
 import { erasureHmac } from '../src/compliance/suppression-match.js';
+import { eventsOf, mkContact, mkList, system, uid, uniqueEmail } from './crm-support.js';
+import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 const SECRET = 'test-erasure-secret-0123456789abcdef0123'; // the harness's ERASURE_HASH_SECRET
 const body = () => ({ requesterRef: uid('DSR-'), reason: 'Data subject request' });
@@ -22,8 +26,19 @@ const erase = (s: Awaited<ReturnType<typeof setup>>, id: string, b: { requesterR
 /** Every row of the organization that may hold personal data, as text, for "is the address anywhere?" checks. */
 async function everything(orgId: string): Promise<string> {
   return system(svc, async (trx) => {
-    const tables = ['contacts', 'messages', 'drafts', 'send_records', 'audit_log', 'events', 'suppression_entries', 'erasure_evidence', 'deals',
-      'deal_activities', 'idempotency_keys'] as const;
+    const tables = [
+      'contacts',
+      'messages',
+      'drafts',
+      'send_records',
+      'audit_log',
+      'events',
+      'suppression_entries',
+      'erasure_evidence',
+      'deals',
+      'deal_activities',
+      'idempotency_keys',
+    ] as const;
     const out: unknown[] = [];
     for (const t of tables) out.push(await trx.selectFrom(t).selectAll().where('organization_id', '=', orgId).execute());
     return JSON.stringify(out).toLowerCase();
@@ -31,29 +46,134 @@ async function everything(orgId: string): Promise<string> {
 }
 
 async function contactRow(orgId: string, id: string) {
-  return system(svc, (trx) => trx.selectFrom('contacts').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow());
+  return system(svc, (trx) =>
+    trx.selectFrom('contacts').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow(),
+  );
 }
 
 /** Seeds the person's data around a contact: messages, a draft, a send record, a deal, audit and event rows. */
 async function seedPersonalData(orgId: string, contactId: string, email: string) {
   await system(svc, async (trx) => {
-    await trx.insertInto('messages').values([
-      { organization_id: orgId, id: uid('msg_'), contact_id: contactId, direction: 'INBOUND', from_email: email, subject: 'Re: hi', body: `Ada here, ${email}` },
-      { organization_id: orgId, id: uid('msg_'), contact_id: null, direction: 'INBOUND', from_email: email.toUpperCase(), subject: 'Unmatched', body: 'hello' },
-    ]).execute();
-    await trx.insertInto('drafts').values({ organization_id: orgId, id: uid('drf_'), contact_id: contactId, subject: 'Hi Ada', body: 'Dear Ada', evidence: JSON.stringify({ citations: [] }) }).execute();
-    await trx.insertInto('send_records').values({ organization_id: orgId, id: uid('snd_'), contact_id: contactId, to_email: email, from_email: 'rep@us.example.com', subject: 'Hi Ada', text_body: 'Dear Ada', html_body: '<p>Dear Ada</p>', headers: JSON.stringify({ To: email }) }).execute();
-    await trx.insertInto('deals').values({ organization_id: orgId, id: uid('deal_'), name: 'Big deal', value_cents: 500000, owner_sales_person_id: 'usr_x', primary_contact_id: contactId }).execute();
-    await trx.insertInto('audit_log').values([
-      { organization_id: orgId, id: uid('aud_'), action: 'contact.updated', resource_type: 'Contact', resource_id: contactId, details: JSON.stringify({ name: 'Ada' }) },
-      { organization_id: orgId, id: uid('aud_'), action: 'import', resource_type: 'ContactList', resource_id: 'lst_x', details: JSON.stringify({ row: `${email};Ada` }) },
-      { organization_id: orgId, id: uid('aud_'), action: 'other', resource_type: 'ContactList', resource_id: 'lst_y', details: JSON.stringify({ row: `b${email}` }) },
-    ]).execute();
-    await trx.insertInto('events').values([
-      { organization_id: orgId, id: uid('evt_'), type: 'reply.received', api_version: 'v', resource_type: 'Message', resource_id: 'msg_x', data: JSON.stringify({ contactId, from: email }) },
-      { organization_id: orgId, id: uid('evt_'), type: 'inbound.lead_received', api_version: 'v', resource_type: 'Lead', resource_id: 'lead_x', data: JSON.stringify({ email: email.toUpperCase() }) },
-      { organization_id: orgId, id: uid('evt_'), type: 'inbound.lead_received', api_version: 'v', resource_type: 'Lead', resource_id: 'lead_y', data: JSON.stringify({ email: `other.${email}` }) },
-    ]).execute();
+    await trx
+      .insertInto('messages')
+      .values([
+        {
+          organization_id: orgId,
+          id: uid('msg_'),
+          contact_id: contactId,
+          direction: 'INBOUND',
+          from_email: email,
+          subject: 'Re: hi',
+          body: `Ada here, ${email}`,
+        },
+        {
+          organization_id: orgId,
+          id: uid('msg_'),
+          contact_id: null,
+          direction: 'INBOUND',
+          from_email: email.toUpperCase(),
+          subject: 'Unmatched',
+          body: 'hello',
+        },
+      ])
+      .execute();
+    await trx
+      .insertInto('drafts')
+      .values({
+        organization_id: orgId,
+        id: uid('drf_'),
+        contact_id: contactId,
+        subject: 'Hi Ada',
+        body: 'Dear Ada',
+        evidence: JSON.stringify({ citations: [] }),
+      })
+      .execute();
+    await trx
+      .insertInto('send_records')
+      .values({
+        organization_id: orgId,
+        id: uid('snd_'),
+        contact_id: contactId,
+        to_email: email,
+        from_email: 'rep@us.example.com',
+        subject: 'Hi Ada',
+        text_body: 'Dear Ada',
+        html_body: '<p>Dear Ada</p>',
+        headers: JSON.stringify({ To: email }),
+      })
+      .execute();
+    await trx
+      .insertInto('deals')
+      .values({
+        organization_id: orgId,
+        id: uid('deal_'),
+        name: 'Big deal',
+        value_cents: 500000,
+        owner_sales_person_id: 'usr_x',
+        primary_contact_id: contactId,
+      })
+      .execute();
+    await trx
+      .insertInto('audit_log')
+      .values([
+        {
+          organization_id: orgId,
+          id: uid('aud_'),
+          action: 'contact.updated',
+          resource_type: 'Contact',
+          resource_id: contactId,
+          details: JSON.stringify({ name: 'Ada' }),
+        },
+        {
+          organization_id: orgId,
+          id: uid('aud_'),
+          action: 'import',
+          resource_type: 'ContactList',
+          resource_id: 'lst_x',
+          details: JSON.stringify({ row: `${email};Ada` }),
+        },
+        {
+          organization_id: orgId,
+          id: uid('aud_'),
+          action: 'other',
+          resource_type: 'ContactList',
+          resource_id: 'lst_y',
+          details: JSON.stringify({ row: `b${email}` }),
+        },
+      ])
+      .execute();
+    await trx
+      .insertInto('events')
+      .values([
+        {
+          organization_id: orgId,
+          id: uid('evt_'),
+          type: 'reply.received',
+          api_version: 'v',
+          resource_type: 'Message',
+          resource_id: 'msg_x',
+          data: JSON.stringify({ contactId, from: email }),
+        },
+        {
+          organization_id: orgId,
+          id: uid('evt_'),
+          type: 'inbound.lead_received',
+          api_version: 'v',
+          resource_type: 'Lead',
+          resource_id: 'lead_x',
+          data: JSON.stringify({ email: email.toUpperCase() }),
+        },
+        {
+          organization_id: orgId,
+          id: uid('evt_'),
+          type: 'inbound.lead_received',
+          api_version: 'v',
+          resource_type: 'Lead',
+          resource_id: 'lead_y',
+          data: JSON.stringify({ email: `other.${email}` }),
+        },
+      ])
+      .execute();
   });
 }
 
@@ -61,14 +181,29 @@ describe('POST /contacts/{id}/erase refusals', () => {
   it('400 for missing, blank or over-long fields and a non-JSON body; nothing erased', async () => {
     const s = await setup();
     const c = await mkContact(s.api);
-    for (const b of [{ reason: 'r' }, { requesterRef: 'r' }, { requesterRef: '   ', reason: 'r' }, { requesterRef: 'r', reason: '\t' },
-      { requesterRef: 'x'.repeat(201), reason: 'r' }, { requesterRef: 'r', reason: 'x'.repeat(501) }, { requesterRef: 'r', reason: 'r', extra: 1 }]) {
+    for (const b of [
+      { reason: 'r' },
+      { requesterRef: 'r' },
+      { requesterRef: '   ', reason: 'r' },
+      { requesterRef: 'r', reason: '\t' },
+      { requesterRef: 'x'.repeat(201), reason: 'r' },
+      { requesterRef: 'r', reason: 'x'.repeat(501) },
+      { requesterRef: 'r', reason: 'r', extra: 1 },
+    ]) {
       const r = await s.api.POST('/contacts/{id}/erase', { params: { path: { id: c.id } }, body: b as never });
       expect(r.response.status, JSON.stringify(b)).toBe(400);
     }
-    for (const [text, type, contentType] of [['requesterRef=r&reason=x', 'malformed-json', 'application/json'], ['', 'validation-failed', 'application/json'],
-      ['requesterRef=r&reason=x', 'malformed-json', 'application/x-www-form-urlencoded'], ['requesterRef=r&reason=x', 'malformed-json', 'text/plain']]) {
-      const r = await raw(svc.baseUrl, 'POST', `/api/v1/contacts/${c.id}/erase`, { key: s.key, body: text, headers: { 'content-type': contentType } });
+    for (const [text, type, contentType] of [
+      ['requesterRef=r&reason=x', 'malformed-json', 'application/json'],
+      ['', 'validation-failed', 'application/json'],
+      ['requesterRef=r&reason=x', 'malformed-json', 'application/x-www-form-urlencoded'],
+      ['requesterRef=r&reason=x', 'malformed-json', 'text/plain'],
+    ]) {
+      const r = await raw(svc.baseUrl, 'POST', `/api/v1/contacts/${c.id}/erase`, {
+        key: s.key,
+        body: text,
+        headers: { 'content-type': contentType },
+      });
       expect(r.status).toBe(400);
       expect(String(r.body.type)).toMatch(new RegExp(`${type}$`));
     }
@@ -84,7 +219,10 @@ describe('POST /contacts/{id}/erase refusals', () => {
       expect(r.response.status).toBe(403);
       expect(r.error?.type).toMatch(/role-required$/);
     }
-    const noScope = await org.key(ALL_SCOPES.filter((x) => x !== 'contacts.erase'), { userId: org.ownerId });
+    const noScope = await org.key(
+      ALL_SCOPES.filter((x) => x !== 'contacts.erase'),
+      { userId: org.ownerId },
+    );
     const r = await svc.api(noScope).POST('/contacts/{id}/erase', { params: { path: { id: c.id } }, body: body() });
     expect(r.error?.type).toMatch(/insufficient-scope$/);
     expect(r.error?.detail).toContain('contacts.erase');
@@ -115,20 +253,29 @@ describe('POST /contacts/{id}/erase', () => {
     const s = await setup();
     const email = uniqueEmail('ada');
     const c = await mkContact(s.api, { email, name: 'Ada Lovelace' });
-    await s.api.PATCH('/contacts/{id}', { params: { path: { id: c.id } }, body: { phone: '+44 1', notes: 'likes maths', title: 'Countess' } });
+    await s.api.PATCH('/contacts/{id}', {
+      params: { path: { id: c.id } },
+      body: { phone: '+44 1', notes: 'likes maths', title: 'Countess' },
+    });
     await s.api.POST('/suppression', { body: { email, reason: 'asked' } });
     await seedPersonalData(s.org.id, c.id, email);
     // Deal activities with the person or naming their address, and Idempotency-Key replies holding their data.
     const other = await mkContact(s.api);
     const adaDeal = (await s.api.POST('/deals', { body: { name: 'Ada deal', primaryContactId: c.id } })).data!;
     const otherDeal = (await s.api.POST('/deals', { body: { name: 'Other deal', primaryContactId: other.id } })).data!;
-    const activity = (path: string, summary: string, key?: string) => s.api.POST('/deals/{id}/activities', {
-      params: { path: { id: path } }, body: { kind: 'call', summary }, headers: key ? { 'Idempotency-Key': key } : {},
-    });
+    const activity = (path: string, summary: string, key?: string) =>
+      s.api.POST('/deals/{id}/activities', {
+        params: { path: { id: path } },
+        body: { kind: 'call', summary },
+        headers: key ? { 'Idempotency-Key': key } : {},
+      });
     await activity(adaDeal.id, 'Called Ada Lovelace about maths', 'act-ada');
     await activity(otherDeal.id, `cc ${email} next time`);
     await activity(otherDeal.id, 'Kept as it is', 'act-kept');
-    await s.api.POST('/contacts', { body: { email, name: 'Ada Lovelace', listId: c.list!.id }, headers: { 'Idempotency-Key': 'contact-ada' } });
+    await s.api.POST('/contacts', {
+      body: { email, name: 'Ada Lovelace', listId: c.list!.id },
+      headers: { 'Idempotency-Key': 'contact-ada' },
+    });
     const ref = uid('DSR-');
     const r = await erase(s, c.id, { requesterRef: ref, reason: 'GDPR art. 17' });
     expect(r.response.status).toBe(200);
@@ -146,23 +293,37 @@ describe('POST /contacts/{id}/erase', () => {
     expect(row).toMatchObject({ name: '', title: null, phone: null, notes: null, lead_source: null, list_id: c.list!.id });
     expect(row.erased_at?.toISOString()).toBe(r.data!.erasedAt);
     expect(row.deleted_at).not.toBeNull();
-    const deal = await system(svc, (trx) => trx.selectFrom('deals').selectAll().where('organization_id', '=', s.org.id).where('name', '=', 'Big deal').executeTakeFirstOrThrow());
+    const deal = await system(svc, (trx) =>
+      trx.selectFrom('deals').selectAll().where('organization_id', '=', s.org.id).where('name', '=', 'Big deal').executeTakeFirstOrThrow(),
+    );
     expect(deal).toMatchObject({ primary_contact_id: null, value_cents: 500000, name: 'Big deal' });
-    const acts = await system(svc, (trx) => trx.selectFrom('deal_activities').select(['deal_id', 'contact_id', 'kind', 'summary'])
-      .where('organization_id', '=', s.org.id).orderBy('created_at').execute());
+    const acts = await system(svc, (trx) =>
+      trx
+        .selectFrom('deal_activities')
+        .select(['deal_id', 'contact_id', 'kind', 'summary'])
+        .where('organization_id', '=', s.org.id)
+        .orderBy('created_at')
+        .execute(),
+    );
     expect(acts).toEqual([
       { deal_id: adaDeal.id, contact_id: null, kind: 'call', summary: '' },
       { deal_id: otherDeal.id, contact_id: other.id, kind: 'call', summary: '' },
       { deal_id: otherDeal.id, contact_id: other.id, kind: 'call', summary: 'Kept as it is' },
     ]);
-    const keys = await system(svc, (trx) => trx.selectFrom('idempotency_keys').select('key').where('organization_id', '=', s.org.id).orderBy('key').execute());
+    const keys = await system(svc, (trx) =>
+      trx.selectFrom('idempotency_keys').select('key').where('organization_id', '=', s.org.id).orderBy('key').execute(),
+    );
     expect(keys.map((k) => k.key)).toEqual(['act-kept']);
 
-    const evidence = await system(svc, (trx) => trx.selectFrom('erasure_evidence').selectAll().where('organization_id', '=', s.org.id).execute());
+    const evidence = await system(svc, (trx) =>
+      trx.selectFrom('erasure_evidence').selectAll().where('organization_id', '=', s.org.id).execute(),
+    );
     expect(evidence).toHaveLength(1);
     expect(evidence[0]).toMatchObject({ contact_id: c.id, requester_ref: ref, reason: 'GDPR art. 17', erased_by_user_id: s.org.ownerId });
 
-    const sup = await system(svc, (trx) => trx.selectFrom('suppression_entries').selectAll().where('organization_id', '=', s.org.id).execute());
+    const sup = await system(svc, (trx) =>
+      trx.selectFrom('suppression_entries').selectAll().where('organization_id', '=', s.org.id).execute(),
+    );
     expect(sup).toHaveLength(1);
     expect(sup[0]).toMatchObject({ email: null, email_hmac: erasureHmac(SECRET, email), reason: 'ERASURE', expires_at: null });
     const check = await s.api.GET('/suppression', { params: { query: { email: email.toUpperCase() } } });
@@ -194,8 +355,9 @@ describe('POST /contacts/{id}/erase', () => {
     const r = await erase(s, c.id);
     expect([...r.data!.erasedContactIds].sort()).toEqual([a.id, b.id, c.id].sort());
     for (const id of [a.id, b.id, c.id]) expect((await contactRow(s.org.id, id)).erased_at?.toISOString()).toBe(r.data!.erasedAt);
-    expect(await system(svc, (trx) => trx.selectFrom('erasure_evidence').select('contact_id').where('organization_id', '=', s.org.id).execute()))
-      .toHaveLength(3);
+    expect(
+      await system(svc, (trx) => trx.selectFrom('erasure_evidence').select('contact_id').where('organization_id', '=', s.org.id).execute()),
+    ).toHaveLength(3);
     expect((await eventsOf(svc, s.org.id, 'contact.erased')).map((e) => e.data.contactId).sort()).toEqual([a.id, b.id, c.id].sort());
     // The plus-tag variant keeps its record but is suppressed by the stripped-address hash.
     expect((await s.api.GET('/contacts/{id}', { params: { path: { id: variant.id } } })).data?.email).toBe(variant.email);
@@ -213,19 +375,23 @@ describe('POST /contacts/{id}/erase', () => {
     const again = await erase(s, c.id);
     expect(again.data).toEqual({ ...first.data, alreadyErased: true, erasedContactIds: [] });
     expect(await eventsOf(svc, s.org.id, 'contact.erased')).toHaveLength(1);
-    expect(await system(svc, (trx) => trx.selectFrom('erasure_evidence').select('id').where('organization_id', '=', s.org.id).execute())).toHaveLength(1);
+    expect(
+      await system(svc, (trx) => trx.selectFrom('erasure_evidence').select('id').where('organization_id', '=', s.org.id).execute()),
+    ).toHaveLength(1);
   });
 
   it('concurrent erasures naming different records of one address: both 200, one erases them all', async () => {
     const s = await setup();
-    const pairs = await Promise.all(Array.from({ length: 4 }, async () => {
-      const email = uniqueEmail('race');
-      const [l1, l2] = [await mkList(s.api), await mkList(s.api)];
-      const a = await mkContact(s.api, { email, listId: l1.id });
-      await svc.patchList(s.org.id, l1.id, { archived: true });
-      const b = await mkContact(s.api, { email, listId: l2.id });
-      return [a.id, b.id];
-    }));
+    const pairs = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const email = uniqueEmail('race');
+        const [l1, l2] = [await mkList(s.api), await mkList(s.api)];
+        const a = await mkContact(s.api, { email, listId: l1.id });
+        await svc.patchList(s.org.id, l1.id, { archived: true });
+        const b = await mkContact(s.api, { email, listId: l2.id });
+        return [a.id, b.id];
+      }),
+    );
     const results = await Promise.all(pairs.map(([a, b]) => Promise.all([erase(s, a), erase(s, b)])));
     for (const [[a, b], [ra, rb]] of pairs.map((p, i) => [p, results[i]] as const)) {
       expect([ra.response.status, rb.response.status]).toEqual([200, 200]);

@@ -1,13 +1,17 @@
 // GET /events (the platform event log) and how events are emitted: once, with the change, in
 // the organization that caused them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
 import { withOrg } from '../db/database.js';
 import { emit } from '../src/platform/events.js';
+import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService({ RATE_LIMIT_PER_MINUTE: '100000' }); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService({ RATE_LIMIT_PER_MINUTE: '100000' });
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 async function client(scopes: readonly string[] = ['events.read', 'webhooks.manage']) {
   const org = await svc.newOrg();
@@ -16,10 +20,23 @@ async function client(scopes: readonly string[] = ['events.read', 'webhooks.mana
 
 /** Inserts events with chosen times (the log's order and filters are about createdAt). */
 async function seed(orgId: string, rows: Array<{ id: string; type: string; at: string; resource?: [string, string] }>) {
-  await withOrg(svc.rt.db, orgId, (trx) => trx.insertInto('events').values(rows.map((r) => ({
-    organization_id: orgId, id: r.id, type: r.type, api_version: '2026-07-21', data: JSON.stringify({ n: r.id }),
-    resource_type: r.resource?.[0] ?? 'Deal', resource_id: r.resource?.[1] ?? 'deal_1', created_at: new Date(r.at),
-  }))).execute());
+  await withOrg(svc.rt.db, orgId, (trx) =>
+    trx
+      .insertInto('events')
+      .values(
+        rows.map((r) => ({
+          organization_id: orgId,
+          id: r.id,
+          type: r.type,
+          api_version: '2026-07-21',
+          data: JSON.stringify({ n: r.id }),
+          resource_type: r.resource?.[0] ?? 'Deal',
+          resource_id: r.resource?.[1] ?? 'deal_1',
+          created_at: new Date(r.at),
+        })),
+      )
+      .execute(),
+  );
 }
 
 async function suppressDomain(orgId: string, domain: string) {
@@ -39,8 +56,13 @@ describe('GET /events', () => {
     ]);
     const p1 = await api.GET('/events', { params: { query: { limit: 2 } } });
     expect(p1.data!.data[0]).toEqual({
-      apiVersion: '2026-07-21', id: 'evt_d', type: 'contact.deleted', createdAt: '2026-07-01T12:00:00.000Z',
-      organizationId: org.id, data: { n: 'evt_d' }, resource: { type: 'Contact', id: 'con_1' },
+      apiVersion: '2026-07-21',
+      id: 'evt_d',
+      type: 'contact.deleted',
+      createdAt: '2026-07-01T12:00:00.000Z',
+      organizationId: org.id,
+      data: { n: 'evt_d' },
+      resource: { type: 'Contact', id: 'con_1' },
     });
     expect(p1.data!.data.map((e) => e.id)).toEqual(['evt_d', 'evt_c']);
     const p2 = await api.GET('/events', { params: { query: { limit: 2, cursor: p1.data!.nextCursor! } } });
@@ -67,17 +89,26 @@ describe('GET /events', () => {
     expect(await ids({ resourceType: 'Deal', resourceId: 'deal_2' })).toEqual(['evt_3', 'evt_2']);
     expect(await ids({ createdAfter: '2026-07-02T10:00:00.000Z' })).toEqual(['evt_4', 'evt_3', 'evt_2']);
     expect(await ids({ createdBefore: '2026-07-03T10:00:00Z' })).toEqual(['evt_2', 'evt_1']);
-    expect(await ids({ createdAfter: '2026-07-02T12:00:00+02:00', createdBefore: '2026-07-04T00:00:00Z', type: 'deal.won' })).toEqual(['evt_3']);
+    expect(await ids({ createdAfter: '2026-07-02T12:00:00+02:00', createdBefore: '2026-07-04T00:00:00Z', type: 'deal.won' })).toEqual([
+      'evt_3',
+    ]);
   });
 
   it('refuses unknown types, bad dates, an empty window, over-long values and forged cursors with 400', async () => {
     const { api } = await client();
     const bad: Array<Record<string, string>> = [
-      { type: 'deal.exploded' }, { type: 'deal.won,,deal.lost' }, { type: 'deal.won, deal.lost' }, { type: '' },
-      { createdAfter: 'yesterday' }, { createdBefore: '2026-13-01T00:00:00Z' },
+      { type: 'deal.exploded' },
+      { type: 'deal.won,,deal.lost' },
+      { type: 'deal.won, deal.lost' },
+      { type: '' },
+      { createdAfter: 'yesterday' },
+      { createdBefore: '2026-13-01T00:00:00Z' },
       { createdAfter: '2026-07-02T00:00:00Z', createdBefore: '2026-07-02T00:00:00Z' },
       { createdAfter: '2026-07-03T00:00:00Z', createdBefore: '2026-07-02T00:00:00Z' },
-      { resourceId: 'x'.repeat(65) }, { cursor: 'abc.def' }, { limit: '0' }, { limit: '201' },
+      { resourceId: 'x'.repeat(65) },
+      { cursor: 'abc.def' },
+      { limit: '0' },
+      { limit: '201' },
     ];
     for (const query of bad) {
       const r = await api.GET('/events', { params: { query: query as never } });
@@ -112,19 +143,25 @@ describe('emission', () => {
     const { org, api } = await client();
     const entry = await suppressDomain(org.id, 'blocked.example');
     const { data } = await api.GET('/events');
-    expect(data!.data).toEqual([expect.objectContaining({
-      type: 'suppression.added', organizationId: org.id, resource: { type: 'SuppressionEntry', id: entry.id },
-    })]);
+    expect(data!.data).toEqual([
+      expect.objectContaining({
+        type: 'suppression.added',
+        organizationId: org.id,
+        resource: { type: 'SuppressionEntry', id: entry.id },
+      }),
+    ]);
   });
 
   it('a transaction that fails after emitting leaves no event and no job', async () => {
     const { org, api } = await client();
     await api.POST('/webhooks', { body: { url: 'https://h.example.com/x', eventTypes: ['deal.won'] } });
     let id = '';
-    await expect(withOrg(svc.rt.db, org.id, async (trx) => {
-      id = await emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} });
-      throw new Error('the change failed');
-    })).rejects.toThrow('the change failed');
+    await expect(
+      withOrg(svc.rt.db, org.id, async (trx) => {
+        id = await emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} });
+        throw new Error('the change failed');
+      }),
+    ).rejects.toThrow('the change failed');
     expect((await api.GET('/events')).data!.data).toEqual([]);
     const jobs = await svc.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'eventId' = $1`, [id]);
     expect(jobs.rows[0].n).toBe(0);
@@ -133,9 +170,11 @@ describe('emission', () => {
   it('enqueues a fan-out only when an active endpoint subscribes to the type', async () => {
     const { org, api } = await client();
     const { data: ep } = await api.POST('/webhooks', { body: { url: 'https://h.example.com/x', eventTypes: ['deal.won'] } });
-    const fanouts = async (eventId: string) => (await svc.pool.query(
-      `SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'eventId' = $1`, [eventId])).rows[0].n;
-    const e = (type: string) => withOrg(svc.rt.db, org.id, (trx) => emit(trx, org.id, { type, resource: { type: 'Deal', id: 'd' }, data: {} }));
+    const fanouts = async (eventId: string) =>
+      (await svc.pool.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE payload->>'eventId' = $1`, [eventId]))
+        .rows[0].n;
+    const e = (type: string) =>
+      withOrg(svc.rt.db, org.id, (trx) => emit(trx, org.id, { type, resource: { type: 'Deal', id: 'd' }, data: {} }));
     expect(await fanouts(await e('deal.won'))).toBe(1);
     expect(await fanouts(await e('deal.lost'))).toBe(0);
     await api.PATCH('/webhooks/{id}', { params: { path: { id: ep!.id } }, body: { status: 'paused' } });

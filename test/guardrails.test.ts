@@ -1,36 +1,54 @@
 // The guardrails, claims and merge fields on their own.
 import { describe, expect, it } from 'vitest';
-import { checkDraft, type GuardrailInput } from '../src/drafting/guardrails.js';
 import { claimsOf, unsupported } from '../src/drafting/claims.js';
-import { fillMergeFields, SUBJECT_FALLBACKS, type MergeValues } from '../src/drafting/merge.js';
 import { insertAfterOpening } from '../src/drafting/fallback.js';
+import { checkDraft, type GuardrailInput } from '../src/drafting/guardrails.js';
+import { fillMergeFields, type MergeValues, SUBJECT_FALLBACKS } from '../src/drafting/merge.js';
 
 const known = new Set(['dana', 'whitfield', 'acme', 'rockets']);
 const base = (over: Partial<GuardrailInput> = {}): GuardrailInput => ({
-  step: 1, subject: 'A quick idea', body: 'Hi Dana,\n\nWe help teams book meetings.\n\nBest,\nSam', templateSubject: 'A quick idea',
-  templateBody: 'Hi Dana,\n\nWe help teams book meetings.\n\nBest,\nSam', citations: [], evidence: () => [], known, ...over,
+  step: 1,
+  subject: 'A quick idea',
+  body: 'Hi Dana,\n\nWe help teams book meetings.\n\nBest,\nSam',
+  templateSubject: 'A quick idea',
+  templateBody: 'Hi Dana,\n\nWe help teams book meetings.\n\nBest,\nSam',
+  citations: [],
+  evidence: () => [],
+  known,
+  ...over,
 });
 
 describe('claims', () => {
   it('finds numbers, names, dates and recency, and leaves known words and grammar alone', () => {
     expect(claimsOf('Congrats on your 500 new customers in Berlin last week.', known).map((c) => [c.kind, c.token])).toEqual([
-      ['number', '500'], ['recency', 'Congrats'], ['recency', 'last week'], ['name', 'Berlin'],
+      ['number', '500'],
+      ['recency', 'Congrats'],
+      ['recency', 'last week'],
+      ['name', 'Berlin'],
     ]);
     expect(claimsOf('Hi Dana, Acme Rockets looks great.', known)).toEqual([]);
-    expect(claimsOf('I saw that Orbital Ventures led your round in March.', known).map((c) => c.token)).toEqual(['March', 'Orbital Ventures']);
+    expect(claimsOf('I saw that Orbital Ventures led your round in March.', known).map((c) => c.token)).toEqual([
+      'March',
+      'Orbital Ventures',
+    ]);
     expect(claimsOf('Would a short call next week be useful?', known)).toEqual([]);
   });
 
   it('is supported by a cited snippet that states it (numbers by their digits, recency by a dated source)', () => {
     const claims = claimsOf('I saw the news "Acme raises $40M Series B" recently.', known);
-    expect(unsupported(claims, [{ snippet: 'Acme raises $40M Series B led by Orbital Ventures.', title: 'Series B', dated: true }])).toEqual([]);
-    expect(unsupported(claims, [{ snippet: 'Acme raises 40 million dollars.', title: 'x', dated: false }]).map((c) => c.token)).toEqual(['recently', 'Series B']);
+    expect(
+      unsupported(claims, [{ snippet: 'Acme raises $40M Series B led by Orbital Ventures.', title: 'Series B', dated: true }]),
+    ).toEqual([]);
+    expect(unsupported(claims, [{ snippet: 'Acme raises 40 million dollars.', title: 'x', dated: false }]).map((c) => c.token)).toEqual([
+      'recently',
+      'Series B',
+    ]);
     expect(unsupported(claims, []).length).toBe(claims.length);
   });
 });
 
 describe('checkDraft', () => {
-  it('never flags the template\'s own sentences, even with numbers and names', () => {
+  it("never flags the template's own sentences, even with numbers and names", () => {
     const t = 'Hi Dana,\n\nWe helped 200 teams at Globex and Initech grow 3x in 2025.';
     expect(checkDraft(base({ body: t, templateBody: t })).flags).toEqual([]);
   });
@@ -39,21 +57,32 @@ describe('checkDraft', () => {
     const claim = 'Congrats on your 500 new customers in Berlin.';
     const body = `Hi Dana,\n\n${claim}\n\nWe help teams book meetings.`;
     expect(checkDraft(base({ body })).flags).toEqual([{ sentence: claim, claims: ['500', 'Congrats', 'Berlin'] }]);
-    const cited = checkDraft(base({
-      body, citations: [{ text: claim, sourceIndex: 1 }],
-      evidence: (n) => (n === 1 ? [{ snippet: 'Acme now serves 500 new customers in Berlin.', title: 'News', dated: true }] : []),
-    }));
+    const cited = checkDraft(
+      base({
+        body,
+        citations: [{ text: claim, sourceIndex: 1 }],
+        evidence: (n) => (n === 1 ? [{ snippet: 'Acme now serves 500 new customers in Berlin.', title: 'News', dated: true }] : []),
+      }),
+    );
     expect(cited.flags).toEqual([]);
-    const wrongSource = checkDraft(base({ body, citations: [{ text: claim, sourceIndex: 2 }], evidence: (n) => (n === 1 ? [{ snippet: '500 Berlin', title: '', dated: true }] : []) }));
+    const wrongSource = checkDraft(
+      base({
+        body,
+        citations: [{ text: claim, sourceIndex: 2 }],
+        evidence: (n) => (n === 1 ? [{ snippet: '500 Berlin', title: '', dated: true }] : []),
+      }),
+    );
     expect(wrongSource.flags).toHaveLength(1);
   });
 
   it('repairs what it can (reply prefix on a first step, placeholders, empty or long subject, repeated "!") and advises on the rest', () => {
-    const r = checkDraft(base({
-      subject: `RE: Fwd: ${'Big news '.repeat(20)}`,
-      body: 'Hi {{firstName}}!!! Click here for 100% free stuff: http://a.example http://b.example http://c.example http://d.example',
-      templateBody: 'x',
-    }));
+    const r = checkDraft(
+      base({
+        subject: `RE: Fwd: ${'Big news '.repeat(20)}`,
+        body: 'Hi {{firstName}}!!! Click here for 100% free stuff: http://a.example http://b.example http://c.example http://d.example',
+        templateBody: 'x',
+      }),
+    );
     expect(r.subject.startsWith('Big news')).toBe(true);
     expect(r.subject.length).toBeLessThanOrEqual(120);
     expect(r.body).toBe('Hi! Click here for 100% free stuff: http://a.example http://b.example http://c.example http://d.example');
@@ -63,21 +92,39 @@ describe('checkDraft', () => {
       'unfilled-merge-field: {{firstName}} removed from the body',
       'exclamation-marks: repeated "!" reduced to one',
     ]);
-    expect(r.advisories).toEqual(expect.arrayContaining([
-      'too-many-links: 4 links (more than 3) look like bulk mail to filters', 'spam-trigger: "100% free"', 'spam-trigger: "click here"',
-    ]));
+    expect(r.advisories).toEqual(
+      expect.arrayContaining([
+        'too-many-links: 4 links (more than 3) look like bulk mail to filters',
+        'spam-trigger: "100% free"',
+        'spam-trigger: "click here"',
+      ]),
+    );
     const later = checkDraft(base({ step: 2, subject: 'Re: A quick idea' }));
     expect(later.subject).toBe('Re: A quick idea');
     const empty = checkDraft(base({ subject: '  ', body: '' }));
     expect(empty).toMatchObject({ subject: 'A quick idea', body: base().templateBody });
-    expect(checkDraft(base({ subject: 'LIMITED TIME OFFER NOW' })).advisories).toEqual(expect.arrayContaining(['all-caps-subject: the subject is in capitals']));
+    expect(checkDraft(base({ subject: 'LIMITED TIME OFFER NOW' })).advisories).toEqual(
+      expect.arrayContaining(['all-caps-subject: the subject is in capitals']),
+    );
   });
 });
 
 describe('merge fields', () => {
-  const values: MergeValues = { firstName: 'Dana', lastName: 'Whitfield', name: 'Dana Whitfield', company: null, title: 'CTO', listName: null, connectionPoint: null, goal: null };
+  const values: MergeValues = {
+    firstName: 'Dana',
+    lastName: 'Whitfield',
+    name: 'Dana Whitfield',
+    company: null,
+    title: 'CTO',
+    listName: null,
+    connectionPoint: null,
+    goal: null,
+  };
   it('fills known fields, greets with "there", leaves out sentences whose value is missing, removes unknown fields', () => {
-    const r = fillMergeFields('Hi {{ first_name }}. {{title}} at {{company}} is a big job. As a {{ Title }}, you decide. {{whatever}}Thanks.', values);
+    const r = fillMergeFields(
+      'Hi {{ first_name }}. {{title}} at {{company}} is a big job. As a {{ Title }}, you decide. {{whatever}}Thanks.',
+      values,
+    );
     expect(r.text).toBe('Hi Dana. As a CTO, you decide. Thanks.');
     expect(r.unknown).toEqual(['{{whatever}}']);
     expect(fillMergeFields('Hello {{firstName}},', { ...values, firstName: null }).text).toBe('Hello there,');

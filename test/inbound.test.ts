@@ -5,20 +5,21 @@
 // complaint (RFC 5965), a reply that is only a signature, duplicates, forged tokens, a reply from an
 // erased contact, and malformed or oversized input. Each case checks the state left behind: the
 // stored message, its threading and classification, the effects and the events (and those NOT emitted).
-import nodemailer from 'nodemailer';
-import { simpleParser } from 'mailparser';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { sql } from 'kysely';
-import { startService, type TestService } from './support/harness.js';
-import { startSmtpSink, type SmtpSink } from './support/smtp-sink.js';
-import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
-import { contact, draftingOrg, draftsOf, getSequence, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
+import { simpleParser } from 'mailparser';
+import nodemailer from 'nodemailer';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveInbound } from '../src/boot/runtime.js';
-import { startInboundSmtp, type InboundListener } from '../src/inbound/smtp-listener.js';
 import { sendStep } from '../src/dispatch/send.js';
 import { classifyReply } from '../src/inbound/classify-reply.js';
+import { type InboundListener, startInboundSmtp } from '../src/inbound/smtp-listener.js';
 import { createSigner, openReplyAddress, replyAddress } from '../src/mail/tokens.js';
 import { ConfigError, loadConfig } from '../src/platform/config.js';
+import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
+import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
+import { startService, type TestService } from './support/harness.js';
+import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
 const DOMAIN = 'replies.acme-sender.test';
 const DAY = 86_400_000;
@@ -28,27 +29,50 @@ let inbound: InboundListener;
 beforeAll(async () => {
   sink = await startSmtpSink();
   svc = await startService({
-    SMTP_URL: sink.url, MAIL_FROM: 'Acme Sales <sales@acme-sender.test>', INBOUND_REPLY_DOMAIN: DOMAIN,
-    INBOUND_SMTP_PORT: '0', INBOUND_SMTP_HOST: '127.0.0.1', INBOUND_MAX_MESSAGE_BYTES: String(200 * 1024),
+    SMTP_URL: sink.url,
+    MAIL_FROM: 'Acme Sales <sales@acme-sender.test>',
+    INBOUND_REPLY_DOMAIN: DOMAIN,
+    INBOUND_SMTP_PORT: '0',
+    INBOUND_SMTP_HOST: '127.0.0.1',
+    INBOUND_MAX_MESSAGE_BYTES: String(200 * 1024),
   });
   await svc.startWorker();
   inbound = (await serveInbound(svc.rt))!;
 });
-afterAll(async () => { await inbound?.close(); await svc?.close(); await sink?.close(); });
+afterAll(async () => {
+  await inbound?.close();
+  await svc?.close();
+  await sink?.close();
+});
 
 const STEPS = [
-  { dayOffset: 0, subject: 'A quick idea for {{company}}', body: 'Hi {{firstName}},\n\nWe help revenue teams book more qualified meetings.\n\nWould a short chat next week be useful?\n\nBest,\nSam' },
+  {
+    dayOffset: 0,
+    subject: 'A quick idea for {{company}}',
+    body: 'Hi {{firstName}},\n\nWe help revenue teams book more qualified meetings.\n\nWould a short chat next week be useful?\n\nBest,\nSam',
+  },
   { dayOffset: 3, subject: 'Following up', body: 'Hi {{firstName}}, one more note. Worth a chat?' },
 ];
 
-interface Sent { s: DraftingOrg; c: { id: string; email: string }; seq: { id: string }; messageId: string; replyTo: string; envelopeFrom: string; raw: string }
+interface Sent {
+  s: DraftingOrg;
+  c: { id: string; email: string };
+  seq: { id: string };
+  messageId: string;
+  replyTo: string;
+  envelopeFrom: string;
+  raw: string;
+}
 
 /** An organization (optionally with its own mailbox) that sent step 1 of a two-step sequence to a new contact. */
 async function outreach(opts: { mailbox?: string; email?: string } = {}): Promise<Sent> {
   const s = await draftingOrg(svc);
   await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { flags: { v1_2_api_send: true } } });
   if (opts.mailbox) {
-    const mb = await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email: opts.mailbox, name: 'Sam at Acme' } });
+    const mb = await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+      params: { path: { orgId: s.org.id } },
+      body: { email: opts.mailbox, name: 'Sam at Acme' },
+    });
     expect(mb.data?.status).toBe('verified');
   }
   const email = opts.email ?? uniqueEmail('dana');
@@ -62,24 +86,50 @@ async function outreach(opts: { mailbox?: string; email?: string } = {}): Promis
   expect(got).toHaveLength(1);
   const parsed = await simpleParser(got[0].raw);
   return {
-    s, c, seq, messageId: parsed.messageId!, replyTo: (parsed.replyTo?.value[0].address ?? '').toLowerCase(), envelopeFrom: got[0].from, raw: got[0].raw,
+    s,
+    c,
+    seq,
+    messageId: parsed.messageId!,
+    replyTo: (parsed.replyTo?.value[0].address ?? '').toLowerCase(),
+    envelopeFrom: got[0].from,
+    raw: got[0].raw,
   };
 }
 
 /** A message as a mail client writes it (CRLF lines). */
 function mime(headers: Record<string, string | undefined>, body: string): string {
   const head = Object.entries({ 'MIME-Version': '1.0', Date: new Date().toUTCString(), ...headers })
-    .filter(([, v]) => v !== undefined).map(([k, v]) => `${k}: ${v}`).join('\r\n');
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n');
   return `${head}\r\n\r\n${body.replace(/\r?\n/g, '\r\n')}`;
 }
 
-const textReply = (h: { from: string; to: string; subject?: string; inReplyTo?: string; references?: string; id?: string; extra?: Record<string, string> }, body: string) => mime({
-  From: h.from, To: h.to, Subject: h.subject ?? 'Re: A quick idea for your team', 'Message-ID': h.id ?? `<${uid('r')}@client.example>`,
-  'In-Reply-To': h.inReplyTo, References: h.references, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Transfer-Encoding': '8bit', ...h.extra,
-}, body);
+const textReply = (
+  h: { from: string; to: string; subject?: string; inReplyTo?: string; references?: string; id?: string; extra?: Record<string, string> },
+  body: string,
+) =>
+  mime(
+    {
+      From: h.from,
+      To: h.to,
+      Subject: h.subject ?? 'Re: A quick idea for your team',
+      'Message-ID': h.id ?? `<${uid('r')}@client.example>`,
+      'In-Reply-To': h.inReplyTo,
+      References: h.references,
+      'Content-Type': 'text/plain; charset=utf-8',
+      'Content-Transfer-Encoding': '8bit',
+      ...h.extra,
+    },
+    body,
+  );
 
 /** Delivers a message to the listener over SMTP like an MTA: the server's answer, or the error it gave. */
-async function deliver(raw: string | Buffer, to: string[], from = 'mta@client.example'): Promise<{ ok: boolean; response: string; code: number | null; rejected?: unknown[] }> {
+async function deliver(
+  raw: string | Buffer,
+  to: string[],
+  from = 'mta@client.example',
+): Promise<{ ok: boolean; response: string; code: number | null; rejected?: unknown[] }> {
   const t = nodemailer.createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, ignoreTLS: true });
   try {
     const info = await t.sendMail({ envelope: { from, to }, raw });
@@ -87,18 +137,36 @@ async function deliver(raw: string | Buffer, to: string[], from = 'mta@client.ex
   } catch (e) {
     const err = e as { response?: string; responseCode?: number; message: string };
     return { ok: false, response: err.response ?? err.message, code: err.responseCode ?? null };
-  } finally { t.close(); }
+  } finally {
+    t.close();
+  }
 }
 
-const inboundOf = (orgId: string) => system(svc, (trx) => trx.selectFrom('messages').selectAll().where('organization_id', '=', orgId)
-  .where('direction', '=', 'INBOUND').orderBy('created_at').orderBy('id').execute());
-const itemsOf = (orgId: string) => system(svc, (trx) => trx.selectFrom('action_items').selectAll().where('organization_id', '=', orgId).execute());
-const contactRow = (id: string) => system(svc, (trx) => trx.selectFrom('contacts').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
-const suppression = async (s: DraftingOrg, email: string) => (await s.api.GET('/suppression', { params: { query: { email } } })).data as { suppressed: boolean; entry: { reason: string; source: string | null } | null };
+const inboundOf = (orgId: string) =>
+  system(svc, (trx) =>
+    trx
+      .selectFrom('messages')
+      .selectAll()
+      .where('organization_id', '=', orgId)
+      .where('direction', '=', 'INBOUND')
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute(),
+  );
+const itemsOf = (orgId: string) =>
+  system(svc, (trx) => trx.selectFrom('action_items').selectAll().where('organization_id', '=', orgId).execute());
+const contactRow = (id: string) =>
+  system(svc, (trx) => trx.selectFrom('contacts').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
+const suppression = async (s: DraftingOrg, email: string) =>
+  (await s.api.GET('/suppression', { params: { query: { email } } })).data as {
+    suppressed: boolean;
+    entry: { reason: string; source: string | null } | null;
+  };
 const queueOf = async (orgId: string) => (await svc.admin.GET('/send-queue', { params: { query: { organizationId: orgId } } })).data!.data;
 const types = async (orgId: string) => (await eventsOf(svc, orgId)).map((e) => e.type);
 
-const QUOTE = (from: string) => `On Tue, Mar 3, 2026 at 10:00 AM Acme Sales <${from}> wrote:\n> Hi Dana,\n>\n> We help revenue teams book more qualified meetings.\n>\n> Would a short chat next week be useful?`;
+const QUOTE = (from: string) =>
+  `On Tue, Mar 3, 2026 at 10:00 AM Acme Sales <${from}> wrote:\n> Hi Dana,\n>\n> We help revenue teams book more qualified meetings.\n>\n> Would a short chat next week be useful?`;
 
 describe('the reply address on outbound mail', () => {
   it('is the Reply-To and the envelope sender of every message; the visible From stays the sender', async () => {
@@ -107,7 +175,9 @@ describe('the reply address on outbound mail', () => {
     expect(sent.replyTo.split('@')[0].length).toBeLessThanOrEqual(64);
     expect(sent.envelopeFrom.toLowerCase()).toBe(sent.replyTo);
     expect(sent.raw).toMatch(/^From: "?Acme Sales"? <sales@acme-sender\.test>/m);
-    const record = await system(svc, (trx) => trx.selectFrom('send_records').select(['id', 'headers']).where('organization_id', '=', sent.s.org.id).executeTakeFirstOrThrow());
+    const record = await system(svc, (trx) =>
+      trx.selectFrom('send_records').select(['id', 'headers']).where('organization_id', '=', sent.s.org.id).executeTakeFirstOrThrow(),
+    );
     expect(openReplyAddress(svc.rt.services.signer, sent.replyTo)).toEqual({ organizationId: sent.s.org.id, sendRecordId: record.id });
     expect((record.headers as Record<string, string>)['Reply-To']).toBe(sent.replyTo);
   });
@@ -132,14 +202,23 @@ describe('the reply address on outbound mail', () => {
 describe('replies over SMTP', () => {
   it('Gmail style, to the reply address: threaded by its token, quotes left out, interested: paused, repliedAt, lead.interested and an action item', async () => {
     const sent = await outreach();
-    const raw = textReply({ from: `Dana Whitfield <${sent.c.email}>`, to: sent.replyTo, inReplyTo: sent.messageId, references: sent.messageId },
-      `Thanks Sam, this sounds interesting. Please tell me more about pricing for a team of 40.\n\n${QUOTE('sales@acme-sender.test')}`);
+    const raw = textReply(
+      { from: `Dana Whitfield <${sent.c.email}>`, to: sent.replyTo, inReplyTo: sent.messageId, references: sent.messageId },
+      `Thanks Sam, this sounds interesting. Please tell me more about pricing for a team of 40.\n\n${QUOTE('sales@acme-sender.test')}`,
+    );
     const answer = await deliver(raw, [sent.replyTo]);
     expect(answer).toMatchObject({ ok: true });
     expect(answer.response).toMatch(/^250 .*stored msg_/);
     const [m] = await inboundOf(sent.s.org.id);
     // No model is configured: the rules classified it, and its effects happened, before the 250.
-    expect(m).toMatchObject({ contact_id: sent.c.id, thread_method: 'token', sequence_id: sent.seq.id, status: 'classified', from_email: sent.c.email.toLowerCase(), to_email: sent.replyTo });
+    expect(m).toMatchObject({
+      contact_id: sent.c.id,
+      thread_method: 'token',
+      sequence_id: sent.seq.id,
+      status: 'classified',
+      from_email: sent.c.email.toLowerCase(),
+      to_email: sent.replyTo,
+    });
     expect(m.send_record_id).toMatch(/^snd_/);
     expect(m.raw_mime!.toString('utf8').trimEnd()).toBe(raw.trimEnd());
     await settle(svc);
@@ -150,13 +229,37 @@ describe('replies over SMTP', () => {
     const [d1] = await draftsOf(sent.s.api, sent.c.id);
     expect(d1.repliedAt).not.toBeNull();
     const items = await itemsOf(sent.s.org.id);
-    expect(items).toEqual([expect.objectContaining({ action_type: 'reply_interested', ai_generated: true, priority: 'high', entity_type: 'Contact', entity_id: sent.c.id, source_key: `reply:${m.id}`, sales_person_id: sent.s.org.ownerId, status: 'pending' })]);
+    expect(items).toEqual([
+      expect.objectContaining({
+        action_type: 'reply_interested',
+        ai_generated: true,
+        priority: 'high',
+        entity_type: 'Contact',
+        entity_id: sent.c.id,
+        source_key: `reply:${m.id}`,
+        sales_person_id: sent.s.org.ownerId,
+        status: 'pending',
+      }),
+    ]);
     const interested = await eventsOf(svc, sent.s.org.id, 'lead.interested');
-    expect(interested.map((e) => e.data)).toEqual([expect.objectContaining({ messageId: m.id, contactId: sent.c.id, intent: 'interested', actionItemId: items[0].id, confidence: expect.any(Number), reason: expect.any(String) })]);
+    expect(interested.map((e) => e.data)).toEqual([
+      expect.objectContaining({
+        messageId: m.id,
+        contactId: sent.c.id,
+        intent: 'interested',
+        actionItemId: items[0].id,
+        confidence: expect.any(Number),
+        reason: expect.any(String),
+      }),
+    ]);
     expect((await eventsOf(svc, sent.s.org.id, 'sequence.paused')).map((e) => e.data.reason)).toEqual(['replied']);
     const received = await eventsOf(svc, sent.s.org.id, 'reply.received');
-    expect(received.map((e) => e.data)).toEqual([expect.objectContaining({ messageId: m.id, contactId: sent.c.id, threadMethod: 'token', sendRecordId: m.send_record_id })]);
-    expect((await eventsOf(svc, sent.s.org.id, 'reply.classified')).map((e) => e.data)).toEqual([expect.objectContaining({ messageId: m.id, intent: 'interested', kind: 'reply' })]);
+    expect(received.map((e) => e.data)).toEqual([
+      expect.objectContaining({ messageId: m.id, contactId: sent.c.id, threadMethod: 'token', sendRecordId: m.send_record_id }),
+    ]);
+    expect((await eventsOf(svc, sent.s.org.id, 'reply.classified')).map((e) => e.data)).toEqual([
+      expect.objectContaining({ messageId: m.id, intent: 'interested', kind: 'reply' }),
+    ]);
     // No message text and no address in any of these events.
     for (const e of await eventsOf(svc, sent.s.org.id)) {
       if (!e.type.startsWith('reply.') && !['lead.interested', 'sequence.paused'].includes(e.type)) continue;
@@ -169,16 +272,34 @@ describe('replies over SMTP', () => {
   it('Outlook style, to the mailbox address: threaded by In-Reply-To, a meeting request: meeting.booked and an urgent action item', async () => {
     const mailbox = `sam@${uid('acme')}.test`;
     const sent = await outreach({ mailbox });
-    const body = `Could we schedule a call on Thursday afternoon? Please send me an invite.\n\nDana\n\n________________________________\nFrom: Sam at Acme <${mailbox}>\n`
-      + `Sent: Tuesday, March 3, 2026 10:00 AM\nTo: Dana Whitfield <${sent.c.email}>\nSubject: A quick idea for your team\n\nHi Dana,\n\nWe help revenue teams book more qualified meetings.`;
-    const raw = textReply({ from: `"Whitfield, Dana" <${sent.c.email}>`, to: `Sam at Acme <${mailbox}>`, inReplyTo: sent.messageId, extra: { 'Thread-Index': 'AQHZ1234abcd==' } }, body);
+    const body =
+      `Could we schedule a call on Thursday afternoon? Please send me an invite.\n\nDana\n\n________________________________\nFrom: Sam at Acme <${mailbox}>\n` +
+      `Sent: Tuesday, March 3, 2026 10:00 AM\nTo: Dana Whitfield <${sent.c.email}>\nSubject: A quick idea for your team\n\nHi Dana,\n\nWe help revenue teams book more qualified meetings.`;
+    const raw = textReply(
+      {
+        from: `"Whitfield, Dana" <${sent.c.email}>`,
+        to: `Sam at Acme <${mailbox}>`,
+        inReplyTo: sent.messageId,
+        extra: { 'Thread-Index': 'AQHZ1234abcd==' },
+      },
+      body,
+    );
     expect((await deliver(raw, [mailbox])).ok).toBe(true);
     await settle(svc);
     const [m] = await inboundOf(sent.s.org.id);
     expect(m).toMatchObject({ thread_method: 'header', contact_id: sent.c.id, intent: 'meeting_request', to_email: mailbox });
     expect(m.stripped_text).not.toMatch(/revenue teams/);
-    expect(await itemsOf(sent.s.org.id)).toEqual([expect.objectContaining({ action_type: 'reply_meeting_request', priority: 'urgent', ai_generated: true, source_key: `reply:${m.id}` })]);
-    expect((await eventsOf(svc, sent.s.org.id, 'meeting.booked')).map((e) => e.data)).toEqual([expect.objectContaining({ messageId: m.id, contactId: sent.c.id, intent: 'meeting_request' })]);
+    expect(await itemsOf(sent.s.org.id)).toEqual([
+      expect.objectContaining({
+        action_type: 'reply_meeting_request',
+        priority: 'urgent',
+        ai_generated: true,
+        source_key: `reply:${m.id}`,
+      }),
+    ]);
+    expect((await eventsOf(svc, sent.s.org.id, 'meeting.booked')).map((e) => e.data)).toEqual([
+      expect.objectContaining({ messageId: m.id, contactId: sent.c.id, intent: 'meeting_request' }),
+    ]);
     expect(await eventsOf(svc, sent.s.org.id, 'lead.interested')).toEqual([]);
     expect((await getSequence(sent.s.api, sent.seq.id)).status).toBe('PAUSED');
   });
@@ -192,15 +313,22 @@ describe('replies over SMTP', () => {
     const [m] = await inboundOf(sent.s.org.id);
     expect(m).toMatchObject({ thread_method: 'token', contact_id: sent.c.id, intent: 'unsubscribe' });
     expect(await suppression(sent.s, sent.c.email)).toMatchObject({ suppressed: true, entry: { reason: 'UNSUBSCRIBE', source: 'reply' } });
-    expect((await eventsOf(svc, sent.s.org.id, 'suppression.added')).map((e) => e.data)).toEqual([expect.objectContaining({ reason: 'UNSUBSCRIBE', email: sent.c.email.toLowerCase() })]);
-    expect((await eventsOf(svc, sent.s.org.id, 'email.unsubscribed')).map((e) => e.data)).toEqual([expect.objectContaining({ messageId: m.id, contactId: sent.c.id, source: 'reply' })]);
+    expect((await eventsOf(svc, sent.s.org.id, 'suppression.added')).map((e) => e.data)).toEqual([
+      expect.objectContaining({ reason: 'UNSUBSCRIBE', email: sent.c.email.toLowerCase() }),
+    ]);
+    expect((await eventsOf(svc, sent.s.org.id, 'email.unsubscribed')).map((e) => e.data)).toEqual([
+      expect.objectContaining({ messageId: m.id, contactId: sent.c.id, source: 'reply' }),
+    ]);
     expect((await eventsOf(svc, sent.s.org.id, 'sequence.paused')).map((e) => e.data.reason)).toEqual(['unsubscribed']);
   });
 
   it('threads by the sender when nothing else names the message: not interested pauses and marks the latest sent draft replied, opens no item', async () => {
     const mailbox = `team@${uid('acme')}.test`;
     const sent = await outreach({ mailbox });
-    expect((await deliver(textReply({ from: sent.c.email, to: mailbox, subject: 'Your email' }, 'We are not interested, thanks.'), [mailbox])).ok).toBe(true);
+    expect(
+      (await deliver(textReply({ from: sent.c.email, to: mailbox, subject: 'Your email' }, 'We are not interested, thanks.'), [mailbox]))
+        .ok,
+    ).toBe(true);
     await settle(svc);
     const [m] = await inboundOf(sent.s.org.id);
     expect(m).toMatchObject({ thread_method: 'sender', contact_id: sent.c.id, send_record_id: null, intent: 'not_interested' });
@@ -208,17 +336,24 @@ describe('replies over SMTP', () => {
     expect((await draftsOf(sent.s.api, sent.c.id))[1].repliedAt).toBeNull();
     expect((await getSequence(sent.s.api, sent.seq.id)).status).toBe('PAUSED');
     expect(await itemsOf(sent.s.org.id)).toEqual([]);
-    for (const t of ['lead.interested', 'meeting.booked', 'suppression.added']) expect(await eventsOf(svc, sent.s.org.id, t), t).toEqual([]);
+    for (const t of ['lead.interested', 'meeting.booked', 'suppression.added'])
+      expect(await eventsOf(svc, sent.s.org.id, t), t).toEqual([]);
   });
 
   it('an Exchange out-of-office is not a reply: nothing paused, the contact is out of office until the date it gives, and the dispatcher holds the next step until then', async () => {
     const sent = await outreach();
     const back = new Date(Date.now() + 10 * DAY);
     const backText = back.toLocaleDateString('en-US', { month: 'long', day: 'numeric', year: 'numeric', timeZone: 'UTC' });
-    const raw = textReply({
-      from: `Dana Whitfield <${sent.c.email}>`, to: sent.replyTo, subject: 'Automatic reply: A quick idea for your team', inReplyTo: sent.messageId,
-      extra: { 'Auto-Submitted': 'auto-replied', 'X-Auto-Response-Suppress': 'All', 'X-MS-Exchange-Inbox-Rules-Loop': sent.c.email },
-    }, `I am out of the office until ${backText} with limited access to email. For urgent matters contact my colleague.`);
+    const raw = textReply(
+      {
+        from: `Dana Whitfield <${sent.c.email}>`,
+        to: sent.replyTo,
+        subject: 'Automatic reply: A quick idea for your team',
+        inReplyTo: sent.messageId,
+        extra: { 'Auto-Submitted': 'auto-replied', 'X-Auto-Response-Suppress': 'All', 'X-MS-Exchange-Inbox-Rules-Loop': sent.c.email },
+      },
+      `I am out of the office until ${backText} with limited access to email. For urgent matters contact my colleague.`,
+    );
     expect((await deliver(raw, [sent.replyTo], '')).ok).toBe(true);
     await settle(svc);
     const [m] = await inboundOf(sent.s.org.id);
@@ -228,20 +363,36 @@ describe('replies over SMTP', () => {
     expect(m.ooo_until?.getTime()).toBe(until.getTime());
     expect((await getSequence(sent.s.api, sent.seq.id)).status).toBe('ACTIVE');
     expect((await draftsOf(sent.s.api, sent.c.id))[0].repliedAt).toBeNull();
-    for (const t of ['sequence.paused', 'lead.interested', 'suppression.added']) expect(await eventsOf(svc, sent.s.org.id, t), t).toEqual([]);
-    expect((await eventsOf(svc, sent.s.org.id, 'reply.classified')).map((e) => e.data)).toEqual([expect.objectContaining({ intent: 'out_of_office', kind: 'out_of_office', oooUntil: until.toISOString() })]);
+    for (const t of ['sequence.paused', 'lead.interested', 'suppression.added'])
+      expect(await eventsOf(svc, sent.s.org.id, t), t).toEqual([]);
+    expect((await eventsOf(svc, sent.s.org.id, 'reply.classified')).map((e) => e.data)).toEqual([
+      expect.objectContaining({ intent: 'out_of_office', kind: 'out_of_office', oooUntil: until.toISOString() }),
+    ]);
     // Step 2 comes due (its three days pass): the gate holds it until the return date; nothing goes out.
     const step2 = (await queueOf(sent.s.org.id)).find((q) => q.step === 2)!;
-    await system(svc, (trx) => sql`UPDATE send_queue SET scheduled_at = now(), next_attempt_at = now() WHERE id = ${step2.id}`.execute(trx));
+    await system(svc, (trx) =>
+      sql`UPDATE send_queue SET scheduled_at = now(), next_attempt_at = now() WHERE id = ${step2.id}`.execute(trx),
+    );
     await sendStep(svc.rt as never, sent.s.org.id, step2.id);
-    expect((await queueOf(sent.s.org.id)).find((q) => q.step === 2)).toMatchObject({ state: 'deferred', heldBy: 'contact_out_of_office', nextAttemptAt: until.toISOString() });
+    expect((await queueOf(sent.s.org.id)).find((q) => q.step === 2)).toMatchObject({
+      state: 'deferred',
+      heldBy: 'contact_out_of_office',
+      nextAttemptAt: until.toISOString(),
+    });
     expect(sink.messages.filter((x) => x.to.includes(sent.c.email.toLowerCase()))).toHaveLength(1);
   });
 
   it('a vacation autoreply without a date holds the contact for the default 7 days', async () => {
     const sent = await outreach();
-    const raw = textReply({ from: sent.c.email, to: sent.replyTo, subject: 'Re: A quick idea for your team', extra: { 'X-Autoreply': 'yes', 'Auto-Submitted': 'auto-replied', Precedence: 'auto_reply' } },
-      'Hello, I am on vacation with no access to email. I will read your message when I am back.');
+    const raw = textReply(
+      {
+        from: sent.c.email,
+        to: sent.replyTo,
+        subject: 'Re: A quick idea for your team',
+        extra: { 'X-Autoreply': 'yes', 'Auto-Submitted': 'auto-replied', Precedence: 'auto_reply' },
+      },
+      'Hello, I am on vacation with no access to email. I will read your message when I am back.',
+    );
     const before = Date.now();
     expect((await deliver(raw, [sent.replyTo], '')).ok).toBe(true);
     await settle(svc);
@@ -252,19 +403,46 @@ describe('replies over SMTP', () => {
     expect(await eventsOf(svc, sent.s.org.id, 'sequence.paused')).toEqual([]);
   });
 
-  it('a permanent delivery report to the reply address is the dispatcher\'s hard bounce: HARD_BOUNCE, email.bounced, the record bounced, the sequence paused; a second report changes nothing', async () => {
+  it("a permanent delivery report to the reply address is the dispatcher's hard bounce: HARD_BOUNCE, email.bounced, the record bounced, the sequence paused; a second report changes nothing", async () => {
     const sent = await outreach();
-    const dsn = (id: string, status: string, action: string) => mime({
-      From: 'Mail Delivery System <MAILER-DAEMON@mx.recipient.example>', To: sent.replyTo, Subject: 'Undelivered Mail Returned to Sender',
-      'Message-ID': `<${id}@mx.recipient.example>`, 'Auto-Submitted': 'auto-replied',
-      'Content-Type': 'multipart/report; report-type=delivery-status; boundary="DSN-BOUNDARY"',
-    }, [
-      '--DSN-BOUNDARY', 'Content-Type: text/plain; charset=us-ascii', '', 'I am sorry to have to inform you that your message could not be delivered.', '',
-      '--DSN-BOUNDARY', 'Content-Type: message/delivery-status', '', 'Reporting-MTA: dns; mx.recipient.example', '',
-      `Final-Recipient: rfc822; ${sent.c.email}`, `Action: ${action}`, `Status: ${status}`, `Diagnostic-Code: smtp; ${status.startsWith('5') ? '550' : '451'} ${status} mailbox unavailable`, '',
-      '--DSN-BOUNDARY', 'Content-Type: text/rfc822-headers', '', 'From: Acme Sales <sales@acme-sender.test>', `To: ${sent.c.email}`, 'Subject: A quick idea for your team', `Message-ID: ${sent.messageId}`, '',
-      '--DSN-BOUNDARY--', '',
-    ].join('\n'));
+    const dsn = (id: string, status: string, action: string) =>
+      mime(
+        {
+          From: 'Mail Delivery System <MAILER-DAEMON@mx.recipient.example>',
+          To: sent.replyTo,
+          Subject: 'Undelivered Mail Returned to Sender',
+          'Message-ID': `<${id}@mx.recipient.example>`,
+          'Auto-Submitted': 'auto-replied',
+          'Content-Type': 'multipart/report; report-type=delivery-status; boundary="DSN-BOUNDARY"',
+        },
+        [
+          '--DSN-BOUNDARY',
+          'Content-Type: text/plain; charset=us-ascii',
+          '',
+          'I am sorry to have to inform you that your message could not be delivered.',
+          '',
+          '--DSN-BOUNDARY',
+          'Content-Type: message/delivery-status',
+          '',
+          'Reporting-MTA: dns; mx.recipient.example',
+          '',
+          `Final-Recipient: rfc822; ${sent.c.email}`,
+          `Action: ${action}`,
+          `Status: ${status}`,
+          `Diagnostic-Code: smtp; ${status.startsWith('5') ? '550' : '451'} ${status} mailbox unavailable`,
+          '',
+          '--DSN-BOUNDARY',
+          'Content-Type: text/rfc822-headers',
+          '',
+          'From: Acme Sales <sales@acme-sender.test>',
+          `To: ${sent.c.email}`,
+          'Subject: A quick idea for your team',
+          `Message-ID: ${sent.messageId}`,
+          '',
+          '--DSN-BOUNDARY--',
+          '',
+        ].join('\n'),
+      );
     // A temporary report first: recorded, nothing else.
     expect((await deliver(dsn(uid('delay'), '4.4.1', 'delayed'), [sent.replyTo], '')).ok).toBe(true);
     await settle(svc);
@@ -277,12 +455,24 @@ describe('replies over SMTP', () => {
     expect((await deliver(dsn(uid('fail'), '5.1.1', 'failed'), [sent.replyTo], '')).ok).toBe(true);
     await settle(svc);
     ms = await inboundOf(sent.s.org.id);
-    expect(ms[1]).toMatchObject({ intent: 'bounce', intent_reason: 'dsn:5.1.1', contact_id: sent.c.id, from_email: 'mailer-daemon@mx.recipient.example' });
-    expect(await suppression(sent.s, sent.c.email)).toMatchObject({ suppressed: true, entry: { reason: 'HARD_BOUNCE', source: 'delivery report' } });
+    expect(ms[1]).toMatchObject({
+      intent: 'bounce',
+      intent_reason: 'dsn:5.1.1',
+      contact_id: sent.c.id,
+      from_email: 'mailer-daemon@mx.recipient.example',
+    });
+    expect(await suppression(sent.s, sent.c.email)).toMatchObject({
+      suppressed: true,
+      entry: { reason: 'HARD_BOUNCE', source: 'delivery report' },
+    });
     const bounced = await eventsOf(svc, sent.s.org.id, 'email.bounced');
-    expect(bounced.map((e) => e.data)).toEqual([expect.objectContaining({ kind: 'hard', code: '5.1.1', contactId: sent.c.id, sequenceId: sent.seq.id, step: 1, messageId: ms[1].id })]);
+    expect(bounced.map((e) => e.data)).toEqual([
+      expect.objectContaining({ kind: 'hard', code: '5.1.1', contactId: sent.c.id, sequenceId: sent.seq.id, step: 1, messageId: ms[1].id }),
+    ]);
     expect((await eventsOf(svc, sent.s.org.id, 'sequence.paused')).map((e) => e.data.reason)).toEqual(['hard_bounce']);
-    expect((await svc.admin.GET('/outbox', { params: { query: { organizationId: sent.s.org.id } } })).data!.data.map((o) => o.status)).toEqual(['bounced']);
+    expect(
+      (await svc.admin.GET('/outbox', { params: { query: { organizationId: sent.s.org.id } } })).data!.data.map((o) => o.status),
+    ).toEqual(['bounced']);
     expect((await getSequence(sent.s.api, sent.seq.id)).status).toBe('PAUSED');
     expect((await queueOf(sent.s.org.id)).find((q) => q.step === 2)).toMatchObject({ state: 'skipped' });
     // Another copy of the report (another Message-ID): stored, but the bounce is not applied twice.
@@ -295,28 +485,60 @@ describe('replies over SMTP', () => {
 
   it('an ARF complaint adds COMPLAINT, emits email.complained and pauses the sequence', async () => {
     const sent = await outreach();
-    const arf = mime({
-      From: 'Feedback Loop <fbl@isp.example>', To: sent.replyTo, Subject: 'Complaint about a message', 'Message-ID': `<${uid('arf')}@isp.example>`,
-      'Content-Type': 'multipart/report; report-type=feedback-report; boundary="ARF"',
-    }, [
-      '--ARF', 'Content-Type: text/plain', '', 'This is an email abuse report.', '',
-      '--ARF', 'Content-Type: message/feedback-report', '', 'Feedback-Type: abuse', 'User-Agent: ISP-FBL/1.0', 'Version: 1',
-      `Original-Mail-From: <${sent.replyTo}>`, `Original-Rcpt-To: <${sent.c.email}>`, '',
-      '--ARF', 'Content-Type: message/rfc822', '', 'From: Acme Sales <sales@acme-sender.test>', `To: ${sent.c.email}`, `Message-ID: ${sent.messageId}`, 'Subject: A quick idea', '', 'Hi Dana', '',
-      '--ARF--', '',
-    ].join('\n'));
+    const arf = mime(
+      {
+        From: 'Feedback Loop <fbl@isp.example>',
+        To: sent.replyTo,
+        Subject: 'Complaint about a message',
+        'Message-ID': `<${uid('arf')}@isp.example>`,
+        'Content-Type': 'multipart/report; report-type=feedback-report; boundary="ARF"',
+      },
+      [
+        '--ARF',
+        'Content-Type: text/plain',
+        '',
+        'This is an email abuse report.',
+        '',
+        '--ARF',
+        'Content-Type: message/feedback-report',
+        '',
+        'Feedback-Type: abuse',
+        'User-Agent: ISP-FBL/1.0',
+        'Version: 1',
+        `Original-Mail-From: <${sent.replyTo}>`,
+        `Original-Rcpt-To: <${sent.c.email}>`,
+        '',
+        '--ARF',
+        'Content-Type: message/rfc822',
+        '',
+        'From: Acme Sales <sales@acme-sender.test>',
+        `To: ${sent.c.email}`,
+        `Message-ID: ${sent.messageId}`,
+        'Subject: A quick idea',
+        '',
+        'Hi Dana',
+        '',
+        '--ARF--',
+        '',
+      ].join('\n'),
+    );
     expect((await deliver(arf, [sent.replyTo], '')).ok).toBe(true);
     await settle(svc);
     const [m] = await inboundOf(sent.s.org.id);
     expect(m).toMatchObject({ intent: 'complaint', intent_reason: 'arf:abuse', contact_id: sent.c.id });
     expect(await suppression(sent.s, sent.c.email)).toMatchObject({ suppressed: true, entry: { reason: 'COMPLAINT' } });
-    expect((await eventsOf(svc, sent.s.org.id, 'email.complained')).map((e) => e.data)).toEqual([expect.objectContaining({ messageId: m.id, contactId: sent.c.id, feedbackType: 'abuse' })]);
+    expect((await eventsOf(svc, sent.s.org.id, 'email.complained')).map((e) => e.data)).toEqual([
+      expect.objectContaining({ messageId: m.id, contactId: sent.c.id, feedbackType: 'abuse' }),
+    ]);
     expect((await eventsOf(svc, sent.s.org.id, 'sequence.paused')).map((e) => e.data.reason)).toEqual(['complained']);
   });
 
   it('a reply that is only a signature is a human reply of intent other; its preview is the whole text', async () => {
     const sent = await outreach();
-    const raw = textReply({ from: sent.c.email, to: sent.replyTo, inReplyTo: sent.messageId }, `--\nDana Whitfield\nHead of Operations, Contoso\n+1 555 0100\n\n${QUOTE('sales@acme-sender.test')}`);
+    const raw = textReply(
+      { from: sent.c.email, to: sent.replyTo, inReplyTo: sent.messageId },
+      `--\nDana Whitfield\nHead of Operations, Contoso\n+1 555 0100\n\n${QUOTE('sales@acme-sender.test')}`,
+    );
     expect((await deliver(raw, [sent.replyTo])).ok).toBe(true);
     await settle(svc);
     const [m] = await inboundOf(sent.s.org.id);
@@ -347,7 +569,13 @@ describe('replies over SMTP', () => {
     const [local, domain] = sent.replyTo.split('@');
     const forged = `${local.slice(0, 20)}${local[20] === 'a' ? 'b' : 'a'}${local.slice(21)}@${domain}`;
     expect(openReplyAddress(svc.rt.services.signer, forged)).toBeNull();
-    expect((await deliver(textReply({ from: sent.c.email, to: forged, inReplyTo: sent.messageId }, 'Tell me more, sounds interesting.'), [forged])).ok).toBe(true);
+    expect(
+      (
+        await deliver(textReply({ from: sent.c.email, to: forged, inReplyTo: sent.messageId }, 'Tell me more, sounds interesting.'), [
+          forged,
+        ])
+      ).ok,
+    ).toBe(true);
     const [m] = await inboundOf(sent.s.org.id);
     expect(m).toMatchObject({ thread_method: 'header', contact_id: sent.c.id });
     const stranger = textReply({ from: uniqueEmail('stranger'), to: forged }, 'Buy cheap watches');
@@ -360,16 +588,34 @@ describe('replies over SMTP', () => {
 
   it('a reply from an erased contact is stored redacted: not linked, no text, no raw MIME, no addresses, not classified, no effects', async () => {
     const sent = await outreach();
-    const erase = await sent.s.api.POST('/contacts/{id}/erase', { params: { path: { id: sent.c.id } }, body: { requesterRef: uid('DSR-'), reason: 'Data subject request' } });
+    const erase = await sent.s.api.POST('/contacts/{id}/erase', {
+      params: { path: { id: sent.c.id } },
+      body: { requesterRef: uid('DSR-'), reason: 'Data subject request' },
+    });
     expect(erase.response.status).toBe(200);
     const before = await types(sent.s.org.id);
-    const raw = textReply({ from: `Dana Whitfield <${sent.c.email}>`, to: sent.replyTo, inReplyTo: sent.messageId, subject: 'Re: my data' }, 'Please unsubscribe me. Dana Whitfield, Contoso');
+    const raw = textReply(
+      { from: `Dana Whitfield <${sent.c.email}>`, to: sent.replyTo, inReplyTo: sent.messageId, subject: 'Re: my data' },
+      'Please unsubscribe me. Dana Whitfield, Contoso',
+    );
     expect((await deliver(raw, [sent.replyTo])).ok).toBe(true);
     await settle(svc);
     const [m] = await inboundOf(sent.s.org.id);
     expect(m).toMatchObject({
-      contact_id: null, send_record_id: null, sequence_id: null, from_email: null, to_email: null, subject: null, body: '', stripped_text: null,
-      raw_mime: null, report: null, in_reply_to: null, references_ids: [], status: 'redacted', intent: null,
+      contact_id: null,
+      send_record_id: null,
+      sequence_id: null,
+      from_email: null,
+      to_email: null,
+      subject: null,
+      body: '',
+      stripped_text: null,
+      raw_mime: null,
+      report: null,
+      in_reply_to: null,
+      references_ids: [],
+      status: 'redacted',
+      intent: null,
     });
     const after = (await eventsOf(svc, sent.s.org.id)).slice(before.length);
     expect(after.map((e) => e.type)).toEqual(['reply.received']);
@@ -377,26 +623,49 @@ describe('replies over SMTP', () => {
     expect(JSON.stringify(await inboundOf(sent.s.org.id))).not.toMatch(/Dana|Contoso|unsubscribe/i);
   });
 
-  it('erasure removes the new message columns of the person\'s replies and outbound messages', async () => {
+  it("erasure removes the new message columns of the person's replies and outbound messages", async () => {
     const sent = await outreach();
-    await deliver(textReply({ from: sent.c.email, to: sent.replyTo, inReplyTo: sent.messageId }, 'Interested, tell me more.'), [sent.replyTo]);
+    await deliver(textReply({ from: sent.c.email, to: sent.replyTo, inReplyTo: sent.messageId }, 'Interested, tell me more.'), [
+      sent.replyTo,
+    ]);
     await settle(svc);
-    const erase = await sent.s.api.POST('/contacts/{id}/erase', { params: { path: { id: sent.c.id } }, body: { requesterRef: uid('DSR-'), reason: 'Data subject request' } });
+    const erase = await sent.s.api.POST('/contacts/{id}/erase', {
+      params: { path: { id: sent.c.id } },
+      body: { requesterRef: uid('DSR-'), reason: 'Data subject request' },
+    });
     expect(erase.response.status).toBe(200);
     const rows = await system(svc, (trx) => trx.selectFrom('messages').selectAll().where('organization_id', '=', sent.s.org.id).execute());
     expect(rows.map((r) => r.direction).sort()).toEqual(['INBOUND', 'OUTBOUND']);
     for (const r of rows) {
-      expect(r).toMatchObject({ body: '', subject: null, from_email: null, to_email: null, raw_mime: null, stripped_text: null, report: null });
+      expect(r).toMatchObject({
+        body: '',
+        subject: null,
+        from_email: null,
+        to_email: null,
+        raw_mime: null,
+        stripped_text: null,
+        report: null,
+      });
     }
   });
 });
 
 describe('recipients', () => {
-  it('a reply to the deployment sender\'s own address is taken and threaded by its headers', async () => {
+  it("a reply to the deployment sender's own address is taken and threaded by its headers", async () => {
     const sent = await outreach();
-    const r = await deliver(textReply({ from: sent.c.email, to: 'Acme Sales <sales@acme-sender.test>', inReplyTo: sent.messageId }, 'Tell me more, sounds interesting.'), ['sales@acme-sender.test']);
+    const r = await deliver(
+      textReply(
+        { from: sent.c.email, to: 'Acme Sales <sales@acme-sender.test>', inReplyTo: sent.messageId },
+        'Tell me more, sounds interesting.',
+      ),
+      ['sales@acme-sender.test'],
+    );
     expect(r.ok).toBe(true);
-    expect((await inboundOf(sent.s.org.id))[0]).toMatchObject({ thread_method: 'header', contact_id: sent.c.id, to_email: 'sales@acme-sender.test' });
+    expect((await inboundOf(sent.s.org.id))[0]).toMatchObject({
+      thread_method: 'header',
+      contact_id: sent.c.id,
+      to_email: 'sales@acme-sender.test',
+    });
     await settle(svc);
   });
 
@@ -404,11 +673,19 @@ describe('recipients', () => {
     const one = await draftingOrg(svc);
     const email = uniqueEmail('solo');
     const c = await contact(one.api, { email });
-    expect((await deliver(textReply({ from: email, to: 'sales@acme-sender.test', subject: 'Hello' }, 'Interested, tell me more.'), ['sales@acme-sender.test'])).ok).toBe(true);
+    expect(
+      (
+        await deliver(textReply({ from: email, to: 'sales@acme-sender.test', subject: 'Hello' }, 'Interested, tell me more.'), [
+          'sales@acme-sender.test',
+        ])
+      ).ok,
+    ).toBe(true);
     expect((await inboundOf(one.org.id)).map((m) => [m.thread_method, m.contact_id])).toEqual([['sender', c.id]]);
     const two = await draftingOrg(svc);
     await contact(two.api, { email });
-    const r = await deliver(textReply({ from: email, to: 'sales@acme-sender.test', subject: 'Hello again' }, 'Still interested.'), ['sales@acme-sender.test']);
+    const r = await deliver(textReply({ from: email, to: 'sales@acme-sender.test', subject: 'Hello again' }, 'Still interested.'), [
+      'sales@acme-sender.test',
+    ]);
     expect(r.response).toMatch(/accepted/);
     expect(await inboundOf(one.org.id)).toHaveLength(1);
     expect(await inboundOf(two.org.id)).toEqual([]);
@@ -417,13 +694,24 @@ describe('recipients', () => {
 
   it('without a reply domain every recipient is taken (mail forwarded to the listener), and the headers or the sender route it', async () => {
     const sent = await outreach();
-    const open = await startInboundSmtp({ db: svc.rt.db, config: { ...svc.rt.config, inboundReplyDomain: null }, services: svc.rt.services, log: svc.rt.log }, { port: 0, host: '127.0.0.1' });
+    const open = await startInboundSmtp(
+      { db: svc.rt.db, config: { ...svc.rt.config, inboundReplyDomain: null }, services: svc.rt.services, log: svc.rt.log },
+      { port: 0, host: '127.0.0.1' },
+    );
     try {
       const t = nodemailer.createTransport({ host: '127.0.0.1', port: open.port, secure: false, ignoreTLS: true });
-      await t.sendMail({ envelope: { from: sent.c.email, to: ['inbox@forwarded.example'] }, raw: textReply({ from: sent.c.email, to: 'inbox@forwarded.example', references: sent.messageId }, 'Interested, tell me more.') });
-      await t.sendMail({ envelope: { from: 'x@y.example', to: ['inbox@forwarded.example'] }, raw: textReply({ from: uniqueEmail('nobody'), to: 'inbox@forwarded.example' }, 'Nobody knows me') });
+      await t.sendMail({
+        envelope: { from: sent.c.email, to: ['inbox@forwarded.example'] },
+        raw: textReply({ from: sent.c.email, to: 'inbox@forwarded.example', references: sent.messageId }, 'Interested, tell me more.'),
+      });
+      await t.sendMail({
+        envelope: { from: 'x@y.example', to: ['inbox@forwarded.example'] },
+        raw: textReply({ from: uniqueEmail('nobody'), to: 'inbox@forwarded.example' }, 'Nobody knows me'),
+      });
       t.close();
-    } finally { await open.close(); }
+    } finally {
+      await open.close();
+    }
     expect((await inboundOf(sent.s.org.id)).map((m) => [m.thread_method, m.contact_id])).toEqual([['header', sent.c.id]]);
     await settle(svc);
   });
@@ -456,7 +744,10 @@ describe('the listener with bad input', () => {
     const sent = await outreach();
     const junk: (string | Buffer)[] = [
       `From: ${sent.c.email}\r\nTo: ${sent.replyTo}\r\nContent-Type: multipart/mixed; boundary="never-closed"\r\n\r\n--never-closed\r\nContent-Type: text/plain\r\n\r\nhalf a part`,
-      Buffer.concat([Buffer.from(`From: ${sent.c.email}\r\nTo: ${sent.replyTo}\r\nSubject: \u0000nul\r\n\r\n`), Buffer.from([0, 0xff, 0xfe, 0x80, 0x0d, 0x0a, 0x00, 0x41])]),
+      Buffer.concat([
+        Buffer.from(`From: ${sent.c.email}\r\nTo: ${sent.replyTo}\r\nSubject: \u0000nul\r\n\r\n`),
+        Buffer.from([0, 0xff, 0xfe, 0x80, 0x0d, 0x0a, 0x00, 0x41]),
+      ]),
       `From: =?utf-8?B?broken?= <${sent.c.email}>\r\nTo: ${sent.replyTo}\r\nContent-Transfer-Encoding: base64\r\n\r\n!!!not base64!!!`,
       'no headers at all, just text',
     ];
@@ -482,7 +773,9 @@ describe('the listener with bad input', () => {
     svc.rt.services.faults.add('inbound:before-commit');
     try {
       expect(await deliver(raw, [sent.replyTo])).toMatchObject({ ok: false, code: 451 });
-    } finally { svc.rt.services.faults.delete('inbound:before-commit'); }
+    } finally {
+      svc.rt.services.faults.delete('inbound:before-commit');
+    }
     expect(await inboundOf(sent.s.org.id)).toEqual([]);
     expect(await eventsOf(svc, sent.s.org.id, 'reply.received')).toEqual([]);
     expect((await deliver(raw, [sent.replyTo])).ok).toBe(true);
@@ -503,7 +796,15 @@ describe('configuration', () => {
     bad({ INBOUND_REPLY_DOMAIN: 'localhost' }, 'INBOUND_REPLY_DOMAIN');
     bad({ INBOUND_SMTP_HOST: 'my host' }, 'INBOUND_SMTP_HOST');
     bad({ INBOUND_MAX_MESSAGE_BYTES: '10' }, 'INBOUND_MAX_MESSAGE_BYTES');
-    expect(loadConfig({})).toMatchObject({ inboundSmtpPort: null, inboundReplyDomain: null, inboundSmtpHost: '0.0.0.0', inboundMaxMessageBytes: 10 * 1024 * 1024 });
-    expect(loadConfig({ INBOUND_SMTP_PORT: '2525', INBOUND_REPLY_DOMAIN: 'Replies.Example.com' })).toMatchObject({ inboundSmtpPort: 2525, inboundReplyDomain: 'replies.example.com' });
+    expect(loadConfig({})).toMatchObject({
+      inboundSmtpPort: null,
+      inboundReplyDomain: null,
+      inboundSmtpHost: '0.0.0.0',
+      inboundMaxMessageBytes: 10 * 1024 * 1024,
+    });
+    expect(loadConfig({ INBOUND_SMTP_PORT: '2525', INBOUND_REPLY_DOMAIN: 'Replies.Example.com' })).toMatchObject({
+      inboundSmtpPort: 2525,
+      inboundReplyDomain: 'replies.example.com',
+    });
   });
 });

@@ -3,31 +3,52 @@
 // that create forms and capture leads through the same path.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withSystem } from '../db/database.js';
-import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
+import { clientIp, rateKeyOf } from '../src/leads/client-ip.js';
+import { isAddress } from '../src/leads/endpoint.js';
+import { fitOf, intentOf, parseCompanySize } from '../src/leads/scoring.js';
 import { eventsOf, uid } from './crm-support.js';
 import { backdate, businessEmail, leadRow, leadRows, mkForm, mkLead } from './lead-support.js';
-import { rateKeyOf, clientIp } from '../src/leads/client-ip.js';
-import { fitOf, intentOf, parseCompanySize } from '../src/leads/scoring.js';
-import { isAddress } from '../src/leads/endpoint.js';
+import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
-interface Answer { status: number; headers: Headers; text: string; body: Record<string, unknown> | undefined }
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: Record<string, unknown> | undefined;
+}
 
 /** POSTs to a capture URL with a raw body; no API key. */
-async function submit(url: string, body: string | FormData | undefined, headers: Record<string, string> = {}, method = 'POST'): Promise<Answer> {
+async function submit(
+  url: string,
+  body: string | FormData | undefined,
+  headers: Record<string, string> = {},
+  method = 'POST',
+): Promise<Answer> {
   const res = await fetch(url, { method, body, headers });
   const text = await res.text();
   let json: Record<string, unknown> | undefined;
-  try { json = JSON.parse(text) as Record<string, unknown>; } catch { json = undefined; }
+  try {
+    json = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    json = undefined;
+  }
   return { status: res.status, headers: res.headers, text, body: json };
 }
 const json = (url: string, fields: unknown, headers: Record<string, string> = {}) =>
   submit(url, JSON.stringify(fields), { 'content-type': 'application/json', ...headers });
 const form = (url: string, fields: Record<string, string> | string, headers: Record<string, string> = {}) =>
-  submit(url, typeof fields === 'string' ? fields : new URLSearchParams(fields).toString(), { 'content-type': 'application/x-www-form-urlencoded', ...headers });
+  submit(url, typeof fields === 'string' ? fields : new URLSearchParams(fields).toString(), {
+    'content-type': 'application/x-www-form-urlencoded',
+    ...headers,
+  });
 
 async function setup(formName = 'website-demo') {
   const org = await svc.newOrg();
@@ -57,10 +78,15 @@ describe('POST /admin/api/organizations/{orgId}/lead-forms', () => {
     expect(a.formKey).toMatch(/^lf_[A-Za-z0-9_-]{32}$/);
     expect(b.formKey).not.toBe(a.formKey);
     expect(a.captureUrl).toBe(`${svc.baseUrl}/capture/${a.formKey}`);
-    const row = await withSystem(svc.rt.db, (trx) => trx.selectFrom('lead_forms').selectAll().where('id', '=', a.id).executeTakeFirstOrThrow());
+    const row = await withSystem(svc.rt.db, (trx) =>
+      trx.selectFrom('lead_forms').selectAll().where('id', '=', a.id).executeTakeFirstOrThrow(),
+    );
     expect(row).toMatchObject({ organization_id: org.id, name: 'pricing-page', form_key: a.formKey });
 
-    const unknown = await svc.admin.POST('/organizations/{orgId}/lead-forms', { params: { path: { orgId: 'org_nope' } }, body: { name: 'x' } });
+    const unknown = await svc.admin.POST('/organizations/{orgId}/lead-forms', {
+      params: { path: { orgId: 'org_nope' } },
+      body: { name: 'x' },
+    });
     expect(unknown.response.status).toBe(404);
     for (const body of [{}, { name: '' }, { name: 'x'.repeat(101) }, { name: 'x', extra: 1 }]) {
       const r = await svc.admin.POST('/organizations/{orgId}/lead-forms', { params: { path: { orgId: org.id } }, body: body as never });
@@ -73,15 +99,33 @@ describe('POST /capture/{formKey}', () => {
   it('captures a JSON submission: 201 {status: received}, the lead with its scores, snapshot, payload and hashed IP, one event', async () => {
     const { org, form: f, url } = await setup('website-demo');
     const email = businessEmail('ada');
-    const fields = { email: `  ${email.toUpperCase()} `, name: 'Ada Lovelace', company: 'Analytical Engines', title: 'VP of Sales', companySize: '51-200', message: 'Could we get a demo and pricing next week?', utm_campaign: 'spring' };
+    const fields = {
+      email: `  ${email.toUpperCase()} `,
+      name: 'Ada Lovelace',
+      company: 'Analytical Engines',
+      title: 'VP of Sales',
+      companySize: '51-200',
+      message: 'Could we get a demo and pricing next week?',
+      utm_campaign: 'spring',
+    };
     const a = await json(url, fields, { origin: 'https://www.customer-site.example' });
     expectReceived(a);
     expect(a.headers.get('cache-control')).toBe('no-store');
 
     const [lead] = await leadRows(svc, org.id);
     expect(lead).toMatchObject({
-      form_id: f.id, email: email.toUpperCase(), email_normalized: email, name: 'Ada Lovelace', company_name: 'Analytical Engines',
-      source: 'website-demo', status: 'NEW', fit_score: 85, intent_confidence: 0.9, submissions: 1, contact_id: null, deal_id: null,
+      form_id: f.id,
+      email: email.toUpperCase(),
+      email_normalized: email,
+      name: 'Ada Lovelace',
+      company_name: 'Analytical Engines',
+      source: 'website-demo',
+      status: 'NEW',
+      fit_score: 85,
+      intent_confidence: 0.9,
+      submissions: 1,
+      contact_id: null,
+      deal_id: null,
     });
     // The raw fields are the payload; the IP is stored only as its keyed hash.
     expect(lead.payload).toEqual(fields);
@@ -89,15 +133,23 @@ describe('POST /capture/{formKey}', () => {
     expect(lead.ip_hash).toBe(svc.rt.services.ipHash('127.0.0.1'));
     expect(JSON.stringify(lead)).not.toContain('127.0.0.1');
     expect(lead.qual_snapshot).toMatchObject({
-      version: 1, via: 'form', submissions: 1,
-      fit: { score: 85, source: 'computed', points: { base: 20, businessDomain: 30, seniority: 25, companySize: 10 }, inputs: { seniority: 'vp', companySize: 51, businessDomain: true } },
+      version: 1,
+      via: 'form',
+      submissions: 1,
+      fit: {
+        score: 85,
+        source: 'computed',
+        points: { base: 20, businessDomain: 30, seniority: 25, companySize: 10 },
+        inputs: { seniority: 'vp', companySize: 51, businessDomain: true },
+      },
       intent: { score: 0.9, source: 'computed', rule: 'buying_urgent' },
     });
 
     const events = await eventsOf(svc, org.id, 'inbound.lead_received');
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({
-      resource_type: 'InboundLead', resource_id: lead.id,
+      resource_type: 'InboundLead',
+      resource_id: lead.id,
       data: { leadId: lead.id, formId: f.id, source: 'website-demo', status: 'NEW', fitScore: 85, intentConfidence: 0.9 },
     });
     expect(JSON.stringify(events[0].data)).not.toContain(email);
@@ -105,13 +157,17 @@ describe('POST /capture/{formKey}', () => {
     // Listed by the public API without the payload, hash or snapshot.
     const key = await org.key(['contacts.read']);
     const list = await svc.api(key).GET('/leads');
-    expect(list.data!.data).toEqual([expect.objectContaining({ id: lead.id, email: email.toUpperCase(), status: 'NEW', fitScore: 85, intentConfidence: 0.9 })]);
+    expect(list.data!.data).toEqual([
+      expect.objectContaining({ id: lead.id, email: email.toUpperCase(), status: 'NEW', fitScore: 85, intentConfidence: 0.9 }),
+    ]);
   });
 
   it('captures a form-encoded submission from an HTML form (first and last name, repeated fields) and answers a browser with a page', async () => {
     const { org, url } = await setup();
     const email = `${uid('bo')}@gmail.com`;
-    const a = await form(url, `email=${encodeURIComponent(email)}&firstName=Bo&lastName=Ek&interest=crm&interest=api&_gotcha=`, { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' });
+    const a = await form(url, `email=${encodeURIComponent(email)}&firstName=Bo&lastName=Ek&interest=crm&interest=api&_gotcha=`, {
+      accept: 'text/html,application/xhtml+xml,*/*;q=0.8',
+    });
     expect(a.status, a.text).toBe(201);
     expect(a.headers.get('content-type')).toMatch(/^text\/html/);
     expect(a.text).toContain('Thank you');
@@ -131,7 +187,11 @@ describe('POST /capture/{formKey}', () => {
     fd.set('attachment', new Blob(['%PDF-1.4 ...'], { type: 'application/pdf' }), 'deck.pdf');
     expectReceived(await submit(url, fd));
     const second = businessEmail('tp');
-    expectReceived(await submit(url, JSON.stringify({ email: second, message: 'Interested in learning more' }), { 'content-type': 'text/plain;charset=UTF-8' }));
+    expectReceived(
+      await submit(url, JSON.stringify({ email: second, message: 'Interested in learning more' }), {
+        'content-type': 'text/plain;charset=UTF-8',
+      }),
+    );
     const rows = await leadRows(svc, org.id);
     expect(rows.map((r) => r.email).sort()).toEqual([first, second].sort());
     // Uploaded files are not part of a lead.
@@ -144,7 +204,11 @@ describe('POST /capture/{formKey}', () => {
     for (const target of [url, `${svc.baseUrl}/capture/lf_${'x'.repeat(32)}`]) {
       const res = await fetch(target, {
         method: 'OPTIONS',
-        headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+        headers: {
+          origin: 'https://anywhere.example',
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type',
+        },
       });
       expect(res.status).toBe(204);
       expect(res.headers.get('access-control-allow-origin')).toBe('*');
@@ -186,7 +250,9 @@ describe('POST /capture/{formKey}', () => {
     expectReceived(await json(other.url, { email: businessEmail() }));
 
     // Only the keyed hash of the address is stored.
-    const windows = await withSystem(svc.rt.db, (trx) => trx.selectFrom('lead_capture_windows').selectAll().where('organization_id', '=', org.id).execute());
+    const windows = await withSystem(svc.rt.db, (trx) =>
+      trx.selectFrom('lead_capture_windows').selectAll().where('organization_id', '=', org.id).execute(),
+    );
     expect(windows).toHaveLength(1);
     expect(windows[0]).toMatchObject({ ip_hash: svc.rt.services.ipHash('127.0.0.1'), count: 22 });
     expect(windows[0].ip_hash).not.toContain('127.0.0.1');
@@ -199,14 +265,26 @@ describe('POST /capture/{formKey}', () => {
     expectProblem(await json(url, { email, message: 'x'.repeat(5001) }), 400, 'validation-failed');
     expectProblem(await json(url, { email, name: 'n'.repeat(201) }), 400, 'validation-failed');
     expectProblem(await json(url, { email, [`k${'x'.repeat(100)}`]: 'v' }), 400, 'validation-failed');
-    expectProblem(await json(url, Object.fromEntries([['email', email], ...Array.from({ length: 50 }, (_, i) => [`f${i}`, 'v'])])), 400, 'validation-failed');
+    expectProblem(
+      await json(url, Object.fromEntries([['email', email], ...Array.from({ length: 50 }, (_, i) => [`f${i}`, 'v'])])),
+      400,
+      'validation-failed',
+    );
     expectProblem(await json(url, { email, nested: { a: 1 } }), 400, 'validation-failed');
     expectProblem(await json(url, [email]), 400, 'validation-failed');
     expectProblem(await json(url, { email, message: 'nul \u0000 here' }), 400, 'validation-failed');
     expectProblem(await submit(url, '{"email": ', { 'content-type': 'application/json' }), 400, 'malformed-json');
     // A lone surrogate cannot be stored as JSON text by Postgres: refused, not a 500.
-    expectProblem(await submit(url, `{"email": "${email}", "message": "\\ud800"}`, { 'content-type': 'application/json' }), 400, 'validation-failed');
-    expectProblem(await submit(url, `<lead><email>${email}</email></lead>`, { 'content-type': 'application/xml' }), 415, 'unsupported-media-type');
+    expectProblem(
+      await submit(url, `{"email": "${email}", "message": "\\ud800"}`, { 'content-type': 'application/json' }),
+      400,
+      'validation-failed',
+    );
+    expectProblem(
+      await submit(url, `<lead><email>${email}</email></lead>`, { 'content-type': 'application/xml' }),
+      415,
+      'unsupported-media-type',
+    );
     expectProblem(await submit(url, '--b\r\nbroken', { 'content-type': 'multipart/form-data; boundary=zzz' }), 400, 'validation-failed');
     expect(await leadRows(svc, org.id)).toHaveLength(0);
     expect(await eventsOf(svc, org.id, 'inbound.lead_received')).toHaveLength(0);
@@ -214,7 +292,16 @@ describe('POST /capture/{formKey}', () => {
 
   it('answers 400 validation-failed naming email for a missing or invalid address', async () => {
     const { org, url } = await setup();
-    for (const fields of [{}, { name: 'No Address' }, { email: '' }, { email: 'not-an-address' }, { email: 'a@b' }, { email: 'two words@x.example.com' }, { email: 42 }, { email: `${'x'.repeat(65)}@x.example.com` }]) {
+    for (const fields of [
+      {},
+      { name: 'No Address' },
+      { email: '' },
+      { email: 'not-an-address' },
+      { email: 'a@b' },
+      { email: 'two words@x.example.com' },
+      { email: 42 },
+      { email: `${'x'.repeat(65)}@x.example.com` },
+    ]) {
       const a = await json(url, fields);
       expectProblem(a, 400, 'validation-failed');
       expect((a.body!.errors as Array<{ field: string }>)[0].field, JSON.stringify(fields)).toBe('email');
@@ -251,11 +338,25 @@ describe('POST /capture/{formKey}', () => {
     const rows = await leadRows(svc, org.id);
     expect(rows).toHaveLength(1);
     const lead = rows[0];
-    expect(lead).toMatchObject({ id: first.id, submissions: 2, name: 'Later Name', company_name: 'First Co', fit_score: 80, intent_confidence: 0.5 });
+    expect(lead).toMatchObject({
+      id: first.id,
+      submissions: 2,
+      name: 'Later Name',
+      company_name: 'First Co',
+      fit_score: 80,
+      intent_confidence: 0.5,
+    });
     expect(lead.email).toBe(email);
     expect(lead.captured_at).toEqual(first.captured_at);
     expect(lead.last_submitted_at.getTime()).toBeGreaterThanOrEqual(first.last_submitted_at.getTime());
-    expect(lead.payload).toEqual({ email: email.toUpperCase(), company: 'Second Co', message: 'hello', page: 'demo', name: 'Later Name', title: 'CEO' });
+    expect(lead.payload).toEqual({
+      email: email.toUpperCase(),
+      company: 'Second Co',
+      message: 'hello',
+      page: 'demo',
+      name: 'Later Name',
+      title: 'CEO',
+    });
     expect(lead.qual_snapshot).toMatchObject({ submissions: 2, lastSubmission: { via: 'form', fit: { score: 80 } } });
     expect(await eventsOf(svc, org.id, 'inbound.lead_received')).toHaveLength(1);
 
@@ -286,13 +387,22 @@ describe('POST /capture/{formKey}', () => {
 
 describe('behind a trusted proxy (TRUST_PROXY=true)', () => {
   let proxied: TestService;
-  beforeAll(async () => { proxied = await startService({ TRUST_PROXY: 'true', LEAD_CAPTURE_RATE_LIMIT: '2' }); });
-  afterAll(async () => { await proxied?.close(); });
+  beforeAll(async () => {
+    proxied = await startService({ TRUST_PROXY: 'true', LEAD_CAPTURE_RATE_LIMIT: '2' });
+  });
+  afterAll(async () => {
+    await proxied?.close();
+  });
 
   it('counts and hashes the last X-Forwarded-For address, so clients behind the proxy have their own windows', async () => {
     const org = await proxied.newOrg();
     const f = await mkForm(proxied, org.id);
-    const send = (xff: string) => fetch(f.captureUrl, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': xff }, body: JSON.stringify({ email: businessEmail() }) });
+    const send = (xff: string) =>
+      fetch(f.captureUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': xff },
+        body: JSON.stringify({ email: businessEmail() }),
+      });
     // The first entries are the client's to forge; the proxy appended the last one.
     expect((await send('1.1.1.1, 198.51.100.1')).status).toBe(201);
     expect((await send('9.9.9.9, 198.51.100.1')).status).toBe(201);
@@ -301,9 +411,13 @@ describe('behind a trusted proxy (TRUST_PROXY=true)', () => {
     expect(third.headers.get('retry-after')).toMatch(/^\d+$/);
     expect((await send('198.51.100.2')).status).toBe(201);
     const rows = await leadRows(proxied, org.id);
-    expect(rows.map((r) => r.ip_hash).sort()).toEqual([
-      proxied.rt.services.ipHash('198.51.100.1'), proxied.rt.services.ipHash('198.51.100.1'), proxied.rt.services.ipHash('198.51.100.2'),
-    ].sort());
+    expect(rows.map((r) => r.ip_hash).sort()).toEqual(
+      [
+        proxied.rt.services.ipHash('198.51.100.1'),
+        proxied.rt.services.ipHash('198.51.100.1'),
+        proxied.rt.services.ipHash('198.51.100.2'),
+      ].sort(),
+    );
   });
 });
 
@@ -311,9 +425,19 @@ describe('POST /admin/api/organizations/{orgId}/inbound-leads', () => {
   it('captures through the same path: scores given or computed, one event, dedupe with form submissions; 404 unknown organization; 400 oversized payload', async () => {
     const org = await svc.newOrg();
     const email = businessEmail('op');
-    const id = await mkLead(svc, org.id, { email, fitScore: 85, payload: { form: 'demo-request', message: 'We would like a demo next week' } });
+    const id = await mkLead(svc, org.id, {
+      email,
+      fitScore: 85,
+      payload: { form: 'demo-request', message: 'We would like a demo next week' },
+    });
     expect(await leadRow(svc, org.id, id)).toMatchObject({
-      email, source: 'website', status: 'NEW', fit_score: 85, intent_confidence: 0.9, ip_hash: null, form_id: null,
+      email,
+      source: 'website',
+      status: 'NEW',
+      fit_score: 85,
+      intent_confidence: 0.9,
+      ip_hash: null,
+      form_id: null,
       payload: { form: 'demo-request', message: 'We would like a demo next week' },
       qual_snapshot: { via: 'operator', fit: { score: 85, source: 'given' }, intent: { score: 0.9, source: 'computed' } },
     });
@@ -328,11 +452,23 @@ describe('POST /admin/api/organizations/{orgId}/inbound-leads', () => {
     expect(await mkLead(svc, org.id, { email: email.toUpperCase() })).toBe(id);
     expect((await eventsOf(svc, org.id, 'inbound.lead_received')).map((e) => e.resource_id).sort()).toEqual([id, given].sort());
 
-    const unknown = await svc.admin.POST('/organizations/{orgId}/inbound-leads', { params: { path: { orgId: 'org_nope' } }, body: { email: businessEmail() } });
+    const unknown = await svc.admin.POST('/organizations/{orgId}/inbound-leads', {
+      params: { path: { orgId: 'org_nope' } },
+      body: { email: businessEmail() },
+    });
     expect(unknown.response.status).toBe(404);
-    const big = await svc.admin.POST('/organizations/{orgId}/inbound-leads', { params: { path: { orgId: org.id } }, body: { email: businessEmail(), payload: { blob: 'x'.repeat(40_000) } } });
+    const big = await svc.admin.POST('/organizations/{orgId}/inbound-leads', {
+      params: { path: { orgId: org.id } },
+      body: { email: businessEmail(), payload: { blob: 'x'.repeat(40_000) } },
+    });
     expect(big.response.status).toBe(400);
-    for (const body of [{}, { email: 'nope' }, { email: businessEmail(), fitScore: 101 }, { email: businessEmail(), intentConfidence: 2 }, { email: businessEmail(), extra: 1 }]) {
+    for (const body of [
+      {},
+      { email: 'nope' },
+      { email: businessEmail(), fitScore: 101 },
+      { email: businessEmail(), intentConfidence: 2 },
+      { email: businessEmail(), extra: 1 },
+    ]) {
       const r = await svc.admin.POST('/organizations/{orgId}/inbound-leads', { params: { path: { orgId: org.id } }, body: body as never });
       expect(r.response.status, JSON.stringify(body)).toBe(400);
     }

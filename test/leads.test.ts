@@ -1,16 +1,17 @@
 // Inbound leads through the public API: GET /leads, POST /leads/{id}/convert and /spam, the
 // qualification and conversion sweep (called directly and through the real worker), and erasure
 // of an address's leads. Capture itself is in test/lead-capture.test.ts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'kysely';
+
 import { parseCrontab } from 'graphile-worker';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withSystem } from '../db/database.js';
-import { ALL_SCOPES, raw, startService, waitFor, type TestService } from './support/harness.js';
+import { runLeadSweep, SWEEP_ACTOR } from '../src/leads/sweep.js';
+import type { Deps } from '../src/platform/services.js';
+import { CRONTAB } from '../src/tasks/index.js';
 import { eventsOf, mkContact, uid, uniqueEmail } from './crm-support.js';
 import { backdate, businessEmail, leadRow, leadRows, mkLead } from './lead-support.js';
-import { runLeadSweep, SWEEP_ACTOR } from '../src/leads/sweep.js';
-import { CRONTAB } from '../src/tasks/index.js';
-import type { Deps } from '../src/platform/services.js';
+import { ALL_SCOPES, raw, startService, type TestService, waitFor } from './support/harness.js';
 
 let svc: TestService;
 let deps: Deps;
@@ -18,9 +19,25 @@ beforeAll(async () => {
   svc = await startService();
   deps = { db: svc.rt.ownerDb, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
 });
-afterAll(async () => { await svc?.close(); });
+afterAll(async () => {
+  await svc?.close();
+});
 
-const LEAD_KEYS = ['id', 'email', 'name', 'companyName', 'source', 'status', 'fitScore', 'intentConfidence', 'contactId', 'dealId', 'capturedAt', 'convertedAt', 'updatedAt'];
+const LEAD_KEYS = [
+  'id',
+  'email',
+  'name',
+  'companyName',
+  'source',
+  'status',
+  'fitScore',
+  'intentConfidence',
+  'contactId',
+  'dealId',
+  'capturedAt',
+  'convertedAt',
+  'updatedAt',
+];
 
 /** An organization with an all-scope key attributed to its owner. */
 async function setup() {
@@ -36,12 +53,23 @@ const spam = (s: Setup, id: string) => s.api.POST('/leads/{id}/spam', { params: 
 
 /** Sets capture times directly, so the order under test does not rest on request timing. */
 async function setCapturedAt(orgId: string, id: string, at: string) {
-  await withSystem(svc.rt.db, (trx) => sql`UPDATE inbound_leads SET captured_at = ${at}::timestamptz WHERE organization_id = ${orgId} AND id = ${id}`.execute(trx));
+  await withSystem(svc.rt.db, (trx) =>
+    sql`UPDATE inbound_leads SET captured_at = ${at}::timestamptz WHERE organization_id = ${orgId} AND id = ${id}`.execute(trx),
+  );
 }
 
 async function count(table: 'contacts' | 'deals' | 'companies', orgId: string): Promise<number> {
-  return withSystem(svc.rt.db, async (trx) => Number((await trx.selectFrom(table).select((eb) => eb.fn.countAll().as('n'))
-    .where('organization_id', '=', orgId).executeTakeFirstOrThrow()).n));
+  return withSystem(svc.rt.db, async (trx) =>
+    Number(
+      (
+        await trx
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .where('organization_id', '=', orgId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    ),
+  );
 }
 
 describe('GET /leads', () => {
@@ -63,7 +91,15 @@ describe('GET /leads', () => {
     expect(all.data!.data.map((l) => l.id)).toEqual(expected);
     expect(all.data!.nextCursor).toBeNull();
     for (const l of all.data!.data) expect(Object.keys(l).sort()).toEqual([...LEAD_KEYS].sort());
-    expect(all.data!.data[0]).toMatchObject({ name: 'Riley Inbound', companyName: 'Northwind Labs', source: 'website', status: 'NEW', contactId: null, dealId: null, convertedAt: null });
+    expect(all.data!.data[0]).toMatchObject({
+      name: 'Riley Inbound',
+      companyName: 'Northwind Labs',
+      source: 'website',
+      status: 'NEW',
+      contactId: null,
+      dealId: null,
+      convertedAt: null,
+    });
     expect(JSON.stringify(all.data)).not.toMatch(/secret words|payload|ipHash|qualSnapshot/);
 
     const seen: string[] = [];
@@ -78,13 +114,15 @@ describe('GET /leads', () => {
     expect(seen).toEqual(expected);
   });
 
-  it('filters by status, leaves out erased leads and other organizations\' leads; 400 for a bad status, limit or cursor', async () => {
+  it("filters by status, leaves out erased leads and other organizations' leads; 400 for a bad status, limit or cursor", async () => {
     const s = await setup();
     const a = await mkLead(svc, s.org.id);
     const b = await mkLead(svc, s.org.id);
     const c = await mkLead(svc, s.org.id);
     expect((await spam(s, b)).response.status).toBe(200);
-    await withSystem(svc.rt.db, (trx) => trx.updateTable('inbound_leads').set({ erased_at: new Date() }).where('organization_id', '=', s.org.id).where('id', '=', c).execute());
+    await withSystem(svc.rt.db, (trx) =>
+      trx.updateTable('inbound_leads').set({ erased_at: new Date() }).where('organization_id', '=', s.org.id).where('id', '=', c).execute(),
+    );
     const other = await setup();
     await mkLead(svc, other.org.id);
 
@@ -115,7 +153,13 @@ describe('POST /leads/{id}/convert', () => {
     const s = await setup();
     const email = businessEmail('ada');
     const domain = email.split('@')[1];
-    const id = await mkLead(svc, s.org.id, { email, name: 'Ada Lovelace', companyName: 'Analytical Engines', fitScore: 85, payload: { title: 'VP Engineering', message: 'demo please' } });
+    const id = await mkLead(svc, s.org.id, {
+      email,
+      name: 'Ada Lovelace',
+      companyName: 'Analytical Engines',
+      fitScore: 85,
+      payload: { title: 'VP Engineering', message: 'demo please' },
+    });
     const r = await convert(s, id);
     expect(r.response.status).toBe(200);
     const result = r.data!;
@@ -124,12 +168,21 @@ describe('POST /leads/{id}/convert', () => {
 
     const contact = (await s.api.GET('/contacts/{id}', { params: { path: { id: result.contactId } } })).data!;
     expect(contact).toMatchObject({
-      email, name: 'Ada Lovelace', title: 'VP Engineering', fitScore: 85, leadSource: 'website',
-      list: { name: 'CRM import' }, company: { name: 'Analytical Engines', domain },
+      email,
+      name: 'Ada Lovelace',
+      title: 'VP Engineering',
+      fitScore: 85,
+      leadSource: 'website',
+      list: { name: 'CRM import' },
+      company: { name: 'Analytical Engines', domain },
     });
     const deal = (await s.api.GET('/deals/{id}', { params: { path: { id: result.dealId! } } })).data!;
     expect(deal).toMatchObject({
-      name: 'Analytical Engines (inbound)', stageSlug: 'prospecting', primaryContactId: contact.id, companyId: contact.company!.id, ownerSalesPersonId: s.org.ownerId,
+      name: 'Analytical Engines (inbound)',
+      stageSlug: 'prospecting',
+      primaryContactId: contact.id,
+      companyId: contact.company!.id,
+      ownerSalesPersonId: s.org.ownerId,
     });
     const stages = (await s.api.GET('/deal-stages')).data!.data;
     expect(stages[0].id).toBe(deal.stageId);
@@ -160,7 +213,10 @@ describe('POST /leads/{id}/convert', () => {
     expect(deal).toMatchObject({ name: 'Bo Ek (inbound)', companyId: null });
     expect(await count('companies', s.org.id)).toBe(0);
 
-    const bare = await svc.admin.POST('/organizations/{orgId}/inbound-leads', { params: { path: { orgId: s.org.id } }, body: { email: `${uid('cy')}@yahoo.com` } });
+    const bare = await svc.admin.POST('/organizations/{orgId}/inbound-leads', {
+      params: { path: { orgId: s.org.id } },
+      body: { email: `${uid('cy')}@yahoo.com` },
+    });
     const r2 = await convert(s, bare.data!.id);
     const deal2 = (await s.api.GET('/deals/{id}', { params: { path: { id: r2.data!.dealId! } } })).data!;
     expect(deal2.name).toMatch(/@yahoo\.com \(inbound\)$/);
@@ -203,7 +259,14 @@ describe('POST /leads/{id}/convert', () => {
 
   it('accepts an absent, empty or {} body; refuses unknown or malformed fields with 400 and changes nothing', async () => {
     const s = await setup();
-    for (const [body, type] of [['{"createDeal":"yes"}', 'application/json'], ['{"dealName":""}', 'application/json'], ['{"extra":1}', 'application/json'], ['[]', 'application/json'], ['{', 'application/json'], ['createDeal=false', 'application/x-www-form-urlencoded']] as const) {
+    for (const [body, type] of [
+      ['{"createDeal":"yes"}', 'application/json'],
+      ['{"dealName":""}', 'application/json'],
+      ['{"extra":1}', 'application/json'],
+      ['[]', 'application/json'],
+      ['{', 'application/json'],
+      ['createDeal=false', 'application/x-www-form-urlencoded'],
+    ] as const) {
       const id = await mkLead(svc, s.org.id);
       const r = await raw(svc.baseUrl, 'POST', `/api/v1/leads/${id}/convert`, { key: s.key, body, headers: { 'content-type': type } });
       expect(r.status, body).toBe(400);
@@ -211,13 +274,17 @@ describe('POST /leads/{id}/convert', () => {
     }
     for (const body of [undefined, '', '  ', '{}']) {
       const id = await mkLead(svc, s.org.id);
-      const r = await raw(svc.baseUrl, 'POST', `/api/v1/leads/${id}/convert`, { key: s.key, body, headers: body === undefined ? {} : { 'content-type': 'application/json' } });
+      const r = await raw(svc.baseUrl, 'POST', `/api/v1/leads/${id}/convert`, {
+        key: s.key,
+        body,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      });
       expect(r.status, JSON.stringify(body)).toBe(200);
       expect(r.body).toMatchObject({ leadId: id, status: 'CONVERTED', alreadyConverted: false });
     }
   });
 
-  it('409 lead-is-spam for a SPAM lead; 404 for unknown, erased and other organizations\' leads; 403 without contacts.write', async () => {
+  it("409 lead-is-spam for a SPAM lead; 404 for unknown, erased and other organizations' leads; 403 without contacts.write", async () => {
     const s = await setup();
     const id = await mkLead(svc, s.org.id);
     expect((await spam(s, id)).response.status).toBe(200);
@@ -229,7 +296,14 @@ describe('POST /leads/{id}/convert', () => {
     const other = await setup();
     const foreign = await mkLead(svc, other.org.id);
     const erased = await mkLead(svc, s.org.id);
-    await withSystem(svc.rt.db, (trx) => trx.updateTable('inbound_leads').set({ erased_at: new Date() }).where('organization_id', '=', s.org.id).where('id', '=', erased).execute());
+    await withSystem(svc.rt.db, (trx) =>
+      trx
+        .updateTable('inbound_leads')
+        .set({ erased_at: new Date() })
+        .where('organization_id', '=', s.org.id)
+        .where('id', '=', erased)
+        .execute(),
+    );
     for (const ghost of ['lead_nope', foreign, erased, 'x'.repeat(65)]) {
       const c = await convert(s, ghost);
       expect(c.response.status, ghost).toBe(404);
@@ -275,11 +349,19 @@ describe('POST /leads/{id}/spam', () => {
     const s = await setup();
     for (const body of [undefined, '', '{}']) {
       const id = await mkLead(svc, s.org.id);
-      const r = await raw(svc.baseUrl, 'POST', `/api/v1/leads/${id}/spam`, { key: s.key, body, headers: body === undefined ? {} : { 'content-type': 'application/json' } });
+      const r = await raw(svc.baseUrl, 'POST', `/api/v1/leads/${id}/spam`, {
+        key: s.key,
+        body,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      });
       expect(r.status, JSON.stringify(body)).toBe(200);
     }
     const id = await mkLead(svc, s.org.id);
-    const bad = await raw(svc.baseUrl, 'POST', `/api/v1/leads/${id}/spam`, { key: s.key, body: '{"reason":"x"}', headers: { 'content-type': 'application/json' } });
+    const bad = await raw(svc.baseUrl, 'POST', `/api/v1/leads/${id}/spam`, {
+      key: s.key,
+      body: '{"reason":"x"}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(bad.status).toBe(400);
     expect((await leadRow(svc, s.org.id, id)).status).toBe('NEW');
 
@@ -306,14 +388,14 @@ describe('qualification and conversion sweep', () => {
     await spam(a, marked);
 
     await runLeadSweep(deps);
-    expect((await leadRow(svc, a.org.id, hot))).toMatchObject({ status: 'QUALIFIED', contact_id: null });
+    expect(await leadRow(svc, a.org.id, hot)).toMatchObject({ status: 'QUALIFIED', contact_id: null });
     expect((await leadRow(svc, a.org.id, hot)).qualified_at).not.toBeNull();
     expect((await leadRow(svc, a.org.id, hot)).qual_snapshot).toMatchObject({
       qualification: { rule: 'fitScore >= 60 and intentConfidence >= 0.5', fitScore: 85, intentConfidence: 0.9, qualified: true },
     });
     expect((await leadRow(svc, b.org.id, edge)).status).toBe('QUALIFIED');
     expect((await leadRow(svc, a.org.id, cold)).status).toBe('NEW');
-    expect((await leadRow(svc, a.org.id, notBuying))).toMatchObject({ status: 'NEW', intent_confidence: 0.1 });
+    expect(await leadRow(svc, a.org.id, notBuying)).toMatchObject({ status: 'NEW', intent_confidence: 0.1 });
     expect((await leadRow(svc, a.org.id, marked)).status).toBe('SPAM');
     // Not converted yet: too young.
     expect(await count('deals', a.org.id)).toBe(0);
@@ -327,7 +409,12 @@ describe('qualification and conversion sweep', () => {
     expect(converted).toMatchObject({ status: 'CONVERTED' });
     expect(converted.qual_snapshot).toMatchObject({ conversion: { via: 'sweep', contact: 'created', dealCreated: true } });
     const deal = (await a.api.GET('/deals/{id}', { params: { path: { id: converted.deal_id! } } })).data!;
-    expect(deal).toMatchObject({ name: 'Northwind Labs (inbound)', primaryContactId: converted.contact_id, ownerSalesPersonId: a.org.ownerId, stageSlug: 'prospecting' });
+    expect(deal).toMatchObject({
+      name: 'Northwind Labs (inbound)',
+      primaryContactId: converted.contact_id,
+      ownerSalesPersonId: a.org.ownerId,
+      stageSlug: 'prospecting',
+    });
     const history = (await a.api.GET('/deals/{id}/history', { params: { path: { id: deal.id } } })).data!.data;
     expect(history[0].transitionedBy).toBe(SWEEP_ACTOR);
     expect((await eventsOf(svc, a.org.id, 'deal.created')).map((e) => e.resource_id)).toEqual([deal.id]);
@@ -336,7 +423,13 @@ describe('qualification and conversion sweep', () => {
     expect((await leadRow(svc, a.org.id, marked)).status).toBe('SPAM');
 
     // The API answers the sweep's result; a second sweep changes nothing.
-    expect((await convert(a, hot)).data).toEqual({ leadId: hot, status: 'CONVERTED', contactId: converted.contact_id, dealId: converted.deal_id, alreadyConverted: true });
+    expect((await convert(a, hot)).data).toEqual({
+      leadId: hot,
+      status: 'CONVERTED',
+      contactId: converted.contact_id,
+      dealId: converted.deal_id,
+      alreadyConverted: true,
+    });
     await runLeadSweep(deps);
     expect(await count('deals', a.org.id)).toBe(1);
     expect(await count('contacts', a.org.id)).toBe(1);
@@ -344,12 +437,19 @@ describe('qualification and conversion sweep', () => {
 
   it('deletes capture windows that have ended', async () => {
     const s = await setup();
-    await withSystem(svc.rt.db, (trx) => trx.insertInto('lead_capture_windows').values([
-      { organization_id: s.org.id, ip_hash: 'old', window_start: new Date(Date.now() - 3_600_000), count: 5 },
-      { organization_id: s.org.id, ip_hash: 'current', window_start: new Date(), count: 1 },
-    ]).execute());
+    await withSystem(svc.rt.db, (trx) =>
+      trx
+        .insertInto('lead_capture_windows')
+        .values([
+          { organization_id: s.org.id, ip_hash: 'old', window_start: new Date(Date.now() - 3_600_000), count: 5 },
+          { organization_id: s.org.id, ip_hash: 'current', window_start: new Date(), count: 1 },
+        ])
+        .execute(),
+    );
     await runLeadSweep(deps);
-    const left = await withSystem(svc.rt.db, (trx) => trx.selectFrom('lead_capture_windows').select('ip_hash').where('organization_id', '=', s.org.id).execute());
+    const left = await withSystem(svc.rt.db, (trx) =>
+      trx.selectFrom('lead_capture_windows').select('ip_hash').where('organization_id', '=', s.org.id).execute(),
+    );
     expect(left.map((w) => w.ip_hash)).toEqual(['current']);
   });
 
@@ -378,24 +478,44 @@ describe('erasure covers leads', () => {
     const s = await setup();
     const email = uniqueEmail('ada');
     const f = await svc.admin.POST('/organizations/{orgId}/lead-forms', { params: { path: { orgId: s.org.id } }, body: { name: 'site' } });
-    await fetch(f.data!.captureUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, name: 'Ada Lovelace', message: 'call me' }) });
+    await fetch(f.data!.captureUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, name: 'Ada Lovelace', message: 'call me' }),
+    });
     const [captured] = await leadRows(svc, s.org.id);
     // An older lead of the same address (past the dedupe window), converted under the person's name.
     await backdate(svc, s.org.id, captured.id, 8 * 24 * 60);
-    const second = await mkLead(svc, s.org.id, { email: email.toUpperCase(), name: 'Ada Lovelace', companyName: undefined, payload: { phone: '+44 1' } });
+    const second = await mkLead(svc, s.org.id, {
+      email: email.toUpperCase(),
+      name: 'Ada Lovelace',
+      companyName: undefined,
+      payload: { phone: '+44 1' },
+    });
     const conv = await convert(s, second);
     expect(conv.response.status).toBe(200);
     const bystander = await mkLead(svc, s.org.id, { email: `other.${email}`, name: 'Someone Else' });
 
-    const r = await s.api.POST('/contacts/{id}/erase', { params: { path: { id: conv.data!.contactId } }, body: { requesterRef: uid('DSR-'), reason: 'GDPR' } });
+    const r = await s.api.POST('/contacts/{id}/erase', {
+      params: { path: { id: conv.data!.contactId } },
+      body: { requesterRef: uid('DSR-'), reason: 'GDPR' },
+    });
     expect(r.response.status).toBe(200);
 
     for (const id of [captured.id, second]) {
       const row = await leadRow(svc, s.org.id, id);
       expect(row.erased_at).not.toBeNull();
-      expect(row).toMatchObject({ email: `erased+${id}@erased.invalid`, email_normalized: `erased+${id}@erased.invalid`, name: null, company_name: null, payload: {}, ip_hash: null, qual_snapshot: null });
+      expect(row).toMatchObject({
+        email: `erased+${id}@erased.invalid`,
+        email_normalized: `erased+${id}@erased.invalid`,
+        name: null,
+        company_name: null,
+        payload: {},
+        ip_hash: null,
+        qual_snapshot: null,
+      });
     }
-    expect((await leadRow(svc, s.org.id, bystander))).toMatchObject({ name: 'Someone Else', erased_at: null });
+    expect(await leadRow(svc, s.org.id, bystander)).toMatchObject({ name: 'Someone Else', erased_at: null });
     expect((await s.api.GET('/leads')).data!.data.map((l) => l.id)).toEqual([bystander]);
     expect((await convert(s, captured.id)).response.status).toBe(404);
     expect((await spam(s, captured.id)).response.status).toBe(404);
@@ -408,11 +528,13 @@ describe('erasure covers leads', () => {
     const dealEvents = await eventsOf(svc, s.org.id, 'deal.created');
     expect(dealEvents.map((e) => e.data)).toEqual([{ dealId: deal.id, dealName: 'Inbound lead (erased)' }]);
 
-    const everything = await withSystem(svc.rt.db, async (trx) => JSON.stringify([
-      await trx.selectFrom('inbound_leads').selectAll().where('organization_id', '=', s.org.id).where('id', '<>', bystander).execute(),
-      await trx.selectFrom('events').selectAll().where('organization_id', '=', s.org.id).execute(),
-      await trx.selectFrom('deals').selectAll().where('organization_id', '=', s.org.id).execute(),
-    ]).toLowerCase());
+    const everything = await withSystem(svc.rt.db, async (trx) =>
+      JSON.stringify([
+        await trx.selectFrom('inbound_leads').selectAll().where('organization_id', '=', s.org.id).where('id', '<>', bystander).execute(),
+        await trx.selectFrom('events').selectAll().where('organization_id', '=', s.org.id).execute(),
+        await trx.selectFrom('deals').selectAll().where('organization_id', '=', s.org.id).execute(),
+      ]).toLowerCase(),
+    );
     expect(everything).not.toContain(email);
     expect(everything).not.toContain('ada lovelace');
     expect(everything).not.toContain('+44 1');

@@ -1,6 +1,6 @@
 // The operator's view of the process: start on a fresh DATA_DIR, survive a crashed earlier run
 // (orphaned postmaster), drain on SIGTERM, and refuse a bad configuration with one clear line.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,10 +23,16 @@ const outOf = new Map<ChildProcess, () => string>();
 function start(env: Record<string, string>): { child: ChildProcess; out: () => string } {
   let out = '';
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/boot/main.ts'], {
-    cwd: root, env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: '', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { out += d; });
+  child.stdout!.on('data', (d) => {
+    out += d;
+  });
+  child.stderr!.on('data', (d) => {
+    out += d;
+  });
   outOf.set(child, () => out);
   return { child, out: () => out };
 }
@@ -40,21 +46,34 @@ async function healthy(child: ChildProcess): Promise<number> {
   for (let i = 0; i < 300; i += 1) {
     if (child.exitCode !== null) throw new Error(`service exited: ${outOf.get(child)?.() ?? ''}`);
     const m = /Listening on \S+ port (\d+)/.exec(outOf.get(child)?.() ?? '');
-    try { if (m && (await fetch(`http://127.0.0.1:${m[1]}/healthz`)).ok) return Number(m[1]); } catch { /* starting */ }
+    try {
+      if (m && (await fetch(`http://127.0.0.1:${m[1]}/healthz`)).ok) return Number(m[1]);
+    } catch {
+      /* starting */
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('service did not become healthy');
 }
 
-const exited = (child: ChildProcess) => new Promise<number | null>((r) => {
-  if (child.exitCode !== null) r(child.exitCode); else child.once('exit', (code) => r(code));
-});
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((r) => {
+    if (child.exitCode !== null) r(child.exitCode);
+    else child.once('exit', (code) => r(code));
+  });
 
 function postmasterPid(): number | null {
   const f = path.join(dataDir, 'pg', 'postmaster.pid');
   return fs.existsSync(f) ? Number(fs.readFileSync(f, 'utf8').split('\n')[0]) : null;
 }
-const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 describe('process lifecycle', () => {
   it('starts on a fresh DATA_DIR, recovers from a killed run, and drains on SIGTERM', async () => {
@@ -66,7 +85,9 @@ describe('process lifecycle', () => {
     expect(first.out()).toContain(`Operator token: in ${path.join(dataDir, 'admin-token')}`);
     const token = fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
     const org = await fetch(`http://127.0.0.1:${port}/admin/api/organizations`, {
-      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"name":"Before crash"}',
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{"name":"Before crash"}',
     });
     expect(org.status).toBe(201);
 
@@ -82,7 +103,9 @@ describe('process lifecycle', () => {
     expect(alive(orphan!)).toBe(false);
     // The data of the earlier run survived.
     const key = await fetch(`http://127.0.0.1:${again}/admin/api/organizations/${((await org.json()) as { id: string }).id}/api-keys`, {
-      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{"scopes":["*"]}',
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: '{"scopes":["*"]}',
     });
     expect(key.status).toBe(201);
 
@@ -95,7 +118,11 @@ describe('process lifecycle', () => {
   it('refuses a bad configuration with one line naming the variable', async () => {
     const bad = start({ DATA_DIR: dataDir, PORT: 'eighty' });
     expect(await exited(bad.child)).toBe(1);
-    const lines = bad.out().trim().split('\n').filter((l) => !/nodedir|npm warn/.test(l));
+    const lines = bad
+      .out()
+      .trim()
+      .split('\n')
+      .filter((l) => !/nodedir|npm warn/.test(l));
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^configuration error: PORT /);
   });

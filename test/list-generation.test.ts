@@ -1,13 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { raw, startService, type TestService } from './support/harness.js';
-import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
-import { STEP_ONE, contact, draftingOrg, draftsOf, product, sequence, settle, template, type DraftingOrg } from './drafting-support.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../src/platform/ids.js';
+import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
+import { contact, type DraftingOrg, draftingOrg, draftsOf, product, STEP_ONE, sequence, settle, template } from './drafting-support.js';
+import { raw, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 async function list(s: DraftingOrg, body: Record<string, unknown>) {
   const r = await s.api.POST('/lists', { body: { name: uid('Outbound '), ...body } as never });
@@ -15,10 +19,13 @@ async function list(s: DraftingOrg, body: Record<string, unknown>) {
   return r.data!;
 }
 const generate = (s: DraftingOrg, id: string) => s.api.POST('/lists/{id}/generate', { params: { path: { id } } });
-const runOf = (orgId: string, id: string) => system(svc, (trx) => trx.selectFrom('list_generation_runs').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow());
+const runOf = (orgId: string, id: string) =>
+  system(svc, (trx) =>
+    trx.selectFrom('list_generation_runs').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow(),
+  );
 
 describe('POST /lists/{id}/generate', () => {
-  it('runs over the list\'s own contacts, skipping suppressed ones and product collisions, answers a no-op while in flight, and completes', async () => {
+  it("runs over the list's own contacts, skipping suppressed ones and product collisions, answers a no-op while in flight, and completes", async () => {
     const s = await draftingOrg(svc);
     const [p1, p2] = [await product(svc, s.org.id), await product(svc, s.org.id)];
     const tpl = await template(svc, s.org.id, [STEP_ONE]);
@@ -33,14 +40,29 @@ describe('POST /lists/{id}/generate', () => {
 
     const first = await generate(s, l.id);
     expect(first.response.status).toBe(200);
-    expect(first.data).toEqual({ listId: l.id, runId: expect.stringMatching(/^lgr_/), generationQueued: true, chunkCount: 1, totalContacts: 5 });
+    expect(first.data).toEqual({
+      listId: l.id,
+      runId: expect.stringMatching(/^lgr_/),
+      generationQueued: true,
+      chunkCount: 1,
+      totalContacts: 5,
+    });
     const again = await generate(s, l.id);
     expect(again.data).toEqual({ listId: l.id, runId: first.data!.runId, generationQueued: false, generationRunning: true });
 
     await svc.startWorker();
     await settle(svc);
     const run = await runOf(s.org.id, first.data!.runId);
-    expect(run).toMatchObject({ status: 'completed', sequences_created: 3, sequences_reused: 0, skipped_suppressed: 1, skipped_collision: 1, drafts_generated: 3, drafts_failed: 0, done_chunks: [0] });
+    expect(run).toMatchObject({
+      status: 'completed',
+      sequences_created: 3,
+      sequences_reused: 0,
+      skipped_suppressed: 1,
+      skipped_collision: 1,
+      drafts_generated: 3,
+      drafts_failed: 0,
+      done_chunks: [0],
+    });
     for (const c of own) {
       const [d] = await draftsOf(s.api, c.id);
       expect(d).toMatchObject({ status: 'DRAFT_GENERATED', step: 1 });
@@ -52,7 +74,7 @@ describe('POST /lists/{id}/generate', () => {
     expect(generated.data!.data.filter((d) => own.some((c) => c.id === d.contactId))).toHaveLength(3);
   });
 
-  it('emits the list-level draft.approved once the run\'s drafts are all approved; a re-run regenerates only what was not approved', async () => {
+  it("emits the list-level draft.approved once the run's drafts are all approved; a re-run regenerates only what was not approved", async () => {
     const s = await draftingOrg(svc);
     const l = await list(s, { useCaseTemplateId: await template(svc, s.org.id, [STEP_ONE]) });
     const cs = [await contact(s.api, { listId: l.id }), await contact(s.api, { listId: l.id }), await contact(s.api, { listId: l.id })];
@@ -69,30 +91,53 @@ describe('POST /lists/{id}/generate', () => {
     const rerun = (await generate(s, l.id)).data!;
     expect(rerun).toMatchObject({ generationQueued: true, totalContacts: 3 });
     await settle(svc);
-    expect(await runOf(s.org.id, rerun.runId)).toMatchObject({ sequences_created: 0, sequences_reused: 3, drafts_generated: 1, status: 'completed' });
+    expect(await runOf(s.org.id, rerun.runId)).toMatchObject({
+      sequences_created: 0,
+      sequences_reused: 3,
+      drafts_generated: 1,
+      status: 'completed',
+    });
     const after = await draftsOf(s.api, cs[2].id, true);
-    expect(after.map((d) => [d.version, d.status, d.supersededAt === null])).toEqual([[1, 'REJECTED', false], [2, 'REGENERATED', true]]);
+    expect(after.map((d) => [d.version, d.status, d.supersededAt === null])).toEqual([
+      [1, 'REJECTED', false],
+      [2, 'REGENERATED', true],
+    ]);
     expect((await draftsOf(s.api, cs[0].id, true)).map((d) => d.status)).toEqual(['APPROVED']);
   });
 
   it('splits a large list into chunks of 100 and generates them all', async () => {
     const s = await draftingOrg(svc);
     const l = await list(s, { useCaseTemplateId: await template(svc, s.org.id, [STEP_ONE]) });
-    await system(svc, (trx) => trx.insertInto('contacts').values(Array.from({ length: 250 }, (_, i) => {
-      const email = uniqueEmail(`bulk${i}`);
-      return { organization_id: s.org.id, id: newId('con'), list_id: l.id, email, email_normalized: email, name: `Person ${i}` };
-    })).execute());
+    await system(svc, (trx) =>
+      trx
+        .insertInto('contacts')
+        .values(
+          Array.from({ length: 250 }, (_, i) => {
+            const email = uniqueEmail(`bulk${i}`);
+            return { organization_id: s.org.id, id: newId('con'), list_id: l.id, email, email_normalized: email, name: `Person ${i}` };
+          }),
+        )
+        .execute(),
+    );
     const r = await generate(s, l.id);
     expect(r.data).toMatchObject({ generationQueued: true, chunkCount: 3, totalContacts: 250 });
     await settle(svc, 60_000);
     expect(await runOf(s.org.id, r.data!.runId)).toMatchObject({ status: 'completed', sequences_created: 250, drafts_generated: 250 });
-    const n = await system(svc, (trx) => trx.selectFrom('drafts').select((eb) => eb.fn.countAll<number>().as('n')).where('organization_id', '=', s.org.id).executeTakeFirstOrThrow());
+    const n = await system(svc, (trx) =>
+      trx
+        .selectFrom('drafts')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('organization_id', '=', s.org.id)
+        .executeTakeFirstOrThrow(),
+    );
     expect(Number(n.n)).toBe(250);
   });
 
   it('uses a public template, and refuses: 404 unknown, foreign or deleted list; 403 free plan; 400 no template; 400 no contacts of its own', async () => {
     const s = await draftingOrg(svc);
-    const pub = await svc.admin.POST('/public-templates', { body: { name: uid('Pub '), useCase: uid('uc'), industry: 'software', steps: [STEP_ONE] } });
+    const pub = await svc.admin.POST('/public-templates', {
+      body: { name: uid('Pub '), useCase: uid('uc'), industry: 'software', steps: [STEP_ONE] },
+    });
     const withPublic = await list(s, { useCaseTemplateId: pub.data!.id });
     const c = await contact(s.api, { listId: withPublic.id });
     expect((await generate(s, withPublic.id)).data).toMatchObject({ generationQueued: true, totalContacts: 1 });
@@ -109,11 +154,23 @@ describe('POST /lists/{id}/generate', () => {
     await settle(svc);
     const [bd] = await draftsOf(s.api, bc.id);
     const body = (await s.api.GET('/drafts/{id}', { params: { path: { id: bd.id } } })).data!.body;
-    expect(body).toBe('Hi Rae,\n\nWe met at the Austin Space Summit in October.\n\nWould a short call next week be useful?\n\nBest regards');
-    expect((await s.api.GET('/sequences', { params: { query: { contactId: bc.id } } })).data!.data[0].templateId).toBe('builtin-first-touch');
+    expect(body).toBe(
+      'Hi Rae,\n\nWe met at the Austin Space Summit in October.\n\nWould a short call next week be useful?\n\nBest regards',
+    );
+    expect((await s.api.GET('/sequences', { params: { query: { contactId: bc.id } } })).data!.data[0].templateId).toBe(
+      'builtin-first-touch',
+    );
     // A template that is no longer active is refused.
-    const gone = await svc.admin.POST('/public-templates', { body: { name: uid('Pub '), useCase: uid('uc'), industry: null, steps: [STEP_ONE], active: false } });
-    const stale = await system(svc, (trx) => trx.insertInto('contact_lists').values({ organization_id: s.org.id, id: newId('lst'), name: 'Stale', use_case_template_id: gone.data!.id } as never).returning('id').executeTakeFirstOrThrow());
+    const gone = await svc.admin.POST('/public-templates', {
+      body: { name: uid('Pub '), useCase: uid('uc'), industry: null, steps: [STEP_ONE], active: false },
+    });
+    const stale = await system(svc, (trx) =>
+      trx
+        .insertInto('contact_lists')
+        .values({ organization_id: s.org.id, id: newId('lst'), name: 'Stale', use_case_template_id: gone.data!.id } as never)
+        .returning('id')
+        .executeTakeFirstOrThrow(),
+    );
     await contact(s.api, { listId: stale.id });
     const noTemplate = await generate(s, stale.id);
     expect(noTemplate.response.status).toBe(400);
@@ -131,6 +188,10 @@ describe('POST /lists/{id}/generate', () => {
     const refused = await generate(free, fl.id);
     expect(refused.response.status).toBe(403);
     expect(refused.error?.type).toMatch(/not-entitled$/);
-    expect(await system(svc, (trx) => trx.selectFrom('list_generation_runs').select('id').where('organization_id', 'in', [free.org.id, other.org.id]).execute())).toEqual([]);
+    expect(
+      await system(svc, (trx) =>
+        trx.selectFrom('list_generation_runs').select('id').where('organization_id', 'in', [free.org.id, other.org.id]).execute(),
+      ),
+    ).toEqual([]);
   });
 });

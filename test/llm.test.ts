@@ -1,22 +1,34 @@
 // The model client against a fake OpenAI-compatible server on loopback.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createModelClient, ModelError, parseAnswer } from '../src/llm/client.js';
 import { ConfigError, loadConfig } from '../src/platform/config.js';
 import { createLogger } from '../src/platform/logger.js';
-import { ModelError, createModelClient, parseAnswer } from '../src/llm/client.js';
-import { startFakeModel, type FakeModel } from './support/fake-llm.js';
+import { type FakeModel, startFakeModel } from './support/fake-llm.js';
 
 let fake: FakeModel;
-beforeAll(async () => { fake = await startFakeModel(); });
-afterAll(async () => { await fake?.close(); });
+beforeAll(async () => {
+  fake = await startFakeModel();
+});
+afterAll(async () => {
+  await fake?.close();
+});
 beforeEach(() => fake.reset());
 
 const SCHEMA = { type: 'object', additionalProperties: false, required: ['answer'], properties: { answer: { type: 'string' } } };
 const ask = { system: 'Be brief.', user: 'Say hi.', schemaName: 'greeting', schema: SCHEMA };
 // A time limit a loaded machine's loopback answer cannot reach (a call over it would be retried and
 // counted twice); the hang case sets a short one of its own.
-const client = (env: Record<string, string> = {}) => createModelClient(loadConfig({
-  LLM_BASE_URL: fake.baseUrl, LLM_MODEL: 'gpt-4o-mini', LLM_API_KEY: 'sk-test', LLM_TIMEOUT_MS: '20000', ...env,
-}), createLogger('silent'));
+const client = (env: Record<string, string> = {}) =>
+  createModelClient(
+    loadConfig({
+      LLM_BASE_URL: fake.baseUrl,
+      LLM_MODEL: 'gpt-4o-mini',
+      LLM_API_KEY: 'sk-test',
+      LLM_TIMEOUT_MS: '20000',
+      ...env,
+    }),
+    createLogger('silent'),
+  );
 
 describe('configuration', () => {
   it('is the fallback provider without LLM_BASE_URL; a base URL needs a model; bad numbers name the variable', () => {
@@ -24,7 +36,12 @@ describe('configuration', () => {
     expect(none).toMatchObject({ provider: 'fallback', enabled: false });
     expect(() => loadConfig({ LLM_BASE_URL: 'http://x.example/v1' })).toThrow(/LLM_MODEL/);
     expect(() => loadConfig({ LLM_BASE_URL: 'ftp://x' })).toThrow(/LLM_BASE_URL/);
-    for (const [k, v] of [['LLM_CONCURRENCY', '0'], ['LLM_TIMEOUT_MS', 'soon'], ['LLM_MAX_RETRIES', '-1'], ['LLM_PRICE_INPUT_CENTS_PER_MTOK', 'free']]) {
+    for (const [k, v] of [
+      ['LLM_CONCURRENCY', '0'],
+      ['LLM_TIMEOUT_MS', 'soon'],
+      ['LLM_MAX_RETRIES', '-1'],
+      ['LLM_PRICE_INPUT_CENTS_PER_MTOK', 'free'],
+    ]) {
       expect(() => loadConfig({ [k]: v }), k).toThrow(ConfigError);
       expect(() => loadConfig({ [k]: v }), k).toThrow(new RegExp(k));
     }
@@ -38,12 +55,22 @@ describe('complete', () => {
     expect(r).toMatchObject({ value: { answer: 'hi' }, model: 'gpt-4o-mini', attempts: 1 });
     expect(r.usage).toEqual({ promptTokens: 1_000_000, completionTokens: 500_000, totalTokens: 1_500_000, costCents: 15 + 30 });
     const sent = fake.calls[0];
-    expect(sent.body).toMatchObject({ model: 'gpt-4o-mini', response_format: { type: 'json_schema', json_schema: { name: 'greeting', schema: SCHEMA, strict: true } } });
-    expect(sent.body.messages).toEqual([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Say hi.' }]);
+    expect(sent.body).toMatchObject({
+      model: 'gpt-4o-mini',
+      response_format: { type: 'json_schema', json_schema: { name: 'greeting', schema: SCHEMA, strict: true } },
+    });
+    expect(sent.body.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Say hi.' },
+    ]);
     expect(sent.headers.authorization).toBe('Bearer sk-test');
     const local = await client({ LLM_MODEL: 'llama3.1:8b' }).complete(ask);
     expect(local.usage.costCents).toBe(0);
-    const priced = await client({ LLM_MODEL: 'llama3.1:8b', LLM_PRICE_INPUT_CENTS_PER_MTOK: '10', LLM_PRICE_OUTPUT_CENTS_PER_MTOK: '20' }).complete(ask);
+    const priced = await client({
+      LLM_MODEL: 'llama3.1:8b',
+      LLM_PRICE_INPUT_CENTS_PER_MTOK: '10',
+      LLM_PRICE_OUTPUT_CENTS_PER_MTOK: '20',
+    }).complete(ask);
     expect(priced.usage.costCents).toBe(10 + 10); // 1M input at 10, 0.5M output at 20
   });
 
@@ -67,24 +94,32 @@ describe('complete', () => {
 
   it('gives up after the retries: 5xx is "server", a hang "timeout", 401 "refused" at once', async () => {
     fake.answer(() => ({ status: 503 }));
-    const e1 = await client({ LLM_MAX_RETRIES: '2' }).complete(ask).catch((e) => e);
+    const e1 = await client({ LLM_MAX_RETRIES: '2' })
+      .complete(ask)
+      .catch((e) => e);
     expect(e1).toBeInstanceOf(ModelError);
     expect(e1).toMatchObject({ kind: 'server', attempts: 3 });
     expect(fake.calls).toHaveLength(3);
     fake.reset();
     fake.answer(() => ({ hang: true }));
-    const e2 = await client({ LLM_MAX_RETRIES: '1', LLM_TIMEOUT_MS: '400' }).complete(ask).catch((e) => e);
+    const e2 = await client({ LLM_MAX_RETRIES: '1', LLM_TIMEOUT_MS: '400' })
+      .complete(ask)
+      .catch((e) => e);
     expect(e2).toMatchObject({ kind: 'timeout', attempts: 2 });
     fake.reset();
     fake.answer(() => ({ status: 401 }));
-    const e3 = await client().complete(ask).catch((e) => e);
+    const e3 = await client()
+      .complete(ask)
+      .catch((e) => e);
     expect(e3).toMatchObject({ kind: 'refused', attempts: 1 });
     expect(fake.calls).toHaveLength(1);
   });
 
   it('asks again for malformed answers (not JSON, not the schema), then fails "malformed" with the tokens spent', async () => {
     fake.answer((c) => ({ content: c.index % 2 === 0 ? 'Sure! Here you go: hi' : '{"answer": 42}' }));
-    const e = await client({ LLM_MAX_RETRIES: '2' }).complete(ask).catch((x) => x);
+    const e = await client({ LLM_MAX_RETRIES: '2' })
+      .complete(ask)
+      .catch((x) => x);
     expect(e).toMatchObject({ kind: 'malformed', attempts: 3 });
     expect(e.usage.totalTokens).toBe(450);
     fake.reset();
@@ -93,9 +128,11 @@ describe('complete', () => {
   });
 
   it('falls back to json_object (schema in the system message) for a server that rejects json_schema', async () => {
-    fake.answer((c) => (c.body.response_format.type === 'json_schema'
-      ? { status: 400, content: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model." }
-      : { content: '{"answer":"ok"}' }));
+    fake.answer((c) =>
+      c.body.response_format.type === 'json_schema'
+        ? { status: 400, content: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model." }
+        : { content: '{"answer":"ok"}' },
+    );
     const m = client();
     const r = await m.complete(ask);
     expect(r).toMatchObject({ value: { answer: 'ok' }, attempts: 1 });
@@ -109,7 +146,9 @@ describe('complete', () => {
     // The first three answers wait until all three are in flight, so the limit is reached however
     // slowly the calls arrive; the rest overlap by their delay.
     let three!: () => void;
-    const allThree = new Promise<void>((r) => { three = r; });
+    const allThree = new Promise<void>((r) => {
+      three = r;
+    });
     fake.answer(async (c) => {
       if (c.index === 2) three();
       if (c.index < 3) await allThree;

@@ -2,18 +2,19 @@
 // receiver, a send through the dispatcher to the SMTP sink (and a step held by a gate), an inbound
 // reply over SMTP, and a job no worker takes. The request series are this process's; the stored
 // series are compared with the rows they are read from. 401 without the operator token.
-import nodemailer from 'nodemailer';
-import { simpleParser } from 'mailparser';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'kysely';
+
 import type { Runner } from 'graphile-worker';
-import { raw, startService, type TestService } from './support/harness.js';
-import { startSmtpSink, type SmtpSink } from './support/smtp-sink.js';
-import { startReceiver, type Receiver } from './support/receiver.js';
-import { system, uniqueEmail } from './crm-support.js';
-import { contact, draftingOrg, draftsOf, sequence, settle, template } from './drafting-support.js';
+import { sql } from 'kysely';
+import { simpleParser } from 'mailparser';
+import nodemailer from 'nodemailer';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveInbound } from '../src/boot/runtime.js';
 import type { InboundListener } from '../src/inbound/smtp-listener.js';
+import { system, uniqueEmail } from './crm-support.js';
+import { contact, draftingOrg, draftsOf, sequence, settle, template } from './drafting-support.js';
+import { raw, startService, type TestService } from './support/harness.js';
+import { type Receiver, startReceiver } from './support/receiver.js';
+import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
 const DOMAIN = 'replies.acme-sender.test';
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
@@ -26,16 +27,31 @@ beforeAll(async () => {
   sink = await startSmtpSink();
   rx = await startReceiver();
   svc = await startService({
-    SMTP_URL: sink.url, MAIL_FROM: 'Acme Sales <sales@acme-sender.test>', INBOUND_REPLY_DOMAIN: DOMAIN,
-    INBOUND_SMTP_PORT: '0', INBOUND_SMTP_HOST: '127.0.0.1', RATE_LIMIT_PER_MINUTE: '40', LEAD_CAPTURE_RATE_LIMIT: '1', METRICS_TOKEN,
+    SMTP_URL: sink.url,
+    MAIL_FROM: 'Acme Sales <sales@acme-sender.test>',
+    INBOUND_REPLY_DOMAIN: DOMAIN,
+    INBOUND_SMTP_PORT: '0',
+    INBOUND_SMTP_HOST: '127.0.0.1',
+    RATE_LIMIT_PER_MINUTE: '40',
+    LEAD_CAPTURE_RATE_LIMIT: '1',
+    METRICS_TOKEN,
   });
   worker = await svc.startWorker();
   inbound = (await serveInbound(svc.rt))!;
 });
-afterAll(async () => { await inbound?.close(); await svc?.close(); await sink?.close(); await rx?.close(); });
+afterAll(async () => {
+  await inbound?.close();
+  await svc?.close();
+  await sink?.close();
+  await rx?.close();
+});
 
 const STEPS = [
-  { dayOffset: 0, subject: 'A quick idea for {{company}}', body: 'Hi {{firstName}},\n\nWe help revenue teams book more qualified meetings.\n\nWould a short chat next week be useful?\n\nBest,\nSam' },
+  {
+    dayOffset: 0,
+    subject: 'A quick idea for {{company}}',
+    body: 'Hi {{firstName}},\n\nWe help revenue teams book more qualified meetings.\n\nWould a short chat next week be useful?\n\nBest,\nSam',
+  },
   { dayOffset: 3, subject: 'Following up', body: 'Hi {{firstName}}, one more note. Worth a chat?' },
 ];
 
@@ -46,7 +62,12 @@ function parse(text: string): Map<string, number> {
     if (line === '' || line.startsWith('#')) continue;
     const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (!m) throw new Error(`unparsable sample line: ${line}`);
-    const labels = m[2] ? m[2].match(/\w+="(?:[^"\\]|\\.)*"/g)!.sort().join(',') : '';
+    const labels = m[2]
+      ? m[2]
+          .match(/\w+="(?:[^"\\]|\\.)*"/g)!
+          .sort()
+          .join(',')
+      : '';
     out.set(labels ? `${m[1]}{${labels}}` : m[1], Number(m[3]));
   }
   return out;
@@ -54,7 +75,10 @@ function parse(text: string): Map<string, number> {
 
 /** A series key as parse() writes it. */
 function key(name: string, labels: Record<string, string> = {}): string {
-  const l = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(',');
+  const l = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .sort()
+    .join(',');
   return l ? `${name}{${l}}` : name;
 }
 
@@ -70,7 +94,12 @@ const only = (s: Map<string, number>, name: string) => new Map([...s].filter(([k
 
 describe('GET /metrics', () => {
   it('answers 401 as a problem without the operator token or METRICS_TOKEN, and 200 with either', async () => {
-    for (const headers of [{} as Record<string, string>, { authorization: 'Bearer wrong-token-0123456789abcdef' }, { authorization: `Bearer ${svc.config.adminToken}x` }, { authorization: 'Basic abc' }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: 'Bearer wrong-token-0123456789abcdef' },
+      { authorization: `Bearer ${svc.config.adminToken}x` },
+      { authorization: 'Basic abc' },
+    ]) {
       const r = await raw(svc.baseUrl, 'GET', '/metrics', { headers });
       expect(r.status).toBe(401);
       expect(r.headers.get('content-type')).toBe('application/problem+json');
@@ -101,10 +130,17 @@ describe('GET /metrics', () => {
     expect((await other.GET('/contacts/{id}', { params: { path: { id: 'cnt_000000000000000000000000' } } })).response.status).toBe(404);
     await raw(svc.baseUrl, 'GET', '/no/such/route');
     // A lead form allows one submission per source address per window here: the second is refused.
-    const form = await svc.admin.POST('/organizations/{orgId}/lead-forms', { params: { path: { orgId: me.org.id } }, body: { name: 'website' } });
+    const form = await svc.admin.POST('/organizations/{orgId}/lead-forms', {
+      params: { path: { orgId: me.org.id } },
+      body: { name: 'website' },
+    });
     let captured = 0;
     for (;;) {
-      const r = await fetch(form.data!.captureUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: uniqueEmail('lead') }) });
+      const r = await fetch(form.data!.captureUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: uniqueEmail('lead') }),
+      });
       if (r.status === 429) break;
       expect(r.status).toBe(201);
       captured += 1;
@@ -131,8 +167,15 @@ describe('GET /metrics', () => {
     // The contact answers over SMTP.
     const t = nodemailer.createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, ignoreTLS: true });
     const reply = [
-      `From: Dana Whitfield <${email}>`, `To: ${replyTo}`, 'Subject: Re: A quick idea', `Message-ID: <r${Date.now()}@client.example>`,
-      `In-Reply-To: ${parsed.messageId}`, `References: ${parsed.messageId}`, 'MIME-Version: 1.0', 'Content-Type: text/plain; charset=utf-8', '',
+      `From: Dana Whitfield <${email}>`,
+      `To: ${replyTo}`,
+      'Subject: Re: A quick idea',
+      `Message-ID: <r${Date.now()}@client.example>`,
+      `In-Reply-To: ${parsed.messageId}`,
+      `References: ${parsed.messageId}`,
+      'MIME-Version: 1.0',
+      'Content-Type: text/plain; charset=utf-8',
+      '',
       'Thanks Sam, this sounds interesting. Please tell me more about pricing for a team of 40.',
     ].join('\r\n');
     await t.sendMail({ envelope: { from: email, to: [replyTo] }, raw: reply });
@@ -145,7 +188,8 @@ describe('GET /metrics', () => {
     const held = await draftingOrg(svc);
     const today = new Date().getUTCDay() || 7;
     await svc.admin.PATCH('/organizations/{orgId}', {
-      params: { path: { orgId: held.org.id } }, body: { flags: { v1_2_api_send: true }, sending: { timeZone: 'UTC', days: [((today + 1) % 7) + 1] } },
+      params: { path: { orgId: held.org.id } },
+      body: { flags: { v1_2_api_send: true }, sending: { timeZone: 'UTC', days: [((today + 1) % 7) + 1] } },
     });
     const c2 = await contact(held.api);
     await sequence(held.api, c2.id, await template(svc, held.org.id, [STEPS[0]]));
@@ -188,27 +232,66 @@ describe('GET /metrics', () => {
     expect(m.get(key('outbound_job_queue_jobs', { task: 'send_step', state: 'due' }))).toBe(0);
     // The held step's job waits for the window to open: scheduled, not due.
     expect(m.get(key('outbound_job_queue_jobs', { task: 'send_step', state: 'scheduled' }))).toBeGreaterThanOrEqual(1);
-    const jobs = (await svc.pool.query<{ task: string; state: string; n: number }>(`
+    const jobs = (
+      await svc.pool.query<{ task: string; state: string; n: number }>(`
       SELECT t.identifier AS task, CASE WHEN j.locked_at IS NOT NULL THEN 'running' WHEN j.attempts >= j.max_attempts THEN 'failed'
              WHEN j.run_at <= now() THEN 'due' ELSE 'scheduled' END AS state, count(*)::int AS n
-      FROM graphile_worker._private_jobs j JOIN graphile_worker._private_tasks t ON t.id = j.task_id GROUP BY 1, 2`)).rows;
+      FROM graphile_worker._private_jobs j JOIN graphile_worker._private_tasks t ON t.id = j.task_id GROUP BY 1, 2`)
+    ).rows;
     for (const j of jobs) expect(m.get(key('outbound_job_queue_jobs', { task: j.task, state: j.state }))).toBe(j.n);
     expect([...only(m, 'outbound_job_queue_jobs').values()].reduce((a, v) => a + v, 0)).toBe(jobs.reduce((a, j) => a + j.n, 0));
 
     // Every stored series equals its rows, label for label, and nothing else is reported.
     const rows = await system(svc, async (trx) => ({
-      deliveries: (await sql<{ status: string; n: number }>`SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY 1`.execute(trx)).rows,
-      queue: (await sql<{ state: string; gate: string; n: number }>`SELECT state, coalesce(held_by, 'none') AS gate, count(*)::int AS n FROM send_queue GROUP BY 1, 2`.execute(trx)).rows,
-      drafts: (await sql<{ provider: string; flagged: string; n: number }>`SELECT coalesce(provider, 'manual') AS provider, flagged::text, count(*)::int AS n FROM drafts GROUP BY 1, 2`.execute(trx)).rows,
-      inbound: (await sql<{ intent: string; n: number }>`SELECT coalesce(intent, 'unclassified') AS intent, count(*)::int AS n FROM messages WHERE direction = 'INBOUND' GROUP BY 1`.execute(trx)).rows,
+      deliveries: (
+        await sql<{ status: string; n: number }>`SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY 1`.execute(trx)
+      ).rows,
+      queue: (
+        await sql<{
+          state: string;
+          gate: string;
+          n: number;
+        }>`SELECT state, coalesce(held_by, 'none') AS gate, count(*)::int AS n FROM send_queue GROUP BY 1, 2`.execute(trx)
+      ).rows,
+      drafts: (
+        await sql<{
+          provider: string;
+          flagged: string;
+          n: number;
+        }>`SELECT coalesce(provider, 'manual') AS provider, flagged::text, count(*)::int AS n FROM drafts GROUP BY 1, 2`.execute(trx)
+      ).rows,
+      inbound: (
+        await sql<{
+          intent: string;
+          n: number;
+        }>`SELECT coalesce(intent, 'unclassified') AS intent, count(*)::int AS n FROM messages WHERE direction = 'INBOUND' GROUP BY 1`.execute(
+          trx,
+        )
+      ).rows,
     }));
     const open = ['queued', 'deferred', 'sending'];
-    expect(only(m, 'outbound_sends_total')).toEqual(new Map(rows.queue.filter((r) => !open.includes(r.state)).map((r) => [key('outbound_sends_total', { outcome: r.state, gate: r.gate }), r.n])));
-    expect(only(m, 'outbound_send_queue_steps')).toEqual(new Map(rows.queue.filter((r) => open.includes(r.state)).map((r) => [key('outbound_send_queue_steps', { state: r.state, gate: r.gate }), r.n])));
-    expect(only(m, 'outbound_drafts_generated_total')).toEqual(new Map(rows.drafts.map((r) => [key('outbound_drafts_generated_total', { provider: r.provider, flagged: r.flagged }), r.n])));
+    expect(only(m, 'outbound_sends_total')).toEqual(
+      new Map(
+        rows.queue
+          .filter((r) => !open.includes(r.state))
+          .map((r) => [key('outbound_sends_total', { outcome: r.state, gate: r.gate }), r.n]),
+      ),
+    );
+    expect(only(m, 'outbound_send_queue_steps')).toEqual(
+      new Map(
+        rows.queue
+          .filter((r) => open.includes(r.state))
+          .map((r) => [key('outbound_send_queue_steps', { state: r.state, gate: r.gate }), r.n]),
+      ),
+    );
+    expect(only(m, 'outbound_drafts_generated_total')).toEqual(
+      new Map(rows.drafts.map((r) => [key('outbound_drafts_generated_total', { provider: r.provider, flagged: r.flagged }), r.n])),
+    );
     expect(rows.drafts.reduce((a, r) => a + r.n, 0)).toBe(3);
     expect(rows.drafts.every((r) => r.provider === 'fallback')).toBe(true);
-    expect(only(m, 'outbound_inbound_messages_total')).toEqual(new Map(rows.inbound.map((r) => [key('outbound_inbound_messages_total', { intent: r.intent }), r.n])));
+    expect(only(m, 'outbound_inbound_messages_total')).toEqual(
+      new Map(rows.inbound.map((r) => [key('outbound_inbound_messages_total', { intent: r.intent }), r.n])),
+    );
     expect(rows.deliveries).toEqual([{ status: 'succeeded', n: 2 }]);
     // The interested reply paused the sequence: its step 2 was cancelled, and that is reported with its reason.
     expect(rows.queue.some((r) => r.state === 'skipped')).toBe(true);

@@ -1,14 +1,18 @@
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg } from '../db/database.js';
-import { authenticate } from '../src/http/auth.js';
 import { createApp } from '../src/http/app.js';
+import { authenticate } from '../src/http/auth.js';
+import { ALL_SCOPES, raw, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 describe('authentication', () => {
   it('answers 401 problems for a missing, malformed, unknown, expired or revoked key', async () => {
@@ -91,7 +95,13 @@ describe('problems', () => {
       ['POST', '/api/v1/lists', { body: '{"name":', headers: json }, 400, 'malformed-json'],
       ['POST', '/api/v1/lists', { body: '{"name":42}', headers: json }, 400, 'validation-failed'],
       ['POST', '/api/v1/lists', { body: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }), headers: json }, 413, 'payload-too-large'],
-      ['POST', '/api/v1/lists', { body: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 400, 'malformed-json'],
+      [
+        'POST',
+        '/api/v1/lists',
+        { body: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+        400,
+        'malformed-json',
+      ],
       ['POST', '/api/v1/lists', { body: 'name=x', headers: { 'content-type': 'text/plain' } }, 400, 'malformed-json'],
       ['GET', '/api/v1/lists?limit=500', {}, 400, 'validation-failed'],
       ['GET', '/api/v1/public-templates?cursor=tampered', {}, 400, 'invalid-cursor'],
@@ -160,7 +170,7 @@ describe('problems', () => {
 });
 
 describe('tenancy', () => {
-  it('answers another organization\'s id exactly like an unknown id (404)', async () => {
+  it("answers another organization's id exactly like an unknown id (404)", async () => {
     const a = await svc.newOrg();
     const b = await svc.newOrg();
     const keyA = await a.key();
@@ -180,15 +190,21 @@ describe('tenancy', () => {
     for (const org of [a, b]) {
       await svc.admin.POST('/organizations/{orgId}/products', { params: { path: { orgId: org.id } }, body: { name: `P ${org.id}` } });
     }
-    const seen = await withOrg(svc.rt.db, a.id, (trx) => sql<{ organization_id: string }>`select organization_id from products`.execute(trx));
+    const seen = await withOrg(svc.rt.db, a.id, (trx) =>
+      sql<{ organization_id: string }>`select organization_id from products`.execute(trx),
+    );
     expect(seen.rows.map((r) => r.organization_id)).toEqual([a.id]);
     // Without an organization bound, the application role sees nothing at all.
     const none = await sql<{ n: number }>`select count(*)::int as n from products`.execute(svc.rt.db);
     expect(none.rows[0].n).toBe(0);
     // And it cannot write a row for another organization.
-    await expect(withOrg(svc.rt.db, a.id, (trx) => sql`insert into products (organization_id, id, name) values (${b.id}, 'prd_x', 'x')`.execute(trx))).rejects.toThrow(/row-level security/);
+    await expect(
+      withOrg(svc.rt.db, a.id, (trx) => sql`insert into products (organization_id, id, name) values (${b.id}, 'prd_x', 'x')`.execute(trx)),
+    ).rejects.toThrow(/row-level security/);
     const role = await sql<{ u: string; bypass: boolean; owner: boolean }>`
-      select current_user as u, r.rolbypassrls as bypass, r.rolsuper as owner from pg_roles r where r.rolname = current_user`.execute(svc.rt.db);
+      select current_user as u, r.rolbypassrls as bypass, r.rolsuper as owner from pg_roles r where r.rolname = current_user`.execute(
+      svc.rt.db,
+    );
     expect(role.rows[0]).toEqual({ u: 'outbound_app', bypass: false, owner: false });
   });
 });
@@ -215,7 +231,7 @@ describe('idempotency', () => {
 });
 
 describe('request binding', () => {
-  it('binds the request connection to the key\'s organization, and to none after an unknown key', async () => {
+  it("binds the request connection to the key's organization, and to none after an unknown key", async () => {
     const org = await svc.newOrg();
     const key = await org.key();
     const bound = await svc.rt.db.connection().execute(async (conn) => {
@@ -234,13 +250,19 @@ describe('public templates and documents', () => {
   it('lists active public templates without a key, with CORS, filtered by useCase alias, industry and step count', async () => {
     const tag = crypto.randomBytes(4).toString('hex');
     const step = { dayOffset: 0, subject: 'Hi', body: 'Hello' };
-    await svc.admin.POST('/public-templates', { body: { name: 'A', useCase: `uc-${tag}`, industry: 'saas', steps: [step, { ...step, dayOffset: 3 }] } });
+    await svc.admin.POST('/public-templates', {
+      body: { name: 'A', useCase: `uc-${tag}`, industry: 'saas', steps: [step, { ...step, dayOffset: 3 }] },
+    });
     await svc.admin.POST('/public-templates', { body: { name: 'B', useCase: `uc-${tag}`, industry: 'retail', steps: [step] } });
-    await svc.admin.POST('/public-templates', { body: { name: 'C', useCase: `uc-${tag}`, industry: 'saas', steps: [step], active: false } });
+    await svc.admin.POST('/public-templates', {
+      body: { name: 'C', useCase: `uc-${tag}`, industry: 'saas', steps: [step], active: false },
+    });
     const all = await svc.api().GET('/public-templates', { params: { query: { useCaseSlug: `uc-${tag}` } } });
     expect(all.data?.data.map((t) => t.name).sort()).toEqual(['A', 'B']);
     expect(all.response.headers.get('access-control-allow-origin')).toBe('*');
-    const saas = await svc.api().GET('/public-templates', { params: { query: { useCase: `uc-${tag}`, industry: 'SaaS', sequenceStep: 2 } } });
+    const saas = await svc
+      .api()
+      .GET('/public-templates', { params: { query: { useCase: `uc-${tag}`, industry: 'SaaS', sequenceStep: 2 } } });
     expect(saas.data?.data.map((t) => t.name)).toEqual(['A']);
     expect(saas.data?.data[0].steps.map((s) => s.step)).toEqual([1, 2]);
   });
@@ -254,7 +276,10 @@ describe('public templates and documents', () => {
   });
 
   it('refuses the operator API without the operator token', async () => {
-    const r = await raw(svc.baseUrl, 'POST', '/admin/api/organizations', { body: '{"name":"x"}', headers: { 'content-type': 'application/json' } });
+    const r = await raw(svc.baseUrl, 'POST', '/admin/api/organizations', {
+      body: '{"name":"x"}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(r.status).toBe(401);
   });
 });

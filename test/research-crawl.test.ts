@@ -2,26 +2,39 @@
 // deadlines, concurrency, Crawl-delay, redirects, encodings, feeds and sitemaps.
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { crawlSite, type CrawlSettings } from '../src/research/crawl.js';
+import { assessContact, functionOf, seniorityOf } from '../src/research/assess.js';
+import { type CrawlSettings, crawlSite } from '../src/research/crawl.js';
 import { buildDossier } from '../src/research/dossier.js';
 import { extractFeed, extractPage, extractSitemap } from '../src/research/extract.js';
-import { assessContact, functionOf, seniorityOf } from '../src/research/assess.js';
-import { companySite, startSiteServer, type Route, type SiteServer } from './support/site-server.js';
 import { uid } from './crm-support.js';
+import { companySite, type Route, type SiteServer, startSiteServer } from './support/site-server.js';
 
 let site: SiteServer;
-beforeAll(async () => { site = await startSiteServer(); });
-afterAll(async () => { await site?.close(); });
+beforeAll(async () => {
+  site = await startSiteServer();
+});
+afterAll(async () => {
+  await site?.close();
+});
 
 const settings = (over: Partial<CrawlSettings> = {}): CrawlSettings => ({
-  siteUrlTemplate: site.template, userAgent: 'OutboundResearchBot/1.0 (+test)', allowPrivate: true, allowedTargets: new Set(),
-  requestTimeoutMs: 2000, maxPageBytes: 512 * 1024, budgetMs: 20_000, ...over,
+  siteUrlTemplate: site.template,
+  userAgent: 'OutboundResearchBot/1.0 (+test)',
+  allowPrivate: true,
+  allowedTargets: new Set(),
+  requestTimeoutMs: 2000,
+  maxPageBytes: 512 * 1024,
+  budgetMs: 20_000,
+  ...over,
 });
 
 function mkSite(overrides: Record<string, Route | undefined> = {}, base: 'acme' | 'none' = 'acme'): string {
   const domain = `${uid('site')}.example`;
   const routes: Record<string, Route> = base === 'acme' ? { ...companySite(domain, site.origin) } : {};
-  for (const [p, r] of Object.entries(overrides)) { if (r === undefined) delete routes[p]; else routes[p] = r; }
+  for (const [p, r] of Object.entries(overrides)) {
+    if (r === undefined) delete routes[p];
+    else routes[p] = r;
+  }
   site.site(domain, routes);
   return domain;
 }
@@ -39,7 +52,11 @@ describe('crawlSite', () => {
   });
 
   it('stops at the run deadline: what is still out is cut off and recorded', async () => {
-    const domain = mkSite({ '/about': { hang: true }, '/careers': { hang: true }, '/': { ...companySite('x', site.origin)['/'], delayMs: 0 } });
+    const domain = mkSite({
+      '/about': { hang: true },
+      '/careers': { hang: true },
+      '/': { ...companySite('x', site.origin)['/'], delayMs: 0 },
+    });
     site.site(domain, { ...companySite(domain, site.origin), '/about': { hang: true }, '/careers': { hang: true } });
     const c = await crawlSite(domain, settings({ requestTimeoutMs: 10_000, budgetMs: 1200 }));
     expect(c.durationMs).toBeLessThan(5000);
@@ -51,19 +68,30 @@ describe('crawlSite', () => {
 
   it('never connects to a site whose name resolves to a private address (guard on)', async () => {
     const domain = mkSite();
-    const c = await crawlSite(domain, settings({
-      siteUrlTemplate: `http://{domain}:${site.port}/sites/{domain}`, allowPrivate: false, allowedTargets: new Set([`127.0.0.1:${site.port}`]),
-      lookup: async () => [{ address: '10.0.0.5', family: 4 }],
-    }));
+    const c = await crawlSite(
+      domain,
+      settings({
+        siteUrlTemplate: `http://{domain}:${site.port}/sites/{domain}`,
+        allowPrivate: false,
+        allowedTargets: new Set([`127.0.0.1:${site.port}`]),
+        lookup: async () => [{ address: '10.0.0.5', family: 4 }],
+      }),
+    );
     expect(site.paths(domain)).toEqual([]);
-    expect(c.robots).toEqual({ state: 'unreachable', detail: `robots.txt could not be read (refused: ${domain} resolves to 10.0.0.5, which is a private address): no page is fetched (RFC 9309)` });
+    expect(c.robots).toEqual({
+      state: 'unreachable',
+      detail: `robots.txt could not be read (refused: ${domain} resolves to 10.0.0.5, which is a private address): no page is fetched (RFC 9309)`,
+    });
     expect(c.pages).toEqual([]);
   });
 
   it('honours Crawl-delay by spacing its requests', async () => {
     const domain = mkSite({ '/robots.txt': { headers: { 'content-type': 'text/plain' }, body: 'User-agent: *\nCrawl-delay: 0.3\n' } });
     await crawlSite(domain, settings());
-    const times = site.requests(domain).filter((r) => r.path !== '/robots.txt').map((r) => r.at);
+    const times = site
+      .requests(domain)
+      .filter((r) => r.path !== '/robots.txt')
+      .map((r) => r.at);
     // Measured where the requests arrive: one request delayed in transit shortens the gap after it
     // (on a loaded machine by tens of milliseconds), so each gap is held to half the delay and the
     // whole span, which jitter cannot shorten by more than one delay's share, to the full spacing.
@@ -81,7 +109,12 @@ describe('crawlSite', () => {
     routes['/about'] = { status: 301, headers: { location: `/sites/${domain}/r0` } };
     routes['/products'] = {
       headers: { 'content-type': 'text/html; charset=iso-8859-1', 'content-encoding': 'gzip' },
-      body: zlib.gzipSync(Buffer.from(html('<main><h1>Roadrunner launch vehicle for Zürich</h1><p>Built in Zürich since 2015 by our team of 30 engineers.</p></main>'), 'latin1')),
+      body: zlib.gzipSync(
+        Buffer.from(
+          html('<main><h1>Roadrunner launch vehicle for Zürich</h1><p>Built in Zürich since 2015 by our team of 30 engineers.</p></main>'),
+          'latin1',
+        ),
+      ),
     };
     routes['/customers'] = { status: 302, headers: { location: `${site.origin}/sites/elsewhere.example/customers` } };
     site.site(domain, routes);
@@ -101,7 +134,10 @@ describe('crawlSite', () => {
     site.site(domain, {
       '/robots.txt': { headers: { 'content-type': 'text/plain' }, body: `Sitemap: ${base}/sitemap-index.xml\n` },
       '/': { body: html('<main><h1>Beta Corp</h1><p>Beta Corp makes ledgers for small shops across Portugal and Spain.</p></main>') },
-      '/sitemap-index.xml': { headers: { 'content-type': 'application/xml' }, body: `<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>${base}/sitemap-pages.xml</loc></sitemap></sitemapindex>` },
+      '/sitemap-index.xml': {
+        headers: { 'content-type': 'application/xml' },
+        body: `<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>${base}/sitemap-pages.xml</loc></sitemap></sitemapindex>`,
+      },
       '/sitemap-pages.xml': {
         headers: { 'content-type': 'text/xml' },
         body: `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
@@ -111,14 +147,29 @@ describe('crawlSite', () => {
       },
       '/about-us': { body: html('<main><p>Beta Corp was founded in 2019 in Porto by two accountants.</p></main>') },
       '/jobs': { body: html('<main><h2>Senior Backend Developer</h2></main>') },
-      '/news/ledger-2': { body: html('<article><h1>Beta launches Ledger 2</h1><p>Ledger 2 is now available to every shop in Spain.</p></article>', `<meta property="article:published_time" content="${recent}">`) },
+      '/news/ledger-2': {
+        body: html(
+          '<article><h1>Beta launches Ledger 2</h1><p>Ledger 2 is now available to every shop in Spain.</p></article>',
+          `<meta property="article:published_time" content="${recent}">`,
+        ),
+      },
     });
     const c = await crawlSite(domain, settings());
     expect(c.pages.map((p) => p.kind)).toEqual(['home', 'about', 'careers', 'article']);
     expect(site.paths(domain)).not.toContain('/news/founding');
     const d = buildDossier('r', { name: 'Beta Corp', domain }, c);
-    expect(d.recentNews).toEqual([expect.objectContaining({ kind: 'launch', title: 'Beta launches Ledger 2', source: expect.objectContaining({ snippet: 'Ledger 2 is now available to every shop in Spain.' }) })]);
-    expect(d.facts).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'founded', text: 'Beta Corp was founded in 2019 in Porto by two accountants.' })]));
+    expect(d.recentNews).toEqual([
+      expect.objectContaining({
+        kind: 'launch',
+        title: 'Beta launches Ledger 2',
+        source: expect.objectContaining({ snippet: 'Ledger 2 is now available to every shop in Spain.' }),
+      }),
+    ]);
+    expect(d.facts).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ kind: 'founded', text: 'Beta Corp was founded in 2019 in Porto by two accountants.' }),
+      ]),
+    );
     expect(d.painPoints).toEqual([expect.objectContaining({ kind: 'hiring', text: 'Hiring: Senior Backend Developer' })]);
     expect(d.coverage).toMatchObject({ hasMinimumCoverage: true });
   });
@@ -126,39 +177,78 @@ describe('crawlSite', () => {
 
 describe('extractors', () => {
   it('read Atom and RSS 1.0 feeds, with dates and text of escaped HTML', () => {
-    const atom = extractFeed(Buffer.from(`<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>x</title>
+    const atom = extractFeed(
+      Buffer.from(`<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom"><title>x</title>
       <entry><title>Gamma raises seed round</title><link rel="alternate" href="/p/seed"/><link rel="self" href="/self"/>
-        <published>2026-10-01T10:00:00Z</published><summary type="html">&lt;b&gt;Gamma&lt;/b&gt; raised $3M.</summary></entry></feed>`), 'https://gamma.example/blog/');
-    expect(atom).toEqual([{ title: 'Gamma raises seed round', url: 'https://gamma.example/p/seed', publishedAt: '2026-10-01T10:00:00.000Z', summary: 'Gamma raised $3M.' }]);
-    const rdf = extractFeed(Buffer.from(`<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/" xmlns:dc="http://purl.org/dc/elements/1.1/">
-      <item rdf:about="https://d.example/n/1"><title>Delta opens Berlin office</title><link>https://d.example/n/1</link><dc:date>2026-09-30</dc:date></item></rdf:RDF>`), 'https://d.example/');
-    expect(rdf).toEqual([{ title: 'Delta opens Berlin office', url: 'https://d.example/n/1', publishedAt: '2026-09-30T00:00:00.000Z', summary: null }]);
+        <published>2026-10-01T10:00:00Z</published><summary type="html">&lt;b&gt;Gamma&lt;/b&gt; raised $3M.</summary></entry></feed>`),
+      'https://gamma.example/blog/',
+    );
+    expect(atom).toEqual([
+      {
+        title: 'Gamma raises seed round',
+        url: 'https://gamma.example/p/seed',
+        publishedAt: '2026-10-01T10:00:00.000Z',
+        summary: 'Gamma raised $3M.',
+      },
+    ]);
+    const rdf = extractFeed(
+      Buffer.from(`<?xml version="1.0"?><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" xmlns="http://purl.org/rss/1.0/" xmlns:dc="http://purl.org/dc/elements/1.1/">
+      <item rdf:about="https://d.example/n/1"><title>Delta opens Berlin office</title><link>https://d.example/n/1</link><dc:date>2026-09-30</dc:date></item></rdf:RDF>`),
+      'https://d.example/',
+    );
+    expect(rdf).toEqual([
+      { title: 'Delta opens Berlin office', url: 'https://d.example/n/1', publishedAt: '2026-09-30T00:00:00.000Z', summary: null },
+    ]);
     expect(extractFeed(Buffer.from('not xml at all <<<'), 'https://x.example/')).toEqual([]);
   });
 
   it('read sitemaps and sitemap indexes', () => {
-    const m = extractSitemap(Buffer.from('<urlset><url><loc>/a</loc><lastmod>2026-01-02</lastmod></url><url><loc>javascript:x</loc></url></urlset>'), 'https://s.example/');
+    const m = extractSitemap(
+      Buffer.from('<urlset><url><loc>/a</loc><lastmod>2026-01-02</lastmod></url><url><loc>javascript:x</loc></url></urlset>'),
+      'https://s.example/',
+    );
     expect(m).toEqual({ pages: [{ url: 'https://s.example/a', lastmod: '2026-01-02T00:00:00.000Z' }], sitemaps: [] });
   });
 
   it('keep text per block, drop chrome, scripts and contact details, and read JSON-LD in its variants', () => {
-    const page = extractPage(Buffer.from(html(`
+    const page = extractPage(
+      Buffer.from(
+        html(
+          `
       <nav><a href="/a">A</a></nav><main><h1>Epsilon</h1><p>Epsilon ships <em>fast</em>
       payroll.</p><p>Write to jane@epsilon.example for a demo.</p><p>Call +44 20 7946 0958 today.</p><div>Cell one</div><div>Cell two</div>
       <script>var secret = "x";</script></main><footer>Footer text</footer>`,
-    `<script type="application/ld+json">[{"@type":["Corporation"],"name":"Epsilon Ltd","numberOfEmployees":"51-200","address":"1 Main St, Leeds","foundingDate":"2011"}]</script>`)), null, 'https://e.example/');
+          `<script type="application/ld+json">[{"@type":["Corporation"],"name":"Epsilon Ltd","numberOfEmployees":"51-200","address":"1 Main St, Leeds","foundingDate":"2011"}]</script>`,
+        ),
+      ),
+      null,
+      'https://e.example/',
+    );
     expect(page.blocks).toEqual(['Epsilon', 'Epsilon ships fast payroll.', 'Cell one', 'Cell two']);
-    expect(page.organization).toEqual({ name: 'Epsilon Ltd', description: null, foundingDate: '2011', numberOfEmployees: '51-200', location: '1 Main St, Leeds', industry: null });
+    expect(page.organization).toEqual({
+      name: 'Epsilon Ltd',
+      description: null,
+      foundingDate: '2011',
+      numberOfEmployees: '51-200',
+      location: '1 Main St, Leeds',
+      industry: null,
+    });
   });
 });
 
 describe('assessContact', () => {
   it('reads seniority and function from titles', () => {
     const cases: Array<[string | null, string, string | null]> = [
-      ['Chief Financial Officer', 'executive', 'finance'], ['Co-founder & CEO', 'executive', 'general_management'],
-      ['SVP Sales', 'vp', 'sales'], ['Head of Data', 'director', 'data'], ['Engineering Manager', 'manager', 'engineering'],
-      ['Senior Product Designer', 'senior', 'product'], ['Marketing Intern', 'entry', 'marketing'], ['Recruiter', 'individual_contributor', 'people'],
-      [null, 'unknown', null], ['   ', 'unknown', null],
+      ['Chief Financial Officer', 'executive', 'finance'],
+      ['Co-founder & CEO', 'executive', 'general_management'],
+      ['SVP Sales', 'vp', 'sales'],
+      ['Head of Data', 'director', 'data'],
+      ['Engineering Manager', 'manager', 'engineering'],
+      ['Senior Product Designer', 'senior', 'product'],
+      ['Marketing Intern', 'entry', 'marketing'],
+      ['Recruiter', 'individual_contributor', 'people'],
+      [null, 'unknown', null],
+      ['   ', 'unknown', null],
     ];
     for (const [title, seniority, fn] of cases) {
       expect(seniorityOf(title), String(title)).toBe(seniority);

@@ -4,9 +4,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, awayFromUtcMidnight, raw, startService, type TestService } from './support/harness.js';
-import { companySite, startSiteServer, type Route, type SiteServer } from './support/site-server.js';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
+import { ALL_SCOPES, awayFromUtcMidnight, raw, startService, type TestService } from './support/harness.js';
+import { companySite, type Route, type SiteServer, startSiteServer } from './support/site-server.js';
 
 let site: SiteServer;
 let other: http.Server;
@@ -17,7 +17,9 @@ beforeAll(async () => {
   site = await startSiteServer();
   // A second loopback server: a redirect to it must be refused before any connection is made.
   other = http.createServer((_, res) => res.end('internal'));
-  other.on('connection', () => { otherConnections += 1; });
+  other.on('connection', () => {
+    otherConnections += 1;
+  });
   await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
   svc = await startService({
     RESEARCH_SITE_URL_TEMPLATE: site.template,
@@ -47,7 +49,8 @@ async function companyWithSite(s: Awaited<ReturnType<typeof setup>>, overrides: 
   const domain = `${uid('acme')}.example`;
   const routes: Record<string, Route> = { ...companySite(domain, site.origin) };
   for (const [path, route] of Object.entries(overrides)) {
-    if (route === undefined) delete routes[path]; else routes[path] = route;
+    if (route === undefined) delete routes[path];
+    else routes[path] = route;
   }
   site.site(domain, routes);
   const r = await s.api.POST('/companies', { body: { domain, name: 'Acme Rockets' } });
@@ -56,18 +59,31 @@ async function companyWithSite(s: Awaited<ReturnType<typeof setup>>, overrides: 
 }
 
 const research = (s: Awaited<ReturnType<typeof setup>>, id: string) => s.api.POST('/companies/{id}/research', { params: { path: { id } } });
-const researchContact = (s: Awaited<ReturnType<typeof setup>>, id: string) => s.api.POST('/contacts/{id}/research', { params: { path: { id } } });
-const runs = (orgId: string) => system(svc, (trx) => trx.selectFrom('research_runs').selectAll().where('organization_id', '=', orgId).execute());
+const researchContact = (s: Awaited<ReturnType<typeof setup>>, id: string) =>
+  s.api.POST('/contacts/{id}/research', { params: { path: { id } } });
+const runs = (orgId: string) =>
+  system(svc, (trx) => trx.selectFrom('research_runs').selectAll().where('organization_id', '=', orgId).execute());
 
 const collapse = (t: string) => t.replace(/\s+/g, ' ').trim();
 /** Every text a snippet may be taken from on a document: its visible text and its attribute and script text. */
 function textsOf(body: string, xml: boolean): string {
   const $ = cheerio.load(body, xml ? { xml: true } : undefined);
   const visible = collapse($.root().text());
-  const attrs = $('[content]').map((_, el) => $(el).attr('content')).get().join('\n');
-  const scripts = $('script').map((_, el) => $(el).text()).get().join('\n');
+  const attrs = $('[content]')
+    .map((_, el) => $(el).attr('content'))
+    .get()
+    .join('\n');
+  const scripts = $('script')
+    .map((_, el) => $(el).text())
+    .get()
+    .join('\n');
   // Feed descriptions may hold escaped HTML: their text counts too.
-  const inner = xml ? $('description, summary').map((_, el) => collapse(cheerio.load($(el).text()).root().text())).get().join('\n') : '';
+  const inner = xml
+    ? $('description, summary')
+        .map((_, el) => collapse(cheerio.load($(el).text()).root().text()))
+        .get()
+        .join('\n')
+    : '';
   return [visible, attrs, scripts, inner].join('\n');
 }
 
@@ -100,7 +116,20 @@ describe('POST /companies/{id}/research', () => {
     const paths = site.paths(domain);
     expect(paths[0]).toBe('/robots.txt');
     expect(paths[1]).toBe('/');
-    expect(new Set(paths)).toEqual(new Set(['/robots.txt', '/', '/about', '/products', '/customers', '/careers', '/blog', '/feed.xml', '/blog/series-b', '/blog/new-cto']));
+    expect(new Set(paths)).toEqual(
+      new Set([
+        '/robots.txt',
+        '/',
+        '/about',
+        '/products',
+        '/customers',
+        '/careers',
+        '/blog',
+        '/feed.xml',
+        '/blog/series-b',
+        '/blog/new-cto',
+      ]),
+    );
     expect(paths.length).toBe(new Set(paths).size); // nothing twice
     expect(paths).not.toContain('/private/investors');
     for (const req of site.requests(domain)) expect(req.userAgent).toBe(`OutboundResearchBot/1.0 (+${svc.baseUrl}/research-bot)`);
@@ -110,8 +139,15 @@ describe('POST /companies/{id}/research', () => {
 
     // Sources: home first, then the sales pages, articles and feed items.
     const sources = d.researchSources;
-    expect(sources[0]).toMatchObject({ url: `${site.origin}/sites/${domain}/`, kind: 'home', domain: '127.0.0.1', title: expect.stringContaining('Acme Rockets') });
-    expect(sources.map((x) => x.kind)).toEqual(expect.arrayContaining(['home', 'about', 'product', 'customers', 'careers', 'news', 'article', 'feed-item']));
+    expect(sources[0]).toMatchObject({
+      url: `${site.origin}/sites/${domain}/`,
+      kind: 'home',
+      domain: '127.0.0.1',
+      title: expect.stringContaining('Acme Rockets'),
+    });
+    expect(sources.map((x) => x.kind)).toEqual(
+      expect.arrayContaining(['home', 'about', 'product', 'customers', 'careers', 'news', 'article', 'feed-item']),
+    );
     for (const src of sources) expect(Date.parse(String(src.fetchedAt))).not.toBeNaN();
 
     // Facts, news and pain points each cite a snippet really on that source.
@@ -121,25 +157,50 @@ describe('POST /companies/{id}/research', () => {
     expectVerbatim(facts, sources, routes, domain);
     expectVerbatim(news, sources, routes, domain);
     expectVerbatim(pains, sources, routes, domain);
-    expect(facts).toEqual(expect.arrayContaining([
-      expect.objectContaining({ kind: 'description', text: 'Acme Rockets builds reusable launch vehicles for small satellite operators.' }),
-      expect.objectContaining({ kind: 'founded', text: 'Founded in 2015', source: expect.objectContaining({ snippet: '2015' }) }),
-      expect.objectContaining({ kind: 'employees', text: 'Today 120 employees design, build and fly our Roadrunner rocket.' }),
-      expect.objectContaining({ kind: 'customers', text: 'Trusted by 40 satellite operators, from university cubesat teams to national agencies.' }),
-      expect.objectContaining({ kind: 'funding', text: 'Acme raises $40M Series B' }),
-    ]));
+    expect(facts).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          kind: 'description',
+          text: 'Acme Rockets builds reusable launch vehicles for small satellite operators.',
+        }),
+        expect.objectContaining({ kind: 'founded', text: 'Founded in 2015', source: expect.objectContaining({ snippet: '2015' }) }),
+        expect.objectContaining({ kind: 'employees', text: 'Today 120 employees design, build and fly our Roadrunner rocket.' }),
+        expect.objectContaining({
+          kind: 'customers',
+          text: 'Trusted by 40 satellite operators, from university cubesat teams to national agencies.',
+        }),
+        expect.objectContaining({ kind: 'funding', text: 'Acme raises $40M Series B' }),
+      ]),
+    );
     // Recent news: the last six months, newest first; the 900-day-old post is not news.
     expect(news.map((n) => n.title)).toEqual([
-      'Acme raises $40M Series B', 'Acme names Ada Lovelace as Chief Technology Officer', 'Introducing Roadrunner 2', 'Acme opens a new office in Lisbon',
+      'Acme raises $40M Series B',
+      'Acme names Ada Lovelace as Chief Technology Officer',
+      'Introducing Roadrunner 2',
+      'Acme opens a new office in Lisbon',
     ]);
     expect(news.map((n) => n.kind)).toEqual(['funding', 'leadership', 'launch', 'expansion']);
-    expect(pains).toEqual(expect.arrayContaining([
-      expect.objectContaining({ kind: 'challenge', text: 'As we grow, scheduling integration across three sites has become our biggest bottleneck.' }),
-      expect.objectContaining({ kind: 'hiring', text: 'Hiring: Senior Propulsion Engineer' }),
-      expect.objectContaining({ kind: 'hiring', text: 'Hiring: Account Executive, Government' }),
-    ]));
+    expect(pains).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          kind: 'challenge',
+          text: 'As we grow, scheduling integration across three sites has become our biggest bottleneck.',
+        }),
+        expect.objectContaining({ kind: 'hiring', text: 'Hiring: Senior Propulsion Engineer' }),
+        expect.objectContaining({ kind: 'hiring', text: 'Hiring: Account Executive, Government' }),
+      ]),
+    );
     expect(d.summary).toBe('Acme Rockets: Acme Rockets builds reusable launch vehicles for small satellite operators.');
-    expect(d.coverage).toMatchObject({ pagesFetched: 8, feedItems: 5, requests: 10, robots: 'parsed', hasMinimumCoverage: true, lowConfidence: false, notes: [], skipped: [] });
+    expect(d.coverage).toMatchObject({
+      pagesFetched: 8,
+      feedItems: 5,
+      requests: 10,
+      robots: 'parsed',
+      hasMinimumCoverage: true,
+      lowConfidence: false,
+      notes: [],
+      skipped: [],
+    });
     // The footer's address and phone number are on every page, and in no dossier.
     expect(JSON.stringify(d)).not.toMatch(/sales@acme-rockets|555-0100/);
 
@@ -148,12 +209,24 @@ describe('POST /companies/{id}/research', () => {
     expect(c.data).toMatchObject({ researchUpdatedAt: d.updatedAt, sourcesCount: sources.length });
     const g = await s.api.GET('/companies/{id}/research', { params: { path: { id: company.id } } });
     expect(g.data).toEqual({
-      companyId: company.id, summary: d.summary, facts: d.facts, researchSources: sources, recentNews: d.recentNews, painPoints: d.painPoints,
-      coverage: d.coverage, updatedAt: d.updatedAt, ttlDays: 30, isFresh: true,
+      companyId: company.id,
+      summary: d.summary,
+      facts: d.facts,
+      researchSources: sources,
+      recentNews: d.recentNews,
+      painPoints: d.painPoints,
+      coverage: d.coverage,
+      updatedAt: d.updatedAt,
+      ttlDays: 30,
+      isFresh: true,
     });
     const events = await eventsOf(svc, s.org.id, 'company.research_completed');
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ resource_type: 'Company', resource_id: company.id, data: { companyId: company.id, hasMinimumCoverage: true, lowConfidence: false } });
+    expect(events[0]).toMatchObject({
+      resource_type: 'Company',
+      resource_id: company.id,
+      data: { companyId: company.id, hasMinimumCoverage: true, lowConfidence: false },
+    });
     expect(Object.keys(events[0].data).sort()).toEqual(['companyId', 'hasMinimumCoverage', 'lowConfidence']);
 
     // A second POST always runs anew.
@@ -167,7 +240,12 @@ describe('POST /companies/{id}/research', () => {
   it('honours robots.txt: the group for its token, a 4xx allowing everything, a 5xx allowing nothing', async () => {
     const s = await setup();
     // Everyone else is kept out; this crawler only from /careers.
-    const own = await companyWithSite(s, { '/robots.txt': { headers: { 'content-type': 'text/plain' }, body: 'User-agent: *\nDisallow: /\n\nUser-agent: OutboundResearchBot\nDisallow: /careers\n' } });
+    const own = await companyWithSite(s, {
+      '/robots.txt': {
+        headers: { 'content-type': 'text/plain' },
+        body: 'User-agent: *\nDisallow: /\n\nUser-agent: OutboundResearchBot\nDisallow: /careers\n',
+      },
+    });
     const r1 = await research(s, own.company.id);
     expect(r1.response.status).toBe(200);
     expect(site.paths(own.domain)).not.toContain('/careers');
@@ -205,7 +283,9 @@ describe('POST /companies/{id}/research', () => {
     const r = await research(s, company.id);
     expect(r.response.status).toBe(200);
     expect(otherConnections).toBe(connectionsBefore); // never connected to
-    const reasons = Object.fromEntries(r.data!.coverage.skipped.map((x) => [x.url.slice(`${site.origin}/sites/${domain}`.length), x.reason]));
+    const reasons = Object.fromEntries(
+      r.data!.coverage.skipped.map((x) => [x.url.slice(`${site.origin}/sites/${domain}`.length), x.reason]),
+    );
     expect(reasons['/about']).toBe(`redirected off the site to http://127.0.0.1:${otherPort()}/admin`);
     expect(reasons['/customers']).toBe('redirected off the site to http://169.254.169.254/latest/meta-data/');
     expect(reasons['/products']).toMatch(/larger than 262144 bytes|more than 262144/);
@@ -230,7 +310,14 @@ describe('POST /companies/{id}/research', () => {
     const moving = async (answer: Array<{ address: string; family: 4 | 6 }>, port: number) => {
       const c = await companyWithSite(s, {});
       const own = companySite(c.domain, site.origin);
-      const routes = { ...own, '/': { status: 301, headers: { location: `http://www.${c.domain}:${port}/sites/${c.domain}/` }, hosts: { [`www.${c.domain}`]: own['/'] } } };
+      const routes = {
+        ...own,
+        '/': {
+          status: 301,
+          headers: { location: `http://www.${c.domain}:${port}/sites/${c.domain}/` },
+          hosts: { [`www.${c.domain}`]: own['/'] },
+        },
+      };
       site.site(c.domain, routes);
       answers.set(`www.${c.domain}`, answer);
       const r = await research(s, c.company.id);
@@ -240,13 +327,23 @@ describe('POST /companies/{id}/research', () => {
     try {
       const connectionsBefore = otherConnections;
       const privateHost = await moving([{ address: '10.1.2.3', family: 4 }], site.port);
-      expect(privateHost.r.coverage.notes).toContain(`the home page could not be used: refused: www.${privateHost.domain} resolves to 10.1.2.3, which is a private address`);
+      expect(privateHost.r.coverage.notes).toContain(
+        `the home page could not be used: refused: www.${privateHost.domain} resolves to 10.1.2.3, which is a private address`,
+      );
       const metadata = await moving([{ address: '169.254.169.254', family: 4 }], 80);
       expect(metadata.r.coverage.notes.join()).toContain('169.254.169.254, which is a link-local (cloud metadata) address');
-      const mixed = await moving([{ address: '93.184.215.14', family: 4 }, { address: 'fd00::7', family: 6 }], site.port);
+      const mixed = await moving(
+        [
+          { address: '93.184.215.14', family: 4 },
+          { address: 'fd00::7', family: 6 },
+        ],
+        site.port,
+      );
       expect(mixed.r.coverage.notes.join()).toContain(`www.${mixed.domain} resolves to fd00::7, which is a unique-local address`);
       const otherPortHost = await moving([{ address: '127.0.0.1', family: 4 }], otherPort());
-      expect(otherPortHost.r.coverage.notes.join()).toContain(`www.${otherPortHost.domain} resolves to 127.0.0.1, which is a loopback address`);
+      expect(otherPortHost.r.coverage.notes.join()).toContain(
+        `www.${otherPortHost.domain} resolves to 127.0.0.1, which is a loopback address`,
+      );
       expect(otherConnections).toBe(connectionsBefore);
       // The exempt address and port, reached through a name: allowed, and the site is read from there.
       const exempt = await moving([{ address: '127.0.0.1', family: 4 }], site.port);
@@ -266,11 +363,21 @@ describe('POST /companies/{id}/research', () => {
     expect(r.data!.coverage.notes).toEqual(expect.arrayContaining([expect.stringMatching(/^the home page could not be used: HTTP 500$/)]));
 
     const garbled = await companyWithSite(s, {
-      '/': { body: Buffer.concat([Buffer.from('<html><head><script type="application/ld+json">{"@type": "Organization", broken</script><title>Acme</title></head><body><main><div><p>Acme Rockets was founded in 2015 in Austin. <b>Unclosed'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('<table><tr><td>Cell</div></main>')]) },
+      '/': {
+        body: Buffer.concat([
+          Buffer.from(
+            '<html><head><script type="application/ld+json">{"@type": "Organization", broken</script><title>Acme</title></head><body><main><div><p>Acme Rockets was founded in 2015 in Austin. <b>Unclosed',
+          ),
+          Buffer.from([0xff, 0xfe, 0xc3]),
+          Buffer.from('<table><tr><td>Cell</div></main>'),
+        ]),
+      },
     });
     const g = await research(s, garbled.company.id);
     expect(g.response.status).toBe(200);
-    expect(g.data!.facts).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'founded', text: 'Acme Rockets was founded in 2015 in Austin.' })]));
+    expect(g.data!.facts).toEqual(
+      expect.arrayContaining([expect.objectContaining({ kind: 'founded', text: 'Acme Rockets was founded in 2015 in Austin.' })]),
+    );
   });
 
   it('answers 404 for unknown and foreign companies, 403 without deals.write, and fetches nothing then', async () => {
@@ -281,7 +388,15 @@ describe('POST /companies/{id}/research', () => {
     expect((await research(s, 'cmp_000000000000000000000000')).response.status).toBe(404);
     const reader = svc.api(await s.org.key(ALL_SCOPES.filter((x) => x !== 'deals.write')));
     expect((await reader.POST('/companies/{id}/research', { params: { path: { id: company.id } } })).response.status).toBe(403);
-    expect((await raw(svc.baseUrl, 'POST', `/api/v1/companies/${company.id}/research`, { key: s.key, body: '{"x":1}', headers: { 'content-type': 'application/json' } })).status).toBe(400);
+    expect(
+      (
+        await raw(svc.baseUrl, 'POST', `/api/v1/companies/${company.id}/research`, {
+          key: s.key,
+          body: '{"x":1}',
+          headers: { 'content-type': 'application/json' },
+        })
+      ).status,
+    ).toBe(400);
     expect(site.paths(domain)).toEqual([]);
     expect(await runs(s.org.id)).toEqual([]);
   });
@@ -298,7 +413,12 @@ describe('the research budget', () => {
 
     const refused = await research(s, b.company.id);
     expect(refused.response.status).toBe(429);
-    expect(refused.error).toMatchObject({ type: `${svc.baseUrl}/problems/research-budget-exhausted`, status: 429, researchBudget: 1, used: 1 });
+    expect(refused.error).toMatchObject({
+      type: `${svc.baseUrl}/problems/research-budget-exhausted`,
+      status: 429,
+      researchBudget: 1,
+      used: 1,
+    });
     const now = new Date();
     const periodEnd = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
     const retryAfter = Number(refused.response.headers.get('retry-after'));
@@ -342,7 +462,10 @@ describe('concurrent research of one company', () => {
     site.site(domain, { ...companySite(domain, site.origin), '/': { ...home, delayMs: 600 } });
     const contact = await s.api.POST('/contacts', { body: { email: uniqueEmail(), title: 'CTO', company: { domain } } });
     const [r1, r2, r3, rc] = await Promise.all([
-      research(s, company.id), research(s, company.id), research(s, company.id), researchContact(s, contact.data!.id),
+      research(s, company.id),
+      research(s, company.id),
+      research(s, company.id),
+      researchContact(s, contact.data!.id),
     ]);
     for (const r of [r1, r2, r3, rc]) expect(r.response.status).toBe(200);
     expect(new Set([r1.data!.jobId, r2.data!.jobId, r3.data!.jobId])).toHaveProperty('size', 1);
@@ -358,22 +481,37 @@ describe('POST /contacts/{id}/research', () => {
   it('assesses the person from their title and the dossier; every signal names a stored fact with its source', async () => {
     const s = await setup();
     const { domain, company } = await companyWithSite(s);
-    const c = await s.api.POST('/contacts', { body: { email: uniqueEmail(), name: 'Grace Hopper', title: 'VP of Engineering', fitScore: 12, company: { domain } } });
+    const c = await s.api.POST('/contacts', {
+      body: { email: uniqueEmail(), name: 'Grace Hopper', title: 'VP of Engineering', fitScore: 12, company: { domain } },
+    });
     const contact = c.data!;
     const r = await researchContact(s, contact.id);
     expect(r.response.status).toBe(200);
     expect(r.data).toMatchObject({ contactId: contact.id, status: 'completed', jobId: expect.stringMatching(/^rsc_/) });
     const a = r.data!.contactAssessment as Record<string, unknown>;
-    expect(a).toMatchObject({ seniority: 'vp', function: 'engineering', decisionMaker: true, title: 'VP of Engineering', company: { id: company.id, lowConfidence: false } });
+    expect(a).toMatchObject({
+      seniority: 'vp',
+      function: 'engineering',
+      decisionMaker: true,
+      title: 'VP of Engineering',
+      company: { id: company.id, lowConfidence: false },
+    });
     expect(r.data!.signalReasons[0]).toMatch(/^Recent funding: "Acme raises \$40M Series B" \(source \d+, \d{4}-\d{2}-\d{2}\)$/);
-    expect(r.data!.signalReasons).toEqual(expect.arrayContaining([
-      expect.stringMatching(/^Hiring in engineering function: "Senior Propulsion Engineer" \(source \d+\)$/),
-      expect.stringMatching(/^Leadership change: "Acme names Ada Lovelace as Chief Technology Officer"/),
-    ]));
+    expect(r.data!.signalReasons).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^Hiring in engineering function: "Senior Propulsion Engineer" \(source \d+\)$/),
+        expect.stringMatching(/^Leadership change: "Acme names Ada Lovelace as Chief Technology Officer"/),
+      ]),
+    );
 
     const stored = await s.api.GET('/contacts/{id}/research', { params: { path: { id: contact.id } } });
     expect(stored.data).toMatchObject({
-      contactId: contact.id, companyId: company.id, contactAssessment: a, signalReasons: r.data!.signalReasons, ttlDays: 30, isFresh: true,
+      contactId: contact.id,
+      companyId: company.id,
+      contactAssessment: a,
+      signalReasons: r.data!.signalReasons,
+      ttlDays: 30,
+      isFresh: true,
     });
     const dossier = (await s.api.GET('/companies/{id}/research', { params: { path: { id: company.id } } })).data!;
     expect(stored.data!.sources).toEqual(dossier.researchSources);
@@ -385,14 +523,21 @@ describe('POST /contacts/{id}/research', () => {
       expect(fact!.source.url).toBe(stored.data!.sources[Number(index) - 1].url);
     }
     const detail = await s.api.GET('/contacts/{id}', { params: { path: { id: contact.id }, query: { include: 'research' } } });
-    expect(detail.data!.research).toEqual({ facts: stored.data!.facts, sources: stored.data!.sources, updatedAt: stored.data!.updatedAt, ttlDays: 30, isFresh: true });
+    expect(detail.data!.research).toEqual({
+      facts: stored.data!.facts,
+      sources: stored.data!.sources,
+      updatedAt: stored.data!.updatedAt,
+      ttlDays: 30,
+      isFresh: true,
+    });
     // The contact's own scores are the user's.
     expect(detail.data).toMatchObject({ fitScore: 12, urgencyScore: null });
 
     const events = await eventsOf(svc, s.org.id, 'research.completed');
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({
-      resource_type: 'Contact', resource_id: contact.id,
+      resource_type: 'Contact',
+      resource_id: contact.id,
       data: { contactId: contact.id, companyId: company.id, hasMinimumCoverage: true, lowConfidence: false, companyResearchReused: false },
     });
     expect(await eventsOf(svc, s.org.id, 'company.research_completed')).toHaveLength(1);
@@ -433,13 +578,26 @@ describe('research freshness', () => {
     await researchContact(s, contact.data!.id);
     expect(site.paths(domain)).toHaveLength(fetched); // fresh: reused
 
-    const patched = await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { researchTtlDays: 0 } });
+    const patched = await svc.admin.PATCH('/organizations/{orgId}', {
+      params: { path: { orgId: s.org.id } },
+      body: { researchTtlDays: 0 },
+    });
     expect(patched.data).toMatchObject({ researchTtlDays: 0, researchBudget: 100 });
     const ev = await eventsOf(svc, s.org.id, 'org.research_ttl_updated');
     expect(ev).toHaveLength(1);
-    expect(ev[0]).toMatchObject({ resource_type: 'Organization', resource_id: s.org.id, data: { organizationId: s.org.id, previousTtlDays: 30, ttlDays: 0 } });
-    expect((await s.api.GET('/companies/{id}/research', { params: { path: { id: company.id } } })).data).toMatchObject({ ttlDays: 0, isFresh: false });
-    expect((await s.api.GET('/contacts/{id}/research', { params: { path: { id: contact.data!.id } } })).data).toMatchObject({ ttlDays: 0, isFresh: false });
+    expect(ev[0]).toMatchObject({
+      resource_type: 'Organization',
+      resource_id: s.org.id,
+      data: { organizationId: s.org.id, previousTtlDays: 30, ttlDays: 0 },
+    });
+    expect((await s.api.GET('/companies/{id}/research', { params: { path: { id: company.id } } })).data).toMatchObject({
+      ttlDays: 0,
+      isFresh: false,
+    });
+    expect((await s.api.GET('/contacts/{id}/research', { params: { path: { id: contact.data!.id } } })).data).toMatchObject({
+      ttlDays: 0,
+      isFresh: false,
+    });
 
     await researchContact(s, contact.data!.id);
     expect(site.paths(domain).length).toBeGreaterThan(fetched); // stale: fetched anew
@@ -451,7 +609,7 @@ describe('research freshness', () => {
 });
 
 describe('research and erasure', () => {
-  it('erase removes the contact\'s research and their name from every dossier of the organization', async () => {
+  it("erase removes the contact's research and their name from every dossier of the organization", async () => {
     const s = await setup();
     const owner = svc.api(await s.org.key(ALL_SCOPES, { userId: s.org.ownerId }));
     const { domain, company } = await companyWithSite(s);
@@ -462,14 +620,21 @@ describe('research and erasure', () => {
     const before = JSON.stringify((await s.api.GET('/companies/{id}/research', { params: { path: { id: company.id } } })).data);
     expect(before).toContain('Ada Lovelace');
 
-    const erased = await owner.POST('/contacts/{id}/erase', { params: { path: { id: ada.data!.id } }, body: { requesterRef: 'DSR-1', reason: 'request' } });
+    const erased = await owner.POST('/contacts/{id}/erase', {
+      params: { path: { id: ada.data!.id } },
+      body: { requesterRef: 'DSR-1', reason: 'request' },
+    });
     expect(erased.response.status).toBe(200);
-    const row = await system(svc, (trx) => trx.selectFrom('contacts').select(['research', 'research_updated_at']).where('id', '=', ada.data!.id).executeTakeFirstOrThrow());
+    const row = await system(svc, (trx) =>
+      trx.selectFrom('contacts').select(['research', 'research_updated_at']).where('id', '=', ada.data!.id).executeTakeFirstOrThrow(),
+    );
     expect(row).toEqual({ research: null, research_updated_at: null });
     const after = JSON.stringify((await s.api.GET('/companies/{id}/research', { params: { path: { id: company.id } } })).data);
     expect(after).not.toMatch(/ada lovelace/i);
     expect(after).toContain('Acme names [erased] as Chief Technology Officer');
-    const colleagueResearch = JSON.stringify((await s.api.GET('/contacts/{id}/research', { params: { path: { id: colleague.data!.id } } })).data);
+    const colleagueResearch = JSON.stringify(
+      (await s.api.GET('/contacts/{id}/research', { params: { path: { id: colleague.data!.id } } })).data,
+    );
     expect(colleagueResearch).not.toMatch(/ada lovelace/i);
   });
 });

@@ -3,34 +3,48 @@
 // directory of its own. Whatever must be shared (the rate limit, idempotency keys, the send caps,
 // the analytics cache, the job queue) lives in Postgres, so a request counts, replays, caps and is
 // cached the same whichever process serves it, and every job runs once in a worker.
+
+import { type ChildProcess, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn, type ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, createTestDatabase, serviceClients, waitFor, type PublicClient, type ServiceClients } from './support/harness.js';
-import { startSmtpSink, type SmtpSink } from './support/smtp-sink.js';
-import { startReceiver, type Receiver } from './support/receiver.js';
-import { contact, draftingOrg, draftsOf, sequence, settle, template } from './drafting-support.js';
-import { uid } from './crm-support.js';
 import { verifySignature } from '../src/webhooks/signing.js';
+import { uid } from './crm-support.js';
+import { contact, draftingOrg, draftsOf, sequence, settle, template } from './drafting-support.js';
+import { ALL_SCOPES, createTestDatabase, type PublicClient, type ServiceClients, serviceClients, waitFor } from './support/harness.js';
+import { type Receiver, startReceiver } from './support/receiver.js';
+import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const LIMIT = 60;
 
-interface Proc { name: string; child: ChildProcess; output: string; exited: Promise<number | null> }
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  output: string;
+  exited: Promise<number | null>;
+}
 const procs: Proc[] = [];
 
 /** Starts one entry point as `npm start` / `npm run worker` do (node --import tsx), output kept for failures. */
 function start(name: string, entry: string, env: Record<string, string>): Proc {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'NODE_OPTIONS' && k !== 'DATABASE_URL'));
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'NODE_OPTIONS' && k !== 'DATABASE_URL'),
+  );
   const child = spawn(process.execPath, ['--max-semi-space-size=32', '--import', 'tsx', entry], {
-    cwd: ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: ROOT,
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   const p: Proc = { name, child, output: '', exited: new Promise((r) => child.once('exit', (code) => r(code))) };
-  child.stdout!.on('data', (b: Buffer) => { p.output += b.toString(); });
-  child.stderr!.on('data', (b: Buffer) => { p.output += b.toString(); });
+  child.stdout!.on('data', (b: Buffer) => {
+    p.output += b.toString();
+  });
+  child.stderr!.on('data', (b: Buffer) => {
+    p.output += b.toString();
+  });
   procs.push(p);
   return p;
 }
@@ -38,26 +52,36 @@ function start(name: string, entry: string, env: Record<string, string>): Proc {
 /** Waits for a line of the process's output; fails with its output if it exits first. */
 async function line(p: Proc, pattern: RegExp, timeoutMs = 120_000): Promise<RegExpMatchArray> {
   let gone = false;
-  void p.exited.then(() => { gone = true; });
-  return waitFor(async () => {
-    const m = pattern.exec(p.output);
-    if (m) return m;
-    if (gone) throw new Error(`${p.name} exited before ${pattern}:\n${p.output}`);
-    return null;
-  }, timeoutMs, `${p.name} to print ${pattern}:\n${p.output}`);
+  void p.exited.then(() => {
+    gone = true;
+  });
+  return waitFor(
+    async () => {
+      const m = pattern.exec(p.output);
+      if (m) return m;
+      if (gone) throw new Error(`${p.name} exited before ${pattern}:\n${p.output}`);
+      return null;
+    },
+    timeoutMs,
+    `${p.name} to print ${pattern}:\n${p.output}`,
+  );
 }
 
 async function stopAll(): Promise<void> {
-  await Promise.all(procs.map(async (p) => {
-    if (p.child.exitCode !== null || p.child.signalCode !== null) return;
-    p.child.kill('SIGTERM');
-    const t = setTimeout(() => p.child.kill('SIGKILL'), 15_000);
-    await p.exited;
-    clearTimeout(t);
-  }));
+  await Promise.all(
+    procs.map(async (p) => {
+      if (p.child.exitCode !== null || p.child.signalCode !== null) return;
+      p.child.kill('SIGTERM');
+      const t = setTimeout(() => p.child.kill('SIGKILL'), 15_000);
+      await p.exited;
+      clearTimeout(t);
+    }),
+  );
 }
 // Never leave a child behind, whatever ends this process.
-process.once('exit', () => { for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL'); });
+process.once('exit', () => {
+  for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+});
 
 let db: Awaited<ReturnType<typeof createTestDatabase>>;
 let sink: SmtpSink;
@@ -120,8 +144,11 @@ describe('processes', () => {
     // graphile-worker holds one LISTEN connection per running worker: two, none in the API processes.
     // A worker opens it in the background after it started (its run() does not wait for it), so
     // it is waited for rather than expected at once.
-    const listening = async () => (await owner.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND query LIKE 'LISTEN "jobs:insert"%'`)).rows[0].n;
+    const listening = async () =>
+      (
+        await owner.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND query LIKE 'LISTEN "jobs:insert"%'`)
+      ).rows[0].n;
     await waitFor(async () => (await listening()) >= 2, 15_000, 'both workers to LISTEN');
     expect(await listening()).toBe(2);
   });
@@ -133,7 +160,9 @@ describe('rate limit', () => {
       const { a, b } = await orgOnBoth();
       const seen: { status: number; remaining: string | null; reset: string | null }[] = [];
       const answer = (r: Awaited<ReturnType<PublicClient['GET']>>) => ({
-        status: r.response.status, remaining: r.response.headers.get('x-ratelimit-remaining'), reset: r.response.headers.get('x-ratelimit-reset'),
+        status: r.response.status,
+        remaining: r.response.headers.get('x-ratelimit-remaining'),
+        reset: r.response.headers.get('x-ratelimit-reset'),
       });
       for (let i = 0; i <= LIMIT; i += 1) seen.push(answer(await (i % 2 === 0 ? a : b).GET('/me')));
       // Either process now refuses the key.
@@ -174,8 +203,13 @@ describe('caps and the send queue', () => {
     const CAP = 3;
     const s = await draftingOrg(A);
     const viaB = B.api(s.key);
-    await A.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { flags: { v1_2_api_send: true }, sending: { deploymentDailyCap: CAP } } });
-    const tpl = await template(A, s.org.id, [{ dayOffset: 0, subject: 'Hello {{firstName}}', body: 'Hi {{firstName}}, a short note. Worth a call?' }]);
+    await A.admin.PATCH('/organizations/{orgId}', {
+      params: { path: { orgId: s.org.id } },
+      body: { flags: { v1_2_api_send: true }, sending: { deploymentDailyCap: CAP } },
+    });
+    const tpl = await template(A, s.org.id, [
+      { dayOffset: 0, subject: 'Hello {{firstName}}', body: 'Hi {{firstName}}, a short note. Worth a call?' },
+    ]);
     const people = [];
     for (let i = 0; i < 6; i += 1) {
       const api = i % 2 === 0 ? s.api : viaB;
@@ -191,12 +225,19 @@ describe('caps and the send queue', () => {
       drafts.push(d);
     }
     // Every draft asked to send through both processes at once.
-    const answers = await Promise.all(drafts.flatMap((d) => [s.api, viaB].map((api) => api.POST('/drafts/{id}/send', { params: { path: { id: d.id } } }))));
+    const answers = await Promise.all(
+      drafts.flatMap((d) => [s.api, viaB].map((api) => api.POST('/drafts/{id}/send', { params: { path: { id: d.id } } }))),
+    );
     for (const r of answers) expect(r.response.status).toBeLessThan(300);
     await settle(A);
     // settle() does not count jobs due later (a retry's backoff), so wait until every step is decided.
-    await waitFor(async () => (await owner.query(`SELECT 1 FROM send_queue WHERE organization_id = $1 AND state IN ('queued', 'sending')`, [s.org.id])).rowCount === 0,
-      30_000, 'every queued step to be sent or held');
+    await waitFor(
+      async () =>
+        (await owner.query(`SELECT 1 FROM send_queue WHERE organization_id = $1 AND state IN ('queued', 'sending')`, [s.org.id]))
+          .rowCount === 0,
+      30_000,
+      'every queued step to be sent or held',
+    );
     const emails = new Set(people.map((c) => c.email.toLowerCase()));
     const delivered = sink.messages.filter((m) => m.to.some((t) => emails.has(t)));
     expect(delivered).toHaveLength(CAP);
@@ -230,8 +271,12 @@ describe('analytics cache', () => {
 
 describe('job queue', () => {
   let rx: Receiver;
-  beforeAll(async () => { rx = await startReceiver(); });
-  afterAll(async () => { await rx?.close(); });
+  beforeAll(async () => {
+    rx = await startReceiver();
+  });
+  afterAll(async () => {
+    await rx?.close();
+  });
 
   it('jobs enqueued by either API process run once in a worker: each event is delivered once, signed with the secret the other process sealed', async () => {
     const { a, b } = await orgOnBoth();
@@ -246,6 +291,7 @@ describe('job queue', () => {
     expect(new Set(ids).size).toBe(4);
     const events = (await b.GET('/events', { params: { query: { type: 'deal.created' } } })).data!.data;
     expect(new Set(events.map((e) => e.id))).toEqual(new Set(ids));
-    for (const r of rx.received) expect(verifySignature(r.headers['x-outbound-signature'] as string, r.raw, hook.data!.signingSecret)).toBe(true);
+    for (const r of rx.received)
+      expect(verifySignature(r.headers['x-outbound-signature'] as string, r.raw, hook.data!.signingSecret)).toBe(true);
   });
 });

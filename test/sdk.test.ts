@@ -7,14 +7,20 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkResponse, startService, type TestService } from './support/harness.js';
-import { startReceiver, type Receiver, type Received } from './support/receiver.js';
+import {
+  checkWebhookSignature,
+  createOutboundClient,
+  idempotencyKey,
+  type OutboundClient,
+  parseWebhook,
+  verifyWebhook,
+  WebhookVerificationError,
+  wasReplayed,
+} from '../clients/typescript/src/index.js';
 import { publicOperations } from '../src/platform/spec.js';
 import { signatureHeader } from '../src/webhooks/signing.js';
-import {
-  checkWebhookSignature, createOutboundClient, idempotencyKey, parseWebhook, verifyWebhook, wasReplayed,
-  WebhookVerificationError, type OutboundClient,
-} from '../clients/typescript/src/index.js';
+import { checkResponse, startService, type TestService } from './support/harness.js';
+import { type Received, type Receiver, startReceiver } from './support/receiver.js';
 
 let svc: TestService;
 let rx: Receiver;
@@ -30,10 +36,19 @@ afterAll(async () => {
 /** An SDK client whose every answer is also checked against the spec, as the harness clients are. */
 function sdk(apiKey: string, seen: Request[] = []): OutboundClient {
   const client = createOutboundClient({
-    baseUrl: svc.baseUrl, apiKey,
-    fetch: (req) => { seen.push(req.clone()); return fetch(req); },
+    baseUrl: svc.baseUrl,
+    apiKey,
+    fetch: (req) => {
+      seen.push(req.clone());
+      return fetch(req);
+    },
   });
-  client.use({ async onResponse({ request, response, schemaPath }) { await checkResponse(publicOperations, request.method, schemaPath, response); return undefined; } });
+  client.use({
+    async onResponse({ request, response, schemaPath }) {
+      await checkResponse(publicOperations, request.method, schemaPath, response);
+      return undefined;
+    },
+  });
   return client;
 }
 
@@ -71,7 +86,9 @@ describe('a realistic flow with the SDK', () => {
     const domain = `acme-${uid()}.example.com`;
     const contacts = [];
     for (const name of ['Ada Lovelace', 'Grace Hopper']) {
-      const r = await api.POST('/contacts', { body: { email: `${name.split(' ')[0].toLowerCase()}.${uid()}@${domain}`, name, listId, company: { name: 'Acme', domain } } });
+      const r = await api.POST('/contacts', {
+        body: { email: `${name.split(' ')[0].toLowerCase()}.${uid()}@${domain}`, name, listId, company: { name: 'Acme', domain } },
+      });
       expect(r.response.status).toBe(201);
       expect(r.data!.list?.id).toBe(listId);
       contacts.push(r.data!);
@@ -83,7 +100,9 @@ describe('a realistic flow with the SDK', () => {
     expect(hook.response.status).toBe(201);
     secret = hook.data!.signingSecret;
 
-    const deal = await api.POST('/deals', { body: { name: 'Acme platform', valueCents: 250000, primaryContactId: contacts[0].id, companyId: contacts[0].company!.id } });
+    const deal = await api.POST('/deals', {
+      body: { name: 'Acme platform', valueCents: 250000, primaryContactId: contacts[0].id, companyId: contacts[0].company!.id },
+    });
     expect(deal.response.status).toBe(200);
     dealId = deal.data!.id;
 
@@ -97,7 +116,12 @@ describe('a realistic flow with the SDK', () => {
     // The body as a string verifies the same as the bytes.
     expect(verifyWebhook({ rawBody: delivery.raw.toString('utf8'), header, secret })).toBe(true);
     const event = parseWebhook({ rawBody: delivery.raw, header, secret });
-    expect(event).toMatchObject({ type: 'deal.created', organizationId: orgId, resource: { id: dealId }, data: { dealId, dealName: 'Acme platform' } });
+    expect(event).toMatchObject({
+      type: 'deal.created',
+      organizationId: orgId,
+      resource: { id: dealId },
+      data: { dealId, dealName: 'Acme platform' },
+    });
     expect(event.id).toMatch(/^evt_/);
   });
 
@@ -116,8 +140,14 @@ describe('a realistic flow with the SDK', () => {
     const header = String(delivery.headers['x-outbound-signature']);
     const t = Number(/t=(\d+)/.exec(header)![1]);
     const at = (s: number) => new Date((t + s) * 1000);
-    expect(checkWebhookSignature({ rawBody: delivery.raw, header, secret, now: at(301) })).toMatchObject({ valid: false, reason: 'stale-timestamp' });
-    expect(checkWebhookSignature({ rawBody: delivery.raw, header, secret, now: at(-301) })).toMatchObject({ valid: false, reason: 'stale-timestamp' });
+    expect(checkWebhookSignature({ rawBody: delivery.raw, header, secret, now: at(301) })).toMatchObject({
+      valid: false,
+      reason: 'stale-timestamp',
+    });
+    expect(checkWebhookSignature({ rawBody: delivery.raw, header, secret, now: at(-301) })).toMatchObject({
+      valid: false,
+      reason: 'stale-timestamp',
+    });
     expect(verifyWebhook({ rawBody: delivery.raw, header, secret, now: at(299) })).toBe(true);
     expect(verifyWebhook({ rawBody: delivery.raw, header, secret, now: at(30), toleranceSeconds: 10 })).toBe(false);
     expect(verifyWebhook({ rawBody: delivery.raw, header, secret, now: (t + 5) * 1000, toleranceSeconds: 10 })).toBe(true);
@@ -126,7 +156,7 @@ describe('a realistic flow with the SDK', () => {
   it('refuses missing and malformed headers', () => {
     const check = (header: string | undefined) => checkWebhookSignature({ rawBody: delivery.raw, header, secret });
     expect(check(undefined)).toEqual({ valid: false, reason: 'missing-header' });
-    for (const h of ['garbage', 't=,v1=ab', 'v1=' + 'a'.repeat(64), 't=1,t=2,v1=' + 'a'.repeat(64), `t=${Math.floor(Date.now() / 1000)}`]) {
+    for (const h of ['garbage', 't=,v1=ab', `v1=${'a'.repeat(64)}`, `t=1,t=2,v1=${'a'.repeat(64)}`, `t=${Math.floor(Date.now() / 1000)}`]) {
       expect(check(h), h).toEqual({ valid: false, reason: 'malformed-header' });
     }
   });
@@ -201,7 +231,9 @@ describe('the package', () => {
     const script = `import { createOutboundClient, verifyWebhook } from ${JSON.stringify(path.join(out, 'index.js'))};
 const c = createOutboundClient({ baseUrl: 'http://127.0.0.1:1', apiKey: 'obk_live_x' });
 console.log(typeof c.GET, verifyWebhook({ rawBody: ${JSON.stringify(body)}, header: process.argv[1], secret: ${JSON.stringify(secret)} }));`;
-    const printed = execFileSync(process.execPath, ['--input-type=module', '-e', script, signatureHeader(secret, body)], { encoding: 'utf8' });
+    const printed = execFileSync(process.execPath, ['--input-type=module', '-e', script, signatureHeader(secret, body)], {
+      encoding: 'utf8',
+    });
     expect(printed.trim()).toBe('function true');
   });
 });

@@ -1,14 +1,30 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { raw, startService, type TestService } from './support/harness.js';
-import { eventsOf, system, uid } from './crm-support.js';
-import { STEP_ONE, STEP_TWO, contact, draftingOrg, draftsOf, getSequence, product, sequence, settle, template } from './drafting-support.js';
-import { resumeSequences } from '../src/sequences/lifecycle.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg } from '../db/database.js';
+import { resumeSequences } from '../src/sequences/lifecycle.js';
+import { eventsOf, system, uid } from './crm-support.js';
+import {
+  contact,
+  draftingOrg,
+  draftsOf,
+  getSequence,
+  product,
+  STEP_ONE,
+  STEP_TWO,
+  sequence,
+  settle,
+  template,
+} from './drafting-support.js';
+import { raw, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); await svc.startWorker(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+  await svc.startWorker();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 describe('POST /sequences', () => {
   it('creates a NEW sequence (200), then a job writes one draft per step and it becomes DRAFTED; a repeat answers it unchanged', async () => {
@@ -20,7 +36,15 @@ describe('POST /sequences', () => {
     const created = await s.api.POST('/sequences', { body: { contactId: c.id, templateId: tpl } });
     expect(created.response.status).toBe(200);
     const seq = created.data!;
-    expect(seq).toMatchObject({ organizationId: s.org.id, contactId: c.id, templateId: tpl, status: 'NEW', currentStep: 0, productId: prod, pausedFrom: null });
+    expect(seq).toMatchObject({
+      organizationId: s.org.id,
+      contactId: c.id,
+      templateId: tpl,
+      status: 'NEW',
+      currentStep: 0,
+      productId: prod,
+      pausedFrom: null,
+    });
     expect(Date.parse(seq.anchorAtUtc!)).toBeGreaterThanOrEqual(before - 1000);
 
     const again = await s.api.POST('/sequences', { body: { contactId: c.id, templateId: tpl, anchorAtUtc: '2030-01-01T00:00:00Z' } });
@@ -31,7 +55,10 @@ describe('POST /sequences', () => {
     const drafted = await getSequence(s.api, seq.id);
     expect(drafted.status).toBe('DRAFTED');
     const drafts = await draftsOf(s.api, c.id);
-    expect(drafts.map((d) => [d.step, d.status, d.version, d.sequenceId])).toEqual([[1, 'DRAFT_GENERATED', 1, seq.id], [2, 'DRAFT_GENERATED', 1, seq.id]]);
+    expect(drafts.map((d) => [d.step, d.status, d.version, d.sequenceId])).toEqual([
+      [1, 'DRAFT_GENERATED', 1, seq.id],
+      [2, 'DRAFT_GENERATED', 1, seq.id],
+    ]);
     // Each step is due at the anchor plus its day offset.
     expect(Date.parse(drafts[0].scheduledAt!)).toBe(Date.parse(seq.anchorAtUtc!));
     expect(Date.parse(drafts[1].scheduledAt!)).toBe(Date.parse(seq.anchorAtUtc!) + 3 * 86_400_000);
@@ -47,7 +74,9 @@ describe('POST /sequences', () => {
 
   it('keeps the anchor given, copies the template steps into the sequence and uses active public templates', async () => {
     const s = await draftingOrg(svc);
-    const pub = await svc.admin.POST('/public-templates', { body: { name: uid('Pub '), useCase: uid('uc'), industry: null, steps: [STEP_ONE] } });
+    const pub = await svc.admin.POST('/public-templates', {
+      body: { name: uid('Pub '), useCase: uid('uc'), industry: null, steps: [STEP_ONE] },
+    });
     const c = await contact(s.api);
     const seq = await sequence(s.api, c.id, pub.data!.id, { anchorAtUtc: '2031-05-04T09:30:00.000Z' });
     expect(seq).toMatchObject({ anchorAtUtc: '2031-05-04T09:30:00.000Z', productId: null, templateId: pub.data!.id });
@@ -65,26 +94,43 @@ describe('POST /sequences', () => {
     const foreignContact = await contact(other.api);
     const post = (body: Record<string, unknown>) => s.api.POST('/sequences', { body: body as never });
     for (const body of [
-      { contactId: 'con_000000000000000000000000', templateId: tpl }, { contactId: foreignContact.id, templateId: tpl },
-      { contactId: c.id, templateId: 'tpl_000000000000000000000000' }, { contactId: c.id, templateId: foreignTpl },
+      { contactId: 'con_000000000000000000000000', templateId: tpl },
+      { contactId: foreignContact.id, templateId: tpl },
+      { contactId: c.id, templateId: 'tpl_000000000000000000000000' },
+      { contactId: c.id, templateId: foreignTpl },
       { contactId: c.id, templateId: tpl, productId: 'prd_000000000000000000000000' },
     ]) {
       const r = await post(body);
       expect(r.response.status, JSON.stringify(body)).toBe(404);
     }
-    for (const body of [{ templateId: tpl }, { contactId: c.id }, { contactId: c.id, templateId: tpl, anchorAtUtc: 'soon' }, { contactId: c.id, templateId: tpl, extra: 1 }]) {
+    for (const body of [
+      { templateId: tpl },
+      { contactId: c.id },
+      { contactId: c.id, templateId: tpl, anchorAtUtc: 'soon' },
+      { contactId: c.id, templateId: tpl, extra: 1 },
+    ]) {
       expect((await post(body)).response.status, JSON.stringify(body)).toBe(400);
     }
     await s.api.DELETE('/contacts/{id}', { params: { path: { id: c.id } } });
     expect((await post({ contactId: c.id, templateId: tpl })).response.status).toBe(404);
-    const n = await system(svc, (trx) => trx.selectFrom('contact_sequences').select((eb) => eb.fn.countAll<number>().as('n')).where('organization_id', '=', s.org.id).executeTakeFirstOrThrow());
+    const n = await system(svc, (trx) =>
+      trx
+        .selectFrom('contact_sequences')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('organization_id', '=', s.org.id)
+        .executeTakeFirstOrThrow(),
+    );
     expect(Number(n.n)).toBe(0);
   });
 
   it('refuses a second product while one is active (400 product-collision), also under concurrent creates; sequences without a product never collide', async () => {
     const s = await draftingOrg(svc);
     const [p1, p2] = [await product(svc, s.org.id), await product(svc, s.org.id)];
-    const [t1, t2, t3] = [await template(svc, s.org.id, [STEP_ONE], p1), await template(svc, s.org.id, [STEP_ONE], p2), await template(svc, s.org.id, [STEP_ONE])];
+    const [t1, t2, t3] = [
+      await template(svc, s.org.id, [STEP_ONE], p1),
+      await template(svc, s.org.id, [STEP_ONE], p2),
+      await template(svc, s.org.id, [STEP_ONE]),
+    ];
     const c = await contact(s.api);
     await sequence(s.api, c.id, t1);
     const refused = await s.api.POST('/sequences', { body: { contactId: c.id, templateId: t2 } });
@@ -107,7 +153,7 @@ describe('POST /sequences', () => {
 });
 
 describe('GET /sequences', () => {
-  it('lists newest first with contactId and status filters and keyset paging; another organization\'s sequence is a 404', async () => {
+  it("lists newest first with contactId and status filters and keyset paging; another organization's sequence is a 404", async () => {
     const s = await draftingOrg(svc);
     const tpl = await template(svc, s.org.id, [STEP_ONE]);
     const made = [];
@@ -149,7 +195,10 @@ describe('pause and resume', () => {
     // Step 1 went out (the dispatcher's part, simulated here).
     await system(svc, (trx) => trx.updateTable('drafts').set({ sent_at: new Date() }).where('id', '=', d1.id).execute());
 
-    const paused = await s.api.POST('/contacts/{id}/pause-sequence', { params: { path: { id: c.id } }, body: { reason: 'asked for a pause' } });
+    const paused = await s.api.POST('/contacts/{id}/pause-sequence', {
+      params: { path: { id: c.id } },
+      body: { reason: 'asked for a pause' },
+    });
     expect(paused.data).toEqual({ contactId: c.id, pausedCount: 1 });
     expect(await getSequence(s.api, seq.id)).toMatchObject({ status: 'PAUSED', pausedFrom: 'APPROVED' });
     const pe = await eventsOf(svc, s.org.id, 'sequence.paused');
@@ -161,7 +210,9 @@ describe('pause and resume', () => {
     await settle(svc);
     const all = await draftsOf(s.api, c.id, true);
     expect(all.map((d) => [d.step, d.version, d.status, d.supersededAt === null])).toEqual([
-      [1, 1, 'APPROVED', true], [2, 1, 'APPROVED', false], [2, 2, 'REGENERATED', true],
+      [1, 1, 'APPROVED', true],
+      [2, 1, 'APPROVED', false],
+      [2, 2, 'REGENERATED', true],
     ]);
     // The superseded version can no longer be approved; the new one awaits approval.
     const stale = await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d2.id } } });

@@ -1,8 +1,8 @@
 // Tests of the contract itself: the bundled public and operator documents.
 import { describe, expect, it } from 'vitest';
-import { publicDoc, adminDoc, publicOperations, ALL_SCOPES, EVENT_TYPES, NEVER_EMITTED } from '../src/platform/spec.js';
-import { HTTP_METHODS } from '../src/platform/openapi-doc.js';
 import { PROBLEMS } from '../src/http/problems.js';
+import { HTTP_METHODS } from '../src/platform/openapi-doc.js';
+import { ALL_SCOPES, adminDoc, EVENT_TYPES, NEVER_EMITTED, publicDoc, publicOperations } from '../src/platform/spec.js';
 
 // Every operation of the endpoint tables of public-api-spec.md section 4.
 const SPEC_ENDPOINTS = `
@@ -69,7 +69,9 @@ GET /usage
 GET /analytics/funnel
 GET /analytics/lift
 GET /public-templates
-`.trim().split('\n');
+`
+  .trim()
+  .split('\n');
 
 // Section 5 rule 5: the scope of each resource group (by tag).
 const TAG_SCOPES: Record<string, string[]> = {
@@ -93,7 +95,10 @@ type Op = Record<string, unknown>;
 const resolve = (doc: object, v: unknown): Op => {
   let x = v as Op;
   while (x && typeof x.$ref === 'string') {
-    x = (x.$ref as string).slice(2).split('/').reduce<unknown>((o, k) => (o as Op)[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc) as Op;
+    x = (x.$ref as string)
+      .slice(2)
+      .split('/')
+      .reduce<unknown>((o, k) => (o as Op)[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc) as Op;
   }
   return x;
 };
@@ -120,7 +125,7 @@ describe('public OpenAPI document', () => {
 
   it('gives every operation one tag, a summary, a description and a scope declaration', () => {
     for (const op of ops) {
-      const raw = resolve(publicDoc, (publicDoc.paths[op.path] as Op))[op.method] as Op;
+      const raw = resolve(publicDoc, publicDoc.paths[op.path] as Op)[op.method] as Op;
       expect(raw.tags, op.operationId).toHaveLength(1);
       expect(typeof raw.summary, op.operationId).toBe('string');
       expect(String(raw.description ?? '').length, op.operationId).toBeGreaterThan(20);
@@ -140,7 +145,7 @@ describe('public OpenAPI document', () => {
 
   it('uses the Problem schema (application/problem+json) for every 4xx and 5xx response', () => {
     for (const op of ops) {
-      const raw = resolve(publicDoc, (publicDoc.paths[op.path] as Op))[op.method] as Op;
+      const raw = resolve(publicDoc, publicDoc.paths[op.path] as Op)[op.method] as Op;
       for (const [status, r] of Object.entries(raw.responses as Op)) {
         if (!/^[45]/.test(status)) continue;
         const res = resolve(publicDoc, r);
@@ -159,7 +164,7 @@ describe('public OpenAPI document', () => {
     for (const op of lists) {
       const limit = op.parameters.find((p) => p.name === 'limit' && p.in === 'query');
       expect(limit?.schema, op.operationId).toMatchObject({ minimum: 1, maximum: 200, default: 50 });
-      const ok = resolve(publicDoc, ((resolve(publicDoc, (publicDoc.paths[op.path] as Op))[op.method] as Op).responses as Op)['200']);
+      const ok = resolve(publicDoc, ((resolve(publicDoc, publicDoc.paths[op.path] as Op)[op.method] as Op).responses as Op)['200']);
       const schema = resolve(publicDoc, ((ok.content as Op)['application/json'] as Op).schema);
       const variants = (schema.oneOf as Op[] | undefined)?.map((s) => resolve(publicDoc, s)) ?? [schema];
       const pageShape = variants.find((v) => (v.required as string[] | undefined)?.includes('nextCursor'));
@@ -168,15 +173,37 @@ describe('public OpenAPI document', () => {
       expect(resolve(publicDoc, (pageShape!.properties as Op).data).type).toBe('array');
     }
     // Every GET of a collection named in the spec as cursor-paginated is among them.
-    for (const id of ['listContacts', 'listCompanies', 'listLists', 'listDrafts', 'listSequences', 'listDeals', 'listDealHistory',
-      'listLeads', 'listActionItems', 'listMessages', 'getSuppression', 'listWebhooks', 'listWebhookDeliveries', 'listEvents']) {
+    for (const id of [
+      'listContacts',
+      'listCompanies',
+      'listLists',
+      'listDrafts',
+      'listSequences',
+      'listDeals',
+      'listDealHistory',
+      'listLeads',
+      'listActionItems',
+      'listMessages',
+      'getSuppression',
+      'listWebhooks',
+      'listWebhookDeliveries',
+      'listEvents',
+    ]) {
       expect(lists.map((o) => o.operationId)).toContain(id);
     }
   });
 
   it('declares the response headers of the spec', () => {
     const text = JSON.stringify(publicDoc);
-    for (const h of ['X-RateLimit-Limit', 'X-RateLimit-Reset', 'X-RateLimit-Remaining', 'Retry-After', 'X-Service-Existing-List', 'X-Service-Cache', 'X-Service-Analytics-Max-Window-Days']) {
+    for (const h of [
+      'X-RateLimit-Limit',
+      'X-RateLimit-Reset',
+      'X-RateLimit-Remaining',
+      'Retry-After',
+      'X-Service-Existing-List',
+      'X-Service-Cache',
+      'X-Service-Analytics-Max-Window-Days',
+    ]) {
       expect(text).toContain(`"${h}"`);
     }
   });
@@ -193,7 +220,8 @@ describe('public OpenAPI document', () => {
     const problem = (publicDoc.components!.schemas as Op).Problem as Op;
     const documented = problem['x-problem-types'] as Record<string, { status: number; title: string; retry: string }>;
     expect(Object.keys(documented).sort()).toEqual(Object.keys(PROBLEMS).sort());
-    for (const [slug, p] of Object.entries(PROBLEMS)) expect(documented[slug], slug).toEqual({ status: p.status, title: p.title, retry: p.retry });
+    for (const [slug, p] of Object.entries(PROBLEMS))
+      expect(documented[slug], slug).toEqual({ status: p.status, title: p.title, retry: p.retry });
   });
 
   it('uses no OpenAPI 3.0 nullable keyword', () => {
@@ -205,21 +233,45 @@ describe('public OpenAPI document', () => {
 describe('operator OpenAPI document', () => {
   it('describes every operator row of HARNESS.md', () => {
     const rows = [
-      'post /organizations', 'patch /organizations/{orgId}', 'post /organizations/{orgId}/users', 'post /organizations/{orgId}/api-keys',
-      'delete /api-keys/{keyId}', 'post /organizations/{orgId}/products', 'post /organizations/{orgId}/sequence-templates',
-      'post /public-templates', 'patch /organizations/{orgId}/lists/{listId}', 'post /organizations/{orgId}/suppression-domains',
-      'post /organizations/{orgId}/inbound-leads', 'post /organizations/{orgId}/inbound-messages', 'post /organizations/{orgId}/action-items',
-      'get /outbox', 'get /queue',
+      'post /organizations',
+      'patch /organizations/{orgId}',
+      'post /organizations/{orgId}/users',
+      'post /organizations/{orgId}/api-keys',
+      'delete /api-keys/{keyId}',
+      'post /organizations/{orgId}/products',
+      'post /organizations/{orgId}/sequence-templates',
+      'post /public-templates',
+      'patch /organizations/{orgId}/lists/{listId}',
+      'post /organizations/{orgId}/suppression-domains',
+      'post /organizations/{orgId}/inbound-leads',
+      'post /organizations/{orgId}/inbound-messages',
+      'post /organizations/{orgId}/action-items',
+      'get /outbox',
+      'get /queue',
       // Rows added with sending and inbound.
-      'patch /settings', 'post /organizations/{orgId}/mailboxes', 'get /send-queue', 'post /organizations/{orgId}/lead-forms',
+      'patch /settings',
+      'post /organizations/{orgId}/mailboxes',
+      'get /send-queue',
+      'post /organizations/{orgId}/lead-forms',
     ];
     // Operator rows of our own, beyond HARNESS.md: reading back what the rows above set.
     const ours = ['get /settings', 'get /organizations/{orgId}/mailboxes', 'patch /organizations/{orgId}/mailboxes/{mailboxId}'];
     // Custom rules (issue 16).
-    ours.push('get /organizations/{orgId}/rule-templates', 'get /organizations/{orgId}/rules', 'post /organizations/{orgId}/rules',
-      'get /organizations/{orgId}/rules/{ruleId}', 'patch /organizations/{orgId}/rules/{ruleId}', 'delete /organizations/{orgId}/rules/{ruleId}');
+    ours.push(
+      'get /organizations/{orgId}/rule-templates',
+      'get /organizations/{orgId}/rules',
+      'post /organizations/{orgId}/rules',
+      'get /organizations/{orgId}/rules/{ruleId}',
+      'patch /organizations/{orgId}/rules/{ruleId}',
+      'delete /organizations/{orgId}/rules/{ruleId}',
+    );
     // Rows added with the event catalogue: the team lifecycle and organization health; contacts and lists.
-    ours.push('get /organizations/{orgId}/users', 'post /organizations/{orgId}/users/{userId}/activate', 'delete /organizations/{orgId}/users/{userId}', 'get /organizations/{orgId}/health');
+    ours.push(
+      'get /organizations/{orgId}/users',
+      'post /organizations/{orgId}/users/{userId}/activate',
+      'delete /organizations/{orgId}/users/{userId}',
+      'get /organizations/{orgId}/health',
+    );
     ours.push('post /organizations/{orgId}/contacts/{contactId}/restore', 'post /organizations/{orgId}/lists/{listId}/import');
     const described: string[] = [];
     for (const [p, item] of Object.entries(adminDoc.paths)) {

@@ -2,7 +2,7 @@
 // process with its environment. A failed start ends non-zero with one line naming the variable or
 // file to fix and leaves no Postgres behind; Ctrl-C (SIGINT to the process group) and SIGTERM stop
 // everything with exit code 0 and no error-level line; HOST chooses the listen address.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -39,27 +39,47 @@ async function occupy(): Promise<{ port: number; connected: Promise<void>; close
   return { port: (s.address() as net.AddressInfo).port, connected, close: () => new Promise((r) => s.close(() => r())) };
 }
 
-interface Run { child: ChildProcess; stdout: () => string; stderr: () => string; exit: Promise<number | null> }
+interface Run {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
 
 /** `node --import tsx src/boot/main.ts` in a process group of its own, as a terminal runs it. */
 function start(env: Record<string, string>): Run {
   let stdout = '';
   let stderr = '';
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/boot/main.ts'], {
-    cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: root,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, DATABASE_URL: '', ADMIN_TOKEN: '', HOST: '', LOG_LEVEL: 'info', INBOUND_SMTP_PORT: '', ...env },
   });
   children.push(child);
-  child.stdout!.on('data', (d) => { stdout += d; });
-  child.stderr!.on('data', (d) => { stderr += d; });
+  child.stdout!.on('data', (d) => {
+    stdout += d;
+  });
+  child.stderr!.on('data', (d) => {
+    stderr += d;
+  });
   // A start that hangs instead of failing is a failure, not a slow pass.
   const limit = setTimeout(() => child.kill('SIGKILL'), 45_000);
-  const exit = new Promise<number | null>((r) => child.once('exit', (code) => { clearTimeout(limit); r(code); }));
+  const exit = new Promise<number | null>((r) =>
+    child.once('exit', (code) => {
+      clearTimeout(limit);
+      r(code);
+    }),
+  );
   return { child, stdout: () => stdout, stderr: () => stderr, exit };
 }
 
 /** Lines a person reads, without npm's notes about the machine's npm configuration. */
-const lines = (text: string) => text.split('\n').map((l) => l.trim()).filter((l) => l && !/nodedir|npm warn/.test(l));
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/nodedir|npm warn/.test(l));
 
 /** Postgres processes serving a data directory, from the process list. */
 function postgresOf(dataDir: string): number[] {
@@ -70,7 +90,9 @@ function postgresOf(dataDir: string): number[] {
     try {
       const argv = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       if (path.basename(argv[0]) === 'postgres' && argv.includes(pgDir)) pids.push(Number(entry));
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return pids;
 }
@@ -79,7 +101,7 @@ async function failsWith(run: Run, dataDir: string): Promise<string> {
   expect(await run.exit).toBe(1);
   const out = lines(run.stderr());
   expect(out, run.stderr()).toHaveLength(1);
-  expect(out[0]).not.toMatch(/\n|    at /);
+  expect(out[0]).not.toMatch(/\n| {4}at /);
   expect(postgresOf(dataDir)).toEqual([]);
   expect(fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
   return out[0];
@@ -90,7 +112,11 @@ async function healthy(run: Run, host: string): Promise<number> {
   for (let i = 0; i < 600; i += 1) {
     if (run.child.exitCode !== null) throw new Error(`service exited: ${run.stdout()}${run.stderr()}`);
     const m = /Listening on \S+ port (\d+)/.exec(run.stdout());
-    try { if (m && (await fetch(`http://${host}:${m[1]}/healthz`)).ok) return Number(m[1]); } catch { /* starting */ }
+    try {
+      if (m && (await fetch(`http://${host}:${m[1]}/healthz`)).ok) return Number(m[1]);
+    } catch {
+      /* starting */
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('service did not become healthy');
@@ -100,7 +126,10 @@ async function healthy(run: Run, host: string): Promise<number> {
 function accepts(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = net.connect({ host, port });
-    s.once('connect', () => { s.destroy(); resolve(true); });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
     s.once('error', () => resolve(false));
   });
 }
@@ -112,15 +141,21 @@ async function bash(script: string, cwd: string, dataDir?: string): Promise<{ co
   const child = spawn('bash', ['-c', script], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d) => { stdout += d; });
-  child.stderr.on('data', (d) => { stderr += d; });
+  child.stdout.on('data', (d) => {
+    stdout += d;
+  });
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
   const code = await new Promise<number | null>((r) => child.once('close', (c) => r(c)));
   return { code, stdout, stderr };
 }
 
 /** No pino line at error level or above (50+), and nothing on stderr. */
 function expectNoErrorLines(run: Run): void {
-  const levels = lines(run.stdout()).filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { level: number }).level);
+  const levels = lines(run.stdout())
+    .filter((l) => l.startsWith('{'))
+    .map((l) => (JSON.parse(l) as { level: number }).level);
   expect(levels.filter((l) => l >= 50)).toEqual([]);
   expect(lines(run.stderr())).toEqual([]);
 }
@@ -131,20 +166,29 @@ describe.concurrent('start failures', () => {
     const dataDir = path.join(tmp, 'port-taken');
     try {
       const line = await failsWith(start({ PORT: String(held.port), DATA_DIR: dataDir }), dataDir);
-      expect(line).toBe(`start failed: PORT ${held.port} is already in use on 127.0.0.1: stop the other process or set PORT to a free port`);
+      expect(line).toBe(
+        `start failed: PORT ${held.port} is already in use on 127.0.0.1: stop the other process or set PORT to a free port`,
+      );
       // The port was checked before Postgres: no cluster was even created.
       expect(fs.existsSync(path.join(dataDir, 'pg'))).toBe(false);
-    } finally { await held.close(); }
+    } finally {
+      await held.close();
+    }
   });
 
   it('a taken INBOUND_SMTP_PORT: names INBOUND_SMTP_PORT, before any Postgres starts', async () => {
     const held = await occupy();
     const dataDir = path.join(tmp, 'smtp-taken');
     try {
-      const line = await failsWith(start({ PORT: '0', DATA_DIR: dataDir, INBOUND_SMTP_PORT: String(held.port), INBOUND_SMTP_HOST: '127.0.0.1' }), dataDir);
+      const line = await failsWith(
+        start({ PORT: '0', DATA_DIR: dataDir, INBOUND_SMTP_PORT: String(held.port), INBOUND_SMTP_HOST: '127.0.0.1' }),
+        dataDir,
+      );
       expect(line).toMatch(new RegExp(`^start failed: INBOUND_SMTP_PORT ${held.port} is already in use`));
       expect(fs.existsSync(path.join(dataDir, 'pg'))).toBe(false);
-    } finally { await held.close(); }
+    } finally {
+      await held.close();
+    }
   });
 
   it('a HOST that is not an address of this machine: names HOST', async () => {
@@ -158,8 +202,13 @@ describe.concurrent('start failures', () => {
     // listens there.
     const dead = 1;
     const dataDir = path.join(tmp, 'db-unreachable');
-    const line = await failsWith(start({ PORT: '0', DATA_DIR: dataDir, DATABASE_URL: `postgres://postgres:x@127.0.0.1:${dead}/postgres` }), dataDir);
-    expect(line).toBe(`start failed: DATABASE_URL: cannot reach Postgres at 127.0.0.1:${dead} (ECONNREFUSED): check the host and port, and that Postgres is running`);
+    const line = await failsWith(
+      start({ PORT: '0', DATA_DIR: dataDir, DATABASE_URL: `postgres://postgres:x@127.0.0.1:${dead}/postgres` }),
+      dataDir,
+    );
+    expect(line).toBe(
+      `start failed: DATABASE_URL: cannot reach Postgres at 127.0.0.1:${dead} (ECONNREFUSED): check the host and port, and that Postgres is running`,
+    );
   });
 
   it('wrong DATABASE_URL credentials: names DATABASE_URL and the user', async () => {
@@ -167,7 +216,9 @@ describe.concurrent('start failures', () => {
     url.password = 'not-the-password';
     const dataDir = path.join(tmp, 'db-credentials');
     const line = await failsWith(start({ PORT: '0', DATA_DIR: dataDir, DATABASE_URL: url.toString() }), dataDir);
-    expect(line).toMatch(/^start failed: DATABASE_URL: Postgres at .+ refused user "postgres" \(.*password.*\): check the user name and password$/);
+    expect(line).toMatch(
+      /^start failed: DATABASE_URL: Postgres at .+ refused user "postgres" \(.*password.*\): check the user name and password$/,
+    );
   });
 
   it('a DATA_DIR that cannot be a directory: names DATA_DIR', async () => {
@@ -176,7 +227,9 @@ describe.concurrent('start failures', () => {
     const dataDir = path.join(file, 'data');
     const run = start({ PORT: '0', DATA_DIR: dataDir });
     expect(await run.exit).toBe(1);
-    expect(lines(run.stderr())).toEqual([`start failed: DATA_DIR ${dataDir} is not usable: ENOTDIR on ${dataDir} (it must be a writable directory)`]);
+    expect(lines(run.stderr())).toEqual([
+      `start failed: DATA_DIR ${dataDir} is not usable: ENOTDIR on ${dataDir} (it must be a writable directory)`,
+    ]);
   });
 
   it('an invalid ADMIN_TOKEN: names ADMIN_TOKEN', async () => {
@@ -214,7 +267,9 @@ describe('stopping', () => {
       expect(await healthy(run, '127.0.0.2')).toBe(port);
       expect(await accepts('127.0.0.1', port)).toBe(true);
       await held.connected;
-    } finally { await held.close(); }
+    } finally {
+      await held.close();
+    }
     expect(run.stdout()).toContain(`Listening on 127.0.0.2 port ${port}`);
     const postgres = postgresOf(dataDir);
     expect(postgres.length).toBeGreaterThan(0);

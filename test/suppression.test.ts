@@ -1,23 +1,34 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { raw, startService, type TestService } from './support/harness.js';
-import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
-import { coveringDomains, erasureHmac, matchSuppression } from '../src/compliance/suppression-match.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg } from '../db/database.js';
+import { coveringDomains, erasureHmac, matchSuppression } from '../src/compliance/suppression-match.js';
+import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
+import { raw, startService, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 const SECRET = 'test-erasure-secret-0123456789abcdef0123';
 
 const setup = () => svc.orgWithKey(['suppression.write']);
 
 const check = async (api: Awaited<ReturnType<typeof setup>>['api'], email: string) =>
-  (await api.GET('/suppression', { params: { query: { email } } })).data as { email: string; suppressed: boolean; entry: Record<string, unknown> | null };
+  (await api.GET('/suppression', { params: { query: { email } } })).data as {
+    email: string;
+    suppressed: boolean;
+    entry: Record<string, unknown> | null;
+  };
 
 const addDomain = (orgId: string, domain: string, reason?: string) =>
-  svc.admin.POST('/organizations/{orgId}/suppression-domains', { params: { path: { orgId } }, body: { domain, ...(reason ? { reason } : {}) } });
+  svc.admin.POST('/organizations/{orgId}/suppression-domains', {
+    params: { path: { orgId } },
+    body: { domain, ...(reason ? { reason } : {}) },
+  });
 
 describe('POST /suppression', () => {
   it('stores a normalized MANUAL_BLOCK entry with the reason in source, idempotently, with one suppression.added', async () => {
@@ -30,8 +41,15 @@ describe('POST /suppression', () => {
     expect(again.data).toEqual({ email, suppressed: true });
     const c = await check(api, email);
     expect(c.entry).toEqual({
-      id: expect.any(String), organizationId: org.id, email, reason: 'MANUAL_BLOCK', source: 'Asked by phone', notes: 'call log 7',
-      expiresAt: null, createdAt: expect.any(String), level: 'ADDRESS',
+      id: expect.any(String),
+      organizationId: org.id,
+      email,
+      reason: 'MANUAL_BLOCK',
+      source: 'Asked by phone',
+      notes: 'call log 7',
+      expiresAt: null,
+      createdAt: expect.any(String),
+      level: 'ADDRESS',
     });
     const events = await eventsOf(svc, org.id, 'suppression.added');
     expect(events.map((e) => e.data)).toEqual([{ email, level: 'ADDRESS', reason: 'MANUAL_BLOCK', source: 'Asked by phone' }]);
@@ -42,7 +60,13 @@ describe('POST /suppression', () => {
     const { org, api } = await setup();
     const email = uniqueEmail('exp');
     await api.POST('/suppression', { body: { email, reason: 'first' } });
-    await system(svc, (trx) => trx.updateTable('suppression_entries').set({ expires_at: new Date(Date.now() - 1000) }).where('organization_id', '=', org.id).execute());
+    await system(svc, (trx) =>
+      trx
+        .updateTable('suppression_entries')
+        .set({ expires_at: new Date(Date.now() - 1000) })
+        .where('organization_id', '=', org.id)
+        .execute(),
+    );
     expect((await check(api, email)).suppressed).toBe(false);
     await api.POST('/suppression', { body: { email, reason: 'again' } });
     expect((await check(api, email)).entry).toMatchObject({ source: 'again', expiresAt: null });
@@ -51,11 +75,23 @@ describe('POST /suppression', () => {
 
   it('refuses a missing or malformed email, a missing reason and unknown fields with 400', async () => {
     const { org, key } = await setup();
-    for (const body of [{ reason: 'r' }, { email: 'nope', reason: 'r' }, { email: uniqueEmail() }, { email: uniqueEmail(), reason: '' }, { email: uniqueEmail(), reason: 'r', level: 'DOMAIN' }]) {
-      const r = await raw(svc.baseUrl, 'POST', '/api/v1/suppression', { key, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    for (const body of [
+      { reason: 'r' },
+      { email: 'nope', reason: 'r' },
+      { email: uniqueEmail() },
+      { email: uniqueEmail(), reason: '' },
+      { email: uniqueEmail(), reason: 'r', level: 'DOMAIN' },
+    ]) {
+      const r = await raw(svc.baseUrl, 'POST', '/api/v1/suppression', {
+        key,
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
       expect(r.status, JSON.stringify(body)).toBe(400);
     }
-    expect(await system(svc, (trx) => trx.selectFrom('suppression_entries').select('id').where('organization_id', '=', org.id).execute())).toEqual([]);
+    expect(
+      await system(svc, (trx) => trx.selectFrom('suppression_entries').select('id').where('organization_id', '=', org.id).execute()),
+    ).toEqual([]);
   });
 });
 
@@ -114,9 +150,19 @@ describe('GET /suppression', () => {
     expect((await check(api, `own@${blocked}`)).entry?.level).toBe('ADDRESS');
 
     const erased = uniqueEmail('gone');
-    await system(svc, (trx) => trx.insertInto('suppression_entries').values({
-      organization_id: org.id, id: uid('sup_'), level: 'ADDRESS', email: null, email_hmac: erasureHmac(SECRET, erased), reason: 'ERASURE',
-    }).execute());
+    await system(svc, (trx) =>
+      trx
+        .insertInto('suppression_entries')
+        .values({
+          organization_id: org.id,
+          id: uid('sup_'),
+          level: 'ADDRESS',
+          email: null,
+          email_hmac: erasureHmac(SECRET, erased),
+          reason: 'ERASURE',
+        })
+        .execute(),
+    );
     const [l, d] = erased.split('@');
     expect(await check(api, erased)).toEqual({ email: erased, suppressed: true, entry: null });
     expect(await check(api, `${l}+promo@${d}`)).toEqual({ email: `${l}+promo@${d}`, suppressed: true, entry: null });
@@ -124,10 +170,21 @@ describe('GET /suppression', () => {
     for (const email of [erased, `${l}+promo@${d}`]) {
       expect((await api.POST('/suppression', { body: { email, reason: 'again' } })).data).toEqual({ email, suppressed: true });
     }
-    expect(await system(svc, (trx) => trx.selectFrom('suppression_entries').select('id').where('organization_id', '=', org.id)
-      .where('email', 'in', [erased, `${l}+promo@${d}`]).execute())).toEqual([]);
-    expect((await eventsOf(svc, org.id, 'suppression.added')).map((e) => e.data.domain ?? e.data.email))
-      .toEqual([`ada@${domain}`, blocked, `own@${blocked}`]);
+    expect(
+      await system(svc, (trx) =>
+        trx
+          .selectFrom('suppression_entries')
+          .select('id')
+          .where('organization_id', '=', org.id)
+          .where('email', 'in', [erased, `${l}+promo@${d}`])
+          .execute(),
+      ),
+    ).toEqual([]);
+    expect((await eventsOf(svc, org.id, 'suppression.added')).map((e) => e.data.domain ?? e.data.email)).toEqual([
+      `ada@${domain}`,
+      blocked,
+      `own@${blocked}`,
+    ]);
   });
 
   it('is one indexed query for any address, used by every caller (matchSuppression)', async () => {
@@ -138,14 +195,24 @@ describe('GET /suppression', () => {
     // Without a usable secret erased addresses cannot be recognized, but nothing fails.
     const n = await withOrg(svc.rt.db, org.id, (trx) => matchSuppression(trx, org.id, 'x@y.example.com', null));
     expect(n.suppressed).toBe(false);
-    await system(svc, (trx) => sql`
+    await system(svc, (trx) =>
+      sql`
       INSERT INTO suppression_entries (organization_id, id, level, email, reason)
-      SELECT ${org.id}, 'sup_seed' || g, 'ADDRESS', 'p' || g || '@seed.example.com', 'MANUAL_BLOCK' FROM generate_series(1, 3000) g`.execute(trx));
+      SELECT ${org.id}, 'sup_seed' || g, 'ADDRESS', 'p' || g || '@seed.example.com', 'MANUAL_BLOCK' FROM generate_series(1, 3000) g`.execute(
+        trx,
+      ),
+    );
     await svc.pool.query('VACUUM ANALYZE suppression_entries');
     const plan = await withOrg(svc.rt.db, org.id, async (trx) => {
       await sql`set local enable_seqscan = off`.execute(trx);
-      return (await sql<{ 'QUERY PLAN': string }>`EXPLAIN SELECT * FROM suppression_entries WHERE organization_id = ${org.id}
-        AND ((level = 'ADDRESS' AND email IN ('a@b.c', 'a@b.c')) OR (level = 'DOMAIN' AND email IN ('b.c')) OR email_hmac = 'h')`.execute(trx)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      return (
+        await sql<{ 'QUERY PLAN': string }>`EXPLAIN SELECT * FROM suppression_entries WHERE organization_id = ${org.id}
+        AND ((level = 'ADDRESS' AND email IN ('a@b.c', 'a@b.c')) OR (level = 'DOMAIN' AND email IN ('b.c')) OR email_hmac = 'h')`.execute(
+          trx,
+        )
+      ).rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
     });
     expect(plan).toMatch(/suppression_address_idx/);
     expect(plan).toMatch(/suppression_hmac_idx/);

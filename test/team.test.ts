@@ -3,13 +3,17 @@
 // keys revoked, pending action items handed to the owner), the owner who cannot be removed, the
 // team list, and removed people who get no new work.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { raw, startService, type TestOrg, type TestService } from './support/harness.js';
-import { eventsOf, mkContact, system, uid } from './crm-support.js';
 import { assigneeFor, handoffReceiverId } from '../src/account/people.js';
+import { eventsOf, mkContact, system, uid } from './crm-support.js';
+import { raw, startService, type TestOrg, type TestService } from './support/harness.js';
 
 let svc: TestService;
-beforeAll(async () => { svc = await startService(); });
-afterAll(async () => { await svc?.close(); });
+beforeAll(async () => {
+  svc = await startService();
+});
+afterAll(async () => {
+  await svc?.close();
+});
 
 type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
 const TEAM_TYPES = ['team.member_added', 'team.member_removed', 'rep.invited', 'rep.activated'];
@@ -17,7 +21,8 @@ const teamEvents = async (orgId: string) => (await eventsOf(svc, orgId)).filter(
 
 const addUser = (orgId: string, body: { name?: string; email?: string; role?: Role; invite?: boolean } = {}) =>
   svc.admin.POST('/organizations/{orgId}/users', {
-    params: { path: { orgId } }, body: { name: 'Ada Lovelace', email: `${uid('ada')}@acme.example`, role: 'REP', ...body },
+    params: { path: { orgId } },
+    body: { name: 'Ada Lovelace', email: `${uid('ada')}@acme.example`, role: 'REP', ...body },
   });
 const activate = (orgId: string, userId: string) =>
   svc.admin.POST('/organizations/{orgId}/users/{userId}/activate', { params: { path: { orgId, userId } } });
@@ -28,9 +33,19 @@ const listUsers = (orgId: string, query: { status?: 'invited' | 'active' | 'remo
 const mintKey = (orgId: string, userId: string) =>
   svc.admin.POST('/organizations/{orgId}/api-keys', { params: { path: { orgId } }, body: { scopes: ['*'], userId } });
 const newItem = (orgId: string, salesPersonId: string) =>
-  svc.admin.POST('/organizations/{orgId}/action-items', { params: { path: { orgId } }, body: { actionType: 'follow_up', title: uid('Call '), salesPersonId, priority: 'high' } });
+  svc.admin.POST('/organizations/{orgId}/action-items', {
+    params: { path: { orgId } },
+    body: { actionType: 'follow_up', title: uid('Call '), salesPersonId, priority: 'high' },
+  });
 const itemOwner = async (orgId: string, id: string) =>
-  system(svc, (trx) => trx.selectFrom('action_items').select(['sales_person_id', 'status']).where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow());
+  system(svc, (trx) =>
+    trx
+      .selectFrom('action_items')
+      .select(['sales_person_id', 'status'])
+      .where('organization_id', '=', orgId)
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow(),
+  );
 
 describe('adding and inviting people', () => {
   it('adds an active member and emits team.member_added (and no rep.invited)', async () => {
@@ -38,11 +53,23 @@ describe('adding and inviting people', () => {
     const email = `${uid('grace')}@acme.example`;
     const r = await addUser(org.id, { name: 'Grace Hopper', email, role: 'MANAGER' });
     expect(r.response.status).toBe(201);
-    expect(r.data).toMatchObject({ organizationId: org.id, name: 'Grace Hopper', email, role: 'MANAGER', status: 'active', invitedAt: null, removedAt: null });
+    expect(r.data).toMatchObject({
+      organizationId: org.id,
+      name: 'Grace Hopper',
+      email,
+      role: 'MANAGER',
+      status: 'active',
+      invitedAt: null,
+      removedAt: null,
+    });
     expect(Date.parse(r.data!.activatedAt!)).not.toBeNaN();
     const ev = await teamEvents(org.id);
     expect(ev.map((e) => e.type)).toEqual(['team.member_added']);
-    expect(ev[0]).toMatchObject({ resource_type: 'User', resource_id: r.data!.id, data: { userId: r.data!.id, name: 'Grace Hopper', email, role: 'MANAGER', status: 'active', invited: false } });
+    expect(ev[0]).toMatchObject({
+      resource_type: 'User',
+      resource_id: r.data!.id,
+      data: { userId: r.data!.id, name: 'Grace Hopper', email, role: 'MANAGER', status: 'active', invited: false },
+    });
   });
 
   it('invites (rep.invited only); the invited person gets no key; activation emits rep.activated then team.member_added, once', async () => {
@@ -52,7 +79,9 @@ describe('adding and inviting people', () => {
     expect(inv.data).toMatchObject({ status: 'invited', activatedAt: null, removedAt: null });
     expect(Date.parse(inv.data!.invitedAt!)).not.toBeNaN();
     const id = inv.data!.id;
-    expect((await teamEvents(org.id)).map((e) => [e.type, e.data])).toEqual([['rep.invited', { userId: id, name: 'Linus', email: inv.data!.email, role: 'REP' }]]);
+    expect((await teamEvents(org.id)).map((e) => [e.type, e.data])).toEqual([
+      ['rep.invited', { userId: id, name: 'Linus', email: inv.data!.email, role: 'REP' }],
+    ]);
     // Not a member yet: no key, no work.
     const key = await mintKey(org.id, id);
     expect(key.response.status).toBe(400);
@@ -94,7 +123,9 @@ describe('adding and inviting people', () => {
       expect(r.response.status).toBe(404);
     }
     expect((await listUsers('org_nope')).response.status).toBe(404);
-    expect((await system(svc, (trx) => trx.selectFrom('users').select('status').where('id', '=', bob.id).executeTakeFirstOrThrow())).status).toBe('active');
+    expect(
+      (await system(svc, (trx) => trx.selectFrom('users').select('status').where('id', '=', bob.id).executeTakeFirstOrThrow())).status,
+    ).toBe('active');
     expect(await teamEvents(a.id)).toEqual([]);
   });
 });
@@ -108,7 +139,12 @@ describe('GET /admin/api/organizations/{orgId}/users', () => {
     await remove(org.id, u3.id);
     const all = await listUsers(org.id);
     expect(all.response.status).toBe(200);
-    expect(all.data!.data.map((u) => [u.id, u.status])).toEqual([[u3.id, 'removed'], [u2.id, 'invited'], [u1.id, 'active'], [org.ownerId, 'active']]);
+    expect(all.data!.data.map((u) => [u.id, u.status])).toEqual([
+      [u3.id, 'removed'],
+      [u2.id, 'invited'],
+      [u1.id, 'active'],
+      [org.ownerId, 'active'],
+    ]);
     expect(all.data!.nextCursor).toBeNull();
     const p1 = await listUsers(org.id, { limit: 3 });
     expect(p1.data!.data).toHaveLength(3);
@@ -117,7 +153,9 @@ describe('GET /admin/api/organizations/{orgId}/users', () => {
     expect(p2.data!.nextCursor).toBeNull();
     expect((await listUsers(org.id, { status: 'removed' })).data!.data.map((u) => u.id)).toEqual([u3.id]);
     expect((await listUsers(org.id, { status: 'active' })).data!.data.map((u) => u.id)).toEqual([u1.id, org.ownerId]);
-    const bad = await raw(svc.baseUrl, 'GET', `/admin/api/organizations/${org.id}/users?status=gone`, { headers: { authorization: `Bearer ${svc.config.adminToken}` } });
+    const bad = await raw(svc.baseUrl, 'GET', `/admin/api/organizations/${org.id}/users?status=gone`, {
+      headers: { authorization: `Bearer ${svc.config.adminToken}` },
+    });
     expect(bad.status).toBe(400);
     const badCursor = await listUsers(org.id, { cursor: 'forged.cursor' });
     expect(badCursor.response.status).toBe(400);
@@ -134,7 +172,13 @@ describe('removing a member', () => {
     const open1 = (await newItem(org.id, rep.id)).data!.id;
     const open2 = (await newItem(org.id, rep.id)).data!.id;
     const done = (await newItem(org.id, rep.id)).data!.id;
-    await system(svc, (trx) => trx.updateTable('action_items').set({ status: 'completed' } as never).where('id', '=', done).execute());
+    await system(svc, (trx) =>
+      trx
+        .updateTable('action_items')
+        .set({ status: 'completed' } as never)
+        .where('id', '=', done)
+        .execute(),
+    );
     return { org, rep, key1, key2, other, open1, open2, done };
   }
 
@@ -154,8 +198,16 @@ describe('removing a member', () => {
     const ev = (await teamEvents(s.org.id)).filter((e) => e.type === 'team.member_removed');
     expect(ev).toHaveLength(1);
     expect(ev[0]).toMatchObject({
-      resource_type: 'User', resource_id: s.rep.id,
-      data: { userId: s.rep.id, role: 'REP', previousStatus: 'active', revokedKeyCount: 2, reassignedActionItemCount: 2, reassignedTo: s.org.ownerId },
+      resource_type: 'User',
+      resource_id: s.rep.id,
+      data: {
+        userId: s.rep.id,
+        role: 'REP',
+        previousStatus: 'active',
+        revokedKeyCount: 2,
+        reassignedActionItemCount: 2,
+        reassignedTo: s.org.ownerId,
+      },
     });
     // The row stays (nothing points to a missing person); removing again answers 200 and emits nothing.
     const again = await remove(s.org.id, s.rep.id);
@@ -169,7 +221,9 @@ describe('removing a member', () => {
     await remove(s.org.id, s.rep.id);
     expect((await mintKey(s.org.id, s.rep.id)).response.status).toBe(400);
     expect((await newItem(s.org.id, s.rep.id)).response.status).toBe(400);
-    const deal = await svc.api(await s.org.key(['deals.write'])).POST('/deals', { body: { name: 'Renewal', ownerSalesPersonId: s.rep.id } as never });
+    const deal = await svc
+      .api(await s.org.key(['deals.write']))
+      .POST('/deals', { body: { name: 'Renewal', ownerSalesPersonId: s.rep.id } as never });
     expect(deal.response.status).toBe(400);
     expect(JSON.stringify(deal.error)).toContain('ownerSalesPersonId');
     const a = await activate(s.org.id, s.rep.id);
@@ -216,12 +270,16 @@ describe('removing a member', () => {
     await remove(org.id, rep.id);
     await remove(org.id, manager.id);
     // The contact keeps its owner (the person's row stays); its new work goes to the owner.
-    expect((await system(svc, (trx) => trx.selectFrom('contacts').select('owner_user_id').where('id', '=', c.id).executeTakeFirstOrThrow())).owner_user_id).toBe(rep.id);
+    expect(
+      (await system(svc, (trx) => trx.selectFrom('contacts').select('owner_user_id').where('id', '=', c.id).executeTakeFirstOrThrow()))
+        .owner_user_id,
+    ).toBe(rep.id);
     expect(await system(svc, (trx) => assigneeFor(trx, org.id, c.id))).toBe(org.ownerId);
     expect(await system(svc, (trx) => handoffReceiverId(trx, org.id))).toBe(org.ownerId);
     // End to end: an interested reply from that contact opens its item for the owner.
     const m = await svc.admin.POST('/organizations/{orgId}/inbound-messages', {
-      params: { path: { orgId: org.id } }, body: { fromEmail: c.email, subject: 'Re: hello', body: 'Thanks, this sounds interesting. Tell me more about pricing.' },
+      params: { path: { orgId: org.id } },
+      body: { fromEmail: c.email, subject: 'Re: hello', body: 'Thanks, this sounds interesting. Tell me more about pricing.' },
     });
     expect(m.response.status).toBe(201);
     const items = await waitForItems(org, c.id);
@@ -231,8 +289,14 @@ describe('removing a member', () => {
 
 async function waitForItems(org: TestOrg, contactId: string) {
   for (let i = 0; i < 100; i += 1) {
-    const rows = await system(svc, (trx) => trx.selectFrom('action_items').select(['sales_person_id', 'action_type'])
-      .where('organization_id', '=', org.id).where('entity_id', '=', contactId).execute());
+    const rows = await system(svc, (trx) =>
+      trx
+        .selectFrom('action_items')
+        .select(['sales_person_id', 'action_type'])
+        .where('organization_id', '=', org.id)
+        .where('entity_id', '=', contactId)
+        .execute(),
+    );
     if (rows.length) return rows;
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -1,12 +1,12 @@
 // Webhook endpoints and the event catalogue (no delivery here: see delivery.test.ts), and the
 // SSRF rules with a service that refuses private targets.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, raw, startService, waitFor, type TestService } from './support/harness.js';
-import { startReceiver, type Receiver } from './support/receiver.js';
 import { withOrg, withSystem } from '../db/database.js';
+import { forbiddenReason, resolveTarget, UnsafeTargetError } from '../src/net/address.js';
 import { emit } from '../src/platform/events.js';
 import { EVENT_TYPES, NEVER_EMITTED } from '../src/platform/spec.js';
-import { forbiddenReason, resolveTarget, UnsafeTargetError } from '../src/net/address.js';
+import { ALL_SCOPES, raw, startService, type TestService, waitFor } from './support/harness.js';
+import { type Receiver, startReceiver } from './support/receiver.js';
 
 const SECRET = /^whs_[0-9a-f]{32}$/;
 let svc: TestService;
@@ -40,8 +40,14 @@ describe('registration', () => {
     });
     expect(response.status).toBe(201);
     expect(data).toEqual({
-      id: expect.stringMatching(/^whe_/), url: 'https://hooks.example.com/a?x=1', eventTypes: ['deal.won', 'contact.erased'],
-      status: 'active', description: 'CRM sync', lastDeliveryAt: null, consecutiveFailures: 0, createdAt: expect.any(String),
+      id: expect.stringMatching(/^whe_/),
+      url: 'https://hooks.example.com/a?x=1',
+      eventTypes: ['deal.won', 'contact.erased'],
+      status: 'active',
+      description: 'CRM sync',
+      lastDeliveryAt: null,
+      consecutiveFailures: 0,
+      createdAt: expect.any(String),
       signingSecret: expect.stringMatching(SECRET),
     });
     const row = await endpointRow(data!.id);
@@ -61,7 +67,12 @@ describe('registration', () => {
     const { data: first } = await api.POST('/webhooks', { body: { url, eventTypes: ['deal.won', 'deal.lost'], description: 'keep' } });
     const { data: again, response } = await api.POST('/webhooks', { body: { url, eventTypes: ['contact.deleted'] } });
     expect(response.status).toBe(200);
-    expect(again).toMatchObject({ id: first!.id, eventTypes: ['contact.deleted'], description: 'keep', signingSecret: first!.signingSecret });
+    expect(again).toMatchObject({
+      id: first!.id,
+      eventTypes: ['contact.deleted'],
+      description: 'keep',
+      signingSecret: first!.signingSecret,
+    });
     expect(again).not.toHaveProperty('secretRotated');
     const { data: list } = await api.GET('/webhooks');
     expect(list!.data).toHaveLength(1);
@@ -72,7 +83,9 @@ describe('registration', () => {
     const url = 'https://hooks.example.com/lost-key';
     const { data: first } = await api.POST('/webhooks', { body: { url, eventTypes: ['deal.won'] } });
     // As if the encryption key had changed since the secret was stored.
-    await withSystem(svc.rt.db, (trx) => trx.updateTable('webhook_endpoints').set({ secret_ciphertext: 'v1.AAAA.AAAA.AAAA' }).where('id', '=', first!.id).execute());
+    await withSystem(svc.rt.db, (trx) =>
+      trx.updateTable('webhook_endpoints').set({ secret_ciphertext: 'v1.AAAA.AAAA.AAAA' }).where('id', '=', first!.id).execute(),
+    );
     const { data: again, response } = await api.POST('/webhooks', { body: { url, eventTypes: ['deal.won'] } });
     expect(response.status).toBe(200);
     expect(again).toMatchObject({ id: first!.id, secretRotated: true, signingSecret: expect.stringMatching(SECRET) });
@@ -139,13 +152,25 @@ describe('registration', () => {
 describe('reading, changing and deleting', () => {
   it('PATCH changes url, eventTypes, description and status; status active resets consecutiveFailures', async () => {
     const { api } = await client();
-    const { data: ep } = await api.POST('/webhooks', { body: { url: 'https://h.example.com/p', eventTypes: ['deal.won'], description: 'x' } });
+    const { data: ep } = await api.POST('/webhooks', {
+      body: { url: 'https://h.example.com/p', eventTypes: ['deal.won'], description: 'x' },
+    });
     const id = ep!.id;
     const { data: changed } = await api.PATCH('/webhooks/{id}', {
-      params: { path: { id } }, body: { url: 'https://h.example.com/q', eventTypes: ['deal.lost', 'deal.created'], description: null, status: 'paused' },
+      params: { path: { id } },
+      body: { url: 'https://h.example.com/q', eventTypes: ['deal.lost', 'deal.created'], description: null, status: 'paused' },
     });
-    expect(changed).toEqual({ ...ep, signingSecret: undefined, url: 'https://h.example.com/q', eventTypes: ['deal.lost', 'deal.created'], description: null, status: 'paused' });
-    await withSystem(svc.rt.db, (trx) => trx.updateTable('webhook_endpoints').set({ consecutive_failures: 9, status: 'disabled' }).where('id', '=', id).execute());
+    expect(changed).toEqual({
+      ...ep,
+      signingSecret: undefined,
+      url: 'https://h.example.com/q',
+      eventTypes: ['deal.lost', 'deal.created'],
+      description: null,
+      status: 'paused',
+    });
+    await withSystem(svc.rt.db, (trx) =>
+      trx.updateTable('webhook_endpoints').set({ consecutive_failures: 9, status: 'disabled' }).where('id', '=', id).execute(),
+    );
     const { data: active } = await api.PATCH('/webhooks/{id}', { params: { path: { id } }, body: { status: 'active' } });
     expect(active).toMatchObject({ status: 'active', consecutiveFailures: 0 });
     // The secret is unchanged by a PATCH.
@@ -176,21 +201,33 @@ describe('reading, changing and deleting', () => {
   it('DELETE removes the endpoint and its deliveries; a second DELETE is 404', async () => {
     const { org, api } = await client();
     const { data: ep } = await api.POST('/webhooks', { body: { url: 'https://h.example.com/d', eventTypes: ['deal.won'] } });
-    await withOrg(svc.rt.db, org.id, (trx) => trx.insertInto('webhook_deliveries').values({
-      organization_id: org.id, id: 'whd_x1', webhook_endpoint_id: ep!.id, event_id: 'evt_x', event_type: 'deal.won',
-    }).execute());
+    await withOrg(svc.rt.db, org.id, (trx) =>
+      trx
+        .insertInto('webhook_deliveries')
+        .values({
+          organization_id: org.id,
+          id: 'whd_x1',
+          webhook_endpoint_id: ep!.id,
+          event_id: 'evt_x',
+          event_type: 'deal.won',
+        })
+        .execute(),
+    );
     const del = await api.DELETE('/webhooks/{id}', { params: { path: { id: ep!.id } } });
     expect(del.data).toEqual({ id: ep!.id, deleted: true });
     expect((await api.DELETE('/webhooks/{id}', { params: { path: { id: ep!.id } } })).response.status).toBe(404);
     expect((await api.GET('/webhooks/{id}', { params: { path: { id: ep!.id } } })).response.status).toBe(404);
-    const left = await withSystem(svc.rt.db, (trx) => trx.selectFrom('webhook_deliveries').select('id').where('webhook_endpoint_id', '=', ep!.id).execute());
+    const left = await withSystem(svc.rt.db, (trx) =>
+      trx.selectFrom('webhook_deliveries').select('id').where('webhook_endpoint_id', '=', ep!.id).execute(),
+    );
     expect(left).toEqual([]);
   });
 
   it('lists endpoints newest first with a cursor', async () => {
     const { api } = await client();
     const ids: string[] = [];
-    for (let i = 0; i < 3; i += 1) ids.push((await api.POST('/webhooks', { body: { url: `https://h.example.com/${i}`, eventTypes: ['deal.won'] } })).data!.id);
+    for (let i = 0; i < 3; i += 1)
+      ids.push((await api.POST('/webhooks', { body: { url: `https://h.example.com/${i}`, eventTypes: ['deal.won'] } })).data!.id);
     const p1 = await api.GET('/webhooks', { params: { query: { limit: 2 } } });
     expect(p1.data!.data.map((e) => e.id)).toEqual([ids[2], ids[1]]);
     const p2 = await api.GET('/webhooks', { params: { query: { limit: 2, cursor: p1.data!.nextCursor! } } });
@@ -202,9 +239,18 @@ describe('reading, changing and deleting', () => {
     const a = await client();
     const b = await client();
     const { data: ep } = await a.api.POST('/webhooks', { body: { url: 'https://h.example.com/t', eventTypes: ['deal.won'] } });
-    await withOrg(svc.rt.db, a.org.id, (trx) => trx.insertInto('webhook_deliveries').values({
-      organization_id: a.org.id, id: 'whd_t1', webhook_endpoint_id: ep!.id, event_id: 'evt_t', event_type: 'deal.won',
-    }).execute());
+    await withOrg(svc.rt.db, a.org.id, (trx) =>
+      trx
+        .insertInto('webhook_deliveries')
+        .values({
+          organization_id: a.org.id,
+          id: 'whd_t1',
+          webhook_endpoint_id: ep!.id,
+          event_id: 'evt_t',
+          event_type: 'deal.won',
+        })
+        .execute(),
+    );
     const id = ep!.id;
     const path = { id };
     const dpath = { id, deliveryId: 'whd_t1' };
@@ -225,7 +271,10 @@ describe('reading, changing and deleting', () => {
     expect((await a.api.GET('/webhooks/{id}/deliveries', { params: { path } })).data!.data).toHaveLength(1);
     // A delivery of another endpoint of the same organization is not found under this one.
     const { data: other } = await a.api.POST('/webhooks', { body: { url: 'https://h.example.com/t2', eventTypes: ['deal.won'] } });
-    expect((await a.api.GET('/webhooks/{id}/deliveries/{deliveryId}', { params: { path: { id: other!.id, deliveryId: 'whd_t1' } } })).response.status).toBe(404);
+    expect(
+      (await a.api.GET('/webhooks/{id}/deliveries/{deliveryId}', { params: { path: { id: other!.id, deliveryId: 'whd_t1' } } })).response
+        .status,
+    ).toBe(404);
   });
 });
 
@@ -245,13 +294,32 @@ describe('event catalogue', () => {
 
 describe('SSRF protection (private targets refused)', () => {
   const unsafe = [
-    'http://127.0.0.1/h', 'http://127.1.2.3:8080/h', 'http://localhost/h', 'http://api.localhost/h', 'http://0.0.0.0/h',
-    'http://10.1.2.3/h', 'http://172.16.0.1/h', 'http://172.31.255.255/h', 'http://192.168.1.1/h',
-    'http://169.254.169.254/latest/meta-data/', 'http://100.64.0.1/h', 'http://100.127.255.254/h',
-    'http://2130706433/h', 'http://0x7f.0.0.1/h', 'http://224.0.0.1/h',
-    'http://[::1]/h', 'http://[::]/h', 'http://[fd00:ec2::254]/h', 'http://[fc00::1]/h', 'http://[fe80::1]/h',
-    'http://[::ffff:127.0.0.1]/h', 'http://[::ffff:169.254.169.254]/h', 'http://[::ffff:10.0.0.1]/h',
-    'http://[64:ff9b::a9fe:a9fe]/h', 'http://[2002:7f00:1::]/h', 'http://metadata.google.internal/computeMetadata/v1/',
+    'http://127.0.0.1/h',
+    'http://127.1.2.3:8080/h',
+    'http://localhost/h',
+    'http://api.localhost/h',
+    'http://0.0.0.0/h',
+    'http://10.1.2.3/h',
+    'http://172.16.0.1/h',
+    'http://172.31.255.255/h',
+    'http://192.168.1.1/h',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://100.64.0.1/h',
+    'http://100.127.255.254/h',
+    'http://2130706433/h',
+    'http://0x7f.0.0.1/h',
+    'http://224.0.0.1/h',
+    'http://[::1]/h',
+    'http://[::]/h',
+    'http://[fd00:ec2::254]/h',
+    'http://[fc00::1]/h',
+    'http://[fe80::1]/h',
+    'http://[::ffff:127.0.0.1]/h',
+    'http://[::ffff:169.254.169.254]/h',
+    'http://[::ffff:10.0.0.1]/h',
+    'http://[64:ff9b::a9fe:a9fe]/h',
+    'http://[2002:7f00:1::]/h',
+    'http://metadata.google.internal/computeMetadata/v1/',
   ];
 
   it('refuses registration of each unsafe address family with 400 unsafe-webhook-url', async () => {
@@ -268,7 +336,9 @@ describe('SSRF protection (private targets refused)', () => {
     const { api } = await client(strict);
     const { data: ep, response } = await api.POST('/webhooks', { body: { url: 'https://93.184.215.14/hook', eventTypes: ['deal.won'] } });
     expect(response.status).toBe(201);
-    expect((await api.POST('/webhooks', { body: { url: 'https://[2606:4700::1111]/hook', eventTypes: ['deal.won'] } })).response.status).toBe(201);
+    expect(
+      (await api.POST('/webhooks', { body: { url: 'https://[2606:4700::1111]/hook', eventTypes: ['deal.won'] } })).response.status,
+    ).toBe(201);
     const r = await api.PATCH('/webhooks/{id}', { params: { path: { id: ep!.id } }, body: { url: 'http://[::ffff:7f00:1]/x' } });
     expect(r.response.status).toBe(400);
     expect(r.error?.type).toMatch(/\/problems\/unsafe-webhook-url$/);
@@ -283,26 +353,51 @@ describe('SSRF protection (private targets refused)', () => {
     // As if the URL had been stored before the deployment refused private targets.
     await withSystem(strict.rt.db, (trx) => trx.updateTable('webhook_endpoints').set({ url: rx.url }).where('id', '=', ep!.id).execute());
     const test = await api.POST('/webhooks/{id}/test-deliver', { params: { path: { id: ep!.id } } });
-    expect(test.data).toMatchObject({ delivered: false, httpStatus: null, errorMessage: expect.stringMatching(/^refused: 127\.0\.0\.1 is a loopback address/) });
+    expect(test.data).toMatchObject({
+      delivered: false,
+      httpStatus: null,
+      errorMessage: expect.stringMatching(/^refused: 127\.0\.0\.1 is a loopback address/),
+    });
     await strict.startWorker();
     await withOrg(strict.rt.db, org.id, (trx) => emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} }));
-    const rows = await waitFor(async () => {
-      const { data } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
-      return data!.data[0]?.status === 'failed' ? data!.data : null;
-    }, 20_000, 'the refused delivery');
+    const rows = await waitFor(
+      async () => {
+        const { data } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
+        return data!.data[0]?.status === 'failed' ? data!.data : null;
+      },
+      20_000,
+      'the refused delivery',
+    );
     expect(rows).toMatchObject([{ attempt: 1, httpStatus: null, errorMessage: expect.stringMatching(/^refused: /) }]);
     expect(rx.received).toHaveLength(0);
   });
 
   it('classifies addresses of every family', () => {
     const cases: Array<[string, string | null]> = [
-      ['127.0.0.1', 'loopback'], ['10.0.0.1', 'private'], ['172.20.1.1', 'private'], ['192.168.0.10', 'private'],
-      ['169.254.169.254', 'link-local (cloud metadata)'], ['100.64.1.1', 'CGNAT'], ['0.0.0.0', 'unspecified'],
-      ['8.8.8.8', null], ['172.32.0.1', null], ['100.128.0.1', null],
-      ['::1', 'loopback'], ['::', 'unspecified'], ['fd00:ec2::254', 'unique-local'], ['fe80::1%eth0', 'link-local'],
-      ['ff02::1', 'multicast'], ['2001:db8::1', 'reserved'], ['2606:4700:4700::1111', null],
-      ['::ffff:127.0.0.1', 'loopback'], ['::ffff:7f00:1', 'loopback'], ['::ffff:a9fe:a9fe', 'link-local (cloud metadata)'],
-      ['::ffff:8.8.8.8', null], ['64:ff9b::10.0.0.1', 'private'], ['64:ff9b::808:808', null], ['2002:c0a8:0101::1', 'private'],
+      ['127.0.0.1', 'loopback'],
+      ['10.0.0.1', 'private'],
+      ['172.20.1.1', 'private'],
+      ['192.168.0.10', 'private'],
+      ['169.254.169.254', 'link-local (cloud metadata)'],
+      ['100.64.1.1', 'CGNAT'],
+      ['0.0.0.0', 'unspecified'],
+      ['8.8.8.8', null],
+      ['172.32.0.1', null],
+      ['100.128.0.1', null],
+      ['::1', 'loopback'],
+      ['::', 'unspecified'],
+      ['fd00:ec2::254', 'unique-local'],
+      ['fe80::1%eth0', 'link-local'],
+      ['ff02::1', 'multicast'],
+      ['2001:db8::1', 'reserved'],
+      ['2606:4700:4700::1111', null],
+      ['::ffff:127.0.0.1', 'loopback'],
+      ['::ffff:7f00:1', 'loopback'],
+      ['::ffff:a9fe:a9fe', 'link-local (cloud metadata)'],
+      ['::ffff:8.8.8.8', null],
+      ['64:ff9b::10.0.0.1', 'private'],
+      ['64:ff9b::808:808', null],
+      ['2002:c0a8:0101::1', 'private'],
       ['::127.0.0.1', 'loopback'],
     ];
     for (const [addr, reason] of cases) expect(forbiddenReason(addr), addr).toBe(reason);
@@ -318,7 +413,11 @@ describe('SSRF protection (private targets refused)', () => {
   it('raw requests with a non-JSON body are refused before any check', async () => {
     const { org } = await client(strict);
     const key = await org.key(['webhooks.manage']);
-    const r = await raw(strict.baseUrl, 'POST', '/api/v1/webhooks', { key, body: '{"url":', headers: { 'content-type': 'application/json' } });
+    const r = await raw(strict.baseUrl, 'POST', '/api/v1/webhooks', {
+      key,
+      body: '{"url":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(r.status).toBe(400);
     expect(String(r.body.type)).toMatch(/malformed-json$/);
   });

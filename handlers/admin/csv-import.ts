@@ -1,9 +1,10 @@
 // The operator's CSV import of contacts into a list (src/crm/contact-import.ts does the work).
-import type { AdminHandler } from '../../src/http/handler.js';
-import { withOrg, } from '../../db/database.js';
-import { ProblemError, notFound } from '../../src/http/problems.js';
+
+import { withOrg } from '../../db/database.js';
 import { requireOrgExists } from '../../src/account/organizations.js';
 import { importCsv } from '../../src/crm/contact-import.js';
+import type { AdminHandler } from '../../src/http/handler.js';
+import { notFound, ProblemError } from '../../src/http/problems.js';
 
 /** Media types read as CSV (a CSV file is often sent as plain text). */
 const CSV_TYPES = /^(text\/csv|application\/csv|text\/plain)\b/i;
@@ -13,11 +14,21 @@ const adminImportListCsv: AdminHandler<'adminImportListCsv'> = async ({ db, conf
     throw new ProblemError('unsupported-media-type', `The import reads a CSV body (text/csv), not "${contentType ?? 'none'}".`);
   }
   await requireOrgExists(db, params.orgId);
-  const body = bodyStream ?? (async function* empty() { /* no body */ })();
+  const body =
+    bodyStream ??
+    (async function* empty() {
+      /* no body */
+    })();
   // Bound to the organization (like a keyed request), so the search views used to match companies by name apply.
   const result = await withOrg(db, params.orgId, async (trx) => {
-    const list = await trx.selectFrom('contact_lists').select(['id', 'user_id']).where('organization_id', '=', params.orgId)
-      .where('id', '=', params.listId).where('deleted_at', 'is', null).forShare().executeTakeFirst();
+    const list = await trx
+      .selectFrom('contact_lists')
+      .select(['id', 'user_id'])
+      .where('organization_id', '=', params.orgId)
+      .where('id', '=', params.listId)
+      .where('deleted_at', 'is', null)
+      .forShare()
+      .executeTakeFirst();
     if (!list) throw notFound('list');
     return importCsv(trx, params.orgId, { id: list.id, ownerId: list.user_id }, body, config.erasureHashSecret);
   }).catch((e: unknown) => {

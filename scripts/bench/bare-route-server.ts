@@ -6,10 +6,14 @@
 // Like the service, it reads one row past the page to know whether another follows.
 import crypto from 'node:crypto';
 import http from 'node:http';
-import pg from 'pg';
+import type pg from 'pg';
 import { APP_ROLE, createPool } from '../../db/database.js';
 
-interface Case { path: string; statements: { sql: string; params: string[] }[]; limit?: number }
+interface Case {
+  path: string;
+  statements: { sql: string; params: string[] }[];
+  limit?: number;
+}
 
 const cases = new Map<string, Case>((JSON.parse(process.env.BARE_CASES!) as Case[]).map((c) => [`/bare${c.path}`, c]));
 const pool: pg.Pool = createPool(process.env.DATABASE_URL!, { role: APP_ROLE, max: 40, name: 'bench-bare' });
@@ -28,7 +32,15 @@ async function serve(c: Case, authorization: string): Promise<{ status: number; 
       return {
         status: 200,
         body: JSON.stringify({
-          apiKey: { id: k.key_id, name: k.key_name, scopes: k.scopes, userId: k.user_id, role: k.user_role, expiresAt: k.expires_at, createdAt: k.key_created_at },
+          apiKey: {
+            id: k.key_id,
+            name: k.key_name,
+            scopes: k.scopes,
+            userId: k.user_id,
+            role: k.user_role,
+            expiresAt: k.expires_at,
+            createdAt: k.key_created_at,
+          },
           organization: { id: k.organization_id, name: k.org_name, plan: k.org_plan, flags: k.org_flags, createdAt: k.org_created_at },
         }),
       };
@@ -42,18 +54,29 @@ async function serve(c: Case, authorization: string): Promise<{ status: number; 
     const nextCursor = more && last ? Buffer.from(JSON.stringify([last.created_ms, last.id])).toString('base64url') : null;
     // Rows that carry their item as JSON text (column `item`) are passed through, as any route
     // running that statement would; other rows are stringified as they come.
-    if (typeof last?.item === 'string') return { status: 200, body: `{"data":[${data.map((r) => r.item).join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}` };
+    if (typeof last?.item === 'string')
+      return { status: 200, body: `{"data":[${data.map((r) => r.item).join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}` };
     return { status: 200, body: JSON.stringify({ data, nextCursor }) };
   } finally {
     client.release();
   }
 }
 
-http.createServer((req, res) => {
-  const q = req.url!.indexOf('?');
-  const c = cases.get(q < 0 ? req.url! : req.url!.slice(0, q));
-  if (!c) { res.writeHead(404).end(); return; }
-  serve(c, req.headers.authorization ?? '').then(({ status, body }) => {
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
-  }, (e: Error) => { res.writeHead(500).end(e.message); });
-}).listen(Number(process.env.PORT), '127.0.0.1');
+http
+  .createServer((req, res) => {
+    const q = req.url!.indexOf('?');
+    const c = cases.get(q < 0 ? req.url! : req.url!.slice(0, q));
+    if (!c) {
+      res.writeHead(404).end();
+      return;
+    }
+    serve(c, req.headers.authorization ?? '').then(
+      ({ status, body }) => {
+        res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+      },
+      (e: Error) => {
+        res.writeHead(500).end(e.message);
+      },
+    );
+  })
+  .listen(Number(process.env.PORT), '127.0.0.1');

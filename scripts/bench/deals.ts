@@ -12,7 +12,7 @@ async function api(ctx: BenchContext, key: string, method: string, path: string,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  const json = await res.json() as Record<string, unknown>;
+  const json = (await res.json()) as Record<string, unknown>;
   if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status}: ${JSON.stringify(json)}`);
   return json;
 }
@@ -25,19 +25,25 @@ async function seed(ctx: BenchContext, orgId: string, ownerId: string, stageIds:
     await client.query('BEGIN');
     // Deals spread over the five active stages, values and close dates varied, created one
     // second apart so pages and cursors behave as in real use.
-    await client.query(`
+    await client.query(
+      `
       INSERT INTO deals (organization_id, id, name, value_cents, probability, close_date, owner_sales_person_id,
                          stage_id, forecast_category, created_at, updated_at)
       SELECT $1, 'deal_bench' || lpad(g::text, 8, '0'), 'Bench deal ' || g, (g % 1000) * 10000, g % 101,
              current_date + 30 + (g % 300), $2, ($3::text[])[1 + g % 5], 'pipeline',
              date_trunc('milliseconds', now() - g * interval '1 second'), date_trunc('milliseconds', now() - g * interval '1 second')
-      FROM generate_series(1, $4::int) g`, [orgId, ownerId, stageIds, DEALS]);
-    await client.query(`
+      FROM generate_series(1, $4::int) g`,
+      [orgId, ownerId, stageIds, DEALS],
+    );
+    await client.query(
+      `
       INSERT INTO deal_stage_history (organization_id, id, deal_id, from_stage_id, from_stage_name, to_stage_id, to_stage_name,
                                       reason, transitioned_by, created_at)
       SELECT d.organization_id, 'dsh_bench' || substr(d.id, 11), d.id, NULL, NULL, d.stage_id, s.name, NULL, $2, d.created_at
       FROM deals d JOIN deal_stages s ON s.organization_id = d.organization_id AND s.id = d.stage_id
-      WHERE d.organization_id = $1 AND d.id LIKE 'deal_bench%'`, [orgId, ownerId]);
+      WHERE d.organization_id = $1 AND d.id LIKE 'deal_bench%'`,
+      [orgId, ownerId],
+    );
     await client.query('COMMIT');
     await client.query('ANALYZE deals');
     await client.query('ANALYZE deal_stage_history');
@@ -54,8 +60,11 @@ async function insertContact(ctx: BenchContext, orgId: string): Promise<string> 
   try {
     await client.query(`select set_config('app.system', 'on', false)`);
     const id = `con_bench${Date.now().toString(16)}`;
-    await client.query(`INSERT INTO contacts (organization_id, id, list_id, email, email_normalized, name)
-      VALUES ($1, $2, 'lst_bench', 'bench@example.com', 'bench@example.com', 'Bench Buyer')`, [orgId, id]);
+    await client.query(
+      `INSERT INTO contacts (organization_id, id, list_id, email, email_normalized, name)
+      VALUES ($1, $2, 'lst_bench', 'bench@example.com', 'bench@example.com', 'Bench Buyer')`,
+      [orgId, id],
+    );
     return id;
   } finally {
     client.release();
@@ -68,9 +77,12 @@ const area: BenchArea = {
     const { orgId, key, ownerId } = await ctx.newOrg('growth');
     // The first stage-less deal opens the board (seeds the default stages) through the API.
     const contactId = await insertContact(ctx, orgId);
-    const mover = await api(ctx, key, 'POST', '/deals', {
-      name: 'Bench mover', valueCents: 5_000_000, closeDate: '2031-01-31', primaryContactId: contactId,
-    }) as { id: string };
+    const mover = (await api(ctx, key, 'POST', '/deals', {
+      name: 'Bench mover',
+      valueCents: 5_000_000,
+      closeDate: '2031-01-31',
+      primaryContactId: contactId,
+    })) as { id: string };
     const stages = (await api(ctx, key, 'GET', '/deal-stages')).data as { id: string; slug: string; category: string }[];
     const active = stages.filter((s) => s.category === 'active').map((s) => s.id);
     const started = Date.now();
@@ -81,9 +93,17 @@ const area: BenchArea = {
     await ctx.load({ path: '/api/v1/deals?limit=50', headers: auth, connections: 50, durationSeconds: 3 }); // warm-up
     const list = await ctx.load({ path: '/api/v1/deals?limit=50', headers: auth, connections: 50, durationSeconds: 10 });
     ctx.report({
-      area: 'deals', case: `GET /deals?limit=50 (${DEALS.toLocaleString('en')} deals, 50 connections)`,
-      figures: { 'req/s': Math.round(list.requestsPerSecond), 'p50 ms': list.p50Ms, 'p99 ms': list.p99Ms, non2xx: list.non2xx, errors: list.errors },
-      target: 'p99 < 30 ms', met: list.p99Ms < 30 && list.non2xx === 0 && list.errors === 0,
+      area: 'deals',
+      case: `GET /deals?limit=50 (${DEALS.toLocaleString('en')} deals, 50 connections)`,
+      figures: {
+        'req/s': Math.round(list.requestsPerSecond),
+        'p50 ms': list.p50Ms,
+        'p99 ms': list.p99Ms,
+        non2xx: list.non2xx,
+        errors: list.errors,
+      },
+      target: 'p99 < 30 ms',
+      met: list.p99Ms < 30 && list.non2xx === 0 && list.errors === 0,
     });
 
     // One client moving one deal round the active stages: the latency of a board drag. The deal
@@ -92,14 +112,23 @@ const area: BenchArea = {
     // many-connection run on a single deal measures lock contention, not the operation.)
     let n = 0;
     const move = await ctx.load({
-      path: `/api/v1/deals/${mover.id}/stage`, method: 'POST',
+      path: `/api/v1/deals/${mover.id}/stage`,
+      method: 'POST',
       headers: { ...auth, 'content-type': 'application/json' },
       makeBody: () => JSON.stringify({ stage: ACTIVE_SLUGS[n++ % ACTIVE_SLUGS.length], reason: 'bench move' }),
-      connections: 1, durationSeconds: 10,
+      connections: 1,
+      durationSeconds: 10,
     });
     ctx.report({
-      area: 'deals', case: `POST /deals/{id}/stage (${DEALS.toLocaleString('en')} deals, 1 connection)`,
-      figures: { 'req/s': Math.round(move.requestsPerSecond), 'p50 ms': move.p50Ms, 'p99 ms': move.p99Ms, non2xx: move.non2xx, errors: move.errors },
+      area: 'deals',
+      case: `POST /deals/{id}/stage (${DEALS.toLocaleString('en')} deals, 1 connection)`,
+      figures: {
+        'req/s': Math.round(move.requestsPerSecond),
+        'p50 ms': move.p50Ms,
+        'p99 ms': move.p99Ms,
+        non2xx: move.non2xx,
+        errors: move.errors,
+      },
     });
   },
 };

@@ -12,15 +12,20 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { APP_ROLE, createPool, type Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
-import { lockBatch } from '../../src/dispatch/send.js';
 import { funnelQuery } from '../../src/analytics/funnel.js';
 import { handlers } from '../../src/boot/runtime.js';
+import { lockBatch } from '../../src/dispatch/send.js';
 import { captureRequest, type Statement } from './references.js';
 import type { BenchArea, BenchContext } from './types.js';
 
 const SIZES = (process.env.BENCH_GROWTH_SIZES ?? '10000,100000,1000000').split(',').map(Number);
 const SURNAMES = 5_000;
-const surname = (g: number) => crypto.createHash('md5').update(`l${g % SURNAMES}`).digest('hex').slice(0, 8);
+const surname = (g: number) =>
+  crypto
+    .createHash('md5')
+    .update(`l${g % SURNAMES}`)
+    .digest('hex')
+    .slice(0, 8);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function seed(ctx: BenchContext, orgId: string, ownerId: string, n: number): Promise<void> {
@@ -34,35 +39,56 @@ async function seed(ctx: BenchContext, orgId: string, ownerId: string, n: number
     await q(`INSERT INTO deal_stages (organization_id, id, slug, name, sort_order, category, is_terminal) VALUES
       ($1, 'stg_g1', 'prospecting', 'Prospecting', 1, 'active', false), ($1, 'stg_gw', 'closed_won', 'Closed won', 2, 'closed_won', true)`);
     for (let lo = 1; lo <= n; lo += 250_000) {
-      await q(`
+      await q(
+        `
         INSERT INTO contacts (organization_id, id, list_id, owner_user_id, email, email_normalized, name, created_at, updated_at)
         SELECT $1, 'con_g' || g, 'lst_growth', $2, 'p' || g || '@co' || (g % 50000) || '.example.com', 'p' || g || '@co' || (g % 50000) || '.example.com',
                initcap(substr(md5('f' || (g % 300)), 1, 6)) || ' ' || initcap(substr(md5('l' || (g % ${SURNAMES})), 1, 8)),
                timestamptz '2025-01-01' + g * interval '30 seconds', timestamptz '2025-01-01' + g * interval '30 seconds'
-        FROM generate_series($3::int, $4::int) g`, [ownerId, lo, Math.min(n, lo + 249_999)]);
+        FROM generate_series($3::int, $4::int) g`,
+        [ownerId, lo, Math.min(n, lo + 249_999)],
+      );
     }
-    await q(`INSERT INTO contact_sequences (organization_id, id, contact_id, template_id, status, created_at, updated_at)
+    await q(
+      `INSERT INTO contact_sequences (organization_id, id, contact_id, template_id, status, created_at, updated_at)
       SELECT $1, 'seq_g' || g, 'con_g' || g, 'tpl_g', 'ACTIVE', timestamptz '2025-01-01' + g * $3 * interval '1 second', timestamptz '2025-01-01' + g * $3 * interval '1 second'
-      FROM generate_series(1, $2::int) g`, [seqs, spacing]);
-    await q(`INSERT INTO send_records (organization_id, id, contact_id, sequence_id, step, status, sent_at, created_at)
+      FROM generate_series(1, $2::int) g`,
+      [seqs, spacing],
+    );
+    await q(
+      `INSERT INTO send_records (organization_id, id, contact_id, sequence_id, step, status, sent_at, created_at)
       SELECT $1, 'snd_g' || g || '_' || k, 'con_g' || g, 'seq_g' || g, k, 'sent',
              timestamptz '2025-01-01' + g * $3 * interval '1 second' + k * interval '2 days', timestamptz '2025-01-01' + g * $3 * interval '1 second' + k * interval '2 days'
-      FROM generate_series(1, $2::int) g, generate_series(1, 3) k`, [seqs, spacing]);
-    await q(`INSERT INTO messages (organization_id, id, contact_id, direction, sequence_id, intent, automatic, body, created_at)
+      FROM generate_series(1, $2::int) g, generate_series(1, 3) k`,
+      [seqs, spacing],
+    );
+    await q(
+      `INSERT INTO messages (organization_id, id, contact_id, direction, sequence_id, intent, automatic, body, created_at)
       SELECT $1, 'msg_g' || g, 'con_g' || (g * 5), 'INBOUND', 'seq_g' || (g * 5), (ARRAY['interested', 'not_interested', 'meeting_request', 'other'])[1 + g % 4],
              false, 'Reply', timestamptz '2025-01-01' + g * 5 * $3 * interval '1 second' + interval '3 days'
-      FROM generate_series(1, $2::int) g`, [Math.floor(seqs / 5), spacing]);
-    await q(`INSERT INTO deals (organization_id, id, name, value_cents, owner_sales_person_id, primary_contact_id, stage_id, created_at, updated_at)
+      FROM generate_series(1, $2::int) g`,
+      [Math.floor(seqs / 5), spacing],
+    );
+    await q(
+      `INSERT INTO deals (organization_id, id, name, value_cents, owner_sales_person_id, primary_contact_id, stage_id, created_at, updated_at)
       SELECT $1, 'deal_g' || g, 'Deal ' || g, 100000, $3, 'con_g' || (g * 2), (ARRAY['stg_g1', 'stg_gw'])[1 + g % 2],
              timestamptz '2025-01-01' + g * 2 * $4 * interval '1 second' + interval '4 days', timestamptz '2025-01-01' + g * 2 * $4 * interval '1 second' + interval '4 days'
-      FROM generate_series(1, $2::int) g`, [Math.floor(seqs / 2), ownerId, spacing]);
-    await q(`INSERT INTO deal_contacts (organization_id, deal_id, contact_id) SELECT $1, 'deal_g' || g, 'con_g' || (g * 2) FROM generate_series(1, $2::int) g`, [Math.floor(seqs / 2)]);
+      FROM generate_series(1, $2::int) g`,
+      [Math.floor(seqs / 2), ownerId, spacing],
+    );
+    await q(
+      `INSERT INTO deal_contacts (organization_id, deal_id, contact_id) SELECT $1, 'deal_g' || g, 'con_g' || (g * 2) FROM generate_series(1, $2::int) g`,
+      [Math.floor(seqs / 2)],
+    );
     // The queue: every sequence's three steps; odd sequences due now, even ones next year.
-    await q(`INSERT INTO send_queue (organization_id, id, sequence_id, step, contact_id, draft_id, scheduled_at, next_attempt_at, state)
+    await q(
+      `INSERT INTO send_queue (organization_id, id, sequence_id, step, contact_id, draft_id, scheduled_at, next_attempt_at, state)
       SELECT $1, 'sq_g' || g || '_' || k, 'seq_g' || g, k, 'con_g' || g, 'drf_g' || g || '_' || k,
              CASE WHEN g % 2 = 1 THEN now() - interval '1 hour' ELSE now() + interval '1 year' END,
              CASE WHEN g % 2 = 1 THEN now() - interval '1 hour' + g * interval '1 millisecond' ELSE now() + interval '1 year' END, 'queued'
-      FROM generate_series(1, $2::int) g, generate_series(1, 3) k`, [seqs]);
+      FROM generate_series(1, $2::int) g, generate_series(1, 3) k`,
+      [seqs],
+    );
     await client.query(`SELECT gin_clean_pending_list('contacts_search_trgm_idx')`);
     await client.query('VACUUM ANALYZE contacts, contact_sequences, send_records, messages, deals, deal_contacts, send_queue');
   } finally {
@@ -70,7 +96,12 @@ async function seed(ctx: BenchContext, orgId: string, ownerId: string, n: number
   }
 }
 
-interface Org { n: number; orgId: string; key: string; auth: Record<string, string> }
+interface Org {
+  n: number;
+  orgId: string;
+  key: string;
+  auth: Record<string, string>;
+}
 
 /**
  * The statement's own cost, which the machine's other load does not move: buffers touched
@@ -98,8 +129,13 @@ async function planCost(url: string, orgId: string, stmt: Statement): Promise<{ 
 
 /** The last statement the handler ran that reads (the page's), captured from the service's code. */
 async function handlerStatement(url: string, key: string, op: 'listContacts', query: Record<string, unknown>): Promise<Statement> {
-  const all = await captureRequest(url, key, (conn: Db, auth) => (handlers[op] as (c: unknown) => Promise<unknown>)({ trx: conn, auth, query }));
-  return all.slice(1).filter((s) => /^\s*(select|with)\b/i.test(s.sql)).at(-1)!;
+  const all = await captureRequest(url, key, (conn: Db, auth) =>
+    (handlers[op] as (c: unknown) => Promise<unknown>)({ trx: conn, auth, query }),
+  );
+  return all
+    .slice(1)
+    .filter((s) => /^\s*(select|with)\b/i.test(s.sql))
+    .at(-1)!;
 }
 type Sample = { rps: number; p50: number; p99: number; errors: number };
 const ROUNDS = 2;
@@ -111,7 +147,10 @@ const area: BenchArea = {
     const claimSql: Statement[] = [];
     const owner = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: createPool(url, { max: 2, name: 'bench-growth' }) }),
-      log: (e) => { if (e.level === 'query' && /FOR UPDATE SKIP LOCKED/.test(e.query.sql)) claimSql.push({ sql: e.query.sql, params: [...e.query.parameters] }); },
+      log: (e) => {
+        if (e.level === 'query' && /FOR UPDATE SKIP LOCKED/.test(e.query.sql))
+          claimSql.push({ sql: e.query.sql, params: [...e.query.parameters] });
+      },
     });
     const orgs: Org[] = [];
     for (const n of SIZES) {
@@ -128,15 +167,30 @@ const area: BenchArea = {
     const funnels = new Map<number, number[]>();
     const claims = new Map<number, number[]>();
     const push = <T>(m: Map<number, T[]>, n: number, v: T) => m.set(n, [...(m.get(n) ?? []), v]);
-    const sample = (r: { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; non2xx: number }): Sample =>
-      ({ rps: r.requestsPerSecond, p50: r.p50Ms, p99: r.p99Ms, errors: r.errors + r.non2xx });
+    const sample = (r: { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; non2xx: number }): Sample => ({
+      rps: r.requestsPerSecond,
+      p50: r.p50Ms,
+      p99: r.p99Ms,
+      errors: r.errors + r.non2xx,
+    });
     let batchRows = 0;
     try {
       for (const o of orgs) await ctx.load({ path: '/api/v1/contacts?limit=50', headers: o.auth, durationSeconds: 2 }); // warm-up
       for (let round = 0; round < ROUNDS; round += 1) {
         for (const o of orgs) {
           push(lists, o.n, sample(await ctx.load({ path: '/api/v1/contacts?limit=50', headers: o.auth, durationSeconds: 4 })));
-          push(searches, o.n, sample(await ctx.load({ path: `/api/v1/contacts?limit=50&q=${surname(1234)}`, headers: o.auth, connections: 10, durationSeconds: 4 })));
+          push(
+            searches,
+            o.n,
+            sample(
+              await ctx.load({
+                path: `/api/v1/contacts?limit=50&q=${surname(1234)}`,
+                headers: o.auth,
+                connections: 10,
+                durationSeconds: 4,
+              }),
+            ),
+          );
           for (let i = 0; i < 3; i += 1) {
             await ctx.pool.query(`DELETE FROM analytics_cache WHERE organization_id = $1`, [o.orgId]);
             const s = performance.now();
@@ -173,25 +227,46 @@ const area: BenchArea = {
         ];
         for (const [label, st] of stmts) {
           const c = await planCost(url, o.orgId, st);
-          ctx.report({ area: 'growth', case: `${label}: its statement alone (${o.n.toLocaleString('en')} rows; EXPLAIN ANALYZE, warm)`, figures: { buffers: c.buffers, 'execution ms': c.ms.toFixed(2) } });
+          ctx.report({
+            area: 'growth',
+            case: `${label}: its statement alone (${o.n.toLocaleString('en')} rows; EXPLAIN ANALYZE, warm)`,
+            figures: { buffers: c.buffers, 'execution ms': c.ms.toFixed(2) },
+          });
         }
       }
     } finally {
       await owner.destroy();
     }
-    const med = (xs: Sample[]) => ({ 'req/s': median(xs.map((x) => x.rps)), 'p50 ms': median(xs.map((x) => x.p50)), 'p99 ms': median(xs.map((x) => x.p99)), errors: xs.reduce((a, x) => a + x.errors, 0) });
+    const med = (xs: Sample[]) => ({
+      'req/s': median(xs.map((x) => x.rps)),
+      'p50 ms': median(xs.map((x) => x.p50)),
+      'p99 ms': median(xs.map((x) => x.p99)),
+      errors: xs.reduce((a, x) => a + x.errors, 0),
+    });
     for (const o of orgs) {
       const size = `${o.n.toLocaleString('en')} rows`;
       ctx.report({ area: 'growth', case: `GET /contacts?limit=50 (${size}, 50 connections)`, figures: med(lists.get(o.n)!) });
     }
     for (const o of orgs) {
-      ctx.report({ area: 'growth', case: `GET /contacts?q=<surname> (${o.n.toLocaleString('en')} rows, ~${Math.round(o.n / SURNAMES)} matches, 10 connections)`, figures: med(searches.get(o.n)!) });
+      ctx.report({
+        area: 'growth',
+        case: `GET /contacts?q=<surname> (${o.n.toLocaleString('en')} rows, ~${Math.round(o.n / SURNAMES)} matches, 10 connections)`,
+        figures: med(searches.get(o.n)!),
+      });
     }
     for (const o of orgs) {
-      ctx.report({ area: 'growth', case: `GET /analytics/funnel, a year, cache cold (${Math.floor(o.n / 3).toLocaleString('en')} sequences, ${o.n.toLocaleString('en')} sends)`, figures: { 'median ms': median(funnels.get(o.n)!).toFixed(1), runs: funnels.get(o.n)!.length } });
+      ctx.report({
+        area: 'growth',
+        case: `GET /analytics/funnel, a year, cache cold (${Math.floor(o.n / 3).toLocaleString('en')} sequences, ${o.n.toLocaleString('en')} sends)`,
+        figures: { 'median ms': median(funnels.get(o.n)!).toFixed(1), runs: funnels.get(o.n)!.length },
+      });
     }
     for (const o of orgs) {
-      ctx.report({ area: 'growth', case: `send queue claim: lock a batch of due steps (${o.n.toLocaleString('en')} queued, half due)`, figures: { 'median ms': median(claims.get(o.n)!).toFixed(2), 'batch rows': batchRows, runs: claims.get(o.n)!.length } });
+      ctx.report({
+        area: 'growth',
+        case: `send queue claim: lock a batch of due steps (${o.n.toLocaleString('en')} queued, half due)`,
+        figures: { 'median ms': median(claims.get(o.n)!).toFixed(2), 'batch rows': batchRows, runs: claims.get(o.n)!.length },
+      });
     }
   },
 };

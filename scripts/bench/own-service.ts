@@ -4,8 +4,8 @@
 import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { migrate } from '../../db/database.js';
-import type { BenchContext } from './types.js';
 import { freePort } from '../../db/embedded.js';
+import type { BenchContext } from './types.js';
 
 type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
@@ -24,13 +24,27 @@ export async function ownDatabase(ctx: BenchContext, name: string): Promise<stri
 }
 
 /** A service process (as `npm start` runs it) on the database at `url`; resolves once it is healthy. */
-export async function startOwnService(ctx: BenchContext, url: string, env: Record<string, string> = {}): Promise<{ origin: string; child: ChildProcess }> {
+export async function startOwnService(
+  ctx: BenchContext,
+  url: string,
+  env: Record<string, string> = {},
+): Promise<{ origin: string; child: ChildProcess }> {
   const extra = ctx as unknown as Extra;
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  const child = extra.startProcess('src/boot/main.ts', { ...extra.serviceEnv, DATABASE_URL: url, PORT: String(port), PUBLIC_BASE_URL: origin, ...env });
+  const child = extra.startProcess('src/boot/main.ts', {
+    ...extra.serviceEnv,
+    DATABASE_URL: url,
+    PORT: String(port),
+    PUBLIC_BASE_URL: origin,
+    ...env,
+  });
   for (let i = 0; ; i += 1) {
-    try { if ((await fetch(`${origin}/healthz`)).ok) break; } catch { /* starting */ }
+    try {
+      if ((await fetch(`${origin}/healthz`)).ok) break;
+    } catch {
+      /* starting */
+    }
     if (i > 300 || child.exitCode !== null) throw new Error('bench service did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -39,15 +53,20 @@ export async function startOwnService(ctx: BenchContext, url: string, env: Recor
 
 export async function stopProcess(child: ChildProcess): Promise<void> {
   child.kill('SIGTERM');
-  await new Promise<void>((r) => { if (child.exitCode !== null) r(); else child.once('exit', () => r()); });
+  await new Promise<void>((r) => {
+    if (child.exitCode !== null) r();
+    else child.once('exit', () => r());
+  });
 }
 
 /** One JSON call; a status of 300 or more throws. */
 export async function call(origin: string, token: string, method: string, path: string, body?: unknown) {
   const res = await fetch(`${origin}${path}`, {
-    method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
-  const json = await res.json() as Record<string, unknown>;
+  const json = (await res.json()) as Record<string, unknown>;
   if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status}: ${JSON.stringify(json)}`);
   return json;
 }
@@ -56,12 +75,21 @@ export async function call(origin: string, token: string, method: string, path: 
  * `rows` pending action items of the owner, newest first a second apart, each on the contact
  * `'con_' || substr(md5(contactSeed || g), 1, 24)` (the seeding of the contacts they refer to).
  */
-export async function seedActionItems(client: pg.PoolClient, orgId: string, ownerId: string, rows: number, contactSeed: string): Promise<void> {
-  await client.query(`
+export async function seedActionItems(
+  client: pg.PoolClient,
+  orgId: string,
+  ownerId: string,
+  rows: number,
+  contactSeed: string,
+): Promise<void> {
+  await client.query(
+    `
     INSERT INTO action_items (organization_id, id, action_type, title, description, priority, status, entity_type, entity_id,
                               sales_person_id, ai_generated, expected_impact_cents, created_at, updated_at)
     SELECT $1, 'act_' || substr(md5('a' || g), 1, 24), 'follow_up_reply', 'Reply to Person ' || g, 'They asked about pricing.',
            (ARRAY['urgent', 'high', 'medium', 'low'])[1 + g % 4], 'pending', 'Contact', 'con_' || substr(md5($4::text || g), 1, 24),
            $2, true, 250000, date_trunc('milliseconds', now() - g * interval '1 second'), date_trunc('milliseconds', now() - g * interval '1 second')
-    FROM generate_series(1, $3::int) g`, [orgId, ownerId, rows, contactSeed]);
+    FROM generate_series(1, $3::int) g`,
+    [orgId, ownerId, rows, contactSeed],
+  );
 }

@@ -9,7 +9,10 @@ type Extra = { startProcess(script: string, env: Record<string, string>): ChildP
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => { const p = (s.address() as { port: number }).port; s.close(() => resolve(p)); });
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
   });
 }
 
@@ -22,7 +25,11 @@ const area: BenchArea = {
     extra.startProcess('scripts/bench/bare-server.ts', { ...extra.serviceEnv, PORT: String(port) });
     const bareUrl = `http://127.0.0.1:${port}/bare/me`;
     for (let i = 0; i < 100; i += 1) {
-      try { if ((await fetch(bareUrl, { headers: { authorization: `Bearer ${key}` } })).ok) break; } catch { /* starting */ }
+      try {
+        if ((await fetch(bareUrl, { headers: { authorization: `Bearer ${key}` } })).ok) break;
+      } catch {
+        /* starting */
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
     const headers = { authorization: `Bearer ${key}` };
@@ -31,11 +38,23 @@ const area: BenchArea = {
     const full = await ctx.load({ path: '/api/v1/me', headers });
     const bare = await ctx.load({ path: bareUrl, headers });
     const ratio = full.requestsPerSecond / bare.requestsPerSecond;
-    ctx.report({ area: 'platform', case: 'GET /me bare Hono route (same key lookup)', figures: { 'req/s': bare.requestsPerSecond, p50: `${bare.p50Ms} ms`, p99: `${bare.p99Ms} ms` } });
     ctx.report({
-      area: 'platform', case: 'GET /me full pipeline',
-      figures: { 'req/s': full.requestsPerSecond, p50: `${full.p50Ms} ms`, p99: `${full.p99Ms} ms`, ratio: `${Math.round(ratio * 100)}%`, errors: full.errors + full.non2xx },
-      target: '>= 50% of bare, p99 < 20 ms', met: ratio >= 0.5 && full.p99Ms < 20,
+      area: 'platform',
+      case: 'GET /me bare Hono route (same key lookup)',
+      figures: { 'req/s': bare.requestsPerSecond, p50: `${bare.p50Ms} ms`, p99: `${bare.p99Ms} ms` },
+    });
+    ctx.report({
+      area: 'platform',
+      case: 'GET /me full pipeline',
+      figures: {
+        'req/s': full.requestsPerSecond,
+        p50: `${full.p50Ms} ms`,
+        p99: `${full.p99Ms} ms`,
+        ratio: `${Math.round(ratio * 100)}%`,
+        errors: full.errors + full.non2xx,
+      },
+      target: '>= 50% of bare, p99 < 20 ms',
+      met: ratio >= 0.5 && full.p99Ms < 20,
     });
   },
 };

@@ -3,20 +3,29 @@
 //   npx tsx scripts/bench/profile-top.ts <file.cpuprofile> [top=30]
 import fs from 'node:fs';
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }
-interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[] }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+}
 
 const [file, topArg] = process.argv.slice(2);
 const prof = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(prof.nodes.map((n) => [n.id, n]));
 const self = new Map<number, number>();
-prof.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0)));
+for (const [i, id] of prof.samples.entries()) self.set(id, (self.get(id) ?? 0) + (prof.timeDeltas[i] ?? 0));
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 
 const where = (url: string) => {
   const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (m) return m[1];
-  if (url.includes('/src/') || url.includes('/handlers/') || url.includes('/db/')) return `ours:${url.replace(/^.*\/(src|handlers|db)\//, '$1/')}`;
+  if (url.includes('/src/') || url.includes('/handlers/') || url.includes('/db/'))
+    return `ours:${url.replace(/^.*\/(src|handlers|db)\//, '$1/')}`;
   return url ? url.replace(/^node:/, 'node:') : '(native/gc/idle)';
 };
 const fnKey = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${where(n.callFrame.url)}:${n.callFrame.lineNumber + 1}`;
@@ -43,11 +52,17 @@ for (const [id, t] of self) {
   const seen = new Set<string>();
   for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
     const k = fnKey(byId.get(cur)!);
-    if (!seen.has(k)) { seen.add(k); incl.set(k, (incl.get(k) ?? 0) + t); }
+    if (!seen.has(k)) {
+      seen.add(k);
+      incl.set(k, (incl.get(k) ?? 0) + t);
+    }
   }
 }
 const busy = total - (pkgs.get('(idle)') ?? 0);
 console.log(`\ntop functions by inclusive time (share of busy time ${(busy / 1e6).toFixed(1)} s):`);
-for (const [k, t] of [...incl].filter(([k]) => !k.startsWith('(')).sort((a, b) => b[1] - a[1]).slice(0, Number(topArg ?? 30))) {
+for (const [k, t] of [...incl]
+  .filter(([k]) => !k.startsWith('('))
+  .sort((a, b) => b[1] - a[1])
+  .slice(0, Number(topArg ?? 30))) {
   console.log(`${`${((t / busy) * 100).toFixed(1)}%`.padStart(6)}  ${k}`);
 }

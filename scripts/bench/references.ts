@@ -4,21 +4,24 @@
 //   (b) a bare Node route (node:http + pg + JSON.stringify; no framework, no validation) serving
 //       the same page with the same statements (scripts/bench/bare-route-server.ts).
 // `compare` measures the full pipeline and both references and reports the ratios.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import { APP_ROLE, createPool, type Db } from '../../db/database.js';
+import { freePort } from '../../db/embedded.js';
 import type { Database } from '../../db/schema.js';
 import { authenticate } from '../../src/http/auth.js';
 import type { BenchContext, LoadResult } from './types.js';
-import { freePort } from '../../db/embedded.js';
 
 type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
 /** One statement as the service sends it: text with $n placeholders and its values. */
-export interface Statement { sql: string; params: unknown[] }
+export interface Statement {
+  sql: string;
+  params: unknown[];
+}
 
 const CONNECTIONS = 50;
 
@@ -26,12 +29,18 @@ const CONNECTIONS = 50;
  * The statements one request runs, captured from the service's own code: the authentication
  * statement (src/http/auth.ts) then whatever `run` (a handler) executes on the same connection.
  */
-export async function captureRequest(url: string, key: string, run?: (conn: Db, auth: Awaited<ReturnType<typeof authenticate>>['auth']) => Promise<unknown>): Promise<Statement[]> {
+export async function captureRequest(
+  url: string,
+  key: string,
+  run?: (conn: Db, auth: Awaited<ReturnType<typeof authenticate>>['auth']) => Promise<unknown>,
+): Promise<Statement[]> {
   const seen: Statement[] = [];
   const pool = createPool(url, { role: APP_ROLE, max: 1, name: 'bench-capture' });
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool }),
-    log: (e) => { if (e.level === 'query') seen.push({ sql: e.query.sql, params: [...e.query.parameters] }); },
+    log: (e) => {
+      if (e.level === 'query') seen.push({ sql: e.query.sql, params: [...e.query.parameters] });
+    },
   });
   try {
     await db.connection().execute(async (conn) => {
@@ -54,9 +63,15 @@ function pgbenchBinary(): string {
 }
 
 /** A parameter as pgbench's -D text (a bytea as \x hex, which Postgres reads back as bytea). */
-const paramText = (v: unknown): string => (Buffer.isBuffer(v) ? `\\x${v.toString('hex')}` : v instanceof Date ? v.toISOString() : String(v));
+const paramText = (v: unknown): string =>
+  Buffer.isBuffer(v) ? `\\x${v.toString('hex')}` : v instanceof Date ? v.toISOString() : String(v);
 
-export interface PgbenchResult { tps: number; latencyMs: number; failed: boolean; output: string }
+export interface PgbenchResult {
+  tps: number;
+  latencyMs: number;
+  failed: boolean;
+  output: string;
+}
 
 /**
  * pgbench -M prepared with `clients` clients for `seconds` over a script holding `statements`
@@ -64,14 +79,23 @@ export interface PgbenchResult { tps: number; latencyMs: number; failed: boolean
  * for statements that need it, bound to `orgId` from the start (the service binds the connection
  * in the authentication statement, which a script without it does not run).
  */
-export async function pgbench(url: string, statements: Statement[], opts: { orgId?: string; clients?: number; seconds?: number } = {}): Promise<PgbenchResult> {
+export async function pgbench(
+  url: string,
+  statements: Statement[],
+  opts: { orgId?: string; clients?: number; seconds?: number } = {},
+): Promise<PgbenchResult> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-pgbench-'));
   const defines: string[] = [];
-  const script = statements.map((s, i) => {
-    s.params.forEach((v, n) => defines.push('-D', `s${i}p${n + 1}=${paramText(v)}`));
-    // One statement per script command: pgbench ends a command at the line end or a semicolon.
-    return `${s.sql.replace(/\$(\d+)/g, (_m, n) => `:s${i}p${n}`).replace(/\s+/g, ' ').trim()};`;
-  }).join('\n');
+  const script = statements
+    .map((s, i) => {
+      for (const [n, v] of s.params.entries()) defines.push('-D', `s${i}p${n + 1}=${paramText(v)}`);
+      // One statement per script command: pgbench ends a command at the line end or a semicolon.
+      return `${s.sql
+        .replace(/\$(\d+)/g, (_m, n) => `:s${i}p${n}`)
+        .replace(/\s+/g, ' ')
+        .trim()};`;
+    })
+    .join('\n');
   // pgbench reads any `:name` as a variable, even inside a literal: such a statement cannot be run as it is.
   const stray = /:(?!s\d+p\d+\b)[A-Za-z_]\w*/.exec(script.replace(/::/g, ''));
   if (stray) throw new Error(`pgbench would read ${stray[0]} in the statement as a variable`);
@@ -79,18 +103,25 @@ export async function pgbench(url: string, statements: Statement[], opts: { orgI
   fs.writeFileSync(file, `${script}\n`);
   const u = new URL(url);
   const env: Record<string, string> = {
-    ...process.env as Record<string, string>,
+    ...(process.env as Record<string, string>),
     PGOPTIONS: `-c role=${APP_ROLE}${opts.orgId ? ` -c app.org_id=${opts.orgId}` : ''}`,
-    PGHOST: u.searchParams.get('host') ?? u.hostname, PGPORT: u.port, PGUSER: decodeURIComponent(u.username),
-    PGPASSWORD: decodeURIComponent(u.password), PGDATABASE: u.pathname.slice(1) || 'postgres',
+    PGHOST: u.searchParams.get('host') ?? u.hostname,
+    PGPORT: u.port,
+    PGUSER: decodeURIComponent(u.username),
+    PGPASSWORD: decodeURIComponent(u.password),
+    PGDATABASE: u.pathname.slice(1) || 'postgres',
   };
   const clients = opts.clients ?? CONNECTIONS;
   const args = ['-n', '-M', 'prepared', '-c', String(clients), '-j', '2', '-T', String(opts.seconds ?? 10), '-f', file, ...defines];
   const output = await new Promise<string>((resolve) => {
     const child = spawn(pgbenchBinary(), args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { out += d; });
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      out += d;
+    });
     child.on('error', (e) => resolve(`spawn failed: ${e.message}`));
     child.on('close', () => resolve(out));
   });
@@ -101,19 +132,30 @@ export async function pgbench(url: string, statements: Statement[], opts: { orgI
   return { tps: tps ? Math.round(Number(tps[1])) : 0, latencyMs: lat ? Number(lat[1]) : 0, failed, output };
 }
 
-
 /** A reference case for the bare route server: the path it serves and the statements after authentication. */
-export interface BareCase { path: string; statements: Statement[]; limit?: number }
+export interface BareCase {
+  path: string;
+  statements: Statement[];
+  limit?: number;
+}
 
 /** Starts the bare route server (its own process) serving `cases`; resolves with its origin once up. */
 export async function startBareRoutes(ctx: BenchContext, cases: BareCase[], key: string): Promise<string> {
   const extra = ctx as unknown as Extra;
   const port = await freePort();
   const encoded = cases.map((c) => ({ ...c, statements: c.statements.map((s) => ({ sql: s.sql, params: s.params.map(paramText) })) }));
-  extra.startProcess('scripts/bench/bare-route-server.ts', { ...extra.serviceEnv, PORT: String(port), BARE_CASES: JSON.stringify(encoded) });
+  extra.startProcess('scripts/bench/bare-route-server.ts', {
+    ...extra.serviceEnv,
+    PORT: String(port),
+    BARE_CASES: JSON.stringify(encoded),
+  });
   const origin = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i += 1) {
-    try { if ((await fetch(`${origin}/bare${cases[0].path}`, { headers: { authorization: `Bearer ${key}` } })).ok) break; } catch { /* starting */ }
+    try {
+      if ((await fetch(`${origin}/bare${cases[0].path}`, { headers: { authorization: `Bearer ${key}` } })).ok) break;
+    } catch {
+      /* starting */
+    }
     if (i > 200) throw new Error('bare route server did not start');
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -123,11 +165,17 @@ export async function startBareRoutes(ctx: BenchContext, cases: BareCase[], key:
 const ROUNDS = 3;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const medianLoad = (rs: LoadResult[]): LoadResult => ({
-  requestsPerSecond: median(rs.map((r) => r.requestsPerSecond)), p50Ms: median(rs.map((r) => r.p50Ms)), p99Ms: median(rs.map((r) => r.p99Ms)),
-  errors: rs.reduce((a, r) => a + r.errors, 0), non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
+  requestsPerSecond: median(rs.map((r) => r.requestsPerSecond)),
+  p50Ms: median(rs.map((r) => r.p50Ms)),
+  p99Ms: median(rs.map((r) => r.p99Ms)),
+  errors: rs.reduce((a, r) => a + r.errors, 0),
+  non2xx: rs.reduce((a, r) => a + r.non2xx, 0),
 });
 const medianPg = (rs: PgbenchResult[]): PgbenchResult => ({
-  tps: median(rs.map((r) => r.tps)), latencyMs: median(rs.map((r) => r.latencyMs)), failed: rs.some((r) => r.failed), output: rs.map((r) => r.output).join('\n'),
+  tps: median(rs.map((r) => r.tps)),
+  latencyMs: median(rs.map((r) => r.latencyMs)),
+  failed: rs.some((r) => r.failed),
+  output: rs.map((r) => r.output).join('\n'),
 });
 const pct = (a: number, b: number) => `${Math.round((a / Math.max(1, b)) * 100)}%`;
 const figs = (r: LoadResult) => ({ 'req/s': r.requestsPerSecond, 'p50 ms': r.p50Ms, 'p99 ms': r.p99Ms, errors: r.errors + r.non2xx });
@@ -138,10 +186,23 @@ const figs = (r: LoadResult) => ({ 'req/s': r.requestsPerSecond, 'p50 ms': r.p50
  * without authentication), all at 50 connections, in turns (ROUNDS rounds of `seconds`/ROUNDS);
  * reports each and the ratios against the targets.
  */
-export async function compare(ctx: BenchContext, o: {
-  area: string; label: string; key: string; path: string; bareOrigin: string; barePath: string;
-  request: Statement[]; alone?: Statement[]; orgId: string; pgTarget: number; bareTarget?: number; seconds?: number;
-}): Promise<void> {
+export async function compare(
+  ctx: BenchContext,
+  o: {
+    area: string;
+    label: string;
+    key: string;
+    path: string;
+    bareOrigin: string;
+    barePath: string;
+    request: Statement[];
+    alone?: Statement[];
+    orgId: string;
+    pgTarget: number;
+    bareTarget?: number;
+    seconds?: number;
+  },
+): Promise<void> {
   const headers = { authorization: `Bearer ${o.key}` };
   const url = (ctx as unknown as Extra).serviceEnv.DATABASE_URL;
   await ctx.load({ path: o.path, headers, durationSeconds: 3 }); // warm-up
@@ -164,19 +225,36 @@ export async function compare(ctx: BenchContext, o: {
   const pgReq = medianPg(pgReqs);
   const pgAlone = o.alone ? medianPg(pgAlones) : null;
   for (const r of [pgReq, pgAlone]) if (r?.failed) ctx.log(`pgbench failed:\n${r.output}`);
-  ctx.report({ area: o.area, case: `${o.label}: Postgres alone, the request's ${o.request.length} statement(s) (pgbench -M prepared, 50 clients)`, figures: { tps: pgReq.tps, 'latency ms': pgReq.latencyMs, 'rounds tps': pgReqs.map((r) => r.tps).join('/') } });
-  if (pgAlone) ctx.report({ area: o.area, case: `${o.label}: Postgres alone, the handler's statement(s) only (pgbench -M prepared, 50 clients)`, figures: { tps: pgAlone.tps, 'latency ms': pgAlone.latencyMs, 'rounds tps': pgAlones.map((r) => r.tps).join('/') } });
-  ctx.report({ area: o.area, case: `${o.label}: bare Node route (node:http + pg + JSON.stringify, same statements)`, figures: { ...figs(bare), 'rounds req/s': bares.map((r) => r.requestsPerSecond).join('/') } });
+  ctx.report({
+    area: o.area,
+    case: `${o.label}: Postgres alone, the request's ${o.request.length} statement(s) (pgbench -M prepared, 50 clients)`,
+    figures: { tps: pgReq.tps, 'latency ms': pgReq.latencyMs, 'rounds tps': pgReqs.map((r) => r.tps).join('/') },
+  });
+  if (pgAlone)
+    ctx.report({
+      area: o.area,
+      case: `${o.label}: Postgres alone, the handler's statement(s) only (pgbench -M prepared, 50 clients)`,
+      figures: { tps: pgAlone.tps, 'latency ms': pgAlone.latencyMs, 'rounds tps': pgAlones.map((r) => r.tps).join('/') },
+    });
+  ctx.report({
+    area: o.area,
+    case: `${o.label}: bare Node route (node:http + pg + JSON.stringify, same statements)`,
+    figures: { ...figs(bare), 'rounds req/s': bares.map((r) => r.requestsPerSecond).join('/') },
+  });
   const toPg = full.requestsPerSecond / Math.max(1, pgReq.tps);
   const toBare = full.requestsPerSecond / Math.max(1, bare.requestsPerSecond);
   const tail = full.p99Ms < 4 * full.p50Ms;
   const met = toPg >= o.pgTarget && (o.bareTarget === undefined || toBare >= o.bareTarget) && tail && full.errors + full.non2xx === 0;
   ctx.report({
-    area: o.area, case: `${o.label}: full pipeline`,
+    area: o.area,
+    case: `${o.label}: full pipeline`,
     figures: {
-      ...figs(full), 'rounds req/s': fulls.map((r) => r.requestsPerSecond).join('/'), 'of Postgres (request)': pct(full.requestsPerSecond, pgReq.tps),
+      ...figs(full),
+      'rounds req/s': fulls.map((r) => r.requestsPerSecond).join('/'),
+      'of Postgres (request)': pct(full.requestsPerSecond, pgReq.tps),
       ...(pgAlone ? { 'of Postgres (handler only)': pct(full.requestsPerSecond, pgAlone.tps) } : {}),
-      'of bare route': pct(full.requestsPerSecond, bare.requestsPerSecond), 'p99/p50': (full.p99Ms / Math.max(1, full.p50Ms)).toFixed(1),
+      'of bare route': pct(full.requestsPerSecond, bare.requestsPerSecond),
+      'p99/p50': (full.p99Ms / Math.max(1, full.p50Ms)).toFixed(1),
     },
     target: `>= ${o.pgTarget * 100}% of Postgres${o.bareTarget !== undefined ? `, >= ${o.bareTarget * 100}% of bare` : ''}, p99 < 4x p50`,
     met,

@@ -7,9 +7,9 @@
 // pages and feed, articles) times the latency. Targets: one company well under 5 s; 20 in
 // parallel within 2x of one.
 import type { ChildProcess } from 'node:child_process';
+import { freePort } from '../../db/embedded.js';
 import { companySite, startSiteServer } from '../../test/support/site-server.js';
 import type { BenchArea, BenchContext } from './types.js';
-import { freePort } from '../../db/embedded.js';
 
 type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
@@ -18,7 +18,6 @@ const PAD_BYTES = 60 * 1024;
 const PARALLEL = 20;
 /** robots.txt, home page, the sales pages and feed (in parallel), the newest articles (in parallel). */
 const SEQUENTIAL_ROUNDS = 4;
-
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -30,25 +29,36 @@ const area: BenchArea = {
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
     const child = extra.startProcess('src/boot/main.ts', {
-      ...extra.serviceEnv, PORT: String(port), PUBLIC_BASE_URL: origin,
-      RESEARCH_SITE_URL_TEMPLATE: site.template, RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
+      ...extra.serviceEnv,
+      PORT: String(port),
+      PUBLIC_BASE_URL: origin,
+      RESEARCH_SITE_URL_TEMPLATE: site.template,
+      RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
     });
     try {
       for (let i = 0; ; i += 1) {
-        try { if ((await fetch(`${origin}/healthz`)).ok) break; } catch { /* starting */ }
+        try {
+          if ((await fetch(`${origin}/healthz`)).ok) break;
+        } catch {
+          /* starting */
+        }
         if (i > 200 || child.exitCode !== null) throw new Error('research service did not start');
         await new Promise((r) => setTimeout(r, 100));
       }
       const { orgId, key } = await ctx.newOrg();
       const adm = await fetch(`${origin}/admin/api/organizations/${orgId}`, {
-        method: 'PATCH', headers: { authorization: `Bearer ${ctx.adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ researchBudget: 1000 }),
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${ctx.adminToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ researchBudget: 1000 }),
       });
       if (!adm.ok) throw new Error(`raise budget: ${adm.status}`);
       const call = async (method: string, path: string, body?: unknown) => {
         const res = await fetch(`${origin}/api/v1${path}`, {
-          method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
+          method,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
         });
-        const json = await res.json() as Record<string, unknown>;
+        const json = (await res.json()) as Record<string, unknown>;
         if (res.status >= 300) throw new Error(`${method} ${path} -> ${res.status}: ${JSON.stringify(json)}`);
         return json;
       };
@@ -87,21 +97,29 @@ const area: BenchArea = {
       const wall = performance.now() - t0;
       const pages = results.reduce((s, r) => s + r.pages, 0);
       const requests = results.reduce((s, r) => s + r.requests, 0);
-      ctx.log(`crawl ms in parallel: median ${median(results.map((r) => r.crawlMs))}, max ${Math.max(...results.map((r) => r.crawlMs))}; request ms: median ${Math.round(median(results.map((r) => r.ms)))}`);
+      ctx.log(
+        `crawl ms in parallel: median ${median(results.map((r) => r.crawlMs))}, max ${Math.max(...results.map((r) => r.crawlMs))}; request ms: median ${Math.round(median(results.map((r) => r.ms)))}`,
+      );
       const floor = SEQUENTIAL_ROUNDS * LATENCY_MS;
 
       ctx.report({
-        area: 'research', case: `one company (${pagesPerCompany} pages, ${requestsPerCompany} requests of ~${PAD_BYTES / 1024} KB, ${LATENCY_MS} ms latency each)`,
+        area: 'research',
+        case: `one company (${pagesPerCompany} pages, ${requestsPerCompany} requests of ~${PAD_BYTES / 1024} KB, ${LATENCY_MS} ms latency each)`,
         figures: { 'median ms': Math.round(one), 'critical path ms': floor, 'ratio to critical path': (one / floor).toFixed(2) },
-        target: 'well under 5 s', met: one < 5000,
+        target: 'well under 5 s',
+        met: one < 5000,
       });
       ctx.report({
-        area: 'research', case: `${PARALLEL} companies in parallel`,
+        area: 'research',
+        case: `${PARALLEL} companies in parallel`,
         figures: {
-          'wall ms': Math.round(wall), 'pages/s': Math.round(pages / (wall / 1000)), 'requests/s': Math.round(requests / (wall / 1000)),
+          'wall ms': Math.round(wall),
+          'pages/s': Math.round(pages / (wall / 1000)),
+          'requests/s': Math.round(requests / (wall / 1000)),
           'ratio to one': (wall / one).toFixed(2),
         },
-        target: 'within 2x of one company', met: wall <= 2 * one,
+        target: 'within 2x of one company',
+        met: wall <= 2 * one,
       });
     } finally {
       child.kill('SIGTERM');

@@ -2,7 +2,13 @@
 // (scripts/bench/<area>.ts). Each area module default-exports a BenchArea.
 import type pg from 'pg';
 
-export interface LoadResult { requestsPerSecond: number; p50Ms: number; p99Ms: number; errors: number; non2xx: number }
+export interface LoadResult {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+  non2xx: number;
+}
 
 export interface LoadOptions {
   /** Path with query, relative to the origin, e.g. `/api/v1/contacts?limit=50`. */

@@ -12,7 +12,12 @@ import type { BenchArea, BenchContext } from './types.js';
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 20_000);
 const LATENCY_SAMPLES = 300;
 
-interface Receiver { url: string; arrivals: Map<string, number[]>; count: number; close(): Promise<void> }
+interface Receiver {
+  url: string;
+  arrivals: Map<string, number[]>;
+  count: number;
+  close(): Promise<void>;
+}
 
 async function startReceiver(): Promise<Receiver> {
   const r: Receiver = { url: '', arrivals: new Map(), count: 0, close: async () => {} };
@@ -25,8 +30,11 @@ async function startReceiver(): Promise<Receiver> {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string; data: { email?: string } };
         const key = body.data.email ?? body.id;
         const list = r.arrivals.get(key);
-        if (list) list.push(at); else r.arrivals.set(key, [at]);
-      } catch { /* counted anyway */ }
+        if (list) list.push(at);
+        else r.arrivals.set(key, [at]);
+      } catch {
+        /* counted anyway */
+      }
       r.count += 1;
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{}');
@@ -35,13 +43,18 @@ async function startReceiver(): Promise<Receiver> {
   server.keepAliveTimeout = 10_000;
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
   r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  r.close = () => new Promise<void>((ok) => { server.closeAllConnections(); server.close(() => ok()); });
+  r.close = () =>
+    new Promise<void>((ok) => {
+      server.closeAllConnections();
+      server.close(() => ok());
+    });
   return r;
 }
 
 async function call(ctx: BenchContext, key: string, method: string, path: string, body?: unknown) {
   const res = await fetch(`${ctx.origin}/api/v1${path}`, {
-    method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -66,14 +79,20 @@ async function throughput(ctx: BenchContext, orgId: string, rx: Receiver): Promi
   try {
     await client.query(`select set_config('app.system', 'on', false)`);
     await client.query('BEGIN');
-    await client.query(`
+    await client.query(
+      `
       INSERT INTO events (organization_id, id, type, api_version, data, resource_type, resource_id)
       SELECT $1, 'evt_bench' || lpad(g::text, 8, '0'), 'suppression.added', '2026-07-21',
              jsonb_build_object('email', 'bench' || g || '@example.com', 'level', 'ADDRESS'), 'SuppressionEntry', 'sup_bench' || g
-      FROM generate_series(1, $2::int) g`, [orgId, EVENTS]);
-    await client.query(`
+      FROM generate_series(1, $2::int) g`,
+      [orgId, EVENTS],
+    );
+    await client.query(
+      `
       SELECT enqueue_job('fanout_event', json_build_object('organizationId', $1::text, 'eventId', 'evt_bench' || lpad(g::text, 8, '0')))
-      FROM generate_series(1, $2::int) g`, [orgId, EVENTS]);
+      FROM generate_series(1, $2::int) g`,
+      [orgId, EVENTS],
+    );
     await client.query('COMMIT');
     committedAt = performance.now();
   } catch (e) {
@@ -87,9 +106,11 @@ async function throughput(ctx: BenchContext, orgId: string, rx: Receiver): Promi
   const seconds = (performance.now() - committedAt) / 1000;
   const perSecond = Math.round(target / seconds);
   ctx.report({
-    area: 'webhooks', case: `fan-out of ${EVENTS} events to 2 endpoints`,
+    area: 'webhooks',
+    case: `fan-out of ${EVENTS} events to 2 endpoints`,
     figures: { deliveries: target, seconds: round(seconds), deliveriesPerSecond: perSecond },
-    target: '>= 1000 deliveries/s', met: perSecond >= 1000,
+    target: '>= 1000 deliveries/s',
+    met: perSecond >= 1000,
   });
 }
 
@@ -107,9 +128,11 @@ async function latency(ctx: BenchContext, key: string, rx: Receiver): Promise<vo
   const p50 = round(pct(samples, 50));
   const p99 = round(pct(samples, 99));
   ctx.report({
-    area: 'webhooks', case: 'API call to webhook arrival (idle, 2 endpoints)',
+    area: 'webhooks',
+    case: 'API call to webhook arrival (idle, 2 endpoints)',
     figures: { samples: samples.length, p50Ms: p50, p99Ms: p99 },
-    target: 'p50 < 50 ms', met: p50 < 50,
+    target: 'p50 < 50 ms',
+    met: p50 < 50,
   });
 }
 

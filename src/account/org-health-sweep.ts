@@ -4,8 +4,8 @@
 // windows slide, the research budget resets with the usage period. A change emits org.health_changed.
 import { withSystem } from '../../db/database.js';
 import { emitMany } from '../platform/events.js';
-import { refreshOrgHealth } from './org-health.js';
 import type { Deps } from '../platform/services.js';
+import { refreshOrgHealth } from './org-health.js';
 
 const BATCH = 200;
 
@@ -15,7 +15,9 @@ export async function runOrgHealthSweep(deps: Deps): Promise<{ checked: number; 
   let after = '';
   for (;;) {
     const n = await withSystem(deps.db, async (trx) => {
-      const ids = (await trx.selectFrom('organizations').select('id').where('id', '>', after).orderBy('id').limit(BATCH).execute()).map((o) => o.id);
+      const ids = (await trx.selectFrom('organizations').select('id').where('id', '>', after).orderBy('id').limit(BATCH).execute()).map(
+        (o) => o.id,
+      );
       const changes = await refreshOrgHealth(trx, ids);
       for (const [org, event] of changes) await emitMany(trx, org, [event]);
       out.changed += changes.size;

@@ -6,14 +6,21 @@
 // Health is a report: the gates (a paused mailbox, the kill switch) are what stop mail.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { emitMany, type EmitInput } from '../platform/events.js';
+import { type EmitInput, emitMany } from '../platform/events.js';
 import { usagePeriod } from './usage.js';
 
 export type HealthState = 'healthy' | 'degraded' | 'blocked';
 export type Severity = 'degraded' | 'blocked';
 
 export interface HealthReason {
-  code: 'mailbox_paused' | 'mailbox_unverified' | 'no_sender' | 'bounce_rate' | 'complaint_rate' | 'webhook_endpoint_disabled' | 'research_budget_exhausted';
+  code:
+    | 'mailbox_paused'
+    | 'mailbox_unverified'
+    | 'no_sender'
+    | 'bounce_rate'
+    | 'complaint_rate'
+    | 'webhook_endpoint_disabled'
+    | 'research_budget_exhausted';
   severity: Severity;
   [detail: string]: unknown;
 }
@@ -72,24 +79,50 @@ export function reasonsOf(s: Signals): HealthReason[] {
   const allowDeployment = s.sending.allowDeploymentSender !== false;
   const deploymentPaused = s.sending.deploymentPaused === true;
   for (const m of s.bad_mailboxes) {
-    out.push({ code: m.status === 'paused' ? 'mailbox_paused' : 'mailbox_unverified', severity: 'degraded', mailboxId: m.id, email: m.email, reason: m.reason });
+    out.push({
+      code: m.status === 'paused' ? 'mailbox_paused' : 'mailbox_unverified',
+      severity: 'degraded',
+      mailboxId: m.id,
+      email: m.email,
+      reason: m.reason,
+    });
   }
-  if (allowDeployment && deploymentPaused) out.push({ code: 'mailbox_paused', severity: 'degraded', mailboxId: 'deployment', reason: null });
+  if (allowDeployment && deploymentPaused)
+    out.push({ code: 'mailbox_paused', severity: 'degraded', mailboxId: 'deployment', reason: null });
   if (!s.has_verified && !(allowDeployment && !deploymentPaused)) out.push({ code: 'no_sender', severity: 'blocked' });
   const window = { windowDays: BOUNCE_WINDOW_DAYS };
   if (s.sends >= BOUNCE_MIN_SENDS && s.bounces / s.sends >= BOUNCE_MAX_RATE) {
-    out.push({ code: 'bounce_rate', severity: 'degraded', bounces: s.bounces, sends: s.sends, ratePct: pct(s.bounces, s.sends), thresholdPct: BOUNCE_MAX_RATE * 100, ...window });
+    out.push({
+      code: 'bounce_rate',
+      severity: 'degraded',
+      bounces: s.bounces,
+      sends: s.sends,
+      ratePct: pct(s.bounces, s.sends),
+      thresholdPct: BOUNCE_MAX_RATE * 100,
+      ...window,
+    });
   }
   if (s.sends >= BOUNCE_MIN_SENDS && s.complaints / s.sends >= COMPLAINT_DEGRADED_RATE) {
     const blocked = s.complaints / s.sends >= COMPLAINT_BLOCKED_RATE;
     out.push({
-      code: 'complaint_rate', severity: blocked ? 'blocked' : 'degraded', complaints: s.complaints, sends: s.sends, ratePct: pct(s.complaints, s.sends),
-      thresholdPct: (blocked ? COMPLAINT_BLOCKED_RATE : COMPLAINT_DEGRADED_RATE) * 100, ...window,
+      code: 'complaint_rate',
+      severity: blocked ? 'blocked' : 'degraded',
+      complaints: s.complaints,
+      sends: s.sends,
+      ratePct: pct(s.complaints, s.sends),
+      thresholdPct: (blocked ? COMPLAINT_BLOCKED_RATE : COMPLAINT_DEGRADED_RATE) * 100,
+      ...window,
     });
   }
   for (const w of s.disabled_endpoints) out.push({ code: 'webhook_endpoint_disabled', severity: 'degraded', endpointId: w.id, url: w.url });
   if (s.research_budget > 0 && s.research_used >= s.research_budget) {
-    out.push({ code: 'research_budget_exhausted', severity: 'degraded', used: s.research_used, budget: s.research_budget, periodEnd: usagePeriod().end.toISOString() });
+    out.push({
+      code: 'research_budget_exhausted',
+      severity: 'degraded',
+      used: s.research_used,
+      budget: s.research_budget,
+      periodEnd: usagePeriod().end.toISOString(),
+    });
   }
   return out;
 }
@@ -101,7 +134,10 @@ export function stateOf(reasons: HealthReason[]): HealthState {
 
 /** What a reason is about (its code and subject): figures that move within it are not a change. */
 const identity = (reasons: HealthReason[]) =>
-  reasons.map((r) => `${r.code}:${String(r.mailboxId ?? r.endpointId ?? '')}:${r.severity}`).sort().join('|');
+  reasons
+    .map((r) => `${r.code}:${String(r.mailboxId ?? r.endpointId ?? '')}:${r.severity}`)
+    .sort()
+    .join('|');
 
 /**
  * Recomputes and stores the health of some organizations; returns, per organization whose state
@@ -118,10 +154,18 @@ export async function refreshOrgHealth(trx: Tx, orgIds: string[]): Promise<Map<s
     const reasons = reasonsOf(s);
     const state = stateOf(reasons);
     const changed = state !== s.health || identity(reasons) !== identity(s.health_reasons);
-    writes.push({ id: s.id, state, reasons: JSON.stringify(reasons), was: s.health, wasReasons: JSON.stringify(s.health_reasons), changed });
+    writes.push({
+      id: s.id,
+      state,
+      reasons: JSON.stringify(reasons),
+      was: s.health,
+      wasReasons: JSON.stringify(s.health_reasons),
+      changed,
+    });
     if (changed) {
       changes.set(s.id, {
-        type: 'org.health_changed', resource: { type: 'Organization', id: s.id },
+        type: 'org.health_changed',
+        resource: { type: 'Organization', id: s.id },
         data: { organizationId: s.id, from: s.health, to: state, reasons },
       });
     }
@@ -148,7 +192,9 @@ export async function recheckOrgHealth(trx: Tx, org: string): Promise<void> {
 /** The health as the operator API shows it. */
 export function healthBody(o: { health: string; health_reasons: unknown; health_changed_at: Date | null; health_checked_at: Date | null }) {
   return {
-    state: o.health as HealthState, reasons: o.health_reasons as (HealthReason & { code: HealthReason['code'] })[],
-    changedAt: o.health_changed_at ? o.health_changed_at.toISOString() : null, checkedAt: o.health_checked_at ? o.health_checked_at.toISOString() : null,
+    state: o.health as HealthState,
+    reasons: o.health_reasons as (HealthReason & { code: HealthReason['code'] })[],
+    changedAt: o.health_changed_at ? o.health_changed_at.toISOString() : null,
+    checkedAt: o.health_checked_at ? o.health_checked_at.toISOString() : null,
   };
 }

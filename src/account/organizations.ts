@@ -2,11 +2,11 @@
 // operator path exists.
 import type { Db, Tx } from '../../db/database.js';
 import { withSystem } from '../../db/database.js';
+import { experimentSettings } from '../analytics/holdout.js';
+import { sendingSettings } from '../dispatch/settings.js';
 import type { adminOperations } from '../http/handler.js';
 import { notFound } from '../http/problems.js';
 import { isoNN } from '../platform/ids.js';
-import { experimentSettings } from '../analytics/holdout.js';
-import { sendingSettings } from '../dispatch/settings.js';
 import { healthBody } from './org-health.js';
 import { organizationOwner } from './people.js';
 
@@ -30,10 +30,18 @@ export async function organizationBody(trx: Tx, orgId: string): Promise<Organiza
   if (!o) throw notFound('organization');
   const owner = await organizationOwner(trx, orgId);
   return {
-    id: o.id, name: o.name, plan: o.plan as Organization['plan'], flags: { v1_2_api_send: o.flags.v1_2_api_send === true },
-    researchBudget: o.research_budget, researchTtlDays: o.research_ttl_days, draftsPerMonth: o.drafts_per_month,
-    sending: sendingSettings(o.sending), advisoryActions: o.advisory_actions as Organization['advisoryActions'],
-    experiments: experimentSettings(o.experiments), owner: { ...owner, role: owner.role as Organization['owner']['role'] },
-    health: healthBody(o) as never, createdAt: isoNN(o.created_at),
+    id: o.id,
+    name: o.name,
+    plan: o.plan as Organization['plan'],
+    flags: { v1_2_api_send: o.flags.v1_2_api_send === true },
+    researchBudget: o.research_budget,
+    researchTtlDays: o.research_ttl_days,
+    draftsPerMonth: o.drafts_per_month,
+    sending: sendingSettings(o.sending),
+    advisoryActions: o.advisory_actions as Organization['advisoryActions'],
+    experiments: experimentSettings(o.experiments),
+    owner: { ...owner, role: owner.role as Organization['owner']['role'] },
+    health: healthBody(o) as never,
+    createdAt: isoNN(o.created_at),
   };
 }

@@ -17,7 +17,11 @@ const periodKey = (p: { start: Date }) => p.start.toISOString().slice(0, 10);
 export const QUOTA_WARNING_SHARE = 0.8;
 
 export interface UsageRow {
-  drafts_created: number; drafts_regenerated: number; sends_attempted: number; llm_tokens: number; llm_cost_millicents: number;
+  drafts_created: number;
+  drafts_regenerated: number;
+  sends_attempted: number;
+  llm_tokens: number;
+  llm_cost_millicents: number;
 }
 
 /** The period's counters (zero when nothing was used yet) and the organization's plan and draft allowance. */
@@ -45,15 +49,27 @@ export async function draftsRemaining(trx: Tx, organizationId: string): Promise<
  * ahead. Emits quota.warning when this use crosses the warning share for the first time this period.
  */
 export async function takeDrafts(
-  trx: Tx, organizationId: string,
+  trx: Tx,
+  organizationId: string,
   wanted: { created: number; regenerated: number; llmTokens: number; llmCostMillicents: number },
 ): Promise<{ created: number; regenerated: number }> {
   const period = usagePeriod();
   const key = periodKey(period);
-  await sql`INSERT INTO usage_counters (organization_id, period_start) VALUES (${organizationId}, ${key}) ON CONFLICT DO NOTHING`.execute(trx);
-  const cur = await trx.selectFrom('usage_counters').select(['drafts_created', 'drafts_regenerated', 'quota_warned_at'])
-    .where('organization_id', '=', organizationId).where('period_start', '=', key).forUpdate().executeTakeFirstOrThrow();
-  const o = await trx.selectFrom('organizations').select(['plan', 'drafts_per_month']).where('id', '=', organizationId).executeTakeFirstOrThrow();
+  await sql`INSERT INTO usage_counters (organization_id, period_start) VALUES (${organizationId}, ${key}) ON CONFLICT DO NOTHING`.execute(
+    trx,
+  );
+  const cur = await trx
+    .selectFrom('usage_counters')
+    .select(['drafts_created', 'drafts_regenerated', 'quota_warned_at'])
+    .where('organization_id', '=', organizationId)
+    .where('period_start', '=', key)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
+  const o = await trx
+    .selectFrom('organizations')
+    .select(['plan', 'drafts_per_month'])
+    .where('id', '=', organizationId)
+    .executeTakeFirstOrThrow();
   const limit = o.drafts_per_month ?? draftsPerMonth(o.plan);
   const before = cur.drafts_created + cur.drafts_regenerated;
   let left = Math.max(0, limit - before);
@@ -62,17 +78,30 @@ export async function takeDrafts(
   const regenerated = Math.min(wanted.regenerated, left);
   const after = before + created + regenerated;
   const warn = cur.quota_warned_at === null && limit > 0 && after >= QUOTA_WARNING_SHARE * limit;
-  await trx.updateTable('usage_counters').set({
-    drafts_created: sql`drafts_created + ${created}`, drafts_regenerated: sql`drafts_regenerated + ${regenerated}`,
-    llm_tokens: sql`llm_tokens + ${wanted.llmTokens}`, llm_cost_millicents: sql`llm_cost_millicents + ${Math.round(wanted.llmCostMillicents)}`,
-    ...(warn ? { quota_warned_at: sql`now_ms()` } : {}),
-  } as never).where('organization_id', '=', organizationId).where('period_start', '=', key).execute();
+  await trx
+    .updateTable('usage_counters')
+    .set({
+      drafts_created: sql`drafts_created + ${created}`,
+      drafts_regenerated: sql`drafts_regenerated + ${regenerated}`,
+      llm_tokens: sql`llm_tokens + ${wanted.llmTokens}`,
+      llm_cost_millicents: sql`llm_cost_millicents + ${Math.round(wanted.llmCostMillicents)}`,
+      ...(warn ? { quota_warned_at: sql`now_ms()` } : {}),
+    } as never)
+    .where('organization_id', '=', organizationId)
+    .where('period_start', '=', key)
+    .execute();
   if (warn) {
     await emit(trx, organizationId, {
-      type: 'quota.warning', resource: { type: 'Organization', id: organizationId },
+      type: 'quota.warning',
+      resource: { type: 'Organization', id: organizationId },
       data: {
-        quota: 'drafts_per_month', limit, used: after, remaining: Math.max(0, limit - after),
-        percentUsed: Math.floor((100 * after) / limit), periodStart: period.start.toISOString(), periodEnd: period.end.toISOString(),
+        quota: 'drafts_per_month',
+        limit,
+        used: after,
+        remaining: Math.max(0, limit - after),
+        percentUsed: Math.floor((100 * after) / limit),
+        periodStart: period.start.toISOString(),
+        periodEnd: period.end.toISOString(),
       },
     });
   }

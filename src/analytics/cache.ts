@@ -7,13 +7,18 @@ import type { Tx } from '../../db/database.js';
 
 export const CACHE_SECONDS = 300;
 
-export interface Memoized { text: string; hit: boolean }
+export interface Memoized {
+  text: string;
+  hit: boolean;
+}
 
 /** The cached body of `key` if it is younger than CACHE_SECONDS, else `compute()`'s, stored. */
 export async function memoized(conn: Tx, organizationId: string, key: string, compute: () => Promise<unknown>): Promise<Memoized> {
   const cached = await sql<{ body: string }>`
     SELECT body FROM analytics_cache
-    WHERE organization_id = ${organizationId} AND cache_key = ${key} AND computed_at > now() - make_interval(secs => ${CACHE_SECONDS})`.execute(conn);
+    WHERE organization_id = ${organizationId} AND cache_key = ${key} AND computed_at > now() - make_interval(secs => ${CACHE_SECONDS})`.execute(
+    conn,
+  );
   if (cached.rows[0]) return { text: cached.rows[0].body, hit: true };
   const text = JSON.stringify(await compute());
   // The organization's expired entries go with the write, so the table holds only live answers.

@@ -8,7 +8,7 @@
 //   before the deal, among its contacts' sequences that had sent before the deal (ties: smaller
 //   id); the cohort's buckets count the deals credited to their sequences.
 import { CompiledQuery } from 'kysely';
-import { transactionOn, type Db, type Tx } from '../../db/database.js';
+import { type Db, type Tx, transactionOn } from '../../db/database.js';
 import { COUNTED } from '../dispatch/send.js';
 import { invalid } from '../http/problems.js';
 import { pct } from './stats.js';
@@ -124,15 +124,27 @@ LEFT JOIN contact_lists l ON g.by_list = 0 AND l.organization_id = $1 AND l.id =
 }
 
 interface FunnelRow {
-  by_product: number; by_list: number; product_id: string | null; list_id: string | null;
-  product_name: string | null; list_name: string | null;
-  started: number; sent: number; replied: number; meeting: number; deals: number; won: number;
-  won_cents: number; open_cents: number; all_deals: number;
+  by_product: number;
+  by_list: number;
+  product_id: string | null;
+  list_id: string | null;
+  product_name: string | null;
+  list_name: string | null;
+  started: number;
+  sent: number;
+  replied: number;
+  meeting: number;
+  deals: number;
+  won: number;
+  won_cents: number;
+  open_cents: number;
+  all_deals: number;
 }
 
 function bucket(r: FunnelRow, key: string | null, label: string | null) {
   return {
-    key, label,
+    key,
+    label,
     sequencesStarted_count: r.started,
     sequencesSent_count: r.sent,
     sequencesReplied_count: r.replied,
@@ -154,9 +166,12 @@ export type FunnelBucket = ReturnType<typeof bucket>;
 
 /** Rows by sequences started, most first, then key (the null key last). */
 function ordered(rows: FunnelBucket[]): FunnelBucket[] {
-  return rows.sort((a, b) => b.sequencesStarted_count - a.sequencesStarted_count
-    || (a.key === null ? 1 : 0) - (b.key === null ? 1 : 0)
-    || (a.key !== null && b.key !== null ? (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) : 0));
+  return rows.sort(
+    (a, b) =>
+      b.sequencesStarted_count - a.sequencesStarted_count ||
+      (a.key === null ? 1 : 0) - (b.key === null ? 1 : 0) ||
+      (a.key !== null && b.key !== null ? (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) : 0),
+  );
 }
 
 /**
@@ -165,12 +180,16 @@ function ordered(rows: FunnelBucket[]): FunnelBucket[] {
  */
 export async function computeFunnel(conn: Tx, organizationId: string, from: string, to: string) {
   const q = funnelQuery(organizationId, from, to);
-  const result = await transactionOn(conn as Db, () => conn.executeQuery<FunnelRow>(CompiledQuery.raw(q.text, q.values)),
-    'SET LOCAL plan_cache_mode = force_custom_plan');
+  const result = await transactionOn(
+    conn as Db,
+    () => conn.executeQuery<FunnelRow>(CompiledQuery.raw(q.text, q.values)),
+    'SET LOCAL plan_cache_mode = force_custom_plan',
+  );
   const rows = result.rows;
   const total = rows.find((r) => r.by_product === 1 && r.by_list === 1)!;
   return {
-    from, to,
+    from,
+    to,
     totals: bucket(total, null, null),
     byProduct: ordered(rows.filter((r) => r.by_product === 0).map((r) => bucket(r, r.product_id, r.product_name))),
     byList: ordered(rows.filter((r) => r.by_list === 0).map((r) => bucket(r, r.list_id, r.list_name))),

@@ -37,7 +37,12 @@ export function assignmentBucket(organizationId: string, experiment: Experiment,
  * returns those held out. One statement; when the experiment is off (holdoutPercent 0) it writes
  * nothing and holds out nobody. Runs in the caller's transaction, bound to the organization.
  */
-export async function heldOutUnits(trx: Tx, organizationId: string, experiment: Experiment, unitIds: Iterable<string>): Promise<Set<string>> {
+export async function heldOutUnits(
+  trx: Tx,
+  organizationId: string,
+  experiment: Experiment,
+  unitIds: Iterable<string>,
+): Promise<Set<string>> {
   const ids = [...new Set(unitIds)];
   if (ids.length === 0) return new Set();
   const buckets = ids.map((id) => assignmentBucket(organizationId, experiment, id));

@@ -11,7 +11,12 @@ import { newcombeDifference, pct, round1 } from './stats.js';
 export const HORIZON_DAYS: Record<Experiment, number> = { ai_email_lift: 30, ai_actions: 90 };
 
 type Arm = 'control' | 'treatment';
-interface ArmRow { arm: Arm; assigned: number; hits1: number; hits2: number }
+interface ArmRow {
+  arm: Arm;
+  assigned: number;
+  hits1: number;
+  hits2: number;
+}
 
 /** Accounts: `meeting` (primary) and `positive` replies or meetings of their contacts within the horizon. */
 async function emailArms(trx: Tx, org: string, at: Date): Promise<ArmRow[]> {
@@ -76,7 +81,13 @@ async function actionArms(trx: Tx, org: string, at: Date): Promise<ArmRow[]> {
 
 type EndpointKey = 'meeting' | 'positive' | 'won' | 'advanced';
 
-function experiment<U extends 'account' | 'deal'>(unit: U, experimentName: Experiment, keys: readonly [EndpointKey, EndpointKey], rows: ArmRow[], at: Date) {
+function experiment<U extends 'account' | 'deal'>(
+  unit: U,
+  experimentName: Experiment,
+  keys: readonly [EndpointKey, EndpointKey],
+  rows: ArmRow[],
+  at: Date,
+) {
   const arm = (name: Arm) => {
     const r = rows.find((x) => x.arm === name) ?? { assigned: 0, hits1: 0, hits2: 0 };
     return {

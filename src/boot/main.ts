@@ -9,11 +9,11 @@
 // loaded after the port is held, so a taken port or a bad variable answers at once.
 import type { Runner } from 'graphile-worker';
 import type { Logger } from 'pino';
-import { ConfigError, loadConfig } from '../platform/config.js';
 import type { InboundListener } from '../inbound/smtp-listener.js';
+import { ConfigError, loadConfig } from '../platform/config.js';
 import { createLogger } from '../platform/logger.js';
 import type { Runtime } from './runtime.js';
-import { bindHttp, dataDirFailure, probeInboundPort, startFailureLine, type HttpListener } from './startup.js';
+import { bindHttp, dataDirFailure, type HttpListener, probeInboundPort, startFailureLine } from './startup.js';
 
 /** What a SIGTERM must finish within; past it the process exits (taking Postgres along, see db/embedded.ts). */
 const STOP_LIMIT_MS = 9000;
@@ -23,16 +23,25 @@ let log: Logger | null = null;
 let stopping = false;
 
 class Interrupted extends Error {}
-const checkpoint = () => { if (stopping) throw new Interrupted(); };
+const checkpoint = () => {
+  if (stopping) throw new Interrupted();
+};
 
 /** Each part stops before what it depends on; one failing stop does not skip the others. */
 async function stopAll(): Promise<void> {
   const steps = [
-    () => parts.http?.close(), () => parts.inbound?.close(), () => parts.worker?.stop(),
-    () => parts.rt?.close(), () => parts.stopDb?.(),
+    () => parts.http?.close(),
+    () => parts.inbound?.close(),
+    () => parts.worker?.stop(),
+    () => parts.rt?.close(),
+    () => parts.stopDb?.(),
   ];
   for (const step of steps) {
-    try { await step(); } catch (e) { log?.warn({ err: startFailureLine(e) }, 'stopping a part failed'); }
+    try {
+      await step();
+    } catch (e) {
+      log?.warn({ err: startFailureLine(e) }, 'stopping a part failed');
+    }
   }
 }
 
@@ -42,8 +51,14 @@ function onSignal(signal: NodeJS.Signals): void {
   if (stopping) return;
   stopping = true;
   log?.info({ signal }, 'shutting down');
-  setTimeout(() => { console.error(`stop took longer than ${STOP_LIMIT_MS / 1000} s; exiting`); process.exit(1); }, STOP_LIMIT_MS).unref();
-  if (running) { void stopAll().then(() => process.exit(0)); return; }
+  setTimeout(() => {
+    console.error(`stop took longer than ${STOP_LIMIT_MS / 1000} s; exiting`);
+    process.exit(1);
+  }, STOP_LIMIT_MS).unref();
+  if (running) {
+    void stopAll().then(() => process.exit(0));
+    return;
+  }
   // While starting, the start sees `stopping` at its next step and stops what it started; a step
   // waiting on the embedded Postgres is cut short by stopping it now.
   if (embedded) void import('../../db/embedded.js').then((m) => m.interruptStart());
@@ -66,14 +81,18 @@ async function main(): Promise<void> {
   try {
     // Written before Postgres starts: an unwritable DATA_DIR fails here, in a moment.
     admin = resolveAdminToken(config);
-  } catch (e) { throw dataDirFailure(e, config) ?? e; }
+  } catch (e) {
+    throw dataDirFailure(e, config) ?? e;
+  }
   const db = await startDatabase(config, log);
   parts.stopDb = db.stopDb;
   checkpoint();
   const runConfig = { ...config, adminToken: admin.token };
   try {
     parts.rt = openRuntime(runConfig, log, db.url);
-  } catch (e) { throw dataDirFailure(e, config) ?? e; }
+  } catch (e) {
+    throw dataDirFailure(e, config) ?? e;
+  }
   // The worker is up before requests are served: a healthy service has both (unless it runs apart).
   if (runConfig.runWorker) parts.worker = await runWorker(parts.rt);
   checkpoint();
@@ -86,9 +105,14 @@ async function main(): Promise<void> {
   console.log(`API:        ${base}/api/v1`);
   console.log(`API docs:   ${base}/docs (operator API: ${base}/admin/docs)`);
   console.log(admin.file ? `Operator token: in ${admin.file}` : 'Operator token: from ADMIN_TOKEN');
-  console.log(`Listening on ${config.host} port ${parts.http.port}${config.databaseUrl ? '' : ` with embedded Postgres in ${config.dataDir}`}`);
+  console.log(
+    `Listening on ${config.host} port ${parts.http.port}${config.databaseUrl ? '' : ` with embedded Postgres in ${config.dataDir}`}`,
+  );
   if (!parts.worker) console.log('Worker: not in this process (RUN_WORKER=false); run `npm run worker` against the same database');
-  if (parts.inbound) console.log(`Inbound SMTP: port ${parts.inbound.port}${config.inboundReplyDomain ? ` (reply addresses at ${config.inboundReplyDomain})` : ''}`);
+  if (parts.inbound)
+    console.log(
+      `Inbound SMTP: port ${parts.inbound.port}${config.inboundReplyDomain ? ` (reply addresses at ${config.inboundReplyDomain})` : ''}`,
+    );
 }
 
 main().catch(async (e) => {

@@ -1,33 +1,33 @@
 // Assembles the service from its parts; used by `npm start`, `npm run worker`, tests and bench.
-import fs from 'node:fs';
-import crypto from 'node:crypto';
-import path from 'node:path';
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
-import { sql } from 'kysely';
-import type { Runner } from 'graphile-worker';
-import type { Logger } from 'pino';
-import type pg from 'pg';
-import { APP_ROLE, createDb, createPool, migrate, type Db } from '../../db/database.js';
-import { ConfigError, loadConfig } from '../platform/config.js';
-import { createLogger } from '../platform/logger.js';
-import type { Config } from '../platform/config.js';
-import { createApp } from '../http/app.js';
-import { handlers } from '../../handlers/index.js';
-import { adminHandlers } from '../../handlers/admin/index.js';
 
-import { createSecretBox, loadSecretKey } from '../platform/secret-box.js';
-import type { Services } from '../platform/services.js';
-import { startWorker } from './worker.js';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { type ServerType, serve } from '@hono/node-server';
+import type { Runner } from 'graphile-worker';
+import { sql } from 'kysely';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { APP_ROLE, createDb, createPool, type Db, migrate } from '../../db/database.js';
+import { adminHandlers } from '../../handlers/admin/index.js';
+import { handlers } from '../../handlers/index.js';
+import { createApp } from '../http/app.js';
+import { type InboundListener, startInboundSmtp } from '../inbound/smtp-listener.js';
+import { createIpHasher } from '../leads/client-ip.js';
 import { createModelClient } from '../llm/client.js';
 import { createSigner } from '../mail/tokens.js';
 import { createTransports } from '../mail/transports.js';
-import { createIpHasher } from '../leads/client-ip.js';
-import { startInboundSmtp, type InboundListener } from '../inbound/smtp-listener.js';
-import { checkDatabase, dataDirFailure, databaseFailure, StartError } from './startup.js';
+import type { Config } from '../platform/config.js';
+import { ConfigError, loadConfig } from '../platform/config.js';
+import { createLogger } from '../platform/logger.js';
+import { createSecretBox, loadSecretKey } from '../platform/secret-box.js';
+import type { Services } from '../platform/services.js';
+import { checkDatabase, databaseFailure, dataDirFailure, StartError } from './startup.js';
+import { startWorker } from './worker.js';
 
 /** The handler registries, for the tests and the bench that build an app or call a handler themselves. */
-export { handlers, adminHandlers };
+export { adminHandlers, handlers };
 
 export interface Runtime {
   config: Config;
@@ -70,14 +70,28 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
     ipHash: createIpHasher(secretKey),
   };
   const app = createApp({
-    config, db, requestDb: createDb(requestPool), services, log, handlers, adminHandlers, metricsDb: ownerDb,
+    config,
+    db,
+    requestDb: createDb(requestPool),
+    services,
+    log,
+    handlers,
+    adminHandlers,
+    metricsDb: ownerDb,
     health: async () => {
       const r = await sql<{ ok: boolean }>`select to_regclass('public.organizations') is not null as ok`.execute(db);
       return r.rows[0]?.ok === true;
     },
   });
   return {
-    config, log, appPool, ownerPool, db, ownerDb, services, app,
+    config,
+    log,
+    appPool,
+    ownerPool,
+    db,
+    ownerDb,
+    services,
+    app,
     async close() {
       services.mail.close();
       await Promise.allSettled([appPool.end(), requestPool.end(), ownerPool.end()]);
@@ -85,17 +99,22 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
   };
 }
 
-export async function serveHttp(rt: Runtime, port: number, hostname?: string): Promise<{ server: ServerType; port: number; close(): Promise<void> }> {
+export async function serveHttp(
+  rt: Runtime,
+  port: number,
+  hostname?: string,
+): Promise<{ server: ServerType; port: number; close(): Promise<void> }> {
   return new Promise((resolve) => {
     const server = serve({ fetch: rt.app.fetch, port, hostname }, (info: AddressInfo) => {
       resolve({
         server,
         port: info.port,
-        close: () => new Promise<void>((r) => {
-          server.close(() => r());
-          // Idle keep-alive sockets would hold the drain open.
-          (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-        }),
+        close: () =>
+          new Promise<void>((r) => {
+            server.close(() => r());
+            // Idle keep-alive sockets would hold the drain open.
+            (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+          }),
       });
     });
   });
@@ -109,7 +128,10 @@ export async function runWorker(rt: Runtime, concurrency?: number): Promise<Runn
 export async function serveInbound(rt: Runtime): Promise<InboundListener | null> {
   const { config } = rt;
   if (config.inboundSmtpPort === null) return null;
-  return startInboundSmtp({ db: rt.db, config, services: rt.services, log: rt.log }, { port: config.inboundSmtpPort, host: config.inboundSmtpHost });
+  return startInboundSmtp(
+    { db: rt.db, config, services: rt.services, log: rt.log },
+    { port: config.inboundSmtpPort, host: config.inboundSmtpHost },
+  );
 }
 
 /**
@@ -146,9 +168,12 @@ export async function boot(): Promise<{ config: Config; log: Logger; url: string
   try {
     config = loadConfig();
   } catch (e) {
-    if (e instanceof ConfigError) { console.error(`configuration error: ${e.message}`); process.exit(1); }
+    if (e instanceof ConfigError) {
+      console.error(`configuration error: ${e.message}`);
+      process.exit(1);
+    }
     throw e;
   }
   const log = createLogger(config.logLevel);
-  return { config, log, ...await startDatabase(config, log) };
+  return { config, log, ...(await startDatabase(config, log)) };
 }

@@ -1,8 +1,9 @@
 // What can go wrong while the service starts, said in one line that names the variable or file to
 // fix. The HTTP port is bound (and the inbound SMTP port probed) before Postgres starts, so a port
 // in use costs no database start; whatever did start is stopped again by the caller.
-import net from 'node:net';
+
 import type { AddressInfo } from 'node:net';
+import net from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import pg from 'pg';
 import type { Config } from '../platform/config.js';
@@ -29,7 +30,9 @@ function listenFailure(e: NodeJS.ErrnoException, host: string, port: number, var
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
-      return new StartError(`${vars.host} ${host} is not an address of this machine: set ${vars.host} to one of its addresses (127.0.0.1, or 0.0.0.0 for all)`);
+      return new StartError(
+        `${vars.host} ${host} is not an address of this machine: set ${vars.host} to one of its addresses (127.0.0.1, or 0.0.0.0 for all)`,
+      );
     default:
       return new StartError(`cannot listen on ${vars.host} ${host} ${vars.port} ${port}: ${e.code ?? e.message}`);
   }
@@ -38,22 +41,34 @@ function listenFailure(e: NodeJS.ErrnoException, host: string, port: number, var
 /** Binds HOST:PORT now; requests wait for `ready` by getting a 503 they may retry shortly. */
 export async function bindHttp(config: Config, baseUrl: string): Promise<HttpListener> {
   let handler: Fetch | null = null;
-  const starting = () => new Response(JSON.stringify({
-    type: `${baseUrl}/problems/service-unavailable`, title: 'Service unavailable', status: 503, detail: 'The service is starting.',
-  }), { status: 503, headers: { 'Content-Type': 'application/problem+json', 'Retry-After': '1' } });
+  const starting = () =>
+    new Response(
+      JSON.stringify({
+        type: `${baseUrl}/problems/service-unavailable`,
+        title: 'Service unavailable',
+        status: 503,
+        detail: 'The service is starting.',
+      }),
+      { status: 503, headers: { 'Content-Type': 'application/problem+json', 'Retry-After': '1' } },
+    );
   const server = createAdaptorServer({ fetch: (req: Request, env: unknown) => (handler ? handler(req, env) : starting()) });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (e) => reject(listenFailure(e as NodeJS.ErrnoException, config.host, config.port, { port: 'PORT', host: 'HOST' })));
+    server.once('error', (e) =>
+      reject(listenFailure(e as NodeJS.ErrnoException, config.host, config.port, { port: 'PORT', host: 'HOST' })),
+    );
     server.listen(config.port, config.host, () => resolve());
   });
   return {
     port: (server.address() as AddressInfo).port,
-    ready(fetch) { handler = fetch; },
-    close: () => new Promise<void>((r) => {
-      server.close(() => r());
-      // Idle keep-alive sockets would hold the drain open.
-      (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-    }),
+    ready(fetch) {
+      handler = fetch;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        // Idle keep-alive sockets would hold the drain open.
+        (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+      }),
   };
 }
 
@@ -63,7 +78,9 @@ export async function probeInboundPort(config: Config): Promise<void> {
   const { inboundSmtpPort: port, inboundSmtpHost: host } = config;
   const probe = net.createServer();
   await new Promise<void>((resolve, reject) => {
-    probe.once('error', (e) => reject(listenFailure(e as NodeJS.ErrnoException, host, port, { port: 'INBOUND_SMTP_PORT', host: 'INBOUND_SMTP_HOST' })));
+    probe.once('error', (e) =>
+      reject(listenFailure(e as NodeJS.ErrnoException, host, port, { port: 'INBOUND_SMTP_PORT', host: 'INBOUND_SMTP_HOST' })),
+    );
     probe.listen(port, host, () => probe.close(() => resolve()));
   });
 }
@@ -73,7 +90,9 @@ function where(url: string): string {
     const u = new URL(url);
     const socket = u.searchParams.get('host');
     return socket ? `socket ${socket}` : `${u.hostname}:${u.port || 5432}`;
-  } catch { return 'the configured server'; }
+  } catch {
+    return 'the configured server';
+  }
 }
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET', 'ENOENT']);
@@ -82,20 +101,37 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOU
 export function databaseFailure(e: unknown, config: Config, url: string): StartError {
   const err = e as { code?: string; message?: string; path?: string };
   const message = (err.message ?? String(e)).replace(/\s+/g, ' ').trim();
-  if (!config.databaseUrl) return new StartError(message.startsWith('DATA_DIR') ? message : `DATA_DIR ${config.dataDir}: the embedded Postgres failed: ${message}`);
-  const name = (() => { try { return new URL(url); } catch { return null; } })();
+  if (!config.databaseUrl)
+    return new StartError(
+      message.startsWith('DATA_DIR') ? message : `DATA_DIR ${config.dataDir}: the embedded Postgres failed: ${message}`,
+    );
+  const name = (() => {
+    try {
+      return new URL(url);
+    } catch {
+      return null;
+    }
+  })();
   const user = decodeURIComponent(name?.username || process.env.PGUSER || 'postgres');
   const database = decodeURIComponent(name?.pathname.slice(1) || user);
-  if (err.code && UNREACHABLE.has(err.code)) return new StartError(`DATABASE_URL: cannot reach Postgres at ${where(url)} (${err.code}): check the host and port, and that Postgres is running`);
-  if (/timeout/i.test(message)) return new StartError(`DATABASE_URL: Postgres at ${where(url)} did not answer in time: check the host and port`);
+  if (err.code && UNREACHABLE.has(err.code))
+    return new StartError(
+      `DATABASE_URL: cannot reach Postgres at ${where(url)} (${err.code}): check the host and port, and that Postgres is running`,
+    );
+  if (/timeout/i.test(message))
+    return new StartError(`DATABASE_URL: Postgres at ${where(url)} did not answer in time: check the host and port`);
   switch (err.code) {
     case '28P01':
     case '28000':
-      return new StartError(`DATABASE_URL: Postgres at ${where(url)} refused user "${user}" (${message}): check the user name and password`);
+      return new StartError(
+        `DATABASE_URL: Postgres at ${where(url)} refused user "${user}" (${message}): check the user name and password`,
+      );
     case '3D000':
       return new StartError(`DATABASE_URL: database "${database}" does not exist at ${where(url)}: create it or name another`);
     case '42501':
-      return new StartError(`DATABASE_URL: user "${user}" lacks a privilege the migrations need (${message}): it needs CREATEROLE the first time, to create the outbound_app role`);
+      return new StartError(
+        `DATABASE_URL: user "${user}" lacks a privilege the migrations need (${message}): it needs CREATEROLE the first time, to create the outbound_app role`,
+      );
     default:
       return new StartError(`DATABASE_URL: ${message}`);
   }
@@ -110,8 +146,11 @@ export async function checkDatabase(url: string): Promise<void> {
   client.on('error', () => {});
   try {
     await client.connect();
-    const r = await client.query<{ v: number }>('SELECT current_setting(\'server_version_num\')::int AS v');
-    if (r.rows[0].v < 140000) throw Object.assign(new Error(`Postgres ${Math.floor(r.rows[0].v / 10000)} is too old: version 14 or newer is needed`), { code: 'VERSION' });
+    const r = await client.query<{ v: number }>("SELECT current_setting('server_version_num')::int AS v");
+    if (r.rows[0].v < 140000)
+      throw Object.assign(new Error(`Postgres ${Math.floor(r.rows[0].v / 10000)} is too old: version 14 or newer is needed`), {
+        code: 'VERSION',
+      });
   } finally {
     await client.end().catch(() => {});
   }
@@ -121,7 +160,9 @@ export async function checkDatabase(url: string): Promise<void> {
 export function dataDirFailure(e: unknown, config: Config): StartError | null {
   const err = e as NodeJS.ErrnoException;
   if (!err || typeof err !== 'object' || !['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'ENOSPC', 'EEXIST'].includes(err.code ?? '')) return null;
-  return new StartError(`DATA_DIR ${config.dataDir} is not usable: ${err.code} on ${err.path ?? config.dataDir} (it must be a writable directory)`);
+  return new StartError(
+    `DATA_DIR ${config.dataDir} is not usable: ${err.code} on ${err.path ?? config.dataDir} (it must be a writable directory)`,
+  );
 }
 
 /** The one line for any start failure. */

@@ -8,9 +8,18 @@ async function main() {
   const worker = await runWorker(rt);
   const inbound = await serveInbound(rt);
   console.log(`worker running${inbound ? `; inbound SMTP on port ${inbound.port}` : ''}`);
-  const shutdown = async () => { await inbound?.close(); await worker.stop(); await rt.close(); await stopDb(); process.exit(0); };
+  const shutdown = async () => {
+    await inbound?.close();
+    await worker.stop();
+    await rt.close();
+    await stopDb();
+    process.exit(0);
+  };
   process.on('SIGINT', () => void shutdown());
   process.on('SIGTERM', () => void shutdown());
 }
 
-main().catch((e) => { console.error(`worker failed: ${e instanceof Error ? e.message : String(e)}`); process.exit(1); });
+main().catch((e) => {
+  console.error(`worker failed: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});

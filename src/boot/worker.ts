@@ -1,14 +1,20 @@
 // The background runtime: graphile-worker in the same Postgres. Tasks live one per file in
 // src/tasks/; sweeps run from the crontab.
-import { run, parseCrontab, Logger, type Runner } from 'graphile-worker';
+import { Logger, parseCrontab, type Runner, run } from 'graphile-worker';
 import type pg from 'pg';
 import type { Logger as Pino } from 'pino';
+import { createDb } from '../../db/database.js';
 import type { Config } from '../platform/config.js';
 import type { Services } from '../platform/services.js';
-import { createDb } from '../../db/database.js';
 import { buildTaskList, CRONTAB } from '../tasks/index.js';
 
-export interface WorkerDeps { ownerPool: pg.Pool; config: Config; services: Services; log: Pino; concurrency?: number }
+export interface WorkerDeps {
+  ownerPool: pg.Pool;
+  config: Config;
+  services: Services;
+  log: Pino;
+  concurrency?: number;
+}
 
 export async function startWorker(deps: WorkerDeps): Promise<Runner> {
   const db = createDb(deps.ownerPool);

@@ -3,12 +3,12 @@
 // nothing erased. What stays: ids, the organization, the list, timestamps, revenue figures.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { emit, audit } from '../platform/events.js';
+import { cancelQueued } from '../dispatch/queue.js';
+import { defaultDealName, ERASED_DEAL_NAME } from '../leads/deal-name.js';
+import { audit, emit } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
 import type { Services } from '../platform/services.js';
 import { erasureHmac } from './suppression-match.js';
-import { cancelQueued } from '../dispatch/queue.js';
-import { ERASED_DEAL_NAME, defaultDealName } from '../leads/deal-name.js';
 
 export interface ErasureRequest {
   organizationId: string;
@@ -40,11 +40,15 @@ async function redactNameInResearch(trx: Tx, org: string, name: string): Promise
   const full = name.trim().replace(/\s+/g, ' ');
   if (full.length < 5 || !full.includes(' ')) return;
   // The name as it is written inside JSON text, as a case-insensitive regular expression.
-  const inJson = JSON.stringify(full).slice(1, -1).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const inJson = JSON.stringify(full)
+    .slice(1, -1)
+    .replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   for (const table of ['companies', 'contacts'] as const) {
     await sql`
       UPDATE ${sql.table(table)} SET research = regexp_replace(research::text, ${inJson}, '[erased]', 'gi')::jsonb
-      WHERE organization_id = ${org} AND research IS NOT NULL AND position(${full.toLowerCase()} in lower(research::text)) > 0`.execute(trx);
+      WHERE organization_id = ${org} AND research IS NOT NULL AND position(${full.toLowerCase()} in lower(research::text)) > 0`.execute(
+      trx,
+    );
   }
 }
 
@@ -52,44 +56,91 @@ async function redactNameInResearch(trx: Tx, org: string, name: string): Promise
 async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, address: string, at: Date): Promise<void> {
   const org = req.organizationId;
   const pattern = addressPattern(address);
-  const { name } = await trx.selectFrom('contacts').select('name').where('organization_id', '=', org).where('id', '=', contactId).executeTakeFirstOrThrow();
+  const { name } = await trx
+    .selectFrom('contacts')
+    .select('name')
+    .where('organization_id', '=', org)
+    .where('id', '=', contactId)
+    .executeTakeFirstOrThrow();
   await redactNameInResearch(trx, org, name);
-  await trx.updateTable('contacts').set({
-    email: erasedAddress(contactId), email_normalized: erasedAddress(contactId), name: '', title: null, phone: null,
-    notes: null, lead_source: null, research: null, research_updated_at: null, erased_at: at,
-    deleted_at: sql`coalesce(deleted_at, ${at}::timestamptz)`, updated_at: at,
-  } as never).where('organization_id', '=', org).where('id', '=', contactId).execute();
+  await trx
+    .updateTable('contacts')
+    .set({
+      email: erasedAddress(contactId),
+      email_normalized: erasedAddress(contactId),
+      name: '',
+      title: null,
+      phone: null,
+      notes: null,
+      lead_source: null,
+      research: null,
+      research_updated_at: null,
+      erased_at: at,
+      deleted_at: sql`coalesce(deleted_at, ${at}::timestamptz)`,
+      updated_at: at,
+    } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', contactId)
+    .execute();
 
   // A message keeps its ids, direction, times and classification; its text, raw MIME, addresses and report go.
-  await trx.updateTable('messages').set({ body: '', subject: null, from_email: null, to_email: null, raw_mime: null, stripped_text: null, report: null })
+  await trx
+    .updateTable('messages')
+    .set({ body: '', subject: null, from_email: null, to_email: null, raw_mime: null, stripped_text: null, report: null })
     .where('organization_id', '=', org)
-    .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(from_email)`, '=', address), eb(sql`lower(to_email)`, '=', address)]))
+    .where((eb) =>
+      eb.or([eb('contact_id', '=', contactId), eb(sql`lower(from_email)`, '=', address), eb(sql`lower(to_email)`, '=', address)]),
+    )
     .execute();
   // A draft's evidence, guardrail report and approval quote its sentences: they go with the text.
-  await trx.updateTable('drafts').set({ subject: '', body: '', evidence: null, guardrail: null, approval: null, updated_at: at } as never)
-    .where('organization_id', '=', org).where('contact_id', '=', contactId).execute();
+  await trx
+    .updateTable('drafts')
+    .set({ subject: '', body: '', evidence: null, guardrail: null, approval: null, updated_at: at } as never)
+    .where('organization_id', '=', org)
+    .where('contact_id', '=', contactId)
+    .execute();
   await cancelQueued(trx, org, { contactId }, 'contact_removed');
   // Action items about the person keep their kind, owner, state and times; what they say goes.
-  await trx.updateTable('action_items').set({
-    title: 'Action item about an erased contact', description: 'The contact was erased; what this item said about them was removed.',
-    details: null, dismiss_reason: null, snooze_reason: null, updated_at: at,
-  } as never).where('organization_id', '=', org).where('entity_type', '=', 'Contact').where('entity_id', '=', contactId).execute();
+  await trx
+    .updateTable('action_items')
+    .set({
+      title: 'Action item about an erased contact',
+      description: 'The contact was erased; what this item said about them was removed.',
+      details: null,
+      dismiss_reason: null,
+      snooze_reason: null,
+      updated_at: at,
+    } as never)
+    .where('organization_id', '=', org)
+    .where('entity_type', '=', 'Contact')
+    .where('entity_id', '=', contactId)
+    .execute();
   // A handoff package is the person's file: it goes whole. Another contact's package quoting the
   // address (in a message, say) loses the address.
-  await trx.updateTable('handoffs').set({ package: JSON.stringify({ version: 1, erased: true }), reason: null } as never)
-    .where('organization_id', '=', org).where('contact_id', '=', contactId).execute();
+  await trx
+    .updateTable('handoffs')
+    .set({ package: JSON.stringify({ version: 1, erased: true }), reason: null } as never)
+    .where('organization_id', '=', org)
+    .where('contact_id', '=', contactId)
+    .execute();
   await sql`
     UPDATE handoffs SET package = regexp_replace(package::text, ${pattern}, ${'\\1[erased]\\2'}, 'gi')::jsonb
     WHERE organization_id = ${org} AND contact_id <> ${contactId}
       AND position(${address} in lower(package::text)) > 0 AND lower(package::text) ~ ${pattern}`.execute(trx);
-  await trx.updateTable('send_records').set({ to_email: null, subject: null, text_body: null, html_body: null, headers: null })
+  await trx
+    .updateTable('send_records')
+    .set({ to_email: null, subject: null, text_body: null, html_body: null, headers: null })
     .where('organization_id', '=', org)
     .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(to_email)`, '=', address)]))
     .execute();
   // A deal keeps its revenue data; only the link to the person goes. Its activities keep their
   // kind and time (the deal's history) but not what was said with or about the person.
-  await trx.updateTable('deals').set({ primary_contact_id: null, updated_at: at } as never)
-    .where('organization_id', '=', org).where('primary_contact_id', '=', contactId).execute();
+  await trx
+    .updateTable('deals')
+    .set({ primary_contact_id: null, updated_at: at } as never)
+    .where('organization_id', '=', org)
+    .where('primary_contact_id', '=', contactId)
+    .execute();
   const { rows: activities } = await sql<{ id: string }>`
     UPDATE deal_activities SET summary = '', contact_id = nullif(contact_id, ${contactId})
     WHERE organization_id = ${org}
@@ -121,10 +172,19 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
         OR position(${contactId} in details::text) > 0
         OR (position(${address} in lower(details::text)) > 0 AND lower(details::text) ~ ${pattern}))`.execute(trx);
 
-  await trx.insertInto('erasure_evidence').values({
-    organization_id: org, id: newId('ers'), contact_id: contactId, requester_ref: req.requesterRef, reason: req.reason,
-    erased_by_key_id: req.keyId, erased_by_user_id: req.userId, erased_at: at,
-  }).execute();
+  await trx
+    .insertInto('erasure_evidence')
+    .values({
+      organization_id: org,
+      id: newId('ers'),
+      contact_id: contactId,
+      requester_ref: req.requesterRef,
+      reason: req.reason,
+      erased_by_key_id: req.keyId,
+      erased_by_user_id: req.userId,
+      erased_at: at,
+    })
+    .execute();
   await emit(trx, org, { type: 'contact.erased', resource: { type: 'Contact', id: contactId }, data: { contactId } });
 }
 
@@ -150,10 +210,12 @@ async function eraseLeads(trx: Tx, org: string, address: string, at: Date): Prom
   await sql`
     UPDATE events SET data = jsonb_build_object('leadId', resource_id)
     WHERE organization_id = ${org} AND resource_type = 'InboundLead' AND resource_id = ANY(${ids}::text[])`.execute(trx);
-  const personal = rows.filter((r) => r.deal_id !== null).flatMap((r) => [
-    { dealId: r.deal_id!, name: defaultDealName({ company_name: null, name: r.name, email: r.email }) },
-    { dealId: r.deal_id!, name: defaultDealName({ company_name: null, name: null, email: r.email }) },
-  ]);
+  const personal = rows
+    .filter((r) => r.deal_id !== null)
+    .flatMap((r) => [
+      { dealId: r.deal_id!, name: defaultDealName({ company_name: null, name: r.name, email: r.email }) },
+      { dealId: r.deal_id!, name: defaultDealName({ company_name: null, name: null, email: r.email }) },
+    ]);
   if (personal.length > 0) {
     const { rows: renamed } = await sql<{ id: string }>`
       UPDATE deals d SET name = ${ERASED_DEAL_NAME}, updated_at = ${at}
@@ -163,7 +225,9 @@ async function eraseLeads(trx: Tx, org: string, address: string, at: Date): Prom
     if (renamed.length > 0) {
       await sql`
         UPDATE events SET data = data || jsonb_build_object('dealName', ${ERASED_DEAL_NAME}::text)
-        WHERE organization_id = ${org} AND resource_type = 'Deal' AND resource_id = ANY(${renamed.map((r) => r.id)}::text[]) AND data ? 'dealName'`.execute(trx);
+        WHERE organization_id = ${org} AND resource_type = 'Deal' AND resource_id = ANY(${renamed.map((r) => r.id)}::text[]) AND data ? 'dealName'`.execute(
+        trx,
+      );
     }
   }
   return ids;
@@ -178,9 +242,15 @@ async function eraseLeads(trx: Tx, org: string, address: string, at: Date): Prom
 export async function eraseAddress(trx: Tx, req: ErasureRequest, requestedId: string, address: string, at: Date): Promise<string[]> {
   const org = req.organizationId;
   // Locked in id order so two concurrent erasures of the same address cannot deadlock.
-  const records = await trx.selectFrom('contacts').select('id')
-    .where('organization_id', '=', org).where('email_normalized', '=', address).where('erased_at', 'is', null)
-    .orderBy('id').forUpdate().execute();
+  const records = await trx
+    .selectFrom('contacts')
+    .select('id')
+    .where('organization_id', '=', org)
+    .where('email_normalized', '=', address)
+    .where('erased_at', 'is', null)
+    .orderBy('id')
+    .forUpdate()
+    .execute();
   const ids = records.map((r) => r.id);
   for (const [i, id] of ids.entries()) {
     await eraseRecord(trx, req, id, address, at);
@@ -190,15 +260,31 @@ export async function eraseAddress(trx: Tx, req: ErasureRequest, requestedId: st
 
   const erasedLeadIds = await eraseLeads(trx, org, address, at);
 
-  await trx.deleteFrom('suppression_entries')
-    .where('organization_id', '=', org).where('level', '=', 'ADDRESS').where('email', '=', address).execute();
-  await trx.insertInto('suppression_entries').values({
-    organization_id: org, id: newId('sup'), level: 'ADDRESS', email: null, email_hmac: erasureHmac(req.secret, address),
-    reason: 'ERASURE', source: 'erasure',
-  }).onConflict((oc) => oc.column('organization_id').column('email_hmac').where('email_hmac', 'is not', null).doNothing()).execute();
+  await trx
+    .deleteFrom('suppression_entries')
+    .where('organization_id', '=', org)
+    .where('level', '=', 'ADDRESS')
+    .where('email', '=', address)
+    .execute();
+  await trx
+    .insertInto('suppression_entries')
+    .values({
+      organization_id: org,
+      id: newId('sup'),
+      level: 'ADDRESS',
+      email: null,
+      email_hmac: erasureHmac(req.secret, address),
+      reason: 'ERASURE',
+      source: 'erasure',
+    })
+    .onConflict((oc) => oc.column('organization_id').column('email_hmac').where('email_hmac', 'is not', null).doNothing())
+    .execute();
 
   await audit(trx, org, {
-    action: 'contact.erase', resource: { type: 'Contact', id: requestedId }, keyId: req.keyId, userId: req.userId,
+    action: 'contact.erase',
+    resource: { type: 'Contact', id: requestedId },
+    keyId: req.keyId,
+    userId: req.userId,
     details: { erasedContactIds: ids, erasedLeadIds, requesterRef: req.requesterRef },
   });
   return ids;

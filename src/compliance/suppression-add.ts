@@ -3,9 +3,9 @@
 // as it is; an expired one is renewed in place. An erased address is never written down in clear.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { normalizeEmail } from '../crm/domains.js';
 import type { EmitInput } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
-import { normalizeEmail } from '../crm/domains.js';
 
 export type SuppressionReason = 'MANUAL_BLOCK' | 'UNSUBSCRIBE' | 'HARD_BOUNCE' | 'COMPLAINT';
 
@@ -18,7 +18,9 @@ export interface Suppressed {
 
 /** Suppresses the address; null when a live entry of it already exists (nothing changed, no event). */
 export async function suppressAddress(
-  trx: Tx, organizationId: string, s: { email: string; reason: SuppressionReason; source: string | null; notes?: string | null },
+  trx: Tx,
+  organizationId: string,
+  s: { email: string; reason: SuppressionReason; source: string | null; notes?: string | null },
 ): Promise<Suppressed | null> {
   const email = normalizeEmail(s.email);
   const r = await sql<{ id: string }>`
@@ -32,6 +34,10 @@ export async function suppressAddress(
   if (!id) return null;
   return {
     id,
-    event: { type: 'suppression.added', resource: { type: 'SuppressionEntry', id }, data: { email, level: 'ADDRESS', reason: s.reason, source: s.source } },
+    event: {
+      type: 'suppression.added',
+      resource: { type: 'SuppressionEntry', id },
+      data: { email, level: 'ADDRESS', reason: s.reason, source: s.source },
+    },
   };
 }

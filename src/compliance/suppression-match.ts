@@ -8,7 +8,7 @@
 // Expired entries (expiresAt in the past) do not count. The first match in that order is the
 // answer's entry; a hash-only match has no entry to show (the address is not stored).
 import crypto from 'node:crypto';
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import type { Database, SuppressionEntriesTable } from '../../db/schema.js';
 import { domainOfEmail, normalizeEmail, stripPlusTag } from '../crm/domains.js';
 
@@ -52,13 +52,17 @@ async function candidateEntries(db: Kysely<Database>, organizationId: string, ke
   const domains = [...new Set(keys.flatMap((k) => k.domains))];
   const hmacs = [...new Set(keys.flatMap((k) => (k.hmac ? [k.hmac] : [])))];
   if (addresses.length === 0) return [];
-  return db.selectFrom('suppression_entries').selectAll()
+  return db
+    .selectFrom('suppression_entries')
+    .selectAll()
     .where('organization_id', '=', organizationId)
-    .where((eb) => eb.or([
-      eb.and([eb('level', '=', 'ADDRESS'), eb('email', 'in', addresses)]),
-      ...(domains.length ? [eb.and([eb('level', '=', 'DOMAIN'), eb('email', 'in', domains)])] : []),
-      ...(hmacs.length ? [eb('email_hmac', 'in', hmacs)] : []),
-    ]))
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('level', '=', 'ADDRESS'), eb('email', 'in', addresses)]),
+        ...(domains.length ? [eb.and([eb('level', '=', 'DOMAIN'), eb('email', 'in', domains)])] : []),
+        ...(hmacs.length ? [eb('email_hmac', 'in', hmacs)] : []),
+      ]),
+    )
     .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
     .execute();
 }
@@ -72,7 +76,11 @@ function matching(k: Keys, rows: SuppressionRow[]): SuppressionRow[] {
     if (k.hmac !== null && r.email_hmac === k.hmac) return 100; // hash-only
     return -1;
   };
-  return rows.map((r) => [rank(r), r] as const).filter(([n]) => n >= 0).sort((a, b) => a[0] - b[0]).map(([, r]) => r);
+  return rows
+    .map((r) => [rank(r), r] as const)
+    .filter(([n]) => n >= 0)
+    .sort((a, b) => a[0] - b[0])
+    .map(([, r]) => r);
 }
 
 /**
@@ -80,7 +88,10 @@ function matching(k: Keys, rows: SuppressionRow[]): SuppressionRow[] {
  * deployment's ERASURE_HASH_SECRET (erased addresses cannot be recognised without it).
  */
 export async function matchSuppression(
-  db: Kysely<Database>, organizationId: string, email: string, secret: string | null,
+  db: Kysely<Database>,
+  organizationId: string,
+  email: string,
+  secret: string | null,
 ): Promise<SuppressionMatch> {
   const k = keysOf(email, secret);
   const best = matching(k, await candidateEntries(db, organizationId, [k]))[0];
@@ -90,7 +101,10 @@ export async function matchSuppression(
 
 /** The addresses among `emails` (normalized) that are suppressed, by the same rule; one query for all. */
 export async function suppressedAmong(
-  db: Kysely<Database>, organizationId: string, emails: string[], secret: string | null,
+  db: Kysely<Database>,
+  organizationId: string,
+  emails: string[],
+  secret: string | null,
 ): Promise<Set<string>> {
   const keys = emails.map((e) => keysOf(e, secret));
   const rows = await candidateEntries(db, organizationId, keys);

@@ -15,8 +15,8 @@
 // ones find it on the list. About five statements, whatever the number of rows.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { newId } from '../platform/ids.js';
 import { companyDomain, type DomainRefusal } from '../../handlers/companies.js';
+import { newId } from '../platform/ids.js';
 
 /** One person to file; the fields beyond the address are used only when a contact is created. */
 export interface FilingRow {
@@ -80,10 +80,19 @@ export async function fileContacts(trx: Tx, org: string, target: FilingTarget, r
   const repeats: { index: number; email: string }[] = [];
   rows.forEach((row, index) => {
     const known = resolved.get(row.email);
-    if (known) { out[index] = known; return; }
-    if (creators.has(row.email)) { repeats.push({ index, email: row.email }); return; }
+    if (known) {
+      out[index] = known;
+      return;
+    }
+    if (creators.has(row.email)) {
+      repeats.push({ index, email: row.email });
+      return;
+    }
     const domain = row.company?.domain === undefined ? undefined : companyDomain(row.company.domain);
-    if (domain !== undefined && typeof domain !== 'string') { out[index] = { outcome: 'refused', ...domain }; return; }
+    if (domain !== undefined && typeof domain !== 'string') {
+      out[index] = { outcome: 'refused', ...domain };
+      return;
+    }
     creators.set(row.email, { row, index, domain });
   });
   if (!creators.size) return out;
@@ -106,8 +115,12 @@ export async function fileContacts(trx: Tx, org: string, target: FilingTarget, r
       ORDER BY lower(name), created_at, id`.execute(trx);
     for (const h of hits.rows) companyByName.set(h.key, h.id);
   }
-  const companyOf = ({ row, domain }: { row: FilingRow; domain?: string }) => (domain !== undefined ? companyByDomain.get(domain) ?? null
-    : row.company?.name !== undefined ? companyByName.get(row.company.name.trim().toLowerCase()) ?? null : null);
+  const companyOf = ({ row, domain }: { row: FilingRow; domain?: string }) =>
+    domain !== undefined
+      ? (companyByDomain.get(domain) ?? null)
+      : row.company?.name !== undefined
+        ? (companyByName.get(row.company.name.trim().toLowerCase()) ?? null)
+        : null;
 
   const listId = await target.listForNew();
   const ids = toCreate.map(() => newId('con'));
@@ -121,7 +134,10 @@ export async function fileContacts(trx: Tx, org: string, target: FilingTarget, r
                 ${toCreate.map((x) => x.row.urgencyScore ?? null)}::int[])
       AS u(id, email, name, title, company_id, status, fit, urgency)`.execute(trx);
   const createdId = new Map<string, string>();
-  toCreate.forEach((c, i) => { out[c.index] = { outcome: 'created', id: ids[i] }; createdId.set(c.row.email, ids[i]); });
+  toCreate.forEach((c, i) => {
+    out[c.index] = { outcome: 'created', id: ids[i] };
+    createdId.set(c.row.email, ids[i]);
+  });
   for (const r of repeats) out[r.index] = { outcome: 'on-list', id: createdId.get(r.email)! };
   return out;
 }
@@ -149,7 +165,9 @@ async function companiesByDomain(trx: Tx, org: string, wanted: Map<string, strin
         RETURNING c.id, c.domain_normalized
       )
       SELECT id, domain_normalized FROM ins
-      UNION SELECT id, domain_normalized FROM companies WHERE organization_id = ${org} AND domain_normalized = ANY(${domains}::text[])`.execute(trx);
+      UNION SELECT id, domain_normalized FROM companies WHERE organization_id = ${org} AND domain_normalized = ANY(${domains}::text[])`.execute(
+      trx,
+    );
     for (const c of rows.rows) ids.set(c.domain_normalized, c.id);
     domains = domains.filter((d) => !ids.has(d));
   }

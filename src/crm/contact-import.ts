@@ -17,16 +17,16 @@
 // cannot hold 100,000 advisory locks), so no other filing of the organization interleaves.
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { parse, CsvError } from 'csv-parse';
+import { CsvError, parse } from 'csv-parse';
 import type { Tx } from '../../db/database.js';
 import bodyValidators from '../../generated/bodies.cjs';
-import { emit } from '../platform/events.js';
-import { ProblemError } from '../http/problems.js';
-import { normalizeEmail } from './domains.js';
-import { suppressedAmong } from '../compliance/suppression-match.js';
-import { lockAllAddresses } from '../../handlers/contacts.js';
 import type { DomainRefusal } from '../../handlers/companies.js';
+import { lockAllAddresses } from '../../handlers/contacts.js';
+import { suppressedAmong } from '../compliance/suppression-match.js';
+import { ProblemError } from '../http/problems.js';
+import { emit } from '../platform/events.js';
 import { fileContacts } from './contact-filing.js';
+import { normalizeEmail } from './domains.js';
 
 /** The body limit of the import route (x-body-limit-bytes in spec/admin). */
 export const CSV_MAX_BYTES = 64 * 1024 * 1024;
@@ -39,33 +39,88 @@ export const OUTCOME_LIMIT = 1000;
 /** One record (row) of the file at most; a longer one is malformed. */
 const MAX_RECORD_BYTES = 1024 * 1024;
 
-type Field = 'email' | 'name' | 'firstName' | 'lastName' | 'title' | 'companyName' | 'companyDomain' | 'qualificationStatus' | 'fitScore' | 'urgencyScore';
+type Field =
+  | 'email'
+  | 'name'
+  | 'firstName'
+  | 'lastName'
+  | 'title'
+  | 'companyName'
+  | 'companyDomain'
+  | 'qualificationStatus'
+  | 'fitScore'
+  | 'urgencyScore';
 
 /** Accepted header spellings, compared lowercased without spaces, `_` and `-`. */
 const HEADERS: Record<string, Field> = {
-  email: 'email', emailaddress: 'email', mail: 'email', workemail: 'email', businessemail: 'email',
-  name: 'name', fullname: 'name', contactname: 'name',
-  firstname: 'firstName', givenname: 'firstName', lastname: 'lastName', surname: 'lastName', familyname: 'lastName',
-  title: 'title', jobtitle: 'title', position: 'title',
-  company: 'companyName', companyname: 'companyName', organization: 'companyName', organisation: 'companyName', account: 'companyName', accountname: 'companyName',
-  companydomain: 'companyDomain', domain: 'companyDomain', website: 'companyDomain', companywebsite: 'companyDomain', url: 'companyDomain',
-  qualificationstatus: 'qualificationStatus', status: 'qualificationStatus', leadstatus: 'qualificationStatus',
-  fitscore: 'fitScore', fit: 'fitScore', urgencyscore: 'urgencyScore', urgency: 'urgencyScore',
+  email: 'email',
+  emailaddress: 'email',
+  mail: 'email',
+  workemail: 'email',
+  businessemail: 'email',
+  name: 'name',
+  fullname: 'name',
+  contactname: 'name',
+  firstname: 'firstName',
+  givenname: 'firstName',
+  lastname: 'lastName',
+  surname: 'lastName',
+  familyname: 'lastName',
+  title: 'title',
+  jobtitle: 'title',
+  position: 'title',
+  company: 'companyName',
+  companyname: 'companyName',
+  organization: 'companyName',
+  organisation: 'companyName',
+  account: 'companyName',
+  accountname: 'companyName',
+  companydomain: 'companyDomain',
+  domain: 'companyDomain',
+  website: 'companyDomain',
+  companywebsite: 'companyDomain',
+  url: 'companyDomain',
+  qualificationstatus: 'qualificationStatus',
+  status: 'qualificationStatus',
+  leadstatus: 'qualificationStatus',
+  fitscore: 'fitScore',
+  fit: 'fitScore',
+  urgencyscore: 'urgencyScore',
+  urgency: 'urgencyScore',
 };
 
 export interface ImportOutcome {
-  line: number; outcome: 'existing' | 'invalid'; email: string | null; contactId: string | null; existingList: boolean; reason: string | null;
+  line: number;
+  outcome: 'existing' | 'invalid';
+  email: string | null;
+  contactId: string | null;
+  existingList: boolean;
+  reason: string | null;
 }
 
 export interface ImportResult {
-  listId: string; rows: number; created: number; existing: number; attached: number; invalid: number; suppressed: number;
-  outcomes: ImportOutcome[]; outcomesTruncated: boolean;
+  listId: string;
+  rows: number;
+  created: number;
+  existing: number;
+  attached: number;
+  invalid: number;
+  suppressed: number;
+  outcomes: ImportOutcome[];
+  outcomesTruncated: boolean;
 }
 
 /** A row that passed POST /contacts' body validator (its company domain is checked when it would create). */
 interface Row {
-  line: number; rawEmail: string; email: string; name?: string; title?: string;
-  company: { name?: string; domain?: string } | null; qualificationStatus?: string; fitScore?: number; urgencyScore?: number;
+  line: number;
+  rawEmail: string;
+  email: string;
+  name?: string;
+  title?: string;
+  company: { name?: string; domain?: string } | null;
+  qualificationStatus?: string;
+  fitScore?: number;
+  urgencyScore?: number;
 }
 
 const malformed = (detail: string) => new ProblemError('malformed-csv', detail);
@@ -77,7 +132,8 @@ async function* utf8(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
   try {
     for await (const chunk of body) {
       bytes += chunk.byteLength;
-      if (bytes > CSV_MAX_BYTES) throw new ProblemError('payload-too-large', `A CSV import may be at most ${CSV_MAX_BYTES} bytes (64 MiB).`);
+      if (bytes > CSV_MAX_BYTES)
+        throw new ProblemError('payload-too-large', `A CSV import may be at most ${CSV_MAX_BYTES} bytes (64 MiB).`);
       const text = decoder.decode(chunk, { stream: true });
       if (text) yield text;
     }
@@ -95,16 +151,30 @@ function mapHeader(header: string[]): Map<number, Field> {
   const taken = new Set<Field>();
   header.forEach((h, i) => {
     const f = HEADERS[h.toLowerCase().replace(/[\s_-]+/g, '')];
-    if (f && !taken.has(f)) { map.set(i, f); taken.add(f); }
+    if (f && !taken.has(f)) {
+      map.set(i, f);
+      taken.add(f);
+    }
   });
-  if (!taken.has('email')) throw malformed(`The header row has no email column (found: ${header.slice(0, 20).map((h) => JSON.stringify(h)).join(', ')}).`);
+  if (!taken.has('email'))
+    throw malformed(
+      `The header row has no email column (found: ${header
+        .slice(0, 20)
+        .map((h) => JSON.stringify(h))
+        .join(', ')}).`,
+    );
   return map;
 }
 
 const createContactBody = bodyValidators.createContact_body!;
 
 /** A record as POST /contacts' body, checked by its validator; a string reason when it would be a 400 there. */
-function toRow(record: string[], columns: Map<number, Field>, line: number, listId: string): Row | { reason: string; rawEmail: string | null } {
+function toRow(
+  record: string[],
+  columns: Map<number, Field>,
+  line: number,
+  listId: string,
+): Row | { reason: string; rawEmail: string | null } {
   const v: Partial<Record<Field, string>> = {};
   for (const [i, f] of columns) {
     const cell = record[i]?.trim();
@@ -112,10 +182,18 @@ function toRow(record: string[], columns: Map<number, Field>, line: number, list
   }
   const name = v.name ?? ([v.firstName, v.lastName].filter(Boolean).join(' ') || undefined);
   const score = (s: string | undefined) => (s === undefined ? undefined : /^\d{1,9}$/.test(s) ? Number(s) : s);
-  const company = v.companyName !== undefined || v.companyDomain !== undefined
-    ? { ...(v.companyName !== undefined ? { name: v.companyName } : {}), ...(v.companyDomain !== undefined ? { domain: v.companyDomain } : {}) } : undefined;
+  const company =
+    v.companyName !== undefined || v.companyDomain !== undefined
+      ? {
+          ...(v.companyName !== undefined ? { name: v.companyName } : {}),
+          ...(v.companyDomain !== undefined ? { domain: v.companyDomain } : {}),
+        }
+      : undefined;
   const body = {
-    email: v.email, listId, ...(name !== undefined ? { name } : {}), ...(v.title !== undefined ? { title: v.title } : {}),
+    email: v.email,
+    listId,
+    ...(name !== undefined ? { name } : {}),
+    ...(v.title !== undefined ? { title: v.title } : {}),
     ...(company ? { company } : {}),
     ...(v.qualificationStatus !== undefined ? { qualificationStatus: v.qualificationStatus.toUpperCase() } : {}),
     ...(v.fitScore !== undefined ? { fitScore: score(v.fitScore) } : {}),
@@ -124,17 +202,29 @@ function toRow(record: string[], columns: Map<number, Field>, line: number, list
   const rawEmail = v.email ?? null;
   if (rawEmail === null) return { reason: 'email is missing', rawEmail };
   if (!createContactBody(body)) {
-    const reason = (createContactBody.errors ?? []).slice(0, 5)
-      .map((e) => `${e.instancePath.replace(/^\//, '').replace(/\//g, '.') || 'row'} ${e.message ?? 'is invalid'}`).join('; ');
+    const reason = (createContactBody.errors ?? [])
+      .slice(0, 5)
+      .map((e) => `${e.instancePath.replace(/^\//, '').replace(/\//g, '.') || 'row'} ${e.message ?? 'is invalid'}`)
+      .join('; ');
     return { reason, rawEmail };
   }
   return {
-    line, rawEmail, email: normalizeEmail(rawEmail), name, title: v.title, company: company ?? null,
-    qualificationStatus: body.qualificationStatus, fitScore: body.fitScore as number | undefined, urgencyScore: body.urgencyScore as number | undefined,
+    line,
+    rawEmail,
+    email: normalizeEmail(rawEmail),
+    name,
+    title: v.title,
+    company: company ?? null,
+    qualificationStatus: body.qualificationStatus,
+    fitScore: body.fitScore as number | undefined,
+    urgencyScore: body.urgencyScore as number | undefined,
   };
 }
 
-interface Tally { result: ImportResult; suppressionSecret: string | null }
+interface Tally {
+  result: ImportResult;
+  suppressionSecret: string | null;
+}
 
 /**
  * Keeps the outcomes of the first OUTCOME_LIMIT non-created rows by line (a batch's `existing`
@@ -155,15 +245,24 @@ function trimOutcomes(t: Tally) {
 }
 
 /** Reasons of a row whose company domain is refused when it would create a contact. */
-const refusalReason = (f: DomainRefusal) => (f.refused === 'invalid' ? 'company.domain is not a valid domain name or URL'
-  : `company.domain ${f.domain} is a free email provider`);
+const refusalReason = (f: DomainRefusal) =>
+  f.refused === 'invalid' ? 'company.domain is not a valid domain name or URL' : `company.domain ${f.domain} is a free email provider`;
 
 /** Files one batch of checked rows on the list (src/crm/contact-filing.ts) and tallies the outcomes. */
 async function fileBatch(trx: Tx, org: string, list: { id: string; ownerId: string | null }, rows: Row[], t: Tally): Promise<void> {
   const r = t.result;
-  const filed = await fileContacts(trx, org, {
-    listId: list.id, attach: true, listForNew: async () => list.id, ownerId: list.ownerId, leadSource: 'CSV import',
-  }, rows);
+  const filed = await fileContacts(
+    trx,
+    org,
+    {
+      listId: list.id,
+      attach: true,
+      listForNew: async () => list.id,
+      ownerId: list.ownerId,
+      leadSource: 'CSV import',
+    },
+    rows,
+  );
   const suppressed = await suppressedAmong(trx, org, [...new Set(rows.map((row) => row.email))], t.suppressionSecret);
   rows.forEach((row, i) => {
     const f = filed[i];
@@ -173,10 +272,20 @@ async function fileBatch(trx: Tx, org: string, list: { id: string; ownerId: stri
       return;
     }
     if (suppressed.has(row.email)) r.suppressed += 1;
-    if (f.outcome === 'created') { r.created += 1; return; }
+    if (f.outcome === 'created') {
+      r.created += 1;
+      return;
+    }
     r.existing += 1;
     if (f.outcome === 'live') r.attached += 1;
-    note(t, { line: row.line, outcome: 'existing', email: row.rawEmail, contactId: f.id, existingList: f.outcome === 'live', reason: null });
+    note(t, {
+      line: row.line,
+      outcome: 'existing',
+      email: row.rawEmail,
+      contactId: f.id,
+      existingList: f.outcome === 'live',
+      reason: null,
+    });
   });
 }
 
@@ -185,21 +294,46 @@ async function fileBatch(trx: Tx, org: string, list: { id: string; ownerId: stri
  * the organization); emits list.uploaded with the counts. Throws 400 malformed-csv / 413.
  */
 export async function importCsv(
-  trx: Tx, org: string, list: { id: string; ownerId: string | null }, body: AsyncIterable<Uint8Array>, suppressionSecret: string | null,
+  trx: Tx,
+  org: string,
+  list: { id: string; ownerId: string | null },
+  body: AsyncIterable<Uint8Array>,
+  suppressionSecret: string | null,
 ): Promise<ImportResult> {
   await lockAllAddresses(trx, org);
   const t: Tally = {
     suppressionSecret,
-    result: { listId: list.id, rows: 0, created: 0, existing: 0, attached: 0, invalid: 0, suppressed: 0, outcomes: [], outcomesTruncated: false },
+    result: {
+      listId: list.id,
+      rows: 0,
+      created: 0,
+      existing: 0,
+      attached: 0,
+      invalid: 0,
+      suppressed: 0,
+      outcomes: [],
+      outcomesTruncated: false,
+    },
   };
-  const parser = parse({ bom: true, skip_empty_lines: true, skip_records_with_empty_values: true, info: true, max_record_size: MAX_RECORD_BYTES });
+  const parser = parse({
+    bom: true,
+    skip_empty_lines: true,
+    skip_records_with_empty_values: true,
+    info: true,
+    max_record_size: MAX_RECORD_BYTES,
+  });
   const feeding = pipeline(Readable.from(utf8(body)), parser);
-  feeding.catch(() => { /* surfaces through the parser's iteration below */ });
+  feeding.catch(() => {
+    /* surfaces through the parser's iteration below */
+  });
   let columns: Map<number, Field> | null = null;
   let batch: Row[] = [];
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
-      if (columns === null) { columns = mapHeader(record); continue; }
+      if (columns === null) {
+        columns = mapHeader(record);
+        continue;
+      }
       t.result.rows += 1;
       if (t.result.rows > CSV_MAX_ROWS) throw malformed(`The file has more than ${CSV_MAX_ROWS} data rows.`);
       const row = toRow(record, columns, info.lines, list.id);
@@ -209,7 +343,10 @@ export async function importCsv(
         continue;
       }
       batch.push(row);
-      if (batch.length >= BATCH_ROWS) { await fileBatch(trx, org, list, batch, t); batch = []; }
+      if (batch.length >= BATCH_ROWS) {
+        await fileBatch(trx, org, list, batch, t);
+        batch = [];
+      }
     }
     await feeding;
   } catch (e) {

@@ -1,7 +1,8 @@
 // Company identity rests on the normalized domain: bare domains and URLs reduce to the same
 // lower-case ASCII (punycode) host, without scheme, `www.`, port, path or trailing dot.
-import { domainToASCII } from 'node:url';
+
 import { createRequire } from 'node:module';
+import { domainToASCII } from 'node:url';
 
 const require = createRequire(import.meta.url);
 // A maintained list of free and disposable mail providers (package `freemail`).

@@ -4,7 +4,7 @@
 // in the caller's transaction. Nothing is emitted when the status did not change.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { emitMany, type EmitInput } from '../platform/events.js';
+import { type EmitInput, emitMany } from '../platform/events.js';
 
 export type QualificationStatus = 'NEW' | 'CONTACTED' | 'QUALIFIED' | 'UNQUALIFIED' | 'NURTURE' | 'CUSTOMER';
 
@@ -20,11 +20,19 @@ export interface StageChange {
 }
 
 /** Emits contact.stage_changed for each change whose status really moved; returns how many. */
-export async function recordStageChanges(trx: Tx, organizationId: string, source: StageChangeSource, changes: StageChange[]): Promise<number> {
-  const events: EmitInput[] = changes.filter((c) => c.from !== c.to).map((c) => ({
-    type: 'contact.stage_changed', resource: { type: 'Contact', id: c.contactId },
-    data: { contactId: c.contactId, from: c.from, to: c.to, source, ...(c.extra ?? {}) },
-  }));
+export async function recordStageChanges(
+  trx: Tx,
+  organizationId: string,
+  source: StageChangeSource,
+  changes: StageChange[],
+): Promise<number> {
+  const events: EmitInput[] = changes
+    .filter((c) => c.from !== c.to)
+    .map((c) => ({
+      type: 'contact.stage_changed',
+      resource: { type: 'Contact', id: c.contactId },
+      data: { contactId: c.contactId, from: c.from, to: c.to, source, ...(c.extra ?? {}) },
+    }));
   await emitMany(trx, organizationId, events);
   return events.length;
 }
@@ -35,7 +43,11 @@ export async function recordStageChanges(trx: Tx, organizationId: string, source
  * contact.stage_changed per contact moved. Returns the moves made.
  */
 export async function setQualificationStatus(
-  trx: Tx, organizationId: string, contactIds: string[], to: QualificationStatus, source: StageChangeSource,
+  trx: Tx,
+  organizationId: string,
+  contactIds: string[],
+  to: QualificationStatus,
+  source: StageChangeSource,
   opts: { keep?: QualificationStatus[]; extra?: Record<string, unknown> } = {},
 ): Promise<StageChange[]> {
   if (contactIds.length === 0) return [];

@@ -4,8 +4,14 @@ import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 
 export interface OpenDeal {
-  id: string; name: string; value_cents: number | null; probability: number | null; close_date: string | null;
-  owner_sales_person_id: string; stage_id: string | null; stage_name: string | null;
+  id: string;
+  name: string;
+  value_cents: number | null;
+  probability: number | null;
+  close_date: string | null;
+  owner_sales_person_id: string;
+  stage_id: string | null;
+  stage_name: string | null;
 }
 
 export async function openDealOf(trx: Tx, organizationId: string, contactId: string): Promise<OpenDeal | null> {

@@ -7,12 +7,12 @@
 // so two overlapping sweeps never emit the same event twice. An overdue next step also opens an
 // action item for the deal's owner in the same transaction (one per deal and closeDate).
 import { sql } from 'kysely';
-import { withSystem, type Tx } from '../../db/database.js';
+import { type Tx, withSystem } from '../../db/database.js';
+import { assigneeFor } from '../account/people.js';
 import { emit } from '../platform/events.js';
+import type { Deps } from '../platform/services.js';
 import { openActionItem } from '../work/action-items.js';
 import { expectedImpactCents } from './open-deal.js';
-import { assigneeFor } from '../account/people.js';
-import type { Deps } from '../platform/services.js';
 
 /** Event type and the number of whole days past the close date after which it fires. */
 export const SWEEP_RULES = [
@@ -23,18 +23,32 @@ export const SWEEP_RULES = [
 const BATCH = 500;
 
 interface Due {
-  organization_id: string; deal_id: string; deal_name: string; kind: string; close_date: string; days_overdue: number;
-  value_cents: number | null; probability: number | null; primary_contact_id: string | null; owner_id: string | null;
+  organization_id: string;
+  deal_id: string;
+  deal_name: string;
+  kind: string;
+  close_date: string;
+  days_overdue: number;
+  value_cents: number | null;
+  probability: number | null;
+  primary_contact_id: string | null;
+  owner_id: string | null;
 }
 
 /** The work the overdue next step asks for: the deal's owner (else whoever works its contact) moves it on. */
 async function openOverdueItem(trx: Tx, r: Due): Promise<void> {
   await openActionItem(trx, r.organization_id, {
-    actionType: 'deal_next_step_overdue', title: `Next step overdue: ${r.deal_name}`,
+    actionType: 'deal_next_step_overdue',
+    title: `Next step overdue: ${r.deal_name}`,
     description: `The close date ${r.close_date} has passed and the deal is still open: agree the next step, or move the close date or the stage.`,
-    priority: 'high', salesPersonId: r.owner_id ?? await assigneeFor(trx, r.organization_id, r.primary_contact_id), aiGenerated: true,
-    entityType: 'Deal', entityId: r.deal_id, expectedImpactCents: expectedImpactCents(r.value_cents, r.probability),
-    sourceKey: `deal-overdue:${r.deal_id}:${r.close_date}`, details: { dealId: r.deal_id, closeDate: r.close_date },
+    priority: 'high',
+    salesPersonId: r.owner_id ?? (await assigneeFor(trx, r.organization_id, r.primary_contact_id)),
+    aiGenerated: true,
+    entityType: 'Deal',
+    entityId: r.deal_id,
+    expectedImpactCents: expectedImpactCents(r.value_cents, r.probability),
+    sourceKey: `deal-overdue:${r.deal_id}:${r.close_date}`,
+    details: { dealId: r.deal_id, closeDate: r.close_date },
   });
 }
 

@@ -5,10 +5,10 @@
 // emitted, and the mailbox's health is checked. In the caller's transaction; returns the events.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { EmitInput } from '../platform/events.js';
 import { suppressAddress } from '../compliance/suppression-add.js';
-import { cancelQueued } from './queue.js';
+import type { EmitInput } from '../platform/events.js';
 import { checkMailboxHealth } from './health.js';
+import { cancelQueued } from './queue.js';
 
 export interface HardBounce {
   /** The bounced send record, when known. */
@@ -41,21 +41,36 @@ export async function recordHardBounce(trx: Tx, org: string, b: HardBounce): Pro
     if (r.rows.length === 0) return []; // a second report of the same bounce
   }
   const events: EmitInput[] = [];
-  const added = await suppressAddress(trx, org, { email: b.email, reason: 'HARD_BOUNCE', source: b.source, notes: b.diagnostic.slice(0, 1000) });
+  const added = await suppressAddress(trx, org, {
+    email: b.email,
+    reason: 'HARD_BOUNCE',
+    source: b.source,
+    notes: b.diagnostic.slice(0, 1000),
+  });
   if (added) events.push(added.event);
-  let pause = trx.updateTable('contact_sequences')
+  let pause = trx
+    .updateTable('contact_sequences')
     .set({ status: 'PAUSED', paused_from: sql`status`, paused_at: sql`now_ms()`, updated_at: sql`now_ms()` } as never)
-    .where('organization_id', '=', org).where('status', 'in', ['QUEUED', 'ACTIVE']);
+    .where('organization_id', '=', org)
+    .where('status', 'in', ['QUEUED', 'ACTIVE']);
   if (b.sequenceId !== null) pause = pause.where('id', '=', b.sequenceId);
   else pause = pause.where('contact_id', '=', b.contactId ?? '');
   const paused = await pause.returning(['id', 'contact_id', 'paused_from']).execute();
   const stopped = b.sequenceId !== null ? [b.sequenceId] : paused.map((p) => p.id);
   if (stopped.length) await cancelQueued(trx, org, { sequenceIds: stopped }, 'sequence_not_active');
   const ref = { sequenceId: b.sequenceId, contactId: b.contactId, draftId: b.draftId, step: b.step };
-  events.push({ type: 'email.bounced', resource: b.draftId ? { type: 'Draft', id: b.draftId } : { type: 'Contact', id: b.contactId ?? '' }, data: { ...ref, kind: 'hard', code: b.code, diagnostic: b.diagnostic, ...b.extra } });
+  events.push({
+    type: 'email.bounced',
+    resource: b.draftId ? { type: 'Draft', id: b.draftId } : { type: 'Contact', id: b.contactId ?? '' },
+    data: { ...ref, kind: 'hard', code: b.code, diagnostic: b.diagnostic, ...b.extra },
+  });
   for (const p of paused) {
-    events.push({ type: 'sequence.paused', resource: { type: 'Sequence', id: p.id }, data: { sequenceId: p.id, contactId: p.contact_id, reason: 'hard_bounce', pausedFrom: p.paused_from } });
+    events.push({
+      type: 'sequence.paused',
+      resource: { type: 'Sequence', id: p.id },
+      data: { sequenceId: p.id, contactId: p.contact_id, reason: 'hard_bounce', pausedFrom: p.paused_from },
+    });
   }
-  if (b.mailboxId !== null) events.push(...await checkMailboxHealth(trx, org, b.mailboxId));
+  if (b.mailboxId !== null) events.push(...(await checkMailboxHealth(trx, org, b.mailboxId)));
   return events;
 }

@@ -5,8 +5,8 @@
 // deployment sender of an organization is paused through its sending settings (deploymentPaused).
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { EmitInput } from '../platform/events.js';
 import { BOUNCE_MAX_RATE, BOUNCE_MIN_SENDS, BOUNCE_WINDOW_DAYS, refreshOrgHealth } from '../account/org-health.js';
+import type { EmitInput } from '../platform/events.js';
 
 export async function checkMailboxHealth(trx: Tx, org: string, mailboxId: string): Promise<EmitInput[]> {
   const r = await sql<{ sends: number; bounces: number }>`

@@ -24,9 +24,16 @@ export async function scheduleSends(trx: Tx, organizationId: string, rows: { que
  */
 export async function queueSteps(trx: Tx, organizationId: string, sequenceId: string): Promise<number> {
   const org = organizationId;
-  const drafts = await trx.selectFrom('drafts').select(['id', 'step', 'contact_id', 'scheduled_at', 'created_at'])
-    .where('organization_id', '=', org).where('sequence_id', '=', sequenceId).where('superseded_at', 'is', null)
-    .where('status', '=', 'APPROVED').where('sent_at', 'is', null).orderBy('step').execute();
+  const drafts = await trx
+    .selectFrom('drafts')
+    .select(['id', 'step', 'contact_id', 'scheduled_at', 'created_at'])
+    .where('organization_id', '=', org)
+    .where('sequence_id', '=', sequenceId)
+    .where('superseded_at', 'is', null)
+    .where('status', '=', 'APPROVED')
+    .where('sent_at', 'is', null)
+    .orderBy('step')
+    .execute();
   if (drafts.length === 0) return 0;
   const ids = drafts.map(() => newId('sq'));
   const queued = await sql<{ id: string; next_attempt_at: Date }>`
@@ -37,18 +44,35 @@ export async function queueSteps(trx: Tx, organizationId: string, sequenceId: st
          AS v(id, step, contact_id, draft_id, at)
     ON CONFLICT (organization_id, sequence_id, step) WHERE state NOT IN ('skipped', 'failed') DO NOTHING
     RETURNING id, next_attempt_at`.execute(trx);
-  await scheduleSends(trx, org, queued.rows.map((q) => ({ queueId: q.id, runAt: q.next_attempt_at })));
+  await scheduleSends(
+    trx,
+    org,
+    queued.rows.map((q) => ({ queueId: q.id, runAt: q.next_attempt_at })),
+  );
   if (queued.rows.length > 0) {
-    await trx.updateTable('contact_sequences').set({ status: 'QUEUED', updated_at: sql`now_ms()` } as never)
-      .where('organization_id', '=', org).where('id', '=', sequenceId).where('status', 'in', ['DRAFTED', 'APPROVED']).execute();
+    await trx
+      .updateTable('contact_sequences')
+      .set({ status: 'QUEUED', updated_at: sql`now_ms()` } as never)
+      .where('organization_id', '=', org)
+      .where('id', '=', sequenceId)
+      .where('status', 'in', ['DRAFTED', 'APPROVED'])
+      .execute();
   }
   return queued.rows.length;
 }
 
 /** Cancels the open queue rows of the given sequences or contacts (a pause, an erasure): they will not go out. */
-export async function cancelQueued(trx: Tx, organizationId: string, where: { sequenceIds?: string[]; contactId?: string }, reason: string): Promise<number> {
-  let q = trx.updateTable('send_queue').set({ state: 'skipped', held_by: reason, updated_at: sql`now_ms()` } as never)
-    .where('organization_id', '=', organizationId).where('state', 'in', ['queued', 'deferred']);
+export async function cancelQueued(
+  trx: Tx,
+  organizationId: string,
+  where: { sequenceIds?: string[]; contactId?: string },
+  reason: string,
+): Promise<number> {
+  let q = trx
+    .updateTable('send_queue')
+    .set({ state: 'skipped', held_by: reason, updated_at: sql`now_ms()` } as never)
+    .where('organization_id', '=', organizationId)
+    .where('state', 'in', ['queued', 'deferred']);
   if (where.sequenceIds) q = q.where('sequence_id', 'in', where.sequenceIds.length ? where.sequenceIds : ['']);
   if (where.contactId) q = q.where('contact_id', '=', where.contactId);
   const r = await q.executeTakeFirst();

@@ -16,22 +16,21 @@
 // Batching is what makes it fast: a step costs a share of some twenty statements, not thirty.
 import { sql } from 'kysely';
 import pLimit from 'p-limit';
-import { withOrg, type Tx } from '../../db/database.js';
-import type { Config } from '../platform/config.js';
-import type { Deps } from '../platform/services.js';
-import { emitMany, type EmitInput } from '../platform/events.js';
-import { newId } from '../platform/ids.js';
-import { domainOfEmail } from '../crm/domains.js';
+import { type Tx, withOrg } from '../../db/database.js';
+import { usagePeriod } from '../account/usage.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
+import { domainOfEmail } from '../crm/domains.js';
+import { DO_NOT_CONTACT_TAG } from '../drafting/generate.js';
 import { composeMessage, mintMessageId } from '../mail/message.js';
 import { replyAddress } from '../mail/tokens.js';
 import type { SendOutcome } from '../mail/transport.js';
-import { DO_NOT_CONTACT_TAG } from '../drafting/generate.js';
-import { usagePeriod } from '../account/usage.js';
-import { sendingSettings, windowOpensAt, type SendingSettings } from './settings.js';
-import { scheduleSends } from './queue.js';
+import type { Config } from '../platform/config.js';
+import { type EmitInput, emitMany } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
+import type { Deps } from '../platform/services.js';
 import { recordHardBounce } from './bounce.js';
-
+import { scheduleSends } from './queue.js';
+import { type SendingSettings, sendingSettings, windowOpensAt } from './settings.js';
 
 /** The deployment sender's mailbox id in the ledger and on sequences. */
 export const DEPLOYMENT_MAILBOX = 'deployment';
@@ -45,41 +44,97 @@ const RECHECK_MS = 15 * 60_000;
 /** Ledger statuses that count against caps (a message that reached, or may have reached, a server). */
 export const COUNTED = ['sending', 'sent', 'possibly_sent', 'bounced'];
 
-interface Mailbox { id: string; email: string; name: string | null; dailyCap: number; smtpUrlSealed: string | null; dkim: { domainName: string; keySelector: string; keySealed: string } | null; status: string }
+interface Mailbox {
+  id: string;
+  email: string;
+  name: string | null;
+  dailyCap: number;
+  smtpUrlSealed: string | null;
+  dkim: { domainName: string; keySelector: string; keySealed: string } | null;
+  status: string;
+}
 
 interface Row {
-  id: string; sequence_id: string; step: number; contact_id: string; draft_id: string; scheduled_at: Date; attempts: number;
-  email: string; name: string | null; draftId: string; subject: string; body: string; stepCount: number; seqMailbox: string | null; seqStatus: string;
+  id: string;
+  sequence_id: string;
+  step: number;
+  contact_id: string;
+  draft_id: string;
+  scheduled_at: Date;
+  attempts: number;
+  email: string;
+  name: string | null;
+  draftId: string;
+  subject: string;
+  body: string;
+  stepCount: number;
+  seqMailbox: string | null;
+  seqStatus: string;
 }
 
 type Decision = { skip: string; detail: string } | { defer: string; until: Date; detail: string };
 
 interface Claim {
-  recordId: string; queueId: string; sequenceId: string; step: number; stepCount: number; contactId: string; draftId: string;
-  mailbox: Mailbox; message: ReturnType<typeof composeMessage>;
+  recordId: string;
+  queueId: string;
+  sequenceId: string;
+  step: number;
+  stepCount: number;
+  contactId: string;
+  draftId: string;
+  mailbox: Mailbox;
+  message: ReturnType<typeof composeMessage>;
 }
 
 /** The organization's mailboxes (verified or paused), and the deployment sender when it is allowed. */
 async function candidates(trx: Tx, org: string, settings: SendingSettings, config: Config): Promise<Mailbox[]> {
-  const rows = await trx.selectFrom('mailboxes').selectAll().where('organization_id', '=', org).where('status', 'in', ['verified', 'paused']).orderBy('id').execute();
+  const rows = await trx
+    .selectFrom('mailboxes')
+    .selectAll()
+    .where('organization_id', '=', org)
+    .where('status', 'in', ['verified', 'paused'])
+    .orderBy('id')
+    .execute();
   const own = rows.map((m) => ({
-    id: m.id, email: m.email, name: m.name, dailyCap: m.daily_cap, smtpUrlSealed: m.smtp_url_sealed, status: m.status,
-    dkim: m.dkim_domain && m.dkim_selector && m.dkim_key_sealed ? { domainName: m.dkim_domain, keySelector: m.dkim_selector, keySealed: m.dkim_key_sealed } : null,
+    id: m.id,
+    email: m.email,
+    name: m.name,
+    dailyCap: m.daily_cap,
+    smtpUrlSealed: m.smtp_url_sealed,
+    status: m.status,
+    dkim:
+      m.dkim_domain && m.dkim_selector && m.dkim_key_sealed
+        ? { domainName: m.dkim_domain, keySelector: m.dkim_selector, keySealed: m.dkim_key_sealed }
+        : null,
   }));
   if (!settings.allowDeploymentSender) return own;
-  return [...own, {
-    id: DEPLOYMENT_MAILBOX, email: config.mailFrom.address, name: config.mailFrom.name, dailyCap: settings.deploymentDailyCap,
-    smtpUrlSealed: null, dkim: null, status: (settings as { deploymentPaused?: boolean }).deploymentPaused ? 'paused' : 'verified',
-  }];
+  return [
+    ...own,
+    {
+      id: DEPLOYMENT_MAILBOX,
+      email: config.mailFrom.address,
+      name: config.mailFrom.name,
+      dailyCap: settings.deploymentDailyCap,
+      smtpUrlSealed: null,
+      dkim: null,
+      status: (settings as { deploymentPaused?: boolean }).deploymentPaused ? 'paused' : 'verified',
+    },
+  ];
 }
 
 /** Takes transaction-scoped advisory locks on the keys, in sorted order, so two batches never deadlock. */
 async function lockAll(trx: Tx, keys: string[]): Promise<void> {
   if (keys.length === 0) return;
-  await sql`SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM (SELECT k FROM unnest(${[...new Set(keys)].sort()}::text[]) k ORDER BY k) s`.execute(trx);
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM (SELECT k FROM unnest(${[...new Set(keys)].sort()}::text[]) k ORDER BY k) s`.execute(
+    trx,
+  );
 }
 
-interface Ledger { count: number; oldest: Date | null; newest: Date | null }
+interface Ledger {
+  count: number;
+  oldest: Date | null;
+  newest: Date | null;
+}
 
 /**
  * The rolling 24-hour ledger of some mailboxes or recipient domains, for caps of `cap(key)` and a
@@ -88,7 +143,14 @@ interface Ledger { count: number; oldest: Date | null; newest: Date | null }
  * the minimum gap) is counted exactly from the send records. An upper bound never lets a cap be
  * overshot; counting exactly near the cap keeps a step from waiting while there is room.
  */
-async function ledger(trx: Tx, org: string, kind: 'mailbox' | 'domain', keys: string[], cap: (key: string) => number, exactAlways: boolean) {
+async function ledger(
+  trx: Tx,
+  org: string,
+  kind: 'mailbox' | 'domain',
+  keys: string[],
+  cap: (key: string) => number,
+  exactAlways: boolean,
+) {
   const out = new Map<string, Ledger>();
   if (keys.length === 0) return out;
   const bounds = await sql<{ k: string; sends: number }>`
@@ -112,12 +174,25 @@ async function ledger(trx: Tx, org: string, kind: 'mailbox' | 'domain', keys: st
 
 /** The batch: the job's own step first (when it is still open), then other due steps nobody holds. */
 export async function lockBatch(trx: Tx, org: string, ownId: string | null) {
-  type Locked = { id: string; sequence_id: string; step: number; contact_id: string; draft_id: string; scheduled_at: Date; attempts: number };
+  type Locked = {
+    id: string;
+    sequence_id: string;
+    step: number;
+    contact_id: string;
+    draft_id: string;
+    scheduled_at: Date;
+    attempts: number;
+  };
   // Two statements, each on an index (the primary key; state and due time), not one that scans every open step.
-  const own = ownId === null ? [] : (await sql<Locked>`
+  const own =
+    ownId === null
+      ? []
+      : (
+          await sql<Locked>`
     SELECT id, sequence_id, step, contact_id, draft_id, scheduled_at, attempts FROM send_queue
     WHERE organization_id = ${org} AND id = ${ownId} AND state IN ('queued', 'deferred')
-    FOR UPDATE SKIP LOCKED`.execute(trx)).rows;
+    FOR UPDATE SKIP LOCKED`.execute(trx)
+        ).rows;
   const others = await sql<Locked>`
     SELECT id, sequence_id, step, contact_id, draft_id, scheduled_at, attempts FROM send_queue
     WHERE organization_id = ${org} AND state IN ('queued', 'deferred') AND next_attempt_at <= now() AND id <> ${ownId ?? ''}
@@ -134,7 +209,11 @@ async function claimBatch(deps: Deps, trx: Tx, org: string, ownId: string | null
   const decided = new Map<string, Decision>();
   let pending = locked.map((r) => r as Row);
   const decide = (keep: (r: Row) => Decision | null) => {
-    pending = pending.filter((r) => { const d = keep(r); if (d) decided.set(r.id, d); return !d; });
+    pending = pending.filter((r) => {
+      const d = keep(r);
+      if (d) decided.set(r.id, d);
+      return !d;
+    });
   };
   const deferAll = (code: string, until: Date, detail: string) => decide(() => ({ defer: code, until, detail }));
 
@@ -142,39 +221,111 @@ async function claimBatch(deps: Deps, trx: Tx, org: string, ownId: string | null
   const kill = await trx.selectFrom('platform_settings').select('email_kill_switch').executeTakeFirst();
   if (kill?.email_kill_switch) deferAll('kill_switch', new Date(now.getTime() + 60_000), 'the operator stopped all sending');
   if (pending.length > 0) {
-    const contacts = new Map((await trx.selectFrom('contacts').select(['id', 'name', 'email_normalized', 'deleted_at', 'erased_at', 'tags', 'snoozed_until', 'out_of_office_until'])
-      .where('organization_id', '=', org).where('id', 'in', pending.map((r) => r.contact_id)).execute()).map((c) => [c.id, c]));
-    const seqs = new Map((await trx.selectFrom('contact_sequences').select(['id', 'status', 'steps', 'mailbox_id'])
-      .where('organization_id', '=', org).where('id', 'in', pending.map((r) => r.sequence_id)).execute()).map((s) => [s.id, s]));
-    const drafts = new Map((await trx.selectFrom('drafts').select(['id', 'sequence_id', 'step', 'status', 'sent_at', 'subject', 'body'])
-      .where('organization_id', '=', org).where('sequence_id', 'in', pending.map((r) => r.sequence_id)).where('superseded_at', 'is', null)
-      .execute()).map((d) => [`${d.sequence_id}:${d.step}`, d]));
+    const contacts = new Map(
+      (
+        await trx
+          .selectFrom('contacts')
+          .select(['id', 'name', 'email_normalized', 'deleted_at', 'erased_at', 'tags', 'snoozed_until', 'out_of_office_until'])
+          .where('organization_id', '=', org)
+          .where(
+            'id',
+            'in',
+            pending.map((r) => r.contact_id),
+          )
+          .execute()
+      ).map((c) => [c.id, c]),
+    );
+    const seqs = new Map(
+      (
+        await trx
+          .selectFrom('contact_sequences')
+          .select(['id', 'status', 'steps', 'mailbox_id'])
+          .where('organization_id', '=', org)
+          .where(
+            'id',
+            'in',
+            pending.map((r) => r.sequence_id),
+          )
+          .execute()
+      ).map((s) => [s.id, s]),
+    );
+    const drafts = new Map(
+      (
+        await trx
+          .selectFrom('drafts')
+          .select(['id', 'sequence_id', 'step', 'status', 'sent_at', 'subject', 'body'])
+          .where('organization_id', '=', org)
+          .where(
+            'sequence_id',
+            'in',
+            pending.map((r) => r.sequence_id),
+          )
+          .where('superseded_at', 'is', null)
+          .execute()
+      ).map((d) => [`${d.sequence_id}:${d.step}`, d]),
+    );
     const later = pending.filter((r) => r.step > 1);
-    const before = new Map(later.length === 0 ? [] : (await trx.selectFrom('send_queue').select(['sequence_id', 'step', 'state'])
-      .where('organization_id', '=', org).where('sequence_id', 'in', later.map((r) => r.sequence_id)).where('state', 'not in', ['skipped', 'failed'])
-      .execute()).map((q) => [`${q.sequence_id}:${q.step}`, q.state]));
+    const before = new Map(
+      later.length === 0
+        ? []
+        : (
+            await trx
+              .selectFrom('send_queue')
+              .select(['sequence_id', 'step', 'state'])
+              .where('organization_id', '=', org)
+              .where(
+                'sequence_id',
+                'in',
+                later.map((r) => r.sequence_id),
+              )
+              .where('state', 'not in', ['skipped', 'failed'])
+              .execute()
+          ).map((q) => [`${q.sequence_id}:${q.step}`, q.state]),
+    );
     decide((r) => {
       const c = contacts.get(r.contact_id);
-      if (!c || c.deleted_at !== null || c.erased_at !== null) return { skip: 'contact_removed', detail: 'the contact was deleted or erased' };
+      if (!c || c.deleted_at !== null || c.erased_at !== null)
+        return { skip: 'contact_removed', detail: 'the contact was deleted or erased' };
       const s = seqs.get(r.sequence_id);
-      if (!s || !['QUEUED', 'ACTIVE'].includes(s.status)) return { skip: 'sequence_not_active', detail: `the sequence is ${s?.status ?? 'gone'}` };
+      if (!s || !['QUEUED', 'ACTIVE'].includes(s.status))
+        return { skip: 'sequence_not_active', detail: `the sequence is ${s?.status ?? 'gone'}` };
       const d = drafts.get(`${r.sequence_id}:${r.step}`);
-      if (!d || d.status !== 'APPROVED' || d.sent_at !== null) return { skip: 'draft_not_approved', detail: 'the step\'s live draft is not an approved, unsent one' };
+      if (d?.status !== 'APPROVED' || d.sent_at !== null)
+        return { skip: 'draft_not_approved', detail: "the step's live draft is not an approved, unsent one" };
       if (r.step > 1 && !['sent', 'possibly_sent'].includes(before.get(`${r.sequence_id}:${r.step - 1}`) ?? '')) {
-        return { defer: 'previous_step_pending', until: new Date(now.getTime() + RECHECK_MS), detail: `step ${r.step - 1} has not gone out yet` };
+        return {
+          defer: 'previous_step_pending',
+          until: new Date(now.getTime() + RECHECK_MS),
+          detail: `step ${r.step - 1} has not gone out yet`,
+        };
       }
       Object.assign(r, {
-        email: c.email_normalized, name: c.name, draftId: d.id, subject: d.subject, body: d.body,
-        stepCount: (s.steps as unknown[]).length, seqMailbox: s.mailbox_id, seqStatus: s.status,
+        email: c.email_normalized,
+        name: c.name,
+        draftId: d.id,
+        subject: d.subject,
+        body: d.body,
+        stepCount: (s.steps as unknown[]).length,
+        seqMailbox: s.mailbox_id,
+        seqStatus: s.status,
       });
       return null;
     });
-    const suppressed = pending.length ? await suppressedAmong(trx, org, pending.map((r) => r.email), deps.config.erasureHashSecret) : new Set<string>();
+    const suppressed = pending.length
+      ? await suppressedAmong(
+          trx,
+          org,
+          pending.map((r) => r.email),
+          deps.config.erasureHashSecret,
+        )
+      : new Set<string>();
     decide((r) => {
       if (suppressed.has(r.email)) return { skip: 'suppressed', detail: 'the address is suppressed' };
       const c = contacts.get(r.contact_id)!;
-      if (c.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG)) return { skip: 'do_not_contact', detail: 'the contact is tagged do-not-contact' };
-      if (c.snoozed_until && c.snoozed_until > now) return { defer: 'contact_snoozed', until: c.snoozed_until, detail: 'the contact is snoozed' };
+      if (c.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG))
+        return { skip: 'do_not_contact', detail: 'the contact is tagged do-not-contact' };
+      if (c.snoozed_until && c.snoozed_until > now)
+        return { defer: 'contact_snoozed', until: c.snoozed_until, detail: 'the contact is snoozed' };
       if (c.out_of_office_until && c.out_of_office_until > now) {
         return { defer: 'contact_out_of_office', until: c.out_of_office_until, detail: 'the contact answered with an out-of-office reply' };
       }
@@ -193,7 +344,9 @@ async function claimBatch(deps: Deps, trx: Tx, org: string, ownId: string | null
   }
   await writeDecisions(trx, org, decided);
   // The other steps now decided have their jobs moved (deferred) or gone (skipped, claimed).
-  const done = [...claims.map((c) => c.queueId), ...[...decided].filter(([, d]) => 'skip' in d).map(([id]) => id)].filter((id) => id !== ownId);
+  const done = [...claims.map((c) => c.queueId), ...[...decided].filter(([, d]) => 'skip' in d).map(([id]) => id)].filter(
+    (id) => id !== ownId,
+  );
   if (done.length) await sql`SELECT remove_jobs(${done}::text[])`.execute(trx);
   return claims;
 }
@@ -204,7 +357,12 @@ async function claimBatch(deps: Deps, trx: Tx, org: string, ownId: string | null
  * gap, and the recipient domain's daily cap, counted under their locks.
  */
 async function chooseMailboxes(
-  deps: Deps, trx: Tx, org: string, rows: Row[], settings: SendingSettings, now: Date,
+  deps: Deps,
+  trx: Tx,
+  org: string,
+  rows: Row[],
+  settings: SendingSettings,
+  now: Date,
   decide: (keep: (r: Row) => Decision | null) => void,
 ): Promise<Map<string, Mailbox>> {
   const all = await candidates(trx, org, settings, deps.config);
@@ -213,28 +371,47 @@ async function chooseMailboxes(
   const fresh = own.length ? own : all.filter((m) => m.id === DEPLOYMENT_MAILBOX);
   const poolOf = (r: Row) => (r.seqMailbox ? all.filter((m) => m.id === r.seqMailbox) : fresh);
   const used = [...new Set(rows.flatMap((r) => poolOf(r).map((m) => m.id)))];
-  await lockAll(trx, used.map((id) => `mailbox:${org}:${id}`));
+  await lockAll(
+    trx,
+    used.map((id) => `mailbox:${org}:${id}`),
+  );
   const gapMs = settings.minGapSeconds * 1000;
   const caps = new Map(all.map((m) => [m.id, m.dailyCap]));
   const counts = await ledger(trx, org, 'mailbox', used, (id) => caps.get(id)!, gapMs > 0);
-  const state = new Map(all.map((m) => {
-    const l = counts.get(m.id);
-    return [m.id, { left: m.dailyCap - (l?.count ?? 0), oldest: l?.oldest ?? null, last: l?.newest ?? null }];
-  }));
+  const state = new Map(
+    all.map((m) => {
+      const l = counts.get(m.id);
+      return [m.id, { left: m.dailyCap - (l?.count ?? 0), oldest: l?.oldest ?? null, last: l?.newest ?? null }];
+    }),
+  );
   const chosen = new Map<string, Mailbox>();
   decide((r) => {
     const pool = poolOf(r);
     if (pool.length === 0) {
       return r.seqMailbox
-        ? { defer: 'mailbox_unavailable', until: new Date(now.getTime() + RECHECK_MS), detail: 'the sequence\'s mailbox is no longer verified' }
-        : { defer: 'no_verified_mailbox', until: new Date(now.getTime() + RECHECK_MS), detail: 'no verified mailbox, and the deployment sender is not allowed' };
+        ? {
+            defer: 'mailbox_unavailable',
+            until: new Date(now.getTime() + RECHECK_MS),
+            detail: "the sequence's mailbox is no longer verified",
+          }
+        : {
+            defer: 'no_verified_mailbox',
+            until: new Date(now.getTime() + RECHECK_MS),
+            detail: 'no verified mailbox, and the deployment sender is not allowed',
+          };
     }
-    if (pool[0].status === 'paused') return { defer: 'mailbox_paused', until: new Date(now.getTime() + RECHECK_MS), detail: `${pool[0].email} is paused` };
+    if (pool[0].status === 'paused')
+      return { defer: 'mailbox_paused', until: new Date(now.getTime() + RECHECK_MS), detail: `${pool[0].email} is paused` };
     // When each mailbox of the pool may send next: once its cap frees a slot, and after the gap.
     const ready = pool.map((m) => {
       const s = state.get(m.id)!;
       if (s.left <= 0) {
-        return { m, until: new Date((s.oldest?.getTime() ?? now.getTime()) + DAY_MS), code: 'mailbox_daily_cap', detail: `${m.email} sent its ${m.dailyCap} messages of the last 24 hours` };
+        return {
+          m,
+          until: new Date((s.oldest?.getTime() ?? now.getTime()) + DAY_MS),
+          code: 'mailbox_daily_cap',
+          detail: `${m.email} sent its ${m.dailyCap} messages of the last 24 hours`,
+        };
       }
       if (s.last && gapMs > 0 && s.last.getTime() + gapMs > now.getTime()) {
         // A fixed gap plus a random extra of up to a fifth, so sends do not fall on a beat.
@@ -256,7 +433,10 @@ async function chooseMailboxes(
     return null;
   });
   const domains = [...new Set(rows.filter((r) => chosen.has(r.id)).map((r) => domainOfEmail(r.email)))];
-  await lockAll(trx, domains.map((d) => `domain:${org}:${d}`));
+  await lockAll(
+    trx,
+    domains.map((d) => `domain:${org}:${d}`),
+  );
   const cap = settings.recipientDomainDailyCap;
   const toDomain = await ledger(trx, org, 'domain', domains, () => cap, false);
   decide((r) => {
@@ -265,7 +445,11 @@ async function chooseMailboxes(
     const l = toDomain.get(d)!;
     if (l.count >= cap) {
       chosen.delete(r.id);
-      return { defer: 'recipient_domain_daily_cap', until: new Date((l.oldest?.getTime() ?? now.getTime()) + DAY_MS), detail: `${cap} messages went to ${d} in the last 24 hours` };
+      return {
+        defer: 'recipient_domain_daily_cap',
+        until: new Date((l.oldest?.getTime() ?? now.getTime()) + DAY_MS),
+        detail: `${cap} messages went to ${d} in the last 24 hours`,
+      };
     }
     toDomain.set(d, { ...l, count: l.count + 1 });
     return null;
@@ -274,11 +458,30 @@ async function chooseMailboxes(
 }
 
 /** Writes the claims: each step's send record (`sending`, with the message as it will go), its queue row, its sequence's mailbox, usage. */
-async function writeClaims(deps: Deps, trx: Tx, org: string, rows: Row[], chosen: Map<string, Mailbox>, settings: SendingSettings): Promise<Claim[]> {
+async function writeClaims(
+  deps: Deps,
+  trx: Tx,
+  org: string,
+  rows: Row[],
+  chosen: Map<string, Mailbox>,
+  settings: SendingSettings,
+): Promise<Claim[]> {
   const later = rows.filter((r) => r.step > 1);
-  const earlier = later.length === 0 ? [] : await trx.selectFrom('send_records').select(['sequence_id', 'message_id', 'subject', 'step'])
-    .where('organization_id', '=', org).where('sequence_id', 'in', later.map((r) => r.sequence_id)).where('status', 'in', ['sent', 'possibly_sent'])
-    .orderBy('step').execute();
+  const earlier =
+    later.length === 0
+      ? []
+      : await trx
+          .selectFrom('send_records')
+          .select(['sequence_id', 'message_id', 'subject', 'step'])
+          .where('organization_id', '=', org)
+          .where(
+            'sequence_id',
+            'in',
+            later.map((r) => r.sequence_id),
+          )
+          .where('status', 'in', ['sent', 'possibly_sent'])
+          .orderBy('step')
+          .execute();
   const base = deps.config.publicBaseUrl;
   const { signer, secretBox } = deps.services;
   const claims: Claim[] = [];
@@ -297,28 +500,66 @@ async function writeClaims(deps: Deps, trx: Tx, org: string, rows: Row[], chosen
       messageId: mintMessageId(mailbox.email),
       thread: thread.map((e) => e.message_id!).filter(Boolean),
       unsubscribeUrl: `${base}/unsubscribe/${signer.sign('unsubscribe', { o: org, r: recordId })}`,
-      dkim: mailbox.dkim && dkimKey ? { domainName: mailbox.dkim.domainName, keySelector: mailbox.dkim.keySelector, privateKey: dkimKey } : null,
-      tracking: settings.tracking ? {
-        pixel: `${base}/t/o/${signer.sign('open', { o: org, r: recordId })}`,
-        click: (url) => `${base}/t/c/${signer.sign('click', { o: org, r: recordId, u: url })}`,
-      } : null,
+      dkim:
+        mailbox.dkim && dkimKey
+          ? { domainName: mailbox.dkim.domainName, keySelector: mailbox.dkim.keySelector, privateKey: dkimKey }
+          : null,
+      tracking: settings.tracking
+        ? {
+            pixel: `${base}/t/o/${signer.sign('open', { o: org, r: recordId })}`,
+            click: (url) => `${base}/t/c/${signer.sign('click', { o: org, r: recordId, u: url })}`,
+          }
+        : null,
       replyTo,
     });
-    claims.push({ recordId, queueId: r.id, sequenceId: r.sequence_id, step: r.step, stepCount: r.stepCount, contactId: r.contact_id, draftId: r.draftId, mailbox, message });
+    claims.push({
+      recordId,
+      queueId: r.id,
+      sequenceId: r.sequence_id,
+      step: r.step,
+      stepCount: r.stepCount,
+      contactId: r.contact_id,
+      draftId: r.draftId,
+      mailbox,
+      message,
+    });
   }
   if (claims.length === 0) return claims;
-  await trx.insertInto('send_records').values(claims.map((c) => {
-    const m = c.message;
-    const headers = { ...(m.headers as Record<string, string>), 'Message-ID': String(m.messageId), ...(m.replyTo ? { 'Reply-To': String(m.replyTo) } : {}),
-      ...(m.inReplyTo ? { 'In-Reply-To': String(m.inReplyTo), References: (m.references as string[]).join(' ') } : {}) };
-    const to = (m.to as { address: string }).address;
-    return {
-      organization_id: org, id: c.recordId, contact_id: c.contactId, draft_id: c.draftId, to_email: to,
-      from_email: c.mailbox.email, subject: String(m.subject), text_body: String(m.text), html_body: String(m.html),
-      headers: JSON.stringify(headers), status: 'sending', sent_at: sql`now_ms()`, queue_id: c.queueId, sequence_id: c.sequenceId, step: c.step,
-      mailbox_id: c.mailbox.id, recipient_domain: domainOfEmail(to), message_id: String(m.messageId),
-    };
-  }) as never).execute();
+  await trx
+    .insertInto('send_records')
+    .values(
+      claims.map((c) => {
+        const m = c.message;
+        const headers = {
+          ...(m.headers as Record<string, string>),
+          'Message-ID': String(m.messageId),
+          ...(m.replyTo ? { 'Reply-To': String(m.replyTo) } : {}),
+          ...(m.inReplyTo ? { 'In-Reply-To': String(m.inReplyTo), References: (m.references as string[]).join(' ') } : {}),
+        };
+        const to = (m.to as { address: string }).address;
+        return {
+          organization_id: org,
+          id: c.recordId,
+          contact_id: c.contactId,
+          draft_id: c.draftId,
+          to_email: to,
+          from_email: c.mailbox.email,
+          subject: String(m.subject),
+          text_body: String(m.text),
+          html_body: String(m.html),
+          headers: JSON.stringify(headers),
+          status: 'sending',
+          sent_at: sql`now_ms()`,
+          queue_id: c.queueId,
+          sequence_id: c.sequenceId,
+          step: c.step,
+          mailbox_id: c.mailbox.id,
+          recipient_domain: domainOfEmail(to),
+          message_id: String(m.messageId),
+        };
+      }) as never,
+    )
+    .execute();
   await sql`
     UPDATE send_queue q SET state = 'sending', held_by = NULL, held_detail = NULL, attempts = q.attempts + 1, send_record_id = v.record_id,
       draft_id = v.draft_id, updated_at = now_ms()
@@ -333,14 +574,19 @@ async function writeClaims(deps: Deps, trx: Tx, org: string, rows: Row[], chosen
       WHERE s.organization_id = ${org} AND s.id = v.id AND s.mailbox_id IS NULL`.execute(trx);
   }
   // The hourly buckets of the caps' ledger (see ledger()).
-  const scopes = claims.flatMap((c) => [`mailbox:${c.mailbox.id}`, `domain:${domainOfEmail(String((c.message.to as { address: string }).address))}`]);
+  const scopes = claims.flatMap((c) => [
+    `mailbox:${c.mailbox.id}`,
+    `domain:${domainOfEmail(String((c.message.to as { address: string }).address))}`,
+  ]);
   await sql`
     INSERT INTO send_ledger_hours (organization_id, scope, hour, sends)
     SELECT ${org}, scope, date_trunc('hour', now()), count(*) FROM unnest(${scopes}::text[]) AS scope GROUP BY scope
     ON CONFLICT (organization_id, scope, hour) DO UPDATE SET sends = send_ledger_hours.sends + EXCLUDED.sends`.execute(trx);
   await sql`
     INSERT INTO usage_counters (organization_id, period_start, sends_attempted) VALUES (${org}, ${usagePeriod().start.toISOString().slice(0, 10)}, ${claims.length})
-    ON CONFLICT (organization_id, period_start) DO UPDATE SET sends_attempted = usage_counters.sends_attempted + EXCLUDED.sends_attempted`.execute(trx);
+    ON CONFLICT (organization_id, period_start) DO UPDATE SET sends_attempted = usage_counters.sends_attempted + EXCLUDED.sends_attempted`.execute(
+    trx,
+  );
   return claims;
 }
 
@@ -356,7 +602,11 @@ async function writeDecisions(trx: Tx, org: string, decided: Map<string, Decisio
                 ${ds.map((d) => d.detail)}::text[], ${ds.map((d) => ('defer' in d ? d.until : null))}::timestamptz[]) AS v(id, state, code, detail, until)
     WHERE q.organization_id = ${org} AND q.id = v.id`.execute(trx);
   const deferred = [...decided].filter(([, d]) => 'defer' in d) as [string, { until: Date }][];
-  await scheduleSends(trx, org, deferred.map(([id, d]) => ({ queueId: id, runAt: d.until })));
+  await scheduleSends(
+    trx,
+    org,
+    deferred.map(([id, d]) => ({ queueId: id, runAt: d.until })),
+  );
 }
 
 /** Lets the steps after these go now, or at their own time. */
@@ -367,7 +617,11 @@ async function releaseNext(trx: Tx, org: string, after: { sequenceId: string; st
     FROM unnest(${after.map((a) => a.sequenceId)}::text[], ${after.map((a) => a.step + 1)}::int[]) AS v(sequence_id, step)
     WHERE q.organization_id = ${org} AND q.sequence_id = v.sequence_id AND q.step = v.step AND q.state IN ('queued', 'deferred')
     RETURNING q.id, q.next_attempt_at`.execute(trx);
-  await scheduleSends(trx, org, next.rows.map((n) => ({ queueId: n.id, runAt: n.next_attempt_at })));
+  await scheduleSends(
+    trx,
+    org,
+    next.rows.map((n) => ({ queueId: n.id, runAt: n.next_attempt_at })),
+  );
 }
 
 /**
@@ -376,12 +630,22 @@ async function releaseNext(trx: Tx, org: string, after: { sequenceId: string; st
  * automatically (sending twice does more harm than not knowing), and the sequence goes on.
  */
 export async function markPossiblySent(trx: Tx, org: string, recordId: string, detail: string): Promise<boolean> {
-  const r = await trx.updateTable('send_records').set({ status: 'possibly_sent', smtp_response: detail.slice(0, 1000) } as never)
-    .where('organization_id', '=', org).where('id', '=', recordId).where('status', '=', 'sending')
-    .returning(['queue_id', 'sequence_id', 'step']).executeTakeFirst();
+  const r = await trx
+    .updateTable('send_records')
+    .set({ status: 'possibly_sent', smtp_response: detail.slice(0, 1000) } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', recordId)
+    .where('status', '=', 'sending')
+    .returning(['queue_id', 'sequence_id', 'step'])
+    .executeTakeFirst();
   if (!r) return false;
-  await trx.updateTable('send_queue').set({ state: 'possibly_sent', held_by: 'possibly_sent', held_detail: detail.slice(0, 500), updated_at: sql`now_ms()` } as never)
-    .where('organization_id', '=', org).where('id', '=', r.queue_id!).where('state', '=', 'sending').execute();
+  await trx
+    .updateTable('send_queue')
+    .set({ state: 'possibly_sent', held_by: 'possibly_sent', held_detail: detail.slice(0, 500), updated_at: sql`now_ms()` } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', r.queue_id!)
+    .where('state', '=', 'sending')
+    .execute();
   await releaseNext(trx, org, [{ sequenceId: r.sequence_id!, step: r.step! }]);
   return true;
 }
@@ -410,8 +674,12 @@ async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: S
   const live = new Set(updated.rows.map((r) => r.id));
   const sent = done.map((d) => d.c).filter((c) => live.has(c.recordId));
   if (sent.length === 0) return [];
-  await sql`UPDATE send_queue SET state = 'sent', updated_at = now_ms() WHERE organization_id = ${org} AND id = ANY(${sent.map((c) => c.queueId)}::text[])`.execute(trx);
-  await sql`UPDATE drafts SET sent_at = now_ms(), updated_at = now_ms() WHERE organization_id = ${org} AND id = ANY(${sent.map((c) => c.draftId)}::text[])`.execute(trx);
+  await sql`UPDATE send_queue SET state = 'sent', updated_at = now_ms() WHERE organization_id = ${org} AND id = ANY(${sent.map((c) => c.queueId)}::text[])`.execute(
+    trx,
+  );
+  await sql`UPDATE drafts SET sent_at = now_ms(), updated_at = now_ms() WHERE organization_id = ${org} AND id = ANY(${sent.map((c) => c.draftId)}::text[])`.execute(
+    trx,
+  );
   // QUEUED -> ACTIVE at the first send, COMPLETED after the last step; the old status says which events.
   const seqs = await sql<{ id: string; old: string }>`
     UPDATE contact_sequences s SET
@@ -425,23 +693,50 @@ async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: S
   const events: EmitInput[] = [];
   for (const c of sent) {
     const ref = { sequenceId: c.sequenceId, contactId: c.contactId, draftId: c.draftId, step: c.step };
-    events.push({ type: 'draft.sent', resource: { type: 'Draft', id: c.draftId }, data: { ...ref, mailboxId: c.mailbox.id, messageId: String(c.message.messageId) } });
-    if (old.get(c.sequenceId) === 'QUEUED') events.push({ type: 'sequence.started', resource: { type: 'Sequence', id: c.sequenceId }, data: { sequenceId: c.sequenceId, contactId: c.contactId } });
-    if (c.step >= c.stepCount) events.push({ type: 'sequence.completed', resource: { type: 'Sequence', id: c.sequenceId }, data: { sequenceId: c.sequenceId, contactId: c.contactId, steps: c.stepCount } });
+    events.push({
+      type: 'draft.sent',
+      resource: { type: 'Draft', id: c.draftId },
+      data: { ...ref, mailboxId: c.mailbox.id, messageId: String(c.message.messageId) },
+    });
+    if (old.get(c.sequenceId) === 'QUEUED')
+      events.push({
+        type: 'sequence.started',
+        resource: { type: 'Sequence', id: c.sequenceId },
+        data: { sequenceId: c.sequenceId, contactId: c.contactId },
+      });
+    if (c.step >= c.stepCount)
+      events.push({
+        type: 'sequence.completed',
+        resource: { type: 'Sequence', id: c.sequenceId },
+        data: { sequenceId: c.sequenceId, contactId: c.contactId, steps: c.stepCount },
+      });
   }
   // The next step waits for this one: it may go now, or at its own time.
-  await releaseNext(trx, org, sent.filter((c) => c.step < c.stepCount));
+  await releaseNext(
+    trx,
+    org,
+    sent.filter((c) => c.step < c.stepCount),
+  );
   return events;
 }
 
 /** Phase 3 for a step the server refused for good (a hard bounce): the shared bounce, and the step failed. */
 async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome): Promise<EmitInput[]> {
   const ref = { sequenceId: c.sequenceId, contactId: c.contactId, draftId: c.draftId, step: c.step };
-  await trx.updateTable('send_queue').set({ state: 'failed', held_by: 'hard_bounce', held_detail: outcome.response.slice(0, 500), updated_at: sql`now_ms()` } as never)
-    .where('organization_id', '=', org).where('id', '=', c.queueId).execute();
+  await trx
+    .updateTable('send_queue')
+    .set({ state: 'failed', held_by: 'hard_bounce', held_detail: outcome.response.slice(0, 500), updated_at: sql`now_ms()` } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', c.queueId)
+    .execute();
   const events = await recordHardBounce(trx, org, {
-    ...ref, recordId: c.recordId, email: String((c.message.to as { address: string }).address), mailboxId: c.mailbox.id,
-    code: outcome.code, diagnostic: outcome.response, source: 'dispatcher',
+    ...ref,
+    recordId: c.recordId,
+    email: String((c.message.to as { address: string }).address),
+    mailboxId: c.mailbox.id,
+    code: outcome.code,
+    diagnostic: outcome.response,
+    source: 'dispatcher',
   });
   const failure = { ...ref, code: outcome.code, response: outcome.response };
   events.push(
@@ -453,17 +748,45 @@ async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome
 
 /** Phase 3 for a temporary failure: tried again after a growing delay, then given up with send.failed. */
 async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome): Promise<EmitInput[]> {
-  await trx.updateTable('send_records').set({ status: 'failed', smtp_response: outcome.response } as never).where('organization_id', '=', org).where('id', '=', c.recordId).execute();
-  const q = await trx.selectFrom('send_queue').select('attempts').where('organization_id', '=', org).where('id', '=', c.queueId).executeTakeFirstOrThrow();
+  await trx
+    .updateTable('send_records')
+    .set({ status: 'failed', smtp_response: outcome.response } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', c.recordId)
+    .execute();
+  const q = await trx
+    .selectFrom('send_queue')
+    .select('attempts')
+    .where('organization_id', '=', org)
+    .where('id', '=', c.queueId)
+    .executeTakeFirstOrThrow();
   const delay = RETRY_DELAYS_MS[q.attempts - 1];
   if (delay !== undefined) {
     const until = new Date(Date.now() + delay);
-    await writeDecisions(trx, org, new Map([[c.queueId, { defer: 'transport_retry', until, detail: `attempt ${q.attempts} answered: ${outcome.response}`.slice(0, 500) }]]));
+    await writeDecisions(
+      trx,
+      org,
+      new Map([
+        [c.queueId, { defer: 'transport_retry', until, detail: `attempt ${q.attempts} answered: ${outcome.response}`.slice(0, 500) }],
+      ]),
+    );
     return [];
   }
-  await trx.updateTable('send_queue').set({ state: 'failed', held_by: 'transport_failed', held_detail: outcome.response.slice(0, 500), updated_at: sql`now_ms()` } as never)
-    .where('organization_id', '=', org).where('id', '=', c.queueId).execute();
-  const failure = { sequenceId: c.sequenceId, contactId: c.contactId, draftId: c.draftId, step: c.step, code: outcome.code, response: outcome.response, attempts: q.attempts };
+  await trx
+    .updateTable('send_queue')
+    .set({ state: 'failed', held_by: 'transport_failed', held_detail: outcome.response.slice(0, 500), updated_at: sql`now_ms()` } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', c.queueId)
+    .execute();
+  const failure = {
+    sequenceId: c.sequenceId,
+    contactId: c.contactId,
+    draftId: c.draftId,
+    step: c.step,
+    code: outcome.code,
+    response: outcome.response,
+    attempts: q.attempts,
+  };
   return [
     { type: 'send.failed', resource: { type: 'Draft', id: c.draftId }, data: { ...failure, permanent: false } },
     { type: 'sequence.step_failed', resource: { type: 'Sequence', id: c.sequenceId }, data: { ...failure, reason: 'transport_failed' } },
@@ -472,10 +795,14 @@ async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome)
 
 /** Phase 3: what the SMTP answers mean for the steps, the sequences, the contacts and the mailboxes. */
 async function recordOutcomes(trx: Tx, org: string, done: { c: Claim; outcome: SendOutcome }[]): Promise<void> {
-  const events = await recordAccepted(trx, org, done.filter((d) => d.outcome.kind === 'accepted'));
+  const events = await recordAccepted(
+    trx,
+    org,
+    done.filter((d) => d.outcome.kind === 'accepted'),
+  );
   for (const { c, outcome } of done) {
-    if (outcome.kind === 'permanent') events.push(...await recordBounce(trx, org, c, outcome));
-    else if (outcome.kind === 'temporary') events.push(...await recordRetry(trx, org, c, outcome));
+    if (outcome.kind === 'permanent') events.push(...(await recordBounce(trx, org, c, outcome)));
+    else if (outcome.kind === 'temporary') events.push(...(await recordRetry(trx, org, c, outcome)));
     else if (outcome.kind === 'unknown') await markPossiblySent(trx, org, c.recordId, outcome.response);
   }
   await emitMany(trx, org, events);
@@ -496,13 +823,20 @@ export function sendStep(deps: Deps, org: string, queueId: string | null): Promi
 async function dispatchBatch(deps: Deps, org: string, queueId: string | null): Promise<void> {
   const claims = await withOrg(deps.db, org, (trx) => claimBatch(deps, trx, org, queueId));
   if (claims.length === 0) return;
-  const done = await Promise.all(claims.map(async (c) => {
-    const transport = deps.services.mail.forMailbox(c.mailbox.id === DEPLOYMENT_MAILBOX ? null : c.mailbox.smtpUrlSealed);
-    const outcome: SendOutcome = transport
-      ? await transport.send(c.message)
-      : { kind: 'temporary', response: 'the mailbox\'s SMTP credentials cannot be read (the secret key changed): set the mailbox up again', code: null, providerMessageId: null };
-    return { c, outcome };
-  }));
+  const done = await Promise.all(
+    claims.map(async (c) => {
+      const transport = deps.services.mail.forMailbox(c.mailbox.id === DEPLOYMENT_MAILBOX ? null : c.mailbox.smtpUrlSealed);
+      const outcome: SendOutcome = transport
+        ? await transport.send(c.message)
+        : {
+            kind: 'temporary',
+            response: "the mailbox's SMTP credentials cannot be read (the secret key changed): set the mailbox up again",
+            code: null,
+            providerMessageId: null,
+          };
+      return { c, outcome };
+    }),
+  );
   if (deps.services.faults.has('send:after-smtp')) throw new Error('injected fault: send:after-smtp');
   await withOrg(deps.db, org, (trx) => recordOutcomes(trx, org, done));
 }

@@ -25,17 +25,29 @@ export interface SendingSettings {
 }
 
 export const DEFAULT_SENDING: SendingSettings = {
-  timeZone: 'UTC', days: [1, 2, 3, 4, 5, 6, 7], from: '00:00', to: '24:00', minGapSeconds: 0, recipientDomainDailyCap: 25,
-  tracking: false, allowDeploymentSender: true, deploymentDailyCap: 200,
+  timeZone: 'UTC',
+  days: [1, 2, 3, 4, 5, 6, 7],
+  from: '00:00',
+  to: '24:00',
+  minGapSeconds: 0,
+  recipientDomainDailyCap: 25,
+  tracking: false,
+  allowDeploymentSender: true,
+  deploymentDailyCap: 200,
 };
 
 /** A mailbox's daily cap when the operator gives none (lemlist and Instantly advise 30 to 100). */
 export const DEFAULT_MAILBOX_DAILY_CAP = 50;
 
-export const sendingSettings = (stored: unknown): SendingSettings =>
-  ({ ...DEFAULT_SENDING, ...(stored && typeof stored === 'object' && !Array.isArray(stored) ? stored as Partial<SendingSettings> : {}) });
+export const sendingSettings = (stored: unknown): SendingSettings => ({
+  ...DEFAULT_SENDING,
+  ...(stored && typeof stored === 'object' && !Array.isArray(stored) ? (stored as Partial<SendingSettings>) : {}),
+});
 
-const minutes = (hhmm: string) => { const [h, m] = hhmm.split(':').map(Number); return h * 60 + m; };
+const minutes = (hhmm: string) => {
+  const [h, m] = hhmm.split(':').map(Number);
+  return h * 60 + m;
+};
 
 /** Whether a time zone name is one luxon (ICU) knows. */
 export const validTimeZone = (zone: string): boolean => DateTime.now().setZone(zone).isValid;
@@ -59,9 +71,10 @@ export function windowOpensAt(s: SendingSettings, at: Date): Date {
 
 /** Stored sending settings with the sent ones replacing theirs; 400 for an unknown zone or a window that closes before it opens. */
 export function checkedSending(patch: Partial<SendingSettings>, stored: unknown): Partial<SendingSettings> {
-  const merged = { ...(stored && typeof stored === 'object' ? stored as Partial<SendingSettings> : {}), ...patch };
+  const merged = { ...(stored && typeof stored === 'object' ? (stored as Partial<SendingSettings>) : {}), ...patch };
   const full = sendingSettings(merged);
   if (!validTimeZone(full.timeZone)) throw invalid(`${full.timeZone} is not a known IANA time zone.`, 'body.sending.timeZone');
-  if (full.from >= full.to) throw invalid(`The sending window must open before it closes (from ${full.from}, to ${full.to}).`, 'body.sending.to');
+  if (full.from >= full.to)
+    throw invalid(`The sending window must open before it closes (from ${full.from}, to ${full.to}).`, 'body.sending.to');
   return merged;
 }

@@ -2,7 +2,7 @@
 // (its worker died between the SMTP hand-over and the commit, or before the hand-over) is marked
 // possibly sent (markPossiblySent says what that means).
 import { sql } from 'kysely';
-import { withSystem, type Db } from '../../db/database.js';
+import { type Db, withSystem } from '../../db/database.js';
 import { markPossiblySent } from './send.js';
 
 /** Longer than an SMTP exchange lasts with the default socket limits (30 s a step). */

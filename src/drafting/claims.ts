@@ -5,20 +5,82 @@
 // sentence cites a source whose snippet or title contains it (numbers compared by their digits);
 // recency needs a dated news source.
 
-export interface Claim { kind: 'number' | 'name' | 'date' | 'recency'; token: string }
+export interface Claim {
+  kind: 'number' | 'name' | 'date' | 'recency';
+  token: string;
+}
 
 const MONTHS = 'january|february|march|april|may|june|july|august|september|october|november|december';
 const DAYS = 'monday|tuesday|wednesday|thursday|friday|saturday|sunday';
 const DATE = new RegExp(`\\b(${MONTHS}|${DAYS})\\b`, 'gi');
-const RECENCY = /\b(recent(ly)?|just (launched|raised|announced|hired|opened|closed|released|secured)|last (week|month|quarter|year)|this (week|month|quarter)|yesterday|congrat(s|ulations)|you('ve| have)? (raised|launched|announced|hired|opened|expanded|closed))\b/gi;
+const RECENCY =
+  /\b(recent(ly)?|just (launched|raised|announced|hired|opened|closed|released|secured)|last (week|month|quarter|year)|this (week|month|quarter)|yesterday|congrat(s|ulations)|you('ve| have)? (raised|launched|announced|hired|opened|expanded|closed))\b/gi;
 const NUMBER = /[$€£]?\d[\d,.]*(\s?(%|percent|[kmb]n?|million|billion|x))?(?![\w])/gi;
 // Capitalized words, allowing inner capitals and hyphens (McKinsey, Series-B), and initials (E.).
 const WORD = /\b[A-Z][\w'’-]*\.?/g;
 /** Words capitalized for grammar, not because they name something. */
 const COMMON = new Set([
-  'i', 'i\'m', 'i\'d', 'i\'ll', 'i\'ve', 'hi', 'hello', 'hey', 'dear', 'thanks', 'thank', 'best', 'regards', 'cheers', 'ps', 'p.s.', 'we', 'our', 'you',
-  'your', 'the', 'a', 'an', 'if', 'would', 'could', 'are', 'is', 'do', 'does', 'did', 'can', 'will', 'let', 'happy', 'quick', 'open', 'no', 'yes',
-  'ok', 'okay', 're', 'fwd', 'fw', 'ceo', 'cto', 'cfo', 'coo', 'cmo', 'cro', 'vp', 'ai', 'api', 'crm', 'saas', 'b2b', 'roi', 'q1', 'q2', 'q3', 'q4',
+  'i',
+  "i'm",
+  "i'd",
+  "i'll",
+  "i've",
+  'hi',
+  'hello',
+  'hey',
+  'dear',
+  'thanks',
+  'thank',
+  'best',
+  'regards',
+  'cheers',
+  'ps',
+  'p.s.',
+  'we',
+  'our',
+  'you',
+  'your',
+  'the',
+  'a',
+  'an',
+  'if',
+  'would',
+  'could',
+  'are',
+  'is',
+  'do',
+  'does',
+  'did',
+  'can',
+  'will',
+  'let',
+  'happy',
+  'quick',
+  'open',
+  'no',
+  'yes',
+  'ok',
+  'okay',
+  're',
+  'fwd',
+  'fw',
+  'ceo',
+  'cto',
+  'cfo',
+  'coo',
+  'cmo',
+  'cro',
+  'vp',
+  'ai',
+  'api',
+  'crm',
+  'saas',
+  'b2b',
+  'roi',
+  'q1',
+  'q2',
+  'q3',
+  'q4',
 ]);
 
 const digits = (s: string) => s.replace(/[^\d]/g, '');
@@ -58,7 +120,11 @@ export function claimsOf(sentence: string, known: ReadonlySet<string>): Claim[] 
   return claims;
 }
 
-export interface CitedSource { snippet: string; title: string; dated: boolean }
+export interface CitedSource {
+  snippet: string;
+  title: string;
+  dated: boolean;
+}
 
 /** The claims of a sentence that none of its cited sources supports. */
 export function unsupported(claims: Claim[], cited: CitedSource[]): Claim[] {

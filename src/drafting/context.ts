@@ -3,7 +3,12 @@ import type { Fact, Source } from '../research/dossier.js';
 import type { Citation, Flag } from './guardrails.js';
 import type { MergeValues } from './merge.js';
 
-export interface TemplateStep { step: number; dayOffset: number; subject: string; body: string }
+export interface TemplateStep {
+  step: number;
+  dayOffset: number;
+  subject: string;
+  body: string;
+}
 
 export interface DraftContext {
   step: TemplateStep;
@@ -41,11 +46,15 @@ export function evidenceOf(research: DraftContext['research']) {
   return (sourceIndex: number) => {
     const source = research?.sources[sourceIndex - 1];
     if (!research || !source) return [];
-    const dated = source.kind === 'feed-item' || source.kind === 'article'
-      || research.facts.some((f) => f.sourceIndex === sourceIndex && typeof f.publishedAt === 'string');
+    const dated =
+      source.kind === 'feed-item' ||
+      source.kind === 'article' ||
+      research.facts.some((f) => f.sourceIndex === sourceIndex && typeof f.publishedAt === 'string');
     return [
       { snippet: source.snippet, title: source.title, dated },
-      ...research.facts.filter((f) => f.sourceIndex === sourceIndex).map((f) => ({ snippet: `${f.text} ${f.source.snippet}`, title: f.source.title, dated })),
+      ...research.facts
+        .filter((f) => f.sourceIndex === sourceIndex)
+        .map((f) => ({ snippet: `${f.text} ${f.source.snippet}`, title: f.source.title, dated })),
     ];
   };
 }
@@ -55,14 +64,23 @@ export function evidenceOf(research: DraftContext['research']) {
  * was then (GET /drafts/{id}?include=evidence shows them while that run is the contact's research;
  * a citation of a `message` source, the message a reply answers, always).
  */
-export function storedEvidence(research: DraftContext['research'], citations: StoredCitation[], extra: Record<string, unknown> = {}): string {
+export function storedEvidence(
+  research: DraftContext['research'],
+  citations: StoredCitation[],
+  extra: Record<string, unknown> = {},
+): string {
   return JSON.stringify({
     researchRunId: research?.runId || null,
     citations: citations.map((c) => {
       const s = research?.sources[c.sourceIndex - 1];
       return {
-        text: c.text, sourceIndex: c.sourceIndex, sourceUrl: s?.url ?? null, sourceTitle: s?.title ?? null, sourceDomain: s?.domain || null,
-        sourceSnippet: c.snippet, sourceKind: s?.kind ?? null,
+        text: c.text,
+        sourceIndex: c.sourceIndex,
+        sourceUrl: s?.url ?? null,
+        sourceTitle: s?.title ?? null,
+        sourceDomain: s?.domain || null,
+        sourceSnippet: c.snippet,
+        sourceKind: s?.kind ?? null,
       };
     }),
     ...extra,

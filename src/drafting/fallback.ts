@@ -2,18 +2,20 @@
 // one personalisation sentence built from a research fact and citing it: step 1 uses the best
 // fact, step 2 the next, and so on, so each email of a sequence brings its own reason to write.
 // Deterministic: the same inputs give the same draft.
-import type { Fact } from '../research/dossier.js';
+
 import { functionOf } from '../research/assess.js';
-import { evidenceOf, type DraftContext, type StoredCitation, type WrittenDraft } from './context.js';
+import type { Fact } from '../research/dossier.js';
+import { type DraftContext, evidenceOf, type StoredCitation, type WrittenDraft } from './context.js';
 import { checkDraft } from './guardrails.js';
-import { SUBJECT_FALLBACKS, fillMergeFields } from './merge.js';
+import { fillMergeFields, SUBJECT_FALLBACKS } from './merge.js';
 
 const NEWS = new Set(['funding', 'launch', 'expansion', 'leadership', 'partnership']);
 const GREETING_LINE = /^\s*(hi|hello|hey|dear|good (morning|afternoon|evening))\b[^.!?\n]{0,40}[,!]?\s*$/i;
 
 /** Facts worth a sentence, best first: recent news, then open roles (the contact's function first), then stated challenges. */
 export function rankFacts(facts: Fact[], contactFunction: string | null): Fact[] {
-  const news = facts.filter((f) => NEWS.has(f.kind) && typeof f.publishedAt === 'string')
+  const news = facts
+    .filter((f) => NEWS.has(f.kind) && typeof f.publishedAt === 'string')
     .sort((a, b) => Date.parse(String(b.publishedAt)) - Date.parse(String(a.publishedAt)));
   const roles = facts.filter((f) => f.kind === 'hiring' && f.text.startsWith('Hiring: '));
   const inFunction = roles.filter((f) => contactFunction !== null && functionOf(f.source.snippet) === contactFunction);
@@ -34,7 +36,9 @@ export function insertAfterOpening(body: string, sentence: string): string {
   const first = lines.findIndex((l) => l.trim() !== '');
   if (first < 0) return sentence;
   if (GREETING_LINE.test(lines[first])) {
-    return [...lines.slice(0, first + 1), '', sentence, ...(lines[first + 1]?.trim() === '' ? [] : ['']), ...lines.slice(first + 1)].join('\n');
+    return [...lines.slice(0, first + 1), '', sentence, ...(lines[first + 1]?.trim() === '' ? [] : ['']), ...lines.slice(first + 1)].join(
+      '\n',
+    );
   }
   const line = lines[first];
   const end = /[.!?](\s|$)/.exec(line);
@@ -57,11 +61,25 @@ export function writeFallback(ctx: DraftContext): WrittenDraft {
     citations.push({ text: sentence, sourceIndex: fact.sourceIndex, snippet: fact.source.snippet });
   }
   const checked = checkDraft({
-    step: ctx.step.step, subject: subject.text, body: text, templateSubject: subject.text, templateBody: body.text,
-    citations, evidence: evidenceOf(ctx.research), known: ctx.known,
+    step: ctx.step.step,
+    subject: subject.text,
+    body: text,
+    templateSubject: subject.text,
+    templateBody: body.text,
+    citations,
+    evidence: evidenceOf(ctx.research),
+    known: ctx.known,
   });
   return {
-    subject: checked.subject, body: checked.body, citations, provider: 'fallback', attempts: 1,
-    repaired: [...repaired, ...checked.repaired], advisories: [...advisories, ...checked.advisories], flags: checked.flags, tokens: 0, costMillicents: 0,
+    subject: checked.subject,
+    body: checked.body,
+    citations,
+    provider: 'fallback',
+    attempts: 1,
+    repaired: [...repaired, ...checked.repaired],
+    advisories: [...advisories, ...checked.advisories],
+    flags: checked.flags,
+    tokens: 0,
+    costMillicents: 0,
   };
 }

@@ -5,20 +5,20 @@
 // versions), the contacts' derived research, the sequences' statuses, the list run's counters and
 // every event. Idempotent per generation pass: a re-run of the same pass writes nothing twice.
 import { sql } from 'kysely';
-import { withOrg, type Tx } from '../../db/database.js';
-import type { Deps } from '../platform/services.js';
-import { emitMany, type EmitInput } from '../platform/events.js';
-import { newId } from '../platform/ids.js';
-import { suppressedAmong } from '../compliance/suppression-match.js';
+import { type Tx, withOrg } from '../../db/database.js';
 import { draftsRemaining, takeDrafts } from '../account/usage.js';
-import { storedDossier } from '../research/runs.js';
+import { heldOutUnits } from '../analytics/holdout.js';
+import { suppressedAmong } from '../compliance/suppression-match.js';
+import { type EmitInput, emitMany } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
+import type { Deps } from '../platform/services.js';
 import { assessContact, functionOf } from '../research/assess.js';
 import type { Fact, Source } from '../research/dossier.js';
-import { storedEvidence, type DraftContext, type TemplateStep, type WrittenDraft } from './context.js';
+import { storedDossier } from '../research/runs.js';
+import { type DraftContext, storedEvidence, type TemplateStep, type WrittenDraft } from './context.js';
 import { writeFallback } from './fallback.js';
-import { writeOrFallBack, writeWithModel } from './model-writer.js';
 import { nameParts } from './merge.js';
-import { heldOutUnits } from '../analytics/holdout.js';
+import { writeOrFallBack, writeWithModel } from './model-writer.js';
 
 /**
  * Which steps a pass writes: `missing` those without a live draft (a new sequence); `unapproved`
@@ -27,60 +27,125 @@ import { heldOutUnits } from '../analytics/holdout.js';
  */
 export type GenerationMode = 'missing' | 'unapproved' | 'unsent';
 
-export interface GenerationRequest { sequenceIds: string[]; pass: string; mode: GenerationMode; runId: string | null }
+export interface GenerationRequest {
+  sequenceIds: string[];
+  pass: string;
+  mode: GenerationMode;
+  runId: string | null;
+}
 
 /** Statuses in which a sequence's drafts are (re)written. */
 export const GENERATING_STATUSES = ['NEW', 'DRAFTED', 'APPROVED'];
 const DAY_MS = 86_400_000;
 export const DO_NOT_CONTACT_TAG = 'do-not-contact';
 
-interface ContactResearch { runId: string; facts: Fact[]; sources: Source[] }
+interface ContactResearch {
+  runId: string;
+  facts: Fact[];
+  sources: Source[];
+}
 
 /** The contact research a draft may cite: stored research of this version of the service, or null. */
 export function storedContactResearch(research: unknown): ContactResearch | null {
   const r = research as Partial<ContactResearch & { version: number }> | null;
   return r && typeof r === 'object' && r.version === 1 && typeof r.runId === 'string' && Array.isArray(r.facts) && Array.isArray(r.sources)
-    ? { runId: r.runId, facts: r.facts, sources: r.sources } : null;
+    ? { runId: r.runId, facts: r.facts, sources: r.sources }
+    : null;
 }
 
 /** Research derived for a contact from its company's dossier during generation (stored at commit). */
 type Derived = ReturnType<typeof assessContact> & {
-  companyId: string; companyRunId: string; companyResearchUpdatedAt: string; lowConfidence: boolean; hasMinimumCoverage: boolean;
+  companyId: string;
+  companyRunId: string;
+  companyResearchUpdatedAt: string;
+  lowConfidence: boolean;
+  hasMinimumCoverage: boolean;
 };
 
 interface Item {
   /** account: the contact's company, the unit of the ai_email_lift holdout experiment. */
-  seq: string; contact: string; account: string | null; step: TemplateStep; stepCount: number; scheduledAt: Date; ctx: DraftContext;
-  written?: WrittenDraft; version?: number;
+  seq: string;
+  contact: string;
+  account: string | null;
+  step: TemplateStep;
+  stepCount: number;
+  scheduledAt: Date;
+  ctx: DraftContext;
+  written?: WrittenDraft;
+  version?: number;
 }
-interface Failure { seq: string; contact: string; step: number; reason: string; detail: string }
+interface Failure {
+  seq: string;
+  contact: string;
+  step: number;
+  reason: string;
+  detail: string;
+}
 
 async function load(trx: Tx, org: string, req: GenerationRequest, secret: string | null) {
   const organization = await trx.selectFrom('organizations').select(['name', 'plan']).where('id', '=', org).executeTakeFirstOrThrow();
-  const sequences = await trx.selectFrom('contact_sequences')
+  const sequences = await trx
+    .selectFrom('contact_sequences')
     .select(['id', 'contact_id', 'status', 'anchor_at_utc', 'created_at', 'steps', 'product_id'])
-    .where('organization_id', '=', org).where('id', 'in', req.sequenceIds).orderBy('id').execute();
+    .where('organization_id', '=', org)
+    .where('id', 'in', req.sequenceIds)
+    .orderBy('id')
+    .execute();
   const contactIds = [...new Set(sequences.map((s) => s.contact_id))];
-  const contacts = contactIds.length === 0 ? [] : await trx.selectFrom('contacts as c')
-    .leftJoin('companies as co', (j) => j.onRef('co.organization_id', '=', 'c.organization_id').onRef('co.id', '=', 'c.company_id'))
-    .leftJoin('contact_lists as l', (j) => j.onRef('l.organization_id', '=', 'c.organization_id').onRef('l.id', '=', 'c.list_id').on('l.deleted_at', 'is', null))
-    .select([
-      'c.id', 'c.name', 'c.title', 'c.email_normalized', 'c.deleted_at', 'c.erased_at', 'c.tags', 'c.research', 'c.fit_score', 'c.urgency_score',
-      'co.id as company_id', 'co.name as company_name', 'co.domain_normalized', 'co.research as dossier', 'co.research_updated_at as dossier_at',
-      'l.name as list_name', 'l.connection_point', 'l.goal',
-    ])
-    .where('c.organization_id', '=', org).where('c.id', 'in', contactIds).execute();
+  const contacts =
+    contactIds.length === 0
+      ? []
+      : await trx
+          .selectFrom('contacts as c')
+          .leftJoin('companies as co', (j) => j.onRef('co.organization_id', '=', 'c.organization_id').onRef('co.id', '=', 'c.company_id'))
+          .leftJoin('contact_lists as l', (j) =>
+            j.onRef('l.organization_id', '=', 'c.organization_id').onRef('l.id', '=', 'c.list_id').on('l.deleted_at', 'is', null),
+          )
+          .select([
+            'c.id',
+            'c.name',
+            'c.title',
+            'c.email_normalized',
+            'c.deleted_at',
+            'c.erased_at',
+            'c.tags',
+            'c.research',
+            'c.fit_score',
+            'c.urgency_score',
+            'co.id as company_id',
+            'co.name as company_name',
+            'co.domain_normalized',
+            'co.research as dossier',
+            'co.research_updated_at as dossier_at',
+            'l.name as list_name',
+            'l.connection_point',
+            'l.goal',
+          ])
+          .where('c.organization_id', '=', org)
+          .where('c.id', 'in', contactIds)
+          .execute();
   const productIds = [...new Set(sequences.map((s) => s.product_id).filter((p): p is string => p !== null))];
-  const products = productIds.length === 0 ? [] : await trx.selectFrom('products').select('name')
-    .where('organization_id', '=', org).where('id', 'in', productIds).execute();
-  const suppressed = await suppressedAmong(trx, org, contacts.filter((c) => c.erased_at === null).map((c) => c.email_normalized), secret);
+  const products =
+    productIds.length === 0
+      ? []
+      : await trx.selectFrom('products').select('name').where('organization_id', '=', org).where('id', 'in', productIds).execute();
+  const suppressed = await suppressedAmong(
+    trx,
+    org,
+    contacts.filter((c) => c.erased_at === null).map((c) => c.email_normalized),
+    secret,
+  );
   return { organization, sequences, contacts: new Map(contacts.map((c) => [c.id, c])), products, suppressed };
 }
 
 /** Live drafts (and the highest version of each step) of the sequences, by `seq:step`. */
 async function draftsOf(trx: Tx, org: string, sequenceIds: string[]) {
-  const rows = await trx.selectFrom('drafts').select(['id', 'sequence_id', 'step', 'status', 'sent_at', 'generation_pass', 'version', 'superseded_at'])
-    .where('organization_id', '=', org).where('sequence_id', 'in', sequenceIds).execute();
+  const rows = await trx
+    .selectFrom('drafts')
+    .select(['id', 'sequence_id', 'step', 'status', 'sent_at', 'generation_pass', 'version', 'superseded_at'])
+    .where('organization_id', '=', org)
+    .where('sequence_id', 'in', sequenceIds)
+    .execute();
   const live = new Map<string, (typeof rows)[number]>();
   const maxVersion = new Map<string, number>();
   for (const r of rows) {
@@ -105,14 +170,23 @@ const knownWords = (...names: Array<string | null | undefined>) =>
   new Set(names.flatMap((n) => (n ?? '').toLowerCase().split(/[^\p{L}\p{N}'’-]+/u)).filter((w) => w.length > 1));
 
 /** The one place a sequence draft's writer is chosen: the model when one is configured, unless the account is held out. */
-const write = (deps: Deps, item: Item, heldOut: boolean): Promise<WrittenDraft> => (heldOut
-  ? Promise.resolve(writeFallback(item.ctx))
-  : writeOrFallBack(deps.services.model, deps.log, (m) => writeWithModel(item.ctx, m), () => writeFallback(item.ctx)));
+const write = (deps: Deps, item: Item, heldOut: boolean): Promise<WrittenDraft> =>
+  heldOut
+    ? Promise.resolve(writeFallback(item.ctx))
+    : writeOrFallBack(
+        deps.services.model,
+        deps.log,
+        (m) => writeWithModel(item.ctx, m),
+        () => writeFallback(item.ctx),
+      );
 
 export async function generateDrafts(deps: Deps, org: string, req: GenerationRequest): Promise<{ written: number; failed: number }> {
   if (req.sequenceIds.length === 0) return { written: 0, failed: 0 };
   const secret = deps.config.erasureHashSecret;
-  const input = await withOrg(deps.db, org, async (trx) => ({ ...(await load(trx, org, req, secret)), drafts: await draftsOf(trx, org, req.sequenceIds) }));
+  const input = await withOrg(deps.db, org, async (trx) => ({
+    ...(await load(trx, org, req, secret)),
+    drafts: await draftsOf(trx, org, req.sequenceIds),
+  }));
   const items: Item[] = [];
   const failures: Failure[] = [];
   const derived = new Map<string, Derived>();
@@ -121,9 +195,14 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
     const steps = (s.steps as TemplateStep[]).filter((st) => wanted(req.mode, req.pass, input.drafts.live.get(`${s.id}:${st.step}`)));
     if (steps.length === 0) continue;
     const c = input.contacts.get(s.contact_id);
-    const refusal = !c || c.deleted_at !== null || c.erased_at !== null ? ['contact_removed', 'the contact was deleted or erased']
-      : input.suppressed.has(c.email_normalized) ? ['contact_suppressed', 'the contact\'s address is suppressed']
-        : c.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG) ? ['contact_do_not_contact', 'the contact is tagged do-not-contact'] : null;
+    const refusal =
+      !c || c.deleted_at !== null || c.erased_at !== null
+        ? ['contact_removed', 'the contact was deleted or erased']
+        : input.suppressed.has(c.email_normalized)
+          ? ['contact_suppressed', "the contact's address is suppressed"]
+          : c.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG)
+            ? ['contact_do_not_contact', 'the contact is tagged do-not-contact']
+            : null;
     if (refusal || !c) {
       for (const st of steps) failures.push({ seq: s.id, contact: s.contact_id, step: st.step, reason: refusal![0], detail: refusal![1] });
       continue;
@@ -134,12 +213,19 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
     if (!research && c.company_id) {
       const dossier = storedDossier(c.dossier);
       if (dossier && c.dossier_at) {
-        const a = assessContact({ id: c.id, name: c.name, title: c.title, fitScore: c.fit_score, urgencyScore: c.urgency_score },
-          { id: c.company_id, name: c.company_name ?? c.domain_normalized ?? '', researchUpdatedAt: c.dossier_at.toISOString() }, dossier);
+        const a = assessContact(
+          { id: c.id, name: c.name, title: c.title, fitScore: c.fit_score, urgencyScore: c.urgency_score },
+          { id: c.company_id, name: c.company_name ?? c.domain_normalized ?? '', researchUpdatedAt: c.dossier_at.toISOString() },
+          dossier,
+        );
         const runId = newId('rsc');
         derived.set(c.id, {
-          ...a, companyId: c.company_id, companyRunId: dossier.runId, companyResearchUpdatedAt: c.dossier_at.toISOString(),
-          lowConfidence: dossier.coverage.lowConfidence, hasMinimumCoverage: dossier.coverage.hasMinimumCoverage,
+          ...a,
+          companyId: c.company_id,
+          companyRunId: dossier.runId,
+          companyResearchUpdatedAt: c.dossier_at.toISOString(),
+          lowConfidence: dossier.coverage.lowConfidence,
+          hasMinimumCoverage: dossier.coverage.hasMinimumCoverage,
         });
         research = { runId, facts: a.facts, sources: a.sources };
       }
@@ -149,12 +235,27 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
     const known = knownWords(c.name, c.company_name, input.organization.name, ...input.products.map((p) => p.name));
     for (const st of steps) {
       items.push({
-        seq: s.id, contact: c.id, account: c.company_id, step: st, stepCount: (s.steps as TemplateStep[]).length, scheduledAt: new Date(anchor.getTime() + st.dayOffset * DAY_MS),
+        seq: s.id,
+        contact: c.id,
+        account: c.company_id,
+        step: st,
+        stepCount: (s.steps as TemplateStep[]).length,
+        scheduledAt: new Date(anchor.getTime() + st.dayOffset * DAY_MS),
         ctx: {
-          step: st, stepCount: (s.steps as TemplateStep[]).length, research, known, contactFunction: functionOf(c.title),
+          step: st,
+          stepCount: (s.steps as TemplateStep[]).length,
+          research,
+          known,
+          contactFunction: functionOf(c.title),
           merge: {
-            firstName: first, lastName: last, name: c.name || null, company: c.company_name, title: c.title, listName: c.list_name,
-            connectionPoint: c.connection_point, goal: c.goal,
+            firstName: first,
+            lastName: last,
+            name: c.name || null,
+            company: c.company_name,
+            title: c.title,
+            listName: c.list_name,
+            connectionPoint: c.connection_point,
+            goal: c.goal,
           },
         },
       });
@@ -165,32 +266,75 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
   // about to be written for are then exposed to the AI email holdout (src/analytics/holdout.ts).
   const heldOut = await withOrg(deps.db, org, async (trx) => {
     const over = items.splice(await draftsRemaining(trx, org));
-    for (const it of over) failures.push({ seq: it.seq, contact: it.contact, step: it.step.step, reason: 'quota_exceeded', detail: 'the plan\'s drafts per month are used up' });
-    return heldOutUnits(trx, org, 'ai_email_lift', items.flatMap((it) => (it.account ? [it.account] : [])));
+    for (const it of over)
+      failures.push({
+        seq: it.seq,
+        contact: it.contact,
+        step: it.step.step,
+        reason: 'quota_exceeded',
+        detail: "the plan's drafts per month are used up",
+      });
+    return heldOutUnits(
+      trx,
+      org,
+      'ai_email_lift',
+      items.flatMap((it) => (it.account ? [it.account] : [])),
+    );
   });
-  await Promise.all(items.map(async (it) => { it.written = await write(deps, it, it.account !== null && heldOut.has(it.account)); }));
+  await Promise.all(
+    items.map(async (it) => {
+      it.written = await write(deps, it, it.account !== null && heldOut.has(it.account));
+    }),
+  );
 
   return withOrg(deps.db, org, (trx) => commit(trx, deps, org, req, items, failures, derived));
 }
 
 async function commit(
-  trx: Tx, deps: Deps, org: string, req: GenerationRequest,
-  items: Item[], failures: Failure[], derived: Map<string, Derived>,
+  trx: Tx,
+  deps: Deps,
+  org: string,
+  req: GenerationRequest,
+  items: Item[],
+  failures: Failure[],
+  derived: Map<string, Derived>,
 ): Promise<{ written: number; failed: number }> {
   // Passes over the same sequence queue here; this one then sees what an earlier one wrote.
-  const seqs = await trx.selectFrom('contact_sequences').select(['id', 'contact_id', 'status', 'steps'])
-    .where('organization_id', '=', org).where('id', 'in', req.sequenceIds).orderBy('id').forUpdate().execute();
+  const seqs = await trx
+    .selectFrom('contact_sequences')
+    .select(['id', 'contact_id', 'status', 'steps'])
+    .where('organization_id', '=', org)
+    .where('id', 'in', req.sequenceIds)
+    .orderBy('id')
+    .forUpdate()
+    .execute();
   const status = new Map(seqs.map((s) => [s.id, s.status]));
   const { live, maxVersion } = await draftsOf(trx, org, req.sequenceIds);
-  const todo = items.filter((it) => GENERATING_STATUSES.includes(status.get(it.seq) ?? '') && wanted(req.mode, req.pass, live.get(`${it.seq}:${it.step.step}`)));
+  const todo = items.filter(
+    (it) => GENERATING_STATUSES.includes(status.get(it.seq) ?? '') && wanted(req.mode, req.pass, live.get(`${it.seq}:${it.step.step}`)),
+  );
   for (const it of todo) it.version = (maxVersion.get(`${it.seq}:${it.step.step}`) ?? 0) + 1;
   const firsts = todo.filter((it) => it.version === 1);
   const regens = todo.filter((it) => it.version! > 1);
-  const spent = todo.reduce((a, it) => ({ tokens: a.tokens + it.written!.tokens, cost: a.cost + it.written!.costMillicents }), { tokens: 0, cost: 0 });
-  const allowed = await takeDrafts(trx, org, { created: firsts.length, regenerated: regens.length, llmTokens: spent.tokens, llmCostMillicents: spent.cost });
+  const spent = todo.reduce((a, it) => ({ tokens: a.tokens + it.written!.tokens, cost: a.cost + it.written!.costMillicents }), {
+    tokens: 0,
+    cost: 0,
+  });
+  const allowed = await takeDrafts(trx, org, {
+    created: firsts.length,
+    regenerated: regens.length,
+    llmTokens: spent.tokens,
+    llmCostMillicents: spent.cost,
+  });
   const go = [...firsts.slice(0, allowed.created), ...regens.slice(0, allowed.regenerated)];
   for (const it of [...firsts.slice(allowed.created), ...regens.slice(allowed.regenerated)]) {
-    failures.push({ seq: it.seq, contact: it.contact, step: it.step.step, reason: 'quota_exceeded', detail: 'the plan\'s drafts per month are used up' });
+    failures.push({
+      seq: it.seq,
+      contact: it.contact,
+      step: it.step.step,
+      reason: 'quota_exceeded',
+      detail: "the plan's drafts per month are used up",
+    });
   }
 
   const events: EmitInput[] = [];
@@ -198,12 +342,20 @@ async function commit(
     await sql`
       UPDATE drafts d SET superseded_at = now_ms(), updated_at = now_ms()
       FROM unnest(${go.map((it) => it.seq)}::text[], ${go.map((it) => it.step.step)}::int[]) AS v(seq, step)
-      WHERE d.organization_id = ${org} AND d.sequence_id = v.seq AND d.step = v.step AND d.superseded_at IS NULL AND d.sent_at IS NULL`.execute(trx);
+      WHERE d.organization_id = ${org} AND d.sequence_id = v.seq AND d.step = v.step AND d.superseded_at IS NULL AND d.sent_at IS NULL`.execute(
+      trx,
+    );
     const ids = go.map(() => newId('drf'));
     const evidence = go.map((it) => storedEvidence(it.ctx.research, it.written!.citations));
     const guardrail = go.map((it) => {
       const w = it.written!;
-      return JSON.stringify({ clean: w.flags.length === 0 && w.advisories.length === 0, attempts: w.attempts, repaired: w.repaired, advisories: w.advisories, flags: w.flags });
+      return JSON.stringify({
+        clean: w.flags.length === 0 && w.advisories.length === 0,
+        attempts: w.attempts,
+        repaired: w.repaired,
+        advisories: w.advisories,
+        flags: w.flags,
+      });
     });
     await sql`
       INSERT INTO drafts (organization_id, id, contact_id, sequence_id, step, status, subject, body, evidence, version, scheduled_at,
@@ -214,14 +366,36 @@ async function commit(
                   ${go.map((it) => it.written!.subject)}::text[], ${go.map((it) => it.written!.body)}::text[], ${evidence}::text[],
                   ${go.map((it) => it.version!)}::int[], ${go.map((it) => it.scheduledAt)}::timestamptz[], ${go.map((it) => it.written!.provider)}::text[],
                   ${guardrail}::text[], ${go.map((it) => it.written!.flags.length > 0)}::boolean[], ${go.map((it) => it.written!.tokens)}::int[])
-           AS v(id, contact_id, seq, step, subject, body, evidence, version, scheduled_at, provider, guardrail, flagged, tokens)`.execute(trx);
+           AS v(id, contact_id, seq, step, subject, body, evidence, version, scheduled_at, provider, guardrail, flagged, tokens)`.execute(
+      trx,
+    );
     go.forEach((it, i) => {
-      const data = { draftId: ids[i], contactId: it.contact, sequenceId: it.seq, step: it.step.step, version: it.version, provider: it.written!.provider };
-      events.push({ type: 'draft.created', resource: { type: 'Draft', id: ids[i] }, data: { ...data, flagged: it.written!.flags.length > 0 } });
+      const data = {
+        draftId: ids[i],
+        contactId: it.contact,
+        sequenceId: it.seq,
+        step: it.step.step,
+        version: it.version,
+        provider: it.written!.provider,
+      };
+      events.push({
+        type: 'draft.created',
+        resource: { type: 'Draft', id: ids[i] },
+        data: { ...data, flagged: it.written!.flags.length > 0 },
+      });
       if (it.written!.flags.length > 0) {
         events.push({ type: 'grounding.would_fire', resource: { type: 'Draft', id: ids[i] }, data: { ...data, flags: it.written!.flags } });
       }
-      live.set(`${it.seq}:${it.step.step}`, { id: ids[i], sequence_id: it.seq, step: it.step.step, status: it.version === 1 ? 'DRAFT_GENERATED' : 'REGENERATED', sent_at: null, generation_pass: req.pass, version: it.version!, superseded_at: null });
+      live.set(`${it.seq}:${it.step.step}`, {
+        id: ids[i],
+        sequence_id: it.seq,
+        step: it.step.step,
+        status: it.version === 1 ? 'DRAFT_GENERATED' : 'REGENERATED',
+        sent_at: null,
+        generation_pass: req.pass,
+        version: it.version!,
+        superseded_at: null,
+      });
     });
   }
 
@@ -229,10 +403,18 @@ async function commit(
   const used = new Set(go.map((it) => it.contact));
   const stage = [...derived].filter(([id]) => used.has(id));
   if (stage.length > 0) {
-    const researchOf = (id: string, r: Derived) => JSON.stringify({
-      version: 1, runId: go.find((it) => it.contact === id)!.ctx.research!.runId, companyId: r.companyId, companyRunId: r.companyRunId,
-      companyResearchUpdatedAt: r.companyResearchUpdatedAt, facts: r.facts, sources: r.sources, contactAssessment: r.contactAssessment, signalReasons: r.signalReasons,
-    });
+    const researchOf = (id: string, r: Derived) =>
+      JSON.stringify({
+        version: 1,
+        runId: go.find((it) => it.contact === id)!.ctx.research!.runId,
+        companyId: r.companyId,
+        companyRunId: r.companyRunId,
+        companyResearchUpdatedAt: r.companyResearchUpdatedAt,
+        facts: r.facts,
+        sources: r.sources,
+        contactAssessment: r.contactAssessment,
+        signalReasons: r.signalReasons,
+      });
     const stored = await sql<{ id: string }>`
       UPDATE contacts c SET research = v.research::jsonb, research_updated_at = now_ms()
       FROM unnest(${stage.map(([id]) => id)}::text[], ${stage.map(([id, r]) => researchOf(id, r))}::text[]) AS v(id, research)
@@ -241,8 +423,15 @@ async function commit(
     for (const { id } of stored.rows) {
       const r = derived.get(id)!;
       events.push({
-        type: 'research.completed', resource: { type: 'Contact', id },
-        data: { contactId: id, companyId: r.companyId, hasMinimumCoverage: r.hasMinimumCoverage, lowConfidence: r.lowConfidence, companyResearchReused: true },
+        type: 'research.completed',
+        resource: { type: 'Contact', id },
+        data: {
+          contactId: id,
+          companyId: r.companyId,
+          hasMinimumCoverage: r.hasMinimumCoverage,
+          lowConfidence: r.lowConfidence,
+          companyResearchReused: true,
+        },
       });
     }
   }
@@ -259,7 +448,8 @@ async function commit(
     const mine = go.filter((it) => it.seq === s.id);
     if (mine.length > 0 && next === 'DRAFTED') {
       events.push({
-        type: 'draft.pending_approval', resource: { type: 'Sequence', id: s.id },
+        type: 'draft.pending_approval',
+        resource: { type: 'Sequence', id: s.id },
         data: { sequenceId: s.id, contactId: s.contact_id, draftIds: drafts.filter((d) => d!.status !== 'APPROVED').map((d) => d!.id) },
       });
     }
@@ -273,14 +463,21 @@ async function commit(
 
   for (const f of failures) {
     events.push({
-      type: 'draft.failed', resource: { type: 'Sequence', id: f.seq },
+      type: 'draft.failed',
+      resource: { type: 'Sequence', id: f.seq },
       data: { sequenceId: f.seq, contactId: f.contact, step: f.step, reason: f.reason, detail: f.detail },
     });
   }
   if (req.runId) {
-    await trx.updateTable('list_generation_runs').set({
-      drafts_generated: sql`drafts_generated + ${go.length}`, drafts_failed: sql`drafts_failed + ${failures.length}`,
-    } as never).where('organization_id', '=', org).where('id', '=', req.runId).execute();
+    await trx
+      .updateTable('list_generation_runs')
+      .set({
+        drafts_generated: sql`drafts_generated + ${go.length}`,
+        drafts_failed: sql`drafts_failed + ${failures.length}`,
+      } as never)
+      .where('organization_id', '=', org)
+      .where('id', '=', req.runId)
+      .execute();
   }
   await emitMany(trx, org, events);
   deps.log.debug({ organizationId: org, pass: req.pass, written: go.length, failed: failures.length }, 'drafts generated');

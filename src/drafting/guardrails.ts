@@ -3,12 +3,18 @@
 // that comes verbatim from the template is the sender's own words and is never flagged). Every
 // other finding is repaired where the repair is safe, else reported as an advisory.
 import { collapse, sentences } from '../platform/text.js';
-import { claimsOf, unsupported, type CitedSource } from './claims.js';
+import { type CitedSource, claimsOf, unsupported } from './claims.js';
 import { unfilledFields } from './merge.js';
 
-export interface Citation { text: string; sourceIndex: number }
+export interface Citation {
+  text: string;
+  sourceIndex: number;
+}
 
-export interface Flag { sentence: string; claims: string[] }
+export interface Flag {
+  sentence: string;
+  claims: string[];
+}
 
 export interface GuardrailInput {
   step: number;
@@ -38,8 +44,24 @@ export const SUBJECT_MAX = 120;
 export const BODY_MAX = 3000;
 const MAX_LINKS = 3;
 const SPAM_PHRASES = [
-  '100% free', 'act now', 'buy now', 'click here', 'guaranteed', 'no obligation', 'risk-free', 'risk free', 'winner',
-  'limited time', 'urgent', 'cash bonus', 'earn money', 'make money', 'double your', 'free gift', '$$$', 'once in a lifetime',
+  '100% free',
+  'act now',
+  'buy now',
+  'click here',
+  'guaranteed',
+  'no obligation',
+  'risk-free',
+  'risk free',
+  'winner',
+  'limited time',
+  'urgent',
+  'cash bonus',
+  'earn money',
+  'make money',
+  'double your',
+  'free gift',
+  '$$$',
+  'once in a lifetime',
 ];
 const REPLY_PREFIX = /^\s*((re|fwd?|aw|wg|sv|tr)\s*:\s*)+/i;
 
@@ -59,7 +81,11 @@ export function checkDraft(input: GuardrailInput): GuardrailOutcome {
   const repaired: string[] = [];
   const advisories: string[] = [];
   let subject = collapse(input.subject);
-  let body = input.body.replace(/\r\n?/g, '\n').replace(/[ \t]+\n/g, '\n').replace(/\n{3,}/g, '\n\n').trim();
+  let body = input.body
+    .replace(/\r\n?/g, '\n')
+    .replace(/[ \t]+\n/g, '\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
 
   // Subject.
   if (input.step === 1 && !input.reply && REPLY_PREFIX.test(subject)) {
@@ -78,7 +104,8 @@ export function checkDraft(input: GuardrailInput): GuardrailOutcome {
     subject = clipAtWord(subject, SUBJECT_MAX);
     repaired.push(`long-subject: cut to ${SUBJECT_MAX} characters`);
   }
-  if (subject.length > 8 && subject === subject.toUpperCase() && /[A-Z]/.test(subject)) advisories.push('all-caps-subject: the subject is in capitals');
+  if (subject.length > 8 && subject === subject.toUpperCase() && /[A-Z]/.test(subject))
+    advisories.push('all-caps-subject: the subject is in capitals');
 
   // Body.
   for (const f of unfilledFields(body)) {
@@ -93,9 +120,11 @@ export function checkDraft(input: GuardrailInput): GuardrailOutcome {
     body = body.replace(/!{2,}/g, '!');
     repaired.push('exclamation-marks: repeated "!" reduced to one');
   }
-  if (body.length > BODY_MAX) advisories.push(`long-body: ${body.length} characters (more than ${BODY_MAX}); short emails are read and answered more`);
+  if (body.length > BODY_MAX)
+    advisories.push(`long-body: ${body.length} characters (more than ${BODY_MAX}); short emails are read and answered more`);
   const links = body.match(/https?:\/\/\S+/gi) ?? [];
-  if (links.length > MAX_LINKS) advisories.push(`too-many-links: ${links.length} links (more than ${MAX_LINKS}) look like bulk mail to filters`);
+  if (links.length > MAX_LINKS)
+    advisories.push(`too-many-links: ${links.length} links (more than ${MAX_LINKS}) look like bulk mail to filters`);
   const lower = `${subject}\n${body}`.toLowerCase();
   for (const p of SPAM_PHRASES) if (lower.includes(p)) advisories.push(`spam-trigger: "${p}"`);
 

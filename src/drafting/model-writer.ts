@@ -5,12 +5,12 @@
 // named, a bounded number of times. A model that fails (after its own retries) makes the caller
 // fall back to the deterministic writer.
 import type { Logger } from 'pino';
-import { ModelError, type ModelClient } from '../llm/client.js';
+import { type ModelClient, ModelError } from '../llm/client.js';
 import { collapse } from '../platform/text.js';
-import { evidenceOf, type DraftContext, type StoredCitation, type WrittenDraft } from './context.js';
+import { type DraftContext, evidenceOf, type StoredCitation, type WrittenDraft } from './context.js';
 import { rankFacts } from './fallback.js';
 import { checkDraft, type Flag } from './guardrails.js';
-import { SUBJECT_FALLBACKS, fillMergeFields } from './merge.js';
+import { fillMergeFields, SUBJECT_FALLBACKS } from './merge.js';
 
 /** Model answers after the first that may repair unsupported claims. */
 export const MAX_REPAIRS = 2;
@@ -27,14 +27,20 @@ export const DRAFT_SCHEMA = {
     citations: {
       type: 'array',
       items: {
-        type: 'object', additionalProperties: false, required: ['sentence', 'sourceIndex'],
+        type: 'object',
+        additionalProperties: false,
+        required: ['sentence', 'sourceIndex'],
         properties: { sentence: { type: 'string' }, sourceIndex: { type: 'integer' } },
       },
     },
   },
 } as const;
 
-interface Answer { subject: string; body: string; citations: Array<{ sentence: string; sourceIndex: number }> }
+interface Answer {
+  subject: string;
+  body: string;
+  citations: Array<{ sentence: string; sourceIndex: number }>;
+}
 
 const SYSTEM = `You write one email of a B2B outbound sales sequence, as the sender.
 Rules:
@@ -45,13 +51,21 @@ Rules:
 Answer with JSON: {"subject": string, "body": string, "citations": [{"sentence": string, "sourceIndex": integer}]}.`;
 
 function prompt(ctx: DraftContext, template: { subject: string; body: string }) {
-  const facts = ctx.research ? rankFacts(ctx.research.facts, ctx.contactFunction).concat(ctx.research.facts).filter((f, i, all) => all.indexOf(f) === i).slice(0, MAX_FACTS) : [];
+  const facts = ctx.research
+    ? rankFacts(ctx.research.facts, ctx.contactFunction)
+        .concat(ctx.research.facts)
+        .filter((f, i, all) => all.indexOf(f) === i)
+        .slice(0, MAX_FACTS)
+    : [];
   const used = [...new Set(facts.map((f) => f.sourceIndex))].sort((a, b) => a - b);
   return JSON.stringify({
     step: `${ctx.step.step} of ${ctx.stepCount}`,
     template,
     recipient: {
-      firstName: ctx.merge.firstName, name: ctx.merge.name, title: ctx.merge.title, company: ctx.merge.company,
+      firstName: ctx.merge.firstName,
+      name: ctx.merge.name,
+      title: ctx.merge.title,
+      company: ctx.merge.company,
     },
     listContext: { connectionPoint: ctx.merge.connectionPoint, goal: ctx.merge.goal },
     sources: used.map((n) => {
@@ -62,7 +76,12 @@ function prompt(ctx: DraftContext, template: { subject: string; body: string }) 
 }
 
 const fold = (s: string) => collapse(s).toLowerCase();
-const words = (s: string) => new Set(fold(s).split(/\W+/).filter((w) => w.length > 2));
+const words = (s: string) =>
+  new Set(
+    fold(s)
+      .split(/\W+/)
+      .filter((w) => w.length > 2),
+  );
 
 /** The text on the source a cited sentence rests on: the fact of that source sharing most words with it. */
 function snippetFor(research: NonNullable<DraftContext['research']>, sentence: string, sourceIndex: number): string {
@@ -72,14 +91,20 @@ function snippetFor(research: NonNullable<DraftContext['research']>, sentence: s
   let score = [...words(best)].filter((x) => w.has(x)).length;
   for (const f of research.facts.filter((x) => x.sourceIndex === sourceIndex)) {
     const s = [...words(f.source.snippet)].filter((x) => w.has(x)).length;
-    if (s > score) { best = f.source.snippet; score = s; }
+    if (s > score) {
+      best = f.source.snippet;
+      score = s;
+    }
   }
   return best;
 }
 
 function problems(flags: Flag[], dropped: string[]): string {
   return [
-    ...flags.map((f) => `- The sentence "${f.sentence}" states ${f.claims.map((c) => `"${c}"`).join(', ')}, which no cited source states. Remove that claim, or cite the source that states it.`),
+    ...flags.map(
+      (f) =>
+        `- The sentence "${f.sentence}" states ${f.claims.map((c) => `"${c}"`).join(', ')}, which no cited source states. Remove that claim, or cite the source that states it.`,
+    ),
     ...dropped.map((d) => `- ${d}`),
   ].join('\n');
 }
@@ -113,7 +138,10 @@ export async function draftWithModel(req: ModelDraftRequest, model: ModelClient)
   let followUp = '';
   for (let round = 0; ; round += 1) {
     const r = await model.complete<Answer>({
-      system: req.system, user: followUp ? `${req.user}\n\n${followUp}` : req.user, schemaName: req.schemaName, schema: DRAFT_SCHEMA as unknown as Record<string, unknown>,
+      system: req.system,
+      user: followUp ? `${req.user}\n\n${followUp}` : req.user,
+      schemaName: req.schemaName,
+      schema: DRAFT_SCHEMA as unknown as Record<string, unknown>,
     });
     tokens += r.usage.totalTokens;
     costCents += r.usage.costCents;
@@ -127,21 +155,43 @@ export async function draftWithModel(req: ModelDraftRequest, model: ModelClient)
       } else if (!fold(body).includes(fold(c.sentence))) {
         dropped.push(`citation-dropped: "${c.sentence}" is not a sentence of the body`);
       } else {
-        citations.push({ text: collapse(c.sentence), sourceIndex: c.sourceIndex, snippet: snippetFor(research, c.sentence, c.sourceIndex) });
+        citations.push({
+          text: collapse(c.sentence),
+          sourceIndex: c.sourceIndex,
+          snippet: snippetFor(research, c.sentence, c.sourceIndex),
+        });
       }
     }
     const checked = checkDraft({
-      step: req.step, reply: req.reply, subject: req.fixedSubject ? req.template.subject : r.value.subject, body,
-      templateSubject: req.template.subject, templateBody: req.template.body, citations, evidence: evidenceOf(research), known: req.known,
+      step: req.step,
+      reply: req.reply,
+      subject: req.fixedSubject ? req.template.subject : r.value.subject,
+      body,
+      templateSubject: req.template.subject,
+      templateBody: req.template.body,
+      citations,
+      evidence: evidenceOf(research),
+      known: req.known,
     });
     if (checked.flags.length === 0 || round >= MAX_REPAIRS) {
       return {
-        subject: checked.subject, body: checked.body, citations, provider: r.model, attempts,
-        repaired: [...checked.repaired,
-          ...(round > 0 && checked.flags.length === 0 ? [`unsupported-claim: removed by the model in ${round} rewrite(s)`] : [])],
-        advisories: [...dropped, ...checked.advisories,
-          ...(checked.flags.length > 0 && round > 0 ? [`unsupported-claim: still present after ${round} rewrite(s) by the model`] : [])],
-        flags: checked.flags, tokens, costMillicents: costCents * 1000,
+        subject: checked.subject,
+        body: checked.body,
+        citations,
+        provider: r.model,
+        attempts,
+        repaired: [
+          ...checked.repaired,
+          ...(round > 0 && checked.flags.length === 0 ? [`unsupported-claim: removed by the model in ${round} rewrite(s)`] : []),
+        ],
+        advisories: [
+          ...dropped,
+          ...checked.advisories,
+          ...(checked.flags.length > 0 && round > 0 ? [`unsupported-claim: still present after ${round} rewrite(s) by the model`] : []),
+        ],
+        flags: checked.flags,
+        tokens,
+        costMillicents: costCents * 1000,
       };
     }
     followUp = `Your previous answer was:\n${JSON.stringify(r.value)}\nIt has these problems; answer again with all of them fixed:\n${problems(checked.flags, dropped)}`;
@@ -152,10 +202,18 @@ export async function writeWithModel(ctx: DraftContext, model: ModelClient): Pro
   const subjectT = fillMergeFields(ctx.step.subject, ctx.merge, SUBJECT_FALLBACKS);
   const bodyT = fillMergeFields(ctx.step.body, ctx.merge);
   const template = { subject: subjectT.text, body: bodyT.text };
-  const w = await draftWithModel({
-    system: SYSTEM, user: prompt(ctx, template), schemaName: 'sales_email_draft', step: ctx.step.step, template,
-    research: ctx.research, known: ctx.known,
-  }, model);
+  const w = await draftWithModel(
+    {
+      system: SYSTEM,
+      user: prompt(ctx, template),
+      schemaName: 'sales_email_draft',
+      step: ctx.step.step,
+      template,
+      research: ctx.research,
+      known: ctx.known,
+    },
+    model,
+  );
   return { ...w, repaired: [...subjectT.repaired, ...bodyT.repaired, ...w.repaired] };
 }
 
@@ -165,7 +223,10 @@ export async function writeWithModel(ctx: DraftContext, model: ModelClient): Pro
  * tokens the failed calls used.
  */
 export async function writeOrFallBack(
-  model: ModelClient, log: Logger, viaModel: (m: ModelClient) => Promise<WrittenDraft>, fallback: () => WrittenDraft,
+  model: ModelClient,
+  log: Logger,
+  viaModel: (m: ModelClient) => Promise<WrittenDraft>,
+  fallback: () => WrittenDraft,
 ): Promise<WrittenDraft> {
   if (!model.enabled) return fallback();
   try {
@@ -175,8 +236,14 @@ export async function writeOrFallBack(
     log.warn({ kind: e.kind, attempts: e.attempts }, 'the model failed; the draft falls back to the template');
     const fb = fallback();
     return {
-      ...fb, attempts: e.attempts + 1, tokens: e.usage.totalTokens, costMillicents: e.usage.costCents * 1000,
-      advisories: [`model-unavailable: ${model.provider} failed (${e.kind}) after ${e.attempts} attempt(s); the fallback template was used`, ...fb.advisories],
+      ...fb,
+      attempts: e.attempts + 1,
+      tokens: e.usage.totalTokens,
+      costMillicents: e.usage.costCents * 1000,
+      advisories: [
+        `model-unavailable: ${model.provider} failed (${e.kind}) after ${e.attempts} attempt(s); the fallback template was used`,
+        ...fb.advisories,
+      ],
     };
   }
 }

@@ -4,14 +4,14 @@
 // message and the research alike and the guardrails check both as they check any draft.
 import type { Logger } from 'pino';
 import type { ModelClient } from '../llm/client.js';
-import type { Fact, Source } from '../research/dossier.js';
 import { collapse, sentences } from '../platform/text.js';
+import type { Fact, Source } from '../research/dossier.js';
 import type { DraftContext, StoredCitation, WrittenDraft } from './context.js';
 import { evidenceOf } from './context.js';
 import { rankFacts, sentenceFor } from './fallback.js';
 import { checkDraft } from './guardrails.js';
-import { draftWithModel, writeOrFallBack } from './model-writer.js';
 import { nameParts } from './merge.js';
+import { draftWithModel, writeOrFallBack } from './model-writer.js';
 
 export interface RepliedMessage {
   /** The messages row. */
@@ -43,12 +43,28 @@ const MAX_FACTS = 12;
 
 /** What the reply says for the message's intent: a line after the thanks and a closing line. */
 const BY_INTENT: Record<string, { line: string; closing: string; personal: boolean }> = {
-  interested: { line: 'Great to hear that this is of interest.', closing: 'Would a 20-minute call next week work for you? Let me know a time that suits you.', personal: true },
-  meeting_request: { line: 'I would be glad to set up a meeting.', closing: 'Which day and time work best for you? I will send an invitation.', personal: true },
-  not_interested: { line: 'Understood, and thank you for letting me know.', closing: 'I will not follow up on this again.', personal: false },
+  interested: {
+    line: 'Great to hear that this is of interest.',
+    closing: 'Would a 20-minute call next week work for you? Let me know a time that suits you.',
+    personal: true,
+  },
+  meeting_request: {
+    line: 'I would be glad to set up a meeting.',
+    closing: 'Which day and time work best for you? I will send an invitation.',
+    personal: true,
+  },
+  not_interested: {
+    line: 'Understood, and thank you for letting me know.',
+    closing: 'I will not follow up on this again.',
+    personal: false,
+  },
   unsubscribe: { line: 'Understood: you will not hear from us again.', closing: 'Apologies for the interruption.', personal: false },
 };
-const OTHER = { line: 'Thanks for getting back to me.', closing: 'Happy to answer any questions; would a short call help?', personal: true };
+const OTHER = {
+  line: 'Thanks for getting back to me.',
+  closing: 'Happy to answer any questions; would a short call help?',
+  personal: true,
+};
 
 const clip = (s: string, max: number) => {
   if (s.length <= max) return s;
@@ -67,8 +83,12 @@ export function replySubject(subject: string | null): string {
 function messageSource(m: RepliedMessage): Source {
   const mid = m.messageId?.replace(/^<|>$/g, '');
   return {
-    url: mid ? `mid:${encodeURIComponent(mid)}` : `message:${m.id}`, title: m.subject ? `Message: ${collapse(m.subject)}` : 'Message',
-    domain: '', snippet: clip(collapse(m.text), MESSAGE_MAX), fetchedAt: m.receivedAt.toISOString(), kind: 'message',
+    url: mid ? `mid:${encodeURIComponent(mid)}` : `message:${m.id}`,
+    title: m.subject ? `Message: ${collapse(m.subject)}` : 'Message',
+    domain: '',
+    snippet: clip(collapse(m.text), MESSAGE_MAX),
+    fetchedAt: m.receivedAt.toISOString(),
+    kind: 'message',
   };
 }
 
@@ -83,10 +103,16 @@ export interface ReplyContext {
 
 export function replyContext(input: ReplyInput): ReplyContext {
   const sources = [...(input.research?.sources ?? []), messageSource(input.message)];
-  const known = new Set([input.contact.name, input.contact.company, input.senderName]
-    .flatMap((n) => (n ?? '').toLowerCase().split(/[^\p{L}\p{N}'’-]+/u)).filter((w) => w.length > 1));
+  const known = new Set(
+    [input.contact.name, input.contact.company, input.senderName]
+      .flatMap((n) => (n ?? '').toLowerCase().split(/[^\p{L}\p{N}'’-]+/u))
+      .filter((w) => w.length > 1),
+  );
   return {
-    input, subject: replySubject(input.message.subject), known, messageIndex: sources.length,
+    input,
+    subject: replySubject(input.message.subject),
+    known,
+    messageIndex: sources.length,
     research: { runId: input.research?.runId ?? '', facts: input.research?.facts ?? [], sources },
   };
 }
@@ -105,14 +131,38 @@ export function writeReplyFallback(rc: ReplyContext): WrittenDraft & { template:
   const factSentence = fact ? sentenceFor(fact) : null;
   if (fact && factSentence) citations.push({ text: factSentence, sourceIndex: fact.sourceIndex, snippet: fact.source.snippet });
   const template = [greeting, '', `Thank you for your message. ${say.line}`, '', say.closing, '', 'Best regards'].join('\n');
-  const body = [greeting, '', ['Thank you for your message.', quote, say.line, factSentence].filter(Boolean).join(' '), '', say.closing, '', 'Best regards'].join('\n');
+  const body = [
+    greeting,
+    '',
+    ['Thank you for your message.', quote, say.line, factSentence].filter(Boolean).join(' '),
+    '',
+    say.closing,
+    '',
+    'Best regards',
+  ].join('\n');
   const checked = checkDraft({
-    step: 1, reply: true, subject: rc.subject, body, templateSubject: rc.subject, templateBody: template,
-    citations, evidence: evidenceOf(rc.research), known: rc.known,
+    step: 1,
+    reply: true,
+    subject: rc.subject,
+    body,
+    templateSubject: rc.subject,
+    templateBody: template,
+    citations,
+    evidence: evidenceOf(rc.research),
+    known: rc.known,
   });
   return {
-    subject: checked.subject, body: checked.body, citations, provider: 'fallback', attempts: 1, repaired: checked.repaired,
-    advisories: checked.advisories, flags: checked.flags, tokens: 0, costMillicents: 0, template,
+    subject: checked.subject,
+    body: checked.body,
+    citations,
+    provider: 'fallback',
+    attempts: 1,
+    repaired: checked.repaired,
+    advisories: checked.advisories,
+    flags: checked.flags,
+    tokens: 0,
+    costMillicents: 0,
+    template,
   };
 }
 
@@ -127,18 +177,39 @@ Answer with JSON: {"subject": string, "body": string, "citations": [{"sentence":
 
 function prompt(rc: ReplyContext, draft: { subject: string; body: string }): string {
   const { input } = rc;
-  const facts = input.research ? rankFacts(input.research.facts, null).concat(input.research.facts)
-    .filter((f, i, all) => all.indexOf(f) === i).slice(0, MAX_FACTS) : [];
+  const facts = input.research
+    ? rankFacts(input.research.facts, null)
+        .concat(input.research.facts)
+        .filter((f, i, all) => all.indexOf(f) === i)
+        .slice(0, MAX_FACTS)
+    : [];
   const used = [...new Set(facts.map((f) => f.sourceIndex))].sort((a, b) => a - b);
   const message = rc.research.sources[rc.messageIndex - 1];
   return JSON.stringify({
-    recipient: { firstName: nameParts(input.contact.name).first, name: input.contact.name || null, title: input.contact.title, company: input.contact.company },
+    recipient: {
+      firstName: nameParts(input.contact.name).first,
+      name: input.contact.name || null,
+      title: input.contact.title,
+      company: input.contact.company,
+    },
     sender: { organization: input.senderName },
-    message: { sourceIndex: rc.messageIndex, subject: input.message.subject, text: message.snippet, intent: input.message.intent, receivedAt: message.fetchedAt },
+    message: {
+      sourceIndex: rc.messageIndex,
+      subject: input.message.subject,
+      text: message.snippet,
+      intent: input.message.intent,
+      receivedAt: message.fetchedAt,
+    },
     sources: [
       ...used.map((n) => {
         const s = rc.research.sources[n - 1];
-        return { sourceIndex: n, kind: s.kind, title: s.title, url: s.url, facts: facts.filter((f) => f.sourceIndex === n).map((f) => f.source.snippet) };
+        return {
+          sourceIndex: n,
+          kind: s.kind,
+          title: s.title,
+          url: s.url,
+          facts: facts.filter((f) => f.sourceIndex === n).map((f) => f.source.snippet),
+        };
       }),
       { sourceIndex: rc.messageIndex, kind: 'message', title: message.title, text: message.snippet },
     ],
@@ -150,8 +221,24 @@ function prompt(rc: ReplyContext, draft: { subject: string; body: string }): str
 export async function writeReply(rc: ReplyContext, model: ModelClient, log: Logger): Promise<WrittenDraft> {
   const fallback = writeReplyFallback(rc);
   const { template: templateBody, ...fb } = fallback;
-  return writeOrFallBack(model, log, (m) => draftWithModel({
-    system: SYSTEM, user: prompt(rc, { subject: fb.subject, body: fb.body }), schemaName: 'sales_email_reply', step: 1, reply: true,
-    template: { subject: rc.subject, body: templateBody }, fixedSubject: true, research: rc.research, known: rc.known,
-  }, m), () => fb);
+  return writeOrFallBack(
+    model,
+    log,
+    (m) =>
+      draftWithModel(
+        {
+          system: SYSTEM,
+          user: prompt(rc, { subject: fb.subject, body: fb.body }),
+          schemaName: 'sales_email_reply',
+          step: 1,
+          reply: true,
+          template: { subject: rc.subject, body: templateBody },
+          fixedSubject: true,
+          research: rc.research,
+          known: rc.known,
+        },
+        m,
+      ),
+    () => fb,
+  );
 }

@@ -3,27 +3,27 @@
 // problem; every response carries X-Request-Id.
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { Hono, type Context as HonoContext } from 'hono';
-import type { Logger } from 'pino';
-import { OpenAPIBackend, type Request as OABRequest } from 'openapi-backend';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import paramValidators from '../../generated/params.cjs';
+import { Hono, type Context as HonoContext } from 'hono';
+import { type Request as OABRequest, OpenAPIBackend } from 'openapi-backend';
+import type { Logger } from 'pino';
+import { type Db, transactionOn } from '../../db/database.js';
 import bodyValidators from '../../generated/bodies.cjs';
-import { transactionOn, type Db } from '../../db/database.js';
+import paramValidators from '../../generated/params.cjs';
+import { mountLeadCapture } from '../leads/endpoint.js';
+import { mountMailLinks } from '../mail/links.js';
+import { mountMetrics } from '../metrics/index.js';
 import type { Config } from '../platform/config.js';
-import type { AuthInfo, Handlers, AdminHandlers } from './handler.js';
+import type { OpenApiDoc, OperationInfo } from '../platform/openapi-doc.js';
 import type { Services } from '../platform/services.js';
-import { PROBLEMS, ProblemError, problemBody, problemPage } from './problems.js';
+import { adminDoc, adminOperations, publicDoc, publicOperations } from '../platform/spec.js';
+import { botPage } from '../research/robots.js';
 import { authenticate, bearerToken, enforceRate, rateHeaders, tokenMatches } from './auth.js';
+import { mountDocs } from './docs.js';
+import type { AdminHandlers, AuthInfo, Handlers } from './handler.js';
 import { idempotent } from './idempotency.js';
 import { JsonText } from './paging.js';
-import { publicDoc, adminDoc, publicOperations, adminOperations } from '../platform/spec.js';
-import { botPage } from '../research/robots.js';
-import { mountMailLinks } from '../mail/links.js';
-import { mountLeadCapture } from '../leads/endpoint.js';
-import { mountDocs } from './docs.js';
-import type { OpenApiDoc, OperationInfo } from '../platform/openapi-doc.js';
-import { mountMetrics } from '../metrics/index.js';
+import { PROBLEMS, ProblemError, problemBody, problemPage } from './problems.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -44,7 +44,10 @@ export interface AppDeps {
 }
 
 type Vars = {
-  requestId: string; operationId?: string; organizationId?: string; extraHeaders?: Record<string, string>;
+  requestId: string;
+  operationId?: string;
+  organizationId?: string;
+  extraHeaders?: Record<string, string>;
   /** The matched operation's constant response headers by status (OperationInfo.constantHeaders). */
   constantHeaders?: Record<string, Record<string, string>>;
 };
@@ -53,7 +56,9 @@ type C = HonoContext<{ Variables: Vars }>;
 // openapi-backend 5 validates a loaded document against the 3.0 meta-schema and fails on 3.1;
 // Redocly lints the document instead, and requests are checked by our generated validators.
 class Router extends OpenAPIBackend {
-  validateDefinition() { return this.definition; }
+  validateDefinition() {
+    return this.definition;
+  }
 }
 
 function makeRouter(doc: OpenApiDoc, apiRoot: string): Router {
@@ -78,7 +83,10 @@ function paramExtractor(ops: Map<string, OperationInfo>, apiRoot: string) {
   const compiled = new Map<string, { re: RegExp; names: string[] }>();
   for (const op of ops.values()) {
     const names = [...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]);
-    const pattern = op.path.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('([^/]+)');
+    const pattern = op.path
+      .split(/\{[^}]+\}/)
+      .map((part) => part.replace(/[.*+?^$()|[\]\\]/g, '\\$&'))
+      .join('([^/]+)');
     compiled.set(op.operationId, { re: new RegExp(`^${apiRoot}${pattern}/?$`), names });
   }
   return (op: OperationInfo, pathname: string): Record<string, string> => {
@@ -86,7 +94,9 @@ function paramExtractor(ops: Map<string, OperationInfo>, apiRoot: string) {
     const m = c.re.exec(pathname);
     const out: Record<string, string> = {};
     try {
-      c.names.forEach((n, i) => { out[n] = decodeURIComponent(m?.[i + 1] ?? ''); });
+      c.names.forEach((n, i) => {
+        out[n] = decodeURIComponent(m?.[i + 1] ?? '');
+      });
     } catch {
       throw new ProblemError('not-found', 'The path holds a malformed percent-encoding.');
     }
@@ -105,7 +115,12 @@ function matchOperation(router: Router, ops: Map<string, OperationInfo>, method:
       const allowed = ['get', 'post', 'put', 'patch', 'delete']
         .filter((m) => router.router.matchOperation({ ...req, method: m }) !== undefined)
         .map((m) => m.toUpperCase());
-      throw new ProblemError('method-not-allowed', `${method.toUpperCase()} is not allowed here; allowed: ${allowed.join(', ')}.`, {}, { Allow: allowed.join(', ') });
+      throw new ProblemError(
+        'method-not-allowed',
+        `${method.toUpperCase()} is not allowed here; allowed: ${allowed.join(', ')}.`,
+        {},
+        { Allow: allowed.join(', ') },
+      );
     }
     throw new ProblemError('not-found', `No route ${method} ${path}.`);
   }
@@ -113,7 +128,7 @@ function matchOperation(router: Router, ops: Map<string, OperationInfo>, method:
 
 function fieldOf(e: ErrorObject, part: string): string {
   const missing = (e.params as { missingProperty?: string }).missingProperty;
-  const extra = (e.params as { unevaluatedProperty?: string; additionalProperty?: string });
+  const extra = e.params as { unevaluatedProperty?: string; additionalProperty?: string };
   const name = missing ?? extra.unevaluatedProperty ?? extra.additionalProperty;
   const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
   const path = [base, name].filter(Boolean).join('.');
@@ -121,9 +136,13 @@ function fieldOf(e: ErrorObject, part: string): string {
 }
 
 function validationProblem(part: string, errors: ErrorObject[] | null | undefined): ProblemError {
-  const list = (errors ?? []).filter((e) => !['if', 'allOf', 'anyOf', 'oneOf'].includes(e.keyword) || (errors ?? []).length === 1)
+  const list = (errors ?? [])
+    .filter((e) => !['if', 'allOf', 'anyOf', 'oneOf'].includes(e.keyword) || (errors ?? []).length === 1)
     .slice(0, 20)
-    .map((e) => ({ field: fieldOf(e, part), message: e.keyword === 'unevaluatedProperties' ? 'is not a known field' : (e.message ?? 'is invalid') }));
+    .map((e) => ({
+      field: fieldOf(e, part),
+      message: e.keyword === 'unevaluatedProperties' ? 'is not a known field' : (e.message ?? 'is invalid'),
+    }));
   const detail = list.length ? list.map((x) => `${x.field} ${x.message}`).join('; ') : `The ${part} is invalid.`;
   return new ProblemError('validation-failed', detail, { errors: list });
 }
@@ -149,7 +168,9 @@ function nulAt(value: unknown, path: string): string | null {
 function rejectNul(part: string, value: unknown): void {
   const field = nulAt(value, part === 'body' ? 'body' : '');
   if (field !== null) {
-    throw new ProblemError('validation-failed', `${field || part} contains a NUL character (U+0000), which is not accepted.`, { errors: [{ field: field || part, message: 'contains U+0000' }] });
+    throw new ProblemError('validation-failed', `${field || part} contains a NUL character (U+0000), which is not accepted.`, {
+      errors: [{ field: field || part, message: 'contains U+0000' }],
+    });
   }
 }
 
@@ -158,7 +179,8 @@ async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }>
   if (c.req.method === 'GET' || c.req.method === 'HEAD') return { present: false, value: undefined };
   const raw = await c.req.text();
   if (raw.trim().length === 0) return { present: false, value: undefined };
-  if (Buffer.byteLength(raw) > MAX_BODY_BYTES) throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
+  if (Buffer.byteLength(raw) > MAX_BODY_BYTES)
+    throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
   // JSON sent as text/plain (fetch's default for a string) or with no type is still JSON.
   const ct = (header(c, 'content-type') ?? '').toLowerCase();
   if (ct !== '' && !/^(application\/([\w.+-]+\+)?json|text\/plain)\b/.test(ct)) {
@@ -208,8 +230,7 @@ function header(c: C, name: string): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
-const isEmptyObject = (v: unknown): boolean =>
-  v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0;
+const isEmptyObject = (v: unknown): boolean => v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0;
 
 /** Validates and coerces path, query and header parameters, then the body. */
 async function parseRequest(c: C, op: OperationInfo, params: Record<string, string>) {
@@ -228,11 +249,15 @@ async function parseRequest(c: C, op: OperationInfo, params: Record<string, stri
   const body = op.streamBody ? { present: false, value: undefined } : await readJsonBody(c);
   if (body.present && !op.bodyPointer) {
     // Clients commonly send `{}` to a POST that takes no body: it says nothing, so it is no body.
-    if (!isEmptyObject(body.value)) throw new ProblemError('validation-failed', 'This operation takes no request body (an empty one or {} is accepted).');
+    if (!isEmptyObject(body.value))
+      throw new ProblemError('validation-failed', 'This operation takes no request body (an empty one or {} is accepted).');
     return { params, query, headers, body: undefined };
   }
   if (op.bodyPointer) {
-    if (!body.present && op.bodyRequired) throw new ProblemError('validation-failed', 'A JSON request body is required.', { errors: [{ field: 'body', message: 'is required' }] });
+    if (!body.present && op.bodyRequired)
+      throw new ProblemError('validation-failed', 'A JSON request body is required.', {
+        errors: [{ field: 'body', message: 'is required' }],
+      });
     if (body.present) validate(bodyValidators[`${op.operationId}_body`], 'body', body.value);
   }
   return { params, query, headers, body: body.value };
@@ -274,7 +299,10 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
 
   const problemResponse = (c: C, err: ProblemError) => {
     const headers = {
-      ...(c.get('extraHeaders') ?? {}), ...(c.get('constantHeaders')?.[err.status] ?? {}), ...err.headers, 'Content-Type': 'application/problem+json',
+      ...(c.get('extraHeaders') ?? {}),
+      ...(c.get('constantHeaders')?.[err.status] ?? {}),
+      ...err.headers,
+      'Content-Type': 'application/problem+json',
     };
     const instance = `${c.req.path}#${c.get('requestId')}`;
     return c.body(JSON.stringify(problemBody(config.publicBaseUrl, err, instance)), err.status as 400, headers);
@@ -295,10 +323,16 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const failed = status >= 500 && status !== 501;
     if (!failed && !log.isLevelEnabled('info')) return;
     const line = {
-      requestId, method: c.req.method, path: c.req.path, operationId: c.get('operationId'),
-      organizationId: c.get('organizationId'), status, durationMs: Math.round((performance.now() - started) * 10) / 10,
+      requestId,
+      method: c.req.method,
+      path: c.req.path,
+      operationId: c.get('operationId'),
+      organizationId: c.get('organizationId'),
+      status,
+      durationMs: Math.round((performance.now() - started) * 10) / 10,
     };
-    if (failed) log.error(line, 'request failed'); else log.info(line, 'request');
+    if (failed) log.error(line, 'request failed');
+    else log.info(line, 'request');
   });
 
   app.onError((err, c) => {
@@ -308,10 +342,16 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const code = (err as { code?: unknown }).code;
     if (typeof code === 'string' && code.startsWith('22')) {
       log.warn({ requestId: c.get('requestId'), err: { message: err.message, code } }, 'input refused by the database');
-      return problemResponse(c as C, new ProblemError('validation-failed', `A value in the request is out of range or malformed for storage (${err.message}).`));
+      return problemResponse(
+        c as C,
+        new ProblemError('validation-failed', `A value in the request is out of range or malformed for storage (${err.message}).`),
+      );
     }
     log.error({ requestId: c.get('requestId'), err: { message: err.message, stack: err.stack } }, 'unhandled error');
-    return problemResponse(c as C, new ProblemError('internal-error', `An unexpected error occurred; quote request id ${c.get('requestId')}.`));
+    return problemResponse(
+      c as C,
+      new ProblemError('internal-error', `An unexpected error occurred; quote request id ${c.get('requestId')}.`),
+    );
   });
   app.notFound((c) => problemResponse(c as C, new ProblemError('not-found', `No route ${c.req.method} ${c.req.path}.`)));
 
@@ -322,7 +362,9 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   const limitOf = (c: C): number => {
     if (!c.req.path.startsWith('/admin/api/')) return MAX_BODY_BYTES;
     try {
-      return matchOperation(adminRouter, adminOperations, c.req.method.toLowerCase(), rawPathname(c.req.url)).bodyLimitBytes ?? MAX_BODY_BYTES;
+      return (
+        matchOperation(adminRouter, adminOperations, c.req.method.toLowerCase(), rawPathname(c.req.url)).bodyLimitBytes ?? MAX_BODY_BYTES
+      );
     } catch {
       return MAX_BODY_BYTES;
     }
@@ -362,13 +404,19 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   mountMailLinks(app as unknown as Hono<never>, { db, signer: services.signer, log });
   // Public lead form submissions (no API key: the form key in the path is the credential; any origin).
   mountLeadCapture(app as unknown as Hono, { db, config, services, log });
-  app.get('/problems', (c) => c.json({ data: Object.entries(PROBLEMS).map(([slug, p]) => ({ slug, ...p, type: `${config.publicBaseUrl}/problems/${slug}` })) }));
+  app.get('/problems', (c) =>
+    c.json({ data: Object.entries(PROBLEMS).map(([slug, p]) => ({ slug, ...p, type: `${config.publicBaseUrl}/problems/${slug}` })) }),
+  );
 
   // CORS preflight for the one operation that needs no key.
-  app.options('/api/v1/public-templates', (c) => c.body(null, 204, {
-    'Access-Control-Allow-Origin': '*', 'Access-Control-Allow-Methods': 'GET, OPTIONS', 'Access-Control-Max-Age': '86400',
-    'Access-Control-Allow-Headers': c.req.header('access-control-request-headers') ?? 'Content-Type',
-  }));
+  app.options('/api/v1/public-templates', (c) =>
+    c.body(null, 204, {
+      'Access-Control-Allow-Origin': '*',
+      'Access-Control-Allow-Methods': 'GET, OPTIONS',
+      'Access-Control-Max-Age': '86400',
+      'Access-Control-Allow-Headers': c.req.header('access-control-request-headers') ?? 'Content-Type',
+    }),
+  );
 
   app.all('/api/v1/*', limitBody, async (c) => {
     const pathname = rawPathname(c.req.url);
@@ -392,7 +440,10 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
       c.set('extraHeaders', headers);
       enforceRate(rate);
       if (!scopeAllows(auth, op.requiredScope)) {
-        throw new ProblemError('insufficient-scope', `This operation requires the scope ${op.requiredScope}, which the API key lacks (missing: ${op.requiredScope}).`);
+        throw new ProblemError(
+          'insufficient-scope',
+          `This operation requires the scope ${op.requiredScope}, which the API key lacks (missing: ${op.requiredScope}).`,
+        );
       }
       return { auth, headers, req: await parseRequest(c, op, params) };
     };
@@ -426,18 +477,20 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
 
   app.all('/admin/api/*', limitBody, async (c) => {
     const token = bearerToken(header(c, 'authorization')) ?? '';
-    if (!tokenMatches(token, config.adminToken)) throw new ProblemError('unauthorized', 'Send the operator token as `Authorization: Bearer <ADMIN_TOKEN>`.');
+    if (!tokenMatches(token, config.adminToken))
+      throw new ProblemError('unauthorized', 'Send the operator token as `Authorization: Bearer <ADMIN_TOKEN>`.');
     const pathname = rawPathname(c.req.url);
     const op = matchOperation(adminRouter, adminOperations, c.req.method.toLowerCase(), pathname);
     c.set('operationId', op.operationId);
     c.set('constantHeaders', op.constantHeaders);
     const params = adminParams(op, pathname);
     const req = await parseRequest(c, op, params);
-    const stream = op.streamBody ? { bodyStream: c.req.raw.body as AsyncIterable<Uint8Array> | null, contentType: c.req.header('content-type') } : {};
+    const stream = op.streamBody
+      ? { bodyStream: c.req.raw.body as AsyncIterable<Uint8Array> | null, contentType: c.req.header('content-type') }
+      : {};
     const reply = await handlerFor(deps.adminHandlers, op)({ config, services, log, requestId: c.get('requestId'), db, ...req, ...stream });
     return respond(c, reply, {});
   });
 
   return app;
 }
-

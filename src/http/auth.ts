@@ -14,12 +14,28 @@ export function newApiKey(): string {
   return `obk_live_${crypto.randomBytes(16).toString('hex')}`;
 }
 
-export interface RateState { limit: number; count: number; remaining: number; reset: number }
+export interface RateState {
+  limit: number;
+  count: number;
+  remaining: number;
+  reset: number;
+}
 
 interface AuthRow {
-  key_id: string; organization_id: string; key_name: string | null; scopes: string[]; user_id: string | null;
-  user_role: string | null; expires_at: Date | null; key_created_at: Date; org_name: string; org_plan: string;
-  org_flags: { v1_2_api_send: boolean }; org_created_at: Date; request_count: number; window_reset: number;
+  key_id: string;
+  organization_id: string;
+  key_name: string | null;
+  scopes: string[];
+  user_id: string | null;
+  user_role: string | null;
+  expires_at: Date | null;
+  key_created_at: Date;
+  org_name: string;
+  org_plan: string;
+  org_flags: { v1_2_api_send: boolean };
+  org_created_at: Date;
+  request_count: number;
+  window_reset: number;
 }
 
 export function bearerToken(header: string | undefined): string | null {
@@ -43,8 +59,14 @@ export async function authenticate(db: Db, header: string | undefined, limit: nu
   if (!r) throw new ProblemError('unauthorized', 'The API key is unknown, expired or revoked.');
   return {
     auth: {
-      keyId: r.key_id, organizationId: r.organization_id, keyName: r.key_name, scopes: r.scopes, userId: r.user_id,
-      userRole: r.user_role, expiresAt: r.expires_at, keyCreatedAt: r.key_created_at,
+      keyId: r.key_id,
+      organizationId: r.organization_id,
+      keyName: r.key_name,
+      scopes: r.scopes,
+      userId: r.user_id,
+      userRole: r.user_role,
+      expiresAt: r.expires_at,
+      keyCreatedAt: r.key_created_at,
       org: { name: r.org_name, plan: r.org_plan, flags: r.org_flags, createdAt: r.org_created_at },
     },
     rate: { limit, count: r.request_count, remaining: Math.max(0, limit - r.request_count), reset: Number(r.window_reset) },
@@ -63,5 +85,10 @@ export function rateHeaders(rate: RateState): Record<string, string> {
 export function enforceRate(rate: RateState): void {
   if (rate.count <= rate.limit) return;
   const retryAfter = Math.max(0, Math.min(60, rate.reset - Math.floor(Date.now() / 1000)));
-  throw new ProblemError('rate-limited', `This key may make ${rate.limit} requests per 60-second window; retry after ${retryAfter} s.`, {}, { 'Retry-After': String(retryAfter), 'X-RateLimit-Remaining': '0' });
+  throw new ProblemError(
+    'rate-limited',
+    `This key may make ${rate.limit} requests per 60-second window; retry after ${retryAfter} s.`,
+    {},
+    { 'Retry-After': String(retryAfter), 'X-RateLimit-Remaining': '0' },
+  );
 }

@@ -5,9 +5,9 @@
 // pages. `/` and `/api-docs` lead to /docs.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { createRequire } from 'node:module';
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { PROBLEMS, ProblemError } from './problems.js';
 
@@ -20,8 +20,16 @@ const uiVersion = (require('swagger-ui-dist/package.json') as { version: string 
  * (Swagger UI's icons), fetches go to this origin (the document, and "Try it out").
  */
 export const DOCS_CSP = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "font-src 'self'",
-  "connect-src 'self'", "manifest-src 'self'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "manifest-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
 const PAGE_HEADERS: Record<string, string> = {
@@ -71,7 +79,11 @@ const DOCS_CSS = `body { margin: 0; font-family: sans-serif; color: #3b4151; }
 .problem-types th, .problem-types td { text-align: left; padding: 0.35em 0.6em; border-bottom: 1px solid #e3e3e3; vertical-align: top; }
 `;
 
-interface Asset { body: Buffer; gzip?: Buffer; type: string }
+interface Asset {
+  body: Buffer;
+  gzip?: Buffer;
+  type: string;
+}
 
 /** Files served from swagger-ui-dist (read on first request, kept in memory) and the page's own. */
 const UI_FILES: Record<string, string> = {
@@ -108,8 +120,11 @@ function serveAsset(c: Context): Response {
   const a = c.req.param('version') === ASSET_VERSION ? asset(c.req.param('file') ?? '') : null;
   if (!a) throw new ProblemError('not-found', 'No such documentation asset.');
   const headers: Record<string, string> = {
-    'Content-Type': a.type, 'Cache-Control': 'public, max-age=31536000, immutable', 'Vary': 'Accept-Encoding',
-    'X-Content-Type-Options': 'nosniff', 'Cross-Origin-Resource-Policy': 'same-origin',
+    'Content-Type': a.type,
+    'Cache-Control': 'public, max-age=31536000, immutable',
+    Vary: 'Accept-Encoding',
+    'X-Content-Type-Options': 'nosniff',
+    'Cross-Origin-Resource-Policy': 'same-origin',
   };
   // The bundle is 1.7 MB and compresses about fourfold; it is compressed once, on first demand.
   if (!a.type.startsWith('image/') && /\bgzip\b/.test(c.req.header('accept-encoding') ?? '')) {
@@ -124,8 +139,10 @@ const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replac
 const md = (s: string) => esc(s).replace(/`([^`]+)`/g, '<code>$1</code>');
 
 function problemTable(): string {
-  const rows = Object.entries(PROBLEMS).map(([slug, p]) =>
-    `<tr><td><a href="/problems/${esc(slug)}">${esc(slug)}</a></td><td>${p.status}</td><td>${esc(p.title)}</td><td>${md(p.meaning)}</td></tr>`);
+  const rows = Object.entries(PROBLEMS).map(
+    ([slug, p]) =>
+      `<tr><td><a href="/problems/${esc(slug)}">${esc(slug)}</a></td><td>${p.status}</td><td>${esc(p.title)}</td><td>${md(p.meaning)}</td></tr>`,
+  );
   return `<section class="problem-types" id="problem-types"><h2>Problem types</h2>
 <p>Every error answers <code>application/problem+json</code> (RFC 7807) whose <code>type</code> is the URL of one of
 these pages; each says what the problem means and whether repeating the request can succeed.</p>

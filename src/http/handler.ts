@@ -1,10 +1,10 @@
 // Types shared by every handler: the request context and the typed reply, both derived from the
 // operations of the generated OpenAPI types, so a handler cannot answer a shape the spec lacks.
 import type { Logger } from 'pino';
-import type { operations } from '../../generated/openapi.js';
-import type { operations as adminOperations } from '../../generated/admin.js';
-import type { Config } from '../platform/config.js';
 import type { Db, Tx } from '../../db/database.js';
+import type { operations as adminOperations } from '../../generated/admin.js';
+import type { operations } from '../../generated/openapi.js';
+import type { Config } from '../platform/config.js';
 import type { Services } from '../platform/services.js';
 import type { JsonText } from './paging.js';
 
@@ -14,12 +14,18 @@ export type AdminOperationId = keyof adminOperations;
 type Empty = Record<string, never>;
 type Part<P, W extends string> = P extends { [K in W]?: infer X } ? ([NonNullable<X>] extends [never] ? Empty : NonNullable<X>) : Empty;
 type Params<O, W extends string> = O extends { parameters: infer P } ? Part<P, W> : Empty;
-type Body<O> = O extends { requestBody: { content: { 'application/json': infer B } } } ? B
-  : O extends { requestBody?: { content: { 'application/json': infer B } } } ? B | undefined : undefined;
+type Body<O> = O extends { requestBody: { content: { 'application/json': infer B } } }
+  ? B
+  : O extends { requestBody?: { content: { 'application/json': infer B } } }
+    ? B | undefined
+    : undefined;
 type Responses<O> = O extends { responses: infer R } ? R : never;
 type SuccessStatus<O> = Extract<keyof Responses<O>, 200 | 201 | 202>;
 type ResponseBody<O, S> = S extends keyof Responses<O>
-  ? Responses<O>[S] extends { content: { 'application/json': infer R } } ? R : never : never;
+  ? Responses<O>[S] extends { content: { 'application/json': infer R } }
+    ? R
+    : never
+  : never;
 
 export type Reply<O> = {
   [S in SuccessStatus<O>]: { status: S; body: ResponseBody<O, S> | JsonText<ResponseBody<O, S>>; headers?: Record<string, string> };
@@ -79,5 +85,4 @@ export type Handlers = { [K in OperationId]?: Handler<K> };
 export type PublicHandler<K extends OperationId> = (ctx: PublicContext<operations[K]>) => Promise<Reply<operations[K]>>;
 export type AdminHandler<K extends AdminOperationId> = (ctx: AdminContext<adminOperations[K]>) => Promise<Reply<adminOperations[K]>>;
 export type AdminHandlers = { [K in AdminOperationId]?: AdminHandler<K> };
-export type { operations, adminOperations };
-
+export type { adminOperations, operations };

@@ -6,20 +6,31 @@ import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { ProblemError } from './problems.js';
 
-export interface StoredReply { status: number; body: unknown; headers?: Record<string, string> }
+export interface StoredReply {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
 
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
   if (v && typeof v === 'object') {
-    return Object.fromEntries(Object.keys(v as object).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(v as object)
+        .sort()
+        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+    );
   }
   return v;
 }
 
 /** The request a key stands for: its body, and its path parameters when the operation has any. */
 export const requestHash = (body: unknown, params: Record<string, string> = {}): string => {
-  const request = Object.keys(params).length === 0 ? body ?? null : { params, body: body ?? null };
-  return crypto.createHash('sha256').update(JSON.stringify(canonical(request))).digest('hex');
+  const request = Object.keys(params).length === 0 ? (body ?? null) : { params, body: body ?? null };
+  return crypto
+    .createHash('sha256')
+    .update(JSON.stringify(canonical(request)))
+    .digest('hex');
 };
 
 /**
@@ -28,8 +39,13 @@ export const requestHash = (body: unknown, params: Record<string, string> = {}):
  * replay creates nothing).
  */
 export async function idempotent(
-  trx: Tx, organizationId: string, operationId: string, key: string, request: { params: Record<string, string>; body: unknown },
-  replayAs200: boolean, run: () => Promise<StoredReply>,
+  trx: Tx,
+  organizationId: string,
+  operationId: string,
+  key: string,
+  request: { params: Record<string, string>; body: unknown },
+  replayAs200: boolean,
+  run: () => Promise<StoredReply>,
 ): Promise<StoredReply & { replayed: boolean }> {
   const hash = requestHash(request.body, request.params);
   const inserted = await sql<{ key: string }>`
@@ -37,8 +53,12 @@ export async function idempotent(
     VALUES (${organizationId}, ${operationId}, ${key}, ${hash})
     ON CONFLICT DO NOTHING RETURNING key`.execute(trx);
   if (inserted.rows.length === 0) {
-    const prior = await trx.selectFrom('idempotency_keys').select(['request_hash', 'status', 'response'])
-      .where('organization_id', '=', organizationId).where('operation_id', '=', operationId).where('key', '=', key)
+    const prior = await trx
+      .selectFrom('idempotency_keys')
+      .select(['request_hash', 'status', 'response'])
+      .where('organization_id', '=', organizationId)
+      .where('operation_id', '=', operationId)
+      .where('key', '=', key)
       .executeTakeFirst();
     if (!prior || prior.status === null) throw new ProblemError('idempotency-key-in-use');
     if (prior.request_hash !== hash) {
@@ -48,8 +68,12 @@ export async function idempotent(
     return { status, body: prior.response, replayed: true };
   }
   const reply = await run();
-  await trx.updateTable('idempotency_keys').set({ status: reply.status, response: JSON.stringify(reply.body) })
-    .where('organization_id', '=', organizationId).where('operation_id', '=', operationId).where('key', '=', key)
+  await trx
+    .updateTable('idempotency_keys')
+    .set({ status: reply.status, response: JSON.stringify(reply.body) })
+    .where('organization_id', '=', organizationId)
+    .where('operation_id', '=', operationId)
+    .where('key', '=', key)
     .execute();
   return { ...reply, replayed: false };
 }

@@ -1,7 +1,7 @@
 // Keyset pagination: pages ordered by (created_at DESC, id DESC); the cursor is the opaque,
 // signed position of the last row of the previous page, so paging cost does not grow with depth.
 import crypto from 'node:crypto';
-import { sql, type SelectQueryBuilder } from 'kysely';
+import { type SelectQueryBuilder, sql } from 'kysely';
 import { ProblemError } from './problems.js';
 
 // Cursors carry an HMAC so a tampered cursor is refused (400) rather than silently misread.
@@ -9,7 +9,10 @@ import { ProblemError } from './problems.js';
 // constant, as a cursor reveals nothing beyond a row's id and creation time.
 const CURSOR_KEY = 'outbound-cursor-v1';
 
-export interface Position { at: string; id: string }
+export interface Position {
+  at: string;
+  id: string;
+}
 
 function sign(payload: string): string {
   return crypto.createHmac('sha256', CURSOR_KEY).update(payload).digest('base64url').slice(0, 16);
@@ -28,9 +31,19 @@ export function decodeCursor(cursor: string | undefined | null): Position | null
   const expected = sign(payload);
   if (mac.length !== expected.length || !crypto.timingSafeEqual(Buffer.from(mac), Buffer.from(expected))) throw bad();
   let parsed: unknown;
-  try { parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')); } catch { throw bad(); }
-  if (!Array.isArray(parsed) || parsed.length !== 2 || typeof parsed[0] !== 'string' || typeof parsed[1] !== 'string'
-    || Number.isNaN(Date.parse(parsed[0]))) throw bad();
+  try {
+    parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    throw bad();
+  }
+  if (
+    !Array.isArray(parsed) ||
+    parsed.length !== 2 ||
+    typeof parsed[0] !== 'string' ||
+    typeof parsed[1] !== 'string' ||
+    Number.isNaN(Date.parse(parsed[0]))
+  )
+    throw bad();
   return { at: parsed[0], id: parsed[1] };
 }
 
@@ -49,7 +62,10 @@ export function keyset<DB, TB extends keyof DB, O>(
   }
   // The limit is a literal, not a parameter: a prepared statement's generic plan must see it to
   // prefer the ordered index walk over reading and sorting every row.
-  return q.orderBy(sql.ref(opts.createdCol), 'desc').orderBy(sql.ref(opts.idCol), 'desc').limit(sql.lit(opts.limit + 1));
+  return q
+    .orderBy(sql.ref(opts.createdCol), 'desc')
+    .orderBy(sql.ref(opts.idCol), 'desc')
+    .limit(sql.lit(opts.limit + 1));
 }
 
 type RowPosition<R> = (r: R) => { at: Date | string | number; id: string };
@@ -77,11 +93,18 @@ export class JsonText<T> {
   declare readonly shape?: T;
   constructor(readonly text: string) {}
   /** Anywhere a body is stringified (an idempotent reply, say), the text stands for itself. */
-  toJSON(): unknown { return JSON.parse(this.text); }
+  toJSON(): unknown {
+    return JSON.parse(this.text);
+  }
 }
 
 /** `page` for items serialized by `item` (which must write exactly what the item's mapping gives). */
-export function jsonPage<R, T>(rows: R[], limit: number, pos: RowPosition<R>, item: (r: R) => string): JsonText<{ data: T[]; nextCursor: string | null }> {
+export function jsonPage<R, T>(
+  rows: R[],
+  limit: number,
+  pos: RowPosition<R>,
+  item: (r: R) => string,
+): JsonText<{ data: T[]; nextCursor: string | null }> {
   const { slice, nextCursor } = cut(rows, limit, pos);
   let data = '';
   for (const r of slice) data += data.length === 0 ? item(r) : `,${item(r)}`;

@@ -3,8 +3,17 @@
 // ingestion pipeline (threading, storage, effects). The analysis never throws on what arrives from
 // outside: a malformed message yields what could be read, a failing model the rules' answer.
 
-export const INTENTS = ['interested', 'not_interested', 'unsubscribe', 'out_of_office', 'meeting_request', 'bounce', 'complaint', 'other'] as const;
-export type Intent = typeof INTENTS[number];
+export const INTENTS = [
+  'interested',
+  'not_interested',
+  'unsubscribe',
+  'out_of_office',
+  'meeting_request',
+  'bounce',
+  'complaint',
+  'other',
+] as const;
+export type Intent = (typeof INTENTS)[number];
 
 /** The layer that decided: headers (automatic mail), a delivery or complaint report, the phrase rules, the model, or nothing matched. */
 export type IntentSource = 'header' | 'report' | 'rules' | 'model' | 'default';

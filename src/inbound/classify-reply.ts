@@ -21,20 +21,19 @@
 // Event payloads carry ids, intent, confidence and reason: never the message text or an address
 // (suppression.added carries the suppressed address, as everywhere).
 import { sql } from 'kysely';
-import { withOrg, type Tx } from '../../db/database.js';
-import { emitMany, type EmitInput } from '../platform/events.js';
-import { normalizeEmail } from '../crm/domains.js';
-import { pauseSequences } from '../sequences/lifecycle.js';
-import { suppressAddress } from '../compliance/suppression-add.js';
-import { openActionItem } from '../work/action-items.js';
-import { assigneeFor } from '../account/people.js';
-import { recordHardBounce } from '../dispatch/bounce.js';
+import { type Tx, withOrg } from '../../db/database.js';
 import { recheckOrgHealth } from '../account/org-health.js';
+import { assigneeFor } from '../account/people.js';
+import { suppressAddress } from '../compliance/suppression-add.js';
+import { normalizeEmail } from '../crm/domains.js';
 import { setQualificationStatus } from '../crm/qualification.js';
-import { INTENTS, type Classification, type ParsedMail } from './analysis.js';
-import { classify, parseMail } from './analyze/index.js';
-
+import { recordHardBounce } from '../dispatch/bounce.js';
+import { type EmitInput, emitMany } from '../platform/events.js';
 import type { Deps } from '../platform/services.js';
+import { pauseSequences } from '../sequences/lifecycle.js';
+import { openActionItem } from '../work/action-items.js';
+import { type Classification, INTENTS, type ParsedMail } from './analysis.js';
+import { classify, parseMail } from './analyze/index.js';
 
 /** Out of office with no return date in the text: the contact is left alone this long (Interseller: 1 week; Unify: 14 days). */
 export const OOO_DEFAULT_DAYS = 7;
@@ -64,12 +63,29 @@ export function outOfOfficeUntil(returnDate: Date | null, now: Date): Date {
 /** A classification as stored: a known intent, a confidence in 0-1, a bounded reason. */
 function sane(c: Classification): Classification {
   const confidence = Number.isFinite(c.confidence) ? Math.min(1, Math.max(0, c.confidence)) : 0;
-  return { ...c, intent: INTENTS.includes(c.intent) ? c.intent : 'other', confidence, reason: String(c.reason ?? '').replace(/\u0000/g, '').slice(0, 200) };
+  return {
+    ...c,
+    intent: INTENTS.includes(c.intent) ? c.intent : 'other',
+    confidence,
+    reason: String(c.reason ?? '')
+      .replace(/\u0000/g, '')
+      .slice(0, 200),
+  };
 }
 
 interface Stored {
-  id: string; contactId: string | null; sendRecordId: string | null; sequenceId: string | null; fromEmail: string | null; createdAt: Date;
-  contactEmail: string | null; draftId: string | null; toEmail: string | null; mailboxId: string | null; step: number | null; recordSequenceId: string | null;
+  id: string;
+  contactId: string | null;
+  sendRecordId: string | null;
+  sequenceId: string | null;
+  fromEmail: string | null;
+  createdAt: Date;
+  contactEmail: string | null;
+  draftId: string | null;
+  toEmail: string | null;
+  mailboxId: string | null;
+  step: number | null;
+  recordSequenceId: string | null;
 }
 
 /** The effects of a classified message; returns the events to emit (pauses emit their own). */
@@ -77,7 +93,11 @@ async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c
   const events: EmitInput[] = [];
   const done: string[] = [];
   const ref = { messageId: m.id, contactId: m.contactId, sendRecordId: m.sendRecordId, sequenceId: m.sequenceId };
-  const about = m.draftId ? { type: 'Draft', id: m.draftId } : m.contactId ? { type: 'Contact', id: m.contactId } : { type: 'Message', id: m.id };
+  const about = m.draftId
+    ? { type: 'Draft', id: m.draftId }
+    : m.contactId
+      ? { type: 'Contact', id: m.contactId }
+      : { type: 'Message', id: m.id };
   if (kind === 'reply') {
     // The draft it answers, else the contact's latest sent one.
     const replied = await sql<{ id: string }>`
@@ -87,13 +107,18 @@ async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c
         ORDER BY sent_at DESC, id DESC LIMIT 1))
       RETURNING id`.execute(trx);
     if (replied.rows.length) done.push('replied_at');
-    if (m.contactId && await pauseSequences(trx, org, [m.contactId], c.intent === 'unsubscribe' ? 'unsubscribed' : 'replied') > 0) done.push('paused');
+    if (m.contactId && (await pauseSequences(trx, org, [m.contactId], c.intent === 'unsubscribe' ? 'unsubscribed' : 'replied')) > 0)
+      done.push('paused');
     if (c.intent === 'unsubscribe') {
       const address = m.contactEmail ?? (m.fromEmail ? normalizeEmail(m.fromEmail) : null);
       const added = address ? await suppressAddress(trx, org, { email: address, reason: 'UNSUBSCRIBE', source: 'reply' }) : null;
       if (added) {
         done.push('suppressed');
-        events.push(added.event, { type: 'email.unsubscribed', resource: about, data: { ...ref, draftId: m.draftId, step: m.step, source: 'reply' } });
+        events.push(added.event, {
+          type: 'email.unsubscribed',
+          resource: about,
+          data: { ...ref, draftId: m.draftId, step: m.step, source: 'reply' },
+        });
       }
     }
     if (c.intent === 'interested' || c.intent === 'meeting_request') {
@@ -106,21 +131,33 @@ async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c
         priority: meeting ? 'urgent' : 'high',
         salesPersonId: await assigneeFor(trx, org, m.contactId),
         aiGenerated: true,
-        entityType: m.contactId ? 'Contact' : 'Message', entityId: m.contactId ?? m.id,
+        entityType: m.contactId ? 'Contact' : 'Message',
+        entityId: m.contactId ?? m.id,
         sourceKey: `reply:${m.id}`,
         details: facts,
       });
       if (actionItemId) done.push('action_item');
       // A prospect who asks for more or for a meeting is qualified (contact.stage_changed); a customer stays one.
       if (m.contactId) {
-        const moved = await setQualificationStatus(trx, org, [m.contactId], 'QUALIFIED', 'reply', { keep: ['CUSTOMER'], extra: { messageId: m.id, intent: c.intent } });
+        const moved = await setQualificationStatus(trx, org, [m.contactId], 'QUALIFIED', 'reply', {
+          keep: ['CUSTOMER'],
+          extra: { messageId: m.id, intent: c.intent },
+        });
         if (moved.length) done.push('qualified');
       }
-      events.push({ type: meeting ? 'meeting.booked' : 'lead.interested', resource: m.contactId ? { type: 'Contact', id: m.contactId } : { type: 'Message', id: m.id }, data: { ...facts, actionItemId } });
+      events.push({
+        type: meeting ? 'meeting.booked' : 'lead.interested',
+        resource: m.contactId ? { type: 'Contact', id: m.contactId } : { type: 'Message', id: m.id },
+        data: { ...facts, actionItemId },
+      });
     }
   } else if (kind === 'out_of_office' && m.contactId && oooUntil) {
-    await trx.updateTable('contacts').set({ out_of_office_until: oooUntil, updated_at: sql`now_ms()` } as never)
-      .where('organization_id', '=', org).where('id', '=', m.contactId).execute();
+    await trx
+      .updateTable('contacts')
+      .set({ out_of_office_until: oooUntil, updated_at: sql`now_ms()` } as never)
+      .where('organization_id', '=', org)
+      .where('id', '=', m.contactId)
+      .execute();
     done.push('out_of_office');
   } else if (kind === 'hard_bounce' && mail.report?.kind === 'dsn') {
     // Each of our messages has one recipient: a permanent failure reported on it is that recipient's bounce.
@@ -128,9 +165,17 @@ async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c
     const email = m.sendRecordId ? m.toEmail : m.contactEmail;
     if (email) {
       const bounced = await recordHardBounce(trx, org, {
-        recordId: m.sendRecordId, email, contactId: m.contactId, sequenceId: m.sendRecordId ? m.recordSequenceId : null, draftId: m.draftId, step: m.step,
-        mailboxId: m.mailboxId, code: failed.status, diagnostic: [failed.status, failed.diagnostic].filter(Boolean).join(' ') || 'delivery report',
-        source: 'delivery report', extra: { messageId: m.id },
+        recordId: m.sendRecordId,
+        email,
+        contactId: m.contactId,
+        sequenceId: m.sendRecordId ? m.recordSequenceId : null,
+        draftId: m.draftId,
+        step: m.step,
+        mailboxId: m.mailboxId,
+        code: failed.status,
+        diagnostic: [failed.status, failed.diagnostic].filter(Boolean).join(' ') || 'delivery report',
+        source: 'delivery report',
+        extra: { messageId: m.id },
       });
       if (bounced.length) done.push('hard_bounce');
       events.push(...bounced);
@@ -138,11 +183,20 @@ async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c
   } else if (kind === 'complaint' && mail.report?.kind === 'arf') {
     const email = m.sendRecordId ? m.toEmail : m.contactEmail;
     if (email) {
-      const added = await suppressAddress(trx, org, { email, reason: 'COMPLAINT', source: 'complaint report', notes: mail.report.feedbackType });
+      const added = await suppressAddress(trx, org, {
+        email,
+        reason: 'COMPLAINT',
+        source: 'complaint report',
+        notes: mail.report.feedbackType,
+      });
       if (added) events.push(added.event);
-      events.push({ type: 'email.complained', resource: about, data: { ...ref, draftId: m.draftId, step: m.step, feedbackType: mail.report.feedbackType } });
+      events.push({
+        type: 'email.complained',
+        resource: about,
+        data: { ...ref, draftId: m.draftId, step: m.step, feedbackType: mail.report.feedbackType },
+      });
       done.push('suppressed');
-      if (m.contactId && await pauseSequences(trx, org, [m.contactId], 'complained') > 0) done.push('paused');
+      if (m.contactId && (await pauseSequences(trx, org, [m.contactId], 'complained')) > 0) done.push('paused');
     }
   }
   return { events, done };
@@ -150,13 +204,27 @@ async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c
 
 /** Classifies one stored message and applies its effects; does nothing for a message already classified. */
 export async function classifyReply(deps: Deps, org: string, id: string): Promise<void> {
-  const row = await withOrg(deps.db, org, (trx) => trx.selectFrom('messages').select(['raw_mime', 'status'])
-    .where('organization_id', '=', org).where('id', '=', id).where('direction', '=', 'INBOUND').executeTakeFirst());
-  if (!row || row.status !== 'received') return;
+  const row = await withOrg(deps.db, org, (trx) =>
+    trx
+      .selectFrom('messages')
+      .select(['raw_mime', 'status'])
+      .where('organization_id', '=', org)
+      .where('id', '=', id)
+      .where('direction', '=', 'INBOUND')
+      .executeTakeFirst(),
+  );
+  if (row?.status !== 'received') return;
   if (row.raw_mime === null) {
     // Its contact was erased before it was classified: nothing is left to read, nothing is done.
-    await withOrg(deps.db, org, (trx) => trx.updateTable('messages').set({ status: 'redacted', classified_at: sql`now_ms()` } as never)
-      .where('organization_id', '=', org).where('id', '=', id).where('status', '=', 'received').execute());
+    await withOrg(deps.db, org, (trx) =>
+      trx
+        .updateTable('messages')
+        .set({ status: 'redacted', classified_at: sql`now_ms()` } as never)
+        .where('organization_id', '=', org)
+        .where('id', '=', id)
+        .where('status', '=', 'received')
+        .execute(),
+    );
     return;
   }
   const mail = await parseMail(row.raw_mime);
@@ -170,34 +238,78 @@ export async function classifyReply(deps: Deps, org: string, id: string): Promis
  * The classification job calls it; so does ingestion, when no model is configured (the rules alone
  * decide, so the message is classified as it is stored, with no job and no second parse).
  */
-export async function recordClassification(trx: Tx, org: string, id: string, mail: ParsedMail, classification: Classification): Promise<void> {
+export async function recordClassification(
+  trx: Tx,
+  org: string,
+  id: string,
+  mail: ParsedMail,
+  classification: Classification,
+): Promise<void> {
   const c = sane(classification);
   const kind = kindOf(mail, c);
   const oooUntil = kind === 'out_of_office' ? outOfOfficeUntil(c.returnDate, new Date()) : null;
-  const updated = await sql<{ contact_id: string | null; send_record_id: string | null; sequence_id: string | null; from_email: string | null; created_at: Date }>`
+  const updated = await sql<{
+    contact_id: string | null;
+    send_record_id: string | null;
+    sequence_id: string | null;
+    from_email: string | null;
+    created_at: Date;
+  }>`
     UPDATE messages SET status = 'classified', intent = ${c.intent}, intent_confidence = ${c.confidence}, intent_source = ${c.source},
       intent_reason = ${c.reason}, automatic = ${mail.automatic.automatic || mail.report !== null}, ooo_until = ${oooUntil}, classified_at = now_ms()
     WHERE organization_id = ${org} AND id = ${id} AND status = 'received'
     RETURNING contact_id, send_record_id, sequence_id, from_email, created_at`.execute(trx);
   const u = updated.rows[0];
   if (!u) return;
-  const ctx = (await sql<{ contact_email: string | null; draft_id: string | null; to_email: string | null; mailbox_id: string | null; step: number | null; record_sequence_id: string | null }>`
+  const ctx = (
+    await sql<{
+      contact_email: string | null;
+      draft_id: string | null;
+      to_email: string | null;
+      mailbox_id: string | null;
+      step: number | null;
+      record_sequence_id: string | null;
+    }>`
     SELECT c.email_normalized AS contact_email, r.draft_id, r.to_email, r.mailbox_id, r.step, r.sequence_id AS record_sequence_id
     FROM (SELECT 1) one
     LEFT JOIN contacts c ON c.organization_id = ${org} AND c.id = ${u.contact_id}::text AND c.erased_at IS NULL
-    LEFT JOIN send_records r ON r.organization_id = ${org} AND r.id = ${u.send_record_id}::text`.execute(trx)).rows[0];
+    LEFT JOIN send_records r ON r.organization_id = ${org} AND r.id = ${u.send_record_id}::text`.execute(trx)
+  ).rows[0];
   const m: Stored = {
-    id, contactId: u.contact_id, sendRecordId: u.send_record_id, sequenceId: u.sequence_id, fromEmail: u.from_email, createdAt: u.created_at,
-    contactEmail: ctx.contact_email, draftId: ctx.draft_id, toEmail: ctx.to_email, mailboxId: ctx.mailbox_id, step: ctx.step, recordSequenceId: ctx.record_sequence_id,
+    id,
+    contactId: u.contact_id,
+    sendRecordId: u.send_record_id,
+    sequenceId: u.sequence_id,
+    fromEmail: u.from_email,
+    createdAt: u.created_at,
+    contactEmail: ctx.contact_email,
+    draftId: ctx.draft_id,
+    toEmail: ctx.to_email,
+    mailboxId: ctx.mailbox_id,
+    step: ctx.step,
+    recordSequenceId: ctx.record_sequence_id,
   };
   const { events, done } = await applyEffects(trx, org, m, mail, c, kind, oooUntil);
-  await emitMany(trx, org, [{
-    type: 'reply.classified', resource: { type: 'Message', id },
-    data: {
-      messageId: id, contactId: m.contactId, sendRecordId: m.sendRecordId, sequenceId: m.sequenceId, intent: c.intent, confidence: c.confidence,
-      reason: c.reason, source: c.source, kind, oooUntil: oooUntil?.toISOString() ?? null, effects: done,
+  await emitMany(trx, org, [
+    {
+      type: 'reply.classified',
+      resource: { type: 'Message', id },
+      data: {
+        messageId: id,
+        contactId: m.contactId,
+        sendRecordId: m.sendRecordId,
+        sequenceId: m.sequenceId,
+        intent: c.intent,
+        confidence: c.confidence,
+        reason: c.reason,
+        source: c.source,
+        kind,
+        oooUntil: oooUntil?.toISOString() ?? null,
+        effects: done,
+      },
     },
-  }, ...events]);
+    ...events,
+  ]);
   // A complaint moves the complaint rate (counted from the email.complained events just written).
   if (kind === 'complaint' && events.some((e) => e.type === 'email.complained')) await recheckOrgHealth(trx, org);
 }

@@ -11,16 +11,14 @@
 // reply.received without personal data; it is not classified and has no effects.
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
-import { withOrg, withSystem, type Tx } from '../../db/database.js';
-import type { Deps } from '../platform/services.js';
+import { type Tx, withOrg, withSystem } from '../../db/database.js';
 import { emit } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
+import type { Deps } from '../platform/services.js';
 import type { ParsedMail } from './analysis.js';
-import { parseMail } from './analyze/index.js';
-import { routeMessage, type Route } from './route.js';
-import { classify } from './analyze/index.js';
+import { classify, parseMail } from './analyze/index.js';
 import { recordClassification } from './classify-reply.js';
-
+import { type Route, routeMessage } from './route.js';
 
 export interface Delivery {
   /** The whole message as received (RFC 5322). */
@@ -32,18 +30,17 @@ export interface Delivery {
   channel: string;
 }
 
-export type Ingested =
-  | { stored: true; organizationId: string; id: string; duplicate: boolean }
-  | { stored: false; reason: 'unroutable' };
+export type Ingested = { stored: true; organizationId: string; id: string; duplicate: boolean } | { stored: false; reason: 'unroutable' };
 
 /** Text kept per message at most (the raw MIME is kept whole): a preview and a classification need far less. */
 const MAX_TEXT = 1_000_000;
 const MAX_IDS = 50;
 
 /** Text Postgres can store (no U+0000), bounded. */
-const clean = (s: string | null | undefined, max: number): string | null => (s === null || s === undefined ? null : s.replace(/\u0000/g, '').slice(0, max));
-const cleanJson = (v: unknown): string | null => (v === null || v === undefined ? null
-  : JSON.stringify(v, (_k, x: unknown) => (typeof x === 'string' ? x.replace(/\u0000/g, '') : x)));
+const clean = (s: string | null | undefined, max: number): string | null =>
+  s === null || s === undefined ? null : s.replace(/\u0000/g, '').slice(0, max);
+const cleanJson = (v: unknown): string | null =>
+  v === null || v === undefined ? null : JSON.stringify(v, (_k, x: unknown) => (typeof x === 'string' ? x.replace(/\u0000/g, '') : x));
 const usableId = (id: string | null | undefined): string | null => (id && id.length <= 500 && !id.includes('\u0000') ? id : null);
 
 /** The Message-ID, or for a message without a usable one, a stable id from a hash of its bytes. */
@@ -64,7 +61,14 @@ async function store(deps: Deps, trx: Tx, d: Delivery, mail: ParsedMail, route: 
       VALUES (${org}, ${id}, ${route.contactId}, 'INBOUND', ${d.channel}, ${keep ? clean(mail.from?.address, 320) : null},
         ${keep ? clean(route.recipient ?? mail.to[0], 320) : null}, ${keep ? clean(mail.subject, 1000) : null}, ${keep ? clean(mail.text, MAX_TEXT) : ''},
         ${keep ? clean(mail.strippedText, MAX_TEXT) : null}, ${keep ? d.raw : null}, ${messageId}, ${keep ? usableId(mail.inReplyTo) : null},
-        ${keep ? mail.references.map(usableId).filter((x): x is string => x !== null).slice(-MAX_IDS) : []}::text[],
+        ${
+          keep
+            ? mail.references
+                .map(usableId)
+                .filter((x): x is string => x !== null)
+                .slice(-MAX_IDS)
+            : []
+        }::text[],
         ${route.record?.id ?? null}, ${route.record?.sequenceId ?? null}, ${route.threadMethod}, ${keep ? 'received' : 'redacted'},
         ${mail.automatic.automatic}, ${keep ? cleanJson(mail.report) : null}::jsonb, ${keep ? null : sql`now_ms()`})
       ON CONFLICT (organization_id, message_id) WHERE direction = 'INBOUND' AND message_id IS NOT NULL DO NOTHING
@@ -75,17 +79,29 @@ async function store(deps: Deps, trx: Tx, d: Delivery, mail: ParsedMail, route: 
                     WHERE ${keep && !now}::boolean) AS job
     FROM ins`.execute(trx);
   if (r.rows.length === 0) {
-    const existing = await trx.selectFrom('messages').select('id').where('organization_id', '=', org).where('direction', '=', 'INBOUND')
-      .where('message_id', '=', messageId).executeTakeFirstOrThrow();
+    const existing = await trx
+      .selectFrom('messages')
+      .select('id')
+      .where('organization_id', '=', org)
+      .where('direction', '=', 'INBOUND')
+      .where('message_id', '=', messageId)
+      .executeTakeFirstOrThrow();
     return { stored: true, organizationId: org, id: existing.id, duplicate: true };
   }
   await emit(trx, org, {
-    type: 'reply.received', resource: { type: 'Message', id },
+    type: 'reply.received',
+    resource: { type: 'Message', id },
     data: keep
       ? {
-        messageId: id, contactId: route.contactId, sendRecordId: route.record?.id ?? null, sequenceId: route.record?.sequenceId ?? null,
-        threadMethod: route.threadMethod, channel: d.channel, automatic: mail.automatic.automatic, report: mail.report?.kind ?? null,
-      }
+          messageId: id,
+          contactId: route.contactId,
+          sendRecordId: route.record?.id ?? null,
+          sequenceId: route.record?.sequenceId ?? null,
+          threadMethod: route.threadMethod,
+          channel: d.channel,
+          automatic: mail.automatic.automatic,
+          report: mail.report?.kind ?? null,
+        }
       : { messageId: id, contactId: null, redacted: true },
   });
   if (now) await recordClassification(trx, org, id, mail, await classify(mail, { model: deps.services.model }));
@@ -100,10 +116,15 @@ export async function ingestMessage(deps: Deps, d: Delivery): Promise<Ingested> 
   const routeDeps = { signer: deps.services.signer, erasureSecret: deps.config.erasureHashSecret };
   const input = { mail, recipients: d.recipients, organizationId: d.organizationId };
   // Fault point for tests: a failure before the commit stores nothing (the listener then answers 451).
-  const stored = (r: Ingested) => { if (deps.services.faults.has('inbound:before-commit')) throw new Error('injected fault: inbound:before-commit'); return r; };
+  const stored = (r: Ingested) => {
+    if (deps.services.faults.has('inbound:before-commit')) throw new Error('injected fault: inbound:before-commit');
+    return r;
+  };
   if (d.organizationId !== null) {
     const org = d.organizationId;
-    return withOrg(deps.db, org, async (trx) => stored(await store(deps, trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId)));
+    return withOrg(deps.db, org, async (trx) =>
+      stored(await store(deps, trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId)),
+    );
   }
   // Over SMTP the organization is not known until routed: the routing reads across organizations,
   // then the transaction is bound to the one found before anything is written.

@@ -10,16 +10,22 @@
 // address (for a report: the failed or complaining recipient; its sender is a mailer-daemon).
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { ParsedMail } from './analysis.js';
+import { erasureHmac, usableErasureSecret } from '../compliance/suppression-match.js';
 import { normalizeEmail } from '../crm/domains.js';
 import { openReplyAddress, type Signer } from '../mail/tokens.js';
-import { erasureHmac, usableErasureSecret } from '../compliance/suppression-match.js';
+import type { ParsedMail } from './analysis.js';
 
 export type ThreadMethod = 'token' | 'header' | 'sender' | 'none';
 
 export interface SentRef {
-  id: string; organizationId: string; contactId: string | null; sequenceId: string | null; draftId: string | null;
-  step: number | null; toEmail: string | null; mailboxId: string | null;
+  id: string;
+  organizationId: string;
+  contactId: string | null;
+  sequenceId: string | null;
+  draftId: string | null;
+  step: number | null;
+  toEmail: string | null;
+  mailboxId: string | null;
 }
 
 export interface Route {
@@ -48,21 +54,34 @@ const MAX_IDS = 20;
 /** The address a message speaks for: a report's failed or complaining recipient, else the sender. */
 export function personOf(mail: ParsedMail): string | null {
   const r = mail.report;
-  const address = r?.kind === 'dsn' ? (r.recipients.find((x) => x.permanent) ?? r.recipients[0])?.recipient
-    : r?.kind === 'arf' ? r.recipient : mail.from?.address;
+  const address =
+    r?.kind === 'dsn'
+      ? (r.recipients.find((x) => x.permanent) ?? r.recipients[0])?.recipient
+      : r?.kind === 'arf'
+        ? r.recipient
+        : mail.from?.address;
   return address ? normalizeEmail(address) : null;
 }
 
 /** Message-IDs that may name our message, most telling first, each also without its brackets (providers report either). */
 function threadIds(mail: ParsedMail): string[] {
-  const ids = [mail.report?.originalMessageId, mail.inReplyTo, ...[...mail.references].reverse()]
-    .filter((x): x is string => typeof x === 'string' && x.length > 2 && x.length <= 500);
+  const ids = [mail.report?.originalMessageId, mail.inReplyTo, ...[...mail.references].reverse()].filter(
+    (x): x is string => typeof x === 'string' && x.length > 2 && x.length <= 500,
+  );
   return [...new Set(ids.flatMap((id) => [id, id.replace(/^<|>$/g, '')]))].slice(0, 2 * MAX_IDS);
 }
 
 type ThreadRow = {
-  organization_id: string; id: string; contact_id: string | null; sequence_id: string | null; draft_id: string | null;
-  step: number | null; to_email: string | null; mailbox_id: string | null; how: number; erased: boolean;
+  organization_id: string;
+  id: string;
+  contact_id: string | null;
+  sequence_id: string | null;
+  draft_id: string | null;
+  step: number | null;
+  to_email: string | null;
+  mailbox_id: string | null;
+  how: number;
+  erased: boolean;
 };
 
 /** The send record the message answers: by token first, then by the best-placed Message-ID; one statement. */
@@ -93,7 +112,9 @@ async function personIn(trx: Tx, org: string, address: string, erasureSecret: st
   const r = await sql<{ contact_id: string | null; erased: boolean }>`
     SELECT (SELECT id FROM contacts WHERE organization_id = ${org} AND email_normalized = ${address} AND deleted_at IS NULL AND erased_at IS NULL
               ORDER BY created_at, id LIMIT 1) AS contact_id,
-           ${hmac}::text IS NOT NULL AND EXISTS (SELECT 1 FROM suppression_entries WHERE organization_id = ${org} AND email_hmac = ${hmac}::text) AS erased`.execute(trx);
+           ${hmac}::text IS NOT NULL AND EXISTS (SELECT 1 FROM suppression_entries WHERE organization_id = ${org} AND email_hmac = ${hmac}::text) AS erased`.execute(
+    trx,
+  );
   return { contactId: r.rows[0]?.contact_id ?? null, erased: r.rows[0]?.contact_id == null && r.rows[0]?.erased === true };
 }
 
@@ -101,47 +122,102 @@ async function personIn(trx: Tx, org: string, address: string, erasureSecret: st
  * Over SMTP, with no thread: the organization whose mailbox is a recipient, else the only one with
  * the sender as a live contact (that contact comes with it, the oldest of its records).
  */
-async function organizationOf(trx: Tx, recipients: string[], person: string | null): Promise<{ org: string; recipient: string | null; contactId?: string } | null> {
-  const boxes = recipients.length === 0 ? [] : await trx.selectFrom('mailboxes').select(['organization_id', 'email'])
-    .where('email', 'in', recipients).execute();
+async function organizationOf(
+  trx: Tx,
+  recipients: string[],
+  person: string | null,
+): Promise<{ org: string; recipient: string | null; contactId?: string } | null> {
+  const boxes =
+    recipients.length === 0
+      ? []
+      : await trx.selectFrom('mailboxes').select(['organization_id', 'email']).where('email', 'in', recipients).execute();
   const boxOrgs = [...new Set(boxes.map((b) => b.organization_id))];
   if (boxOrgs.length === 1) return { org: boxOrgs[0], recipient: boxes[0].email };
   if (person === null) return null;
-  const found = (await sql<{ organization_id: string; id: string }>`
+  const found = (
+    await sql<{ organization_id: string; id: string }>`
     SELECT DISTINCT ON (organization_id) organization_id, id FROM contacts
     WHERE email_normalized = ${person} AND deleted_at IS NULL AND erased_at IS NULL
       AND (cardinality(${boxOrgs}::text[]) = 0 OR organization_id = ANY(${boxOrgs}::text[]))
-    ORDER BY organization_id, created_at, id LIMIT 2`.execute(trx)).rows;
+    ORDER BY organization_id, created_at, id LIMIT 2`.execute(trx)
+  ).rows;
   if (found.length !== 1) return null;
-  return { org: found[0].organization_id, recipient: boxes.find((b) => b.organization_id === found[0].organization_id)?.email ?? null, contactId: found[0].id };
+  return {
+    org: found[0].organization_id,
+    recipient: boxes.find((b) => b.organization_id === found[0].organization_id)?.email ?? null,
+    contactId: found[0].id,
+  };
 }
 
 /** Where the message belongs; null when over SMTP nothing names an organization. */
-export async function routeMessage(trx: Tx, deps: { signer: Signer; erasureSecret: string | null }, input: RouteInput): Promise<Route | null> {
+export async function routeMessage(
+  trx: Tx,
+  deps: { signer: Signer; erasureSecret: string | null },
+  input: RouteInput,
+): Promise<Route | null> {
   const { mail } = input;
   const addresses = [...new Set([...input.recipients, ...mail.to].map(normalizeEmail))];
-  const tokened = addresses.map((a) => ({ a, t: openReplyAddress(deps.signer, a) }))
-    .filter((x): x is { a: string; t: NonNullable<typeof x.t> } => x.t !== null && (input.organizationId === null || x.t.organizationId === input.organizationId));
-  const thread = await threadOf(trx, tokened.map((x) => x.t), threadIds(mail), input.organizationId);
+  const tokened = addresses
+    .map((a) => ({ a, t: openReplyAddress(deps.signer, a) }))
+    .filter(
+      (x): x is { a: string; t: NonNullable<typeof x.t> } =>
+        x.t !== null && (input.organizationId === null || x.t.organizationId === input.organizationId),
+    );
+  const thread = await threadOf(
+    trx,
+    tokened.map((x) => x.t),
+    threadIds(mail),
+    input.organizationId,
+  );
   const person = personOf(mail);
   if (thread) {
     const record: SentRef = {
-      id: thread.id, organizationId: thread.organization_id, contactId: thread.contact_id, sequenceId: thread.sequence_id,
-      draftId: thread.draft_id, step: thread.step, toEmail: thread.to_email, mailboxId: thread.mailbox_id,
+      id: thread.id,
+      organizationId: thread.organization_id,
+      contactId: thread.contact_id,
+      sequenceId: thread.sequence_id,
+      draftId: thread.draft_id,
+      step: thread.step,
+      toEmail: thread.to_email,
+      mailboxId: thread.mailbox_id,
     };
-    const recipient = thread.how === 0 ? tokened.find((x) => x.t.sendRecordId === thread.id)?.a ?? null : input.recipients[0] ?? null;
-    if (thread.erased) return { organizationId: thread.organization_id, record: null, contactId: null, erased: true, threadMethod: 'none', recipient: null };
+    const recipient = thread.how === 0 ? (tokened.find((x) => x.t.sendRecordId === thread.id)?.a ?? null) : (input.recipients[0] ?? null);
+    if (thread.erased)
+      return { organizationId: thread.organization_id, record: null, contactId: null, erased: true, threadMethod: 'none', recipient: null };
     let contactId = thread.contact_id;
     // A record whose contact is gone (no contact id) still names the organization; the person may be another contact.
-    if (contactId === null && person !== null) contactId = (await personIn(trx, thread.organization_id, person, deps.erasureSecret)).contactId;
-    return { organizationId: thread.organization_id, record, contactId, erased: false, threadMethod: thread.how === 0 ? 'token' : 'header', recipient };
+    if (contactId === null && person !== null)
+      contactId = (await personIn(trx, thread.organization_id, person, deps.erasureSecret)).contactId;
+    return {
+      organizationId: thread.organization_id,
+      record,
+      contactId,
+      erased: false,
+      threadMethod: thread.how === 0 ? 'token' : 'header',
+      recipient,
+    };
   }
-  const home = input.organizationId !== null ? { org: input.organizationId, recipient: null } : await organizationOf(trx, addresses.filter((a) => input.recipients.includes(a)), person);
+  const home =
+    input.organizationId !== null
+      ? { org: input.organizationId, recipient: null }
+      : await organizationOf(
+          trx,
+          addresses.filter((a) => input.recipients.includes(a)),
+          person,
+        );
   if (home === null) return null;
-  const who = 'contactId' in home && home.contactId ? { contactId: home.contactId, erased: false }
-    : person === null ? { contactId: null, erased: false } : await personIn(trx, home.org, person, deps.erasureSecret);
+  const who =
+    'contactId' in home && home.contactId
+      ? { contactId: home.contactId, erased: false }
+      : person === null
+        ? { contactId: null, erased: false }
+        : await personIn(trx, home.org, person, deps.erasureSecret);
   return {
-    organizationId: home.org, record: null, contactId: who.contactId, erased: who.erased,
-    threadMethod: who.contactId !== null ? 'sender' : 'none', recipient: home.recipient ?? input.recipients[0] ?? null,
+    organizationId: home.org,
+    record: null,
+    contactId: who.contactId,
+    erased: who.erased,
+    threadMethod: who.contactId !== null ? 'sender' : 'none',
+    recipient: home.recipient ?? input.recipients[0] ?? null,
   };
 }

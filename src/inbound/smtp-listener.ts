@@ -10,13 +10,14 @@
 // A message is stored (src/inbound/ingest.ts) before DATA is answered 250; a database failure
 // answers 451 so the sender tries again later; a message nothing routes to an organization is
 // accepted and dropped with a log line. Malformed input never crashes the process.
-import os from 'node:os';
+
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import { SMTPServer } from 'smtp-server';
 import { withSystem } from '../../db/database.js';
 import { normalizeEmail } from '../crm/domains.js';
-import { ingestMessage } from './ingest.js';
 import type { Deps } from '../platform/services.js';
+import { ingestMessage } from './ingest.js';
 
 /** Recipients per message: a reply has one; a few more cover copies to several mailboxes. */
 export const MAX_RECIPIENTS = 20;
@@ -27,7 +28,10 @@ const SOCKET_TIMEOUT_MS = 60_000;
 /** On shutdown, open connections get this long to finish. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
-export interface InboundListener { port: number; close(): Promise<void> }
+export interface InboundListener {
+  port: number;
+  close(): Promise<void>;
+}
 
 const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
 
@@ -39,7 +43,9 @@ export async function startInboundSmtp(deps: Deps, opts: { port: number; host: s
   /** A reply address (any local part at the reply domain), the deployment sender or an organization's mailbox. */
   async function accepts(address: string): Promise<boolean> {
     if (domain === null || address.endsWith(`@${domain}`) || address === config.mailFrom.address) return true;
-    const box = await withSystem(deps.db, (trx) => trx.selectFrom('mailboxes').select('id').where('email', '=', address).limit(1).executeTakeFirst());
+    const box = await withSystem(deps.db, (trx) =>
+      trx.selectFrom('mailboxes').select('id').where('email', '=', address).limit(1).executeTakeFirst(),
+    );
     return box !== undefined;
   }
 
@@ -60,23 +66,36 @@ export async function startInboundSmtp(deps: Deps, opts: { port: number; host: s
       const to = normalizeEmail(address.address);
       accepts(to).then(
         (ok) => cb(ok ? null : smtpError(550, '5.1.1 no such recipient here')),
-        (e) => { log.error({ err: (e as Error).message }, 'inbound smtp: recipient lookup failed'); cb(smtpError(451, '4.3.0 temporary failure, try again later')); },
+        (e) => {
+          log.error({ err: (e as Error).message }, 'inbound smtp: recipient lookup failed');
+          cb(smtpError(451, '4.3.0 temporary failure, try again later'));
+        },
       );
     },
     onData(stream, session, cb) {
       const chunks: Buffer[] = [];
       let bytes = 0;
-      stream.on('data', (c: Buffer) => { bytes += c.length; if (bytes <= max) chunks.push(c); });
+      stream.on('data', (c: Buffer) => {
+        bytes += c.length;
+        if (bytes <= max) chunks.push(c);
+      });
       stream.on('error', () => {});
       stream.on('end', () => {
-        if (stream.sizeExceeded || bytes > max) { cb(smtpError(552, `5.3.4 message exceeds the ${max} byte limit`)); return; }
+        if (stream.sizeExceeded || bytes > max) {
+          cb(smtpError(552, `5.3.4 message exceeds the ${max} byte limit`));
+          return;
+        }
         const recipients = session.envelope.rcptTo.map((r) => normalizeEmail(r.address));
         ingestMessage(deps, { raw: Buffer.concat(chunks), recipients, organizationId: null, channel: 'email' }).then(
           (r) => {
-            if (!r.stored) log.info({ recipients: recipients.length, bytes }, 'inbound smtp: message names no organization; accepted and dropped');
+            if (!r.stored)
+              log.info({ recipients: recipients.length, bytes }, 'inbound smtp: message names no organization; accepted and dropped');
             cb(null, !r.stored ? 'OK: accepted' : r.duplicate ? 'OK: already received' : `OK: stored ${r.id}`);
           },
-          (e) => { log.error({ err: (e as Error).message }, 'inbound smtp: message not stored'); cb(smtpError(451, '4.3.0 temporary failure, try again later')); },
+          (e) => {
+            log.error({ err: (e as Error).message }, 'inbound smtp: message not stored');
+            cb(smtpError(451, '4.3.0 temporary failure, try again later'));
+          },
         );
       });
     },
@@ -86,7 +105,10 @@ export async function startInboundSmtp(deps: Deps, opts: { port: number; host: s
   await new Promise<void>((resolve, reject) => {
     const failed = (e: Error) => reject(new Error(`INBOUND_SMTP_PORT ${opts.port}: ${e.message}`));
     server.server.once('error', failed);
-    server.listen(opts.port, opts.host, () => { server.server.off('error', failed); resolve(); });
+    server.listen(opts.port, opts.host, () => {
+      server.server.off('error', failed);
+      resolve();
+    });
   });
   const port = (server.server.address() as AddressInfo).port;
   log.info({ port, host: opts.host, replyDomain: domain }, 'inbound smtp listening');

@@ -12,12 +12,12 @@
 // event: `inbound.lead_received` is once per lead.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { emit } from '../platform/events.js';
-import { newId } from '../platform/ids.js';
+import { lockAddress } from '../../handlers/contacts.js';
 import { normalizeEmail } from '../crm/domains.js';
 import { ProblemError } from '../http/problems.js';
-import { lockAddress } from '../../handlers/contacts.js';
-import { fitOf, intentOf, leadFacts, type FitResult, type IntentResult } from './scoring.js';
+import { emit } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
+import { type FitResult, fitOf, type IntentResult, intentOf, leadFacts } from './scoring.js';
 
 export const DEDUPE_WINDOW_DAYS = 7;
 /** The largest stored payload, as JSON. */
@@ -38,14 +38,19 @@ export interface LeadCapture {
   via: 'form' | 'operator';
 }
 
-export interface CaptureResult { leadId: string; deduped: boolean }
+export interface CaptureResult {
+  leadId: string;
+  deduped: boolean;
+}
 
 const payloadBytes = (p: Record<string, unknown>) => Buffer.byteLength(JSON.stringify(p));
 
 /** 400 when the payload is larger than PAYLOAD_MAX_BYTES as JSON. */
 export function checkPayloadSize(payload: Record<string, unknown>, field = 'body.payload'): void {
   if (payloadBytes(payload) > PAYLOAD_MAX_BYTES) {
-    throw new ProblemError('validation-failed', `The capture payload may be at most ${PAYLOAD_MAX_BYTES} bytes as JSON.`, { errors: [{ field, message: `is larger than ${PAYLOAD_MAX_BYTES} bytes` }] });
+    throw new ProblemError('validation-failed', `The capture payload may be at most ${PAYLOAD_MAX_BYTES} bytes as JSON.`, {
+      errors: [{ field, message: `is larger than ${PAYLOAD_MAX_BYTES} bytes` }],
+    });
   }
 }
 
@@ -73,10 +78,18 @@ export async function captureLead(trx: Tx, organizationId: string, input: LeadCa
   // contact creation and erasure of the address).
   await lockAddress(trx, org, normalized);
 
-  const existing = await trx.selectFrom('inbound_leads').select(['id', 'payload'])
-    .where('organization_id', '=', org).where('email_normalized', '=', normalized).where('erased_at', 'is', null)
+  const existing = await trx
+    .selectFrom('inbound_leads')
+    .select(['id', 'payload'])
+    .where('organization_id', '=', org)
+    .where('email_normalized', '=', normalized)
+    .where('erased_at', 'is', null)
     .where('captured_at', '>', sql<Date>`now_ms() - make_interval(days => ${DEDUPE_WINDOW_DAYS})`)
-    .orderBy('captured_at', 'desc').orderBy('id', 'desc').limit(1).forUpdate().executeTakeFirst();
+    .orderBy('captured_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .forUpdate()
+    .executeTakeFirst();
   if (existing) {
     const merged = { ...(existing.payload as Record<string, unknown>), ...input.payload };
     const payload = payloadBytes(merged) <= PAYLOAD_MAX_BYTES ? merged : existing.payload;
@@ -96,14 +109,28 @@ export async function captureLead(trx: Tx, organizationId: string, input: LeadCa
 
   const id = newId('lead');
   const snapshot = { version: 1, via: input.via, fit, intent, submissions: 1 };
-  await trx.insertInto('inbound_leads').values({
-    organization_id: org, id, form_id: input.formId ?? null, email, email_normalized: normalized, name,
-    company_name: companyName, source, fit_score: fit.score, intent_confidence: intent.score,
-    payload: JSON.stringify(input.payload), ip_hash: input.ipHash ?? null, qual_snapshot: JSON.stringify(snapshot),
-  }).execute();
+  await trx
+    .insertInto('inbound_leads')
+    .values({
+      organization_id: org,
+      id,
+      form_id: input.formId ?? null,
+      email,
+      email_normalized: normalized,
+      name,
+      company_name: companyName,
+      source,
+      fit_score: fit.score,
+      intent_confidence: intent.score,
+      payload: JSON.stringify(input.payload),
+      ip_hash: input.ipHash ?? null,
+      qual_snapshot: JSON.stringify(snapshot),
+    })
+    .execute();
   // Non-personal facts only: no address, name or company, so the event needs no erasure.
   await emit(trx, org, {
-    type: 'inbound.lead_received', resource: { type: 'InboundLead', id },
+    type: 'inbound.lead_received',
+    resource: { type: 'InboundLead', id },
     data: { leadId: id, formId: input.formId ?? null, source, status: 'NEW', fitScore: fit.score, intentConfidence: intent.score },
   });
   return { leadId: id, deduped: false };

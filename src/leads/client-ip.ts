@@ -43,7 +43,12 @@ export function rateKeyOf(ip: string): string {
   if (net.isIPv4(s)) return s;
   if (!net.isIPv6(s)) return s;
   const g = ipv6Groups(s);
-  return g ? `${g.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64` : s;
+  return g
+    ? `${g
+        .slice(0, 4)
+        .map((x) => x.toString(16))
+        .join(':')}::/64`
+    : s;
 }
 
 /**
@@ -53,7 +58,11 @@ export function rateKeyOf(ip: string): string {
  */
 export function clientIp(socketAddress: string | undefined, forwardedFor: string | undefined, trustProxy: boolean): string | null {
   if (trustProxy && forwardedFor) {
-    const last = forwardedFor.split(',').map((p) => p.trim()).filter(Boolean).pop();
+    const last = forwardedFor
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)
+      .pop();
     // A port may follow an IPv4 address (`1.2.3.4:5678`) or a bracketed IPv6 one (`[::1]:5678`).
     const bare = last?.replace(/^\[([^\]]+)\](:\d+)?$/, '$1').replace(/^(\d+\.\d+\.\d+\.\d+):\d+$/, '$1');
     if (bare && net.isIP(bare)) return bare;

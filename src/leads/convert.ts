@@ -15,14 +15,14 @@
 // the first result.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { domainOfEmail, isFreemailDomain, normalizeDomain } from '../crm/domains.js';
-import { ProblemError, notFound } from '../http/problems.js';
-import { organizationOwnerId } from '../account/people.js';
 import { fileContact, lockAddress } from '../../handlers/contacts.js';
 import { initialStage, insertDeal } from '../../handlers/deals.js';
-import { leadFacts } from './scoring.js';
-import { defaultDealName } from './deal-name.js';
+import { organizationOwnerId } from '../account/people.js';
+import { domainOfEmail, isFreemailDomain, normalizeDomain } from '../crm/domains.js';
 import { setQualificationStatus } from '../crm/qualification.js';
+import { notFound, ProblemError } from '../http/problems.js';
+import { defaultDealName } from './deal-name.js';
+import { leadFacts } from './scoring.js';
 
 export interface ConvertOptions {
   /** False: a contact only, no deal. Default true. */
@@ -53,12 +53,23 @@ function companyOf(email: string, companyName: string | null): { domain: string;
 /** Converts a NEW or QUALIFIED lead; 404 unknown or erased, 409 lead-is-spam; a CONVERTED lead answers its earlier result. */
 export async function convertLead(trx: Tx, organizationId: string, leadId: string, opts: ConvertOptions): Promise<ConversionResult> {
   const org = organizationId;
-  const peek = await trx.selectFrom('inbound_leads').select('email_normalized')
-    .where('organization_id', '=', org).where('id', '=', leadId).where('erased_at', 'is', null).executeTakeFirst();
+  const peek = await trx
+    .selectFrom('inbound_leads')
+    .select('email_normalized')
+    .where('organization_id', '=', org)
+    .where('id', '=', leadId)
+    .where('erased_at', 'is', null)
+    .executeTakeFirst();
   if (!peek) throw notFound('lead');
   await lockAddress(trx, org, peek.email_normalized);
-  const lead = await trx.selectFrom('inbound_leads').selectAll()
-    .where('organization_id', '=', org).where('id', '=', leadId).where('erased_at', 'is', null).forUpdate().executeTakeFirst();
+  const lead = await trx
+    .selectFrom('inbound_leads')
+    .selectAll()
+    .where('organization_id', '=', org)
+    .where('id', '=', leadId)
+    .where('erased_at', 'is', null)
+    .forUpdate()
+    .executeTakeFirst();
   if (!lead) throw notFound('lead');
   if (lead.status === 'CONVERTED') {
     return { leadId, status: 'CONVERTED', contactId: lead.contact_id!, dealId: lead.deal_id, alreadyConverted: true };
@@ -67,24 +78,41 @@ export async function convertLead(trx: Tx, organizationId: string, leadId: strin
 
   const facts = leadFacts(lead.email, lead.payload as Record<string, unknown>);
   const filed = await fileContact(trx, org, {
-    email: lead.email, name: lead.name ?? '', title: facts.title, company: companyOf(lead.email, lead.company_name),
-    fitScore: lead.fit_score, leadSource: lead.source ?? 'inbound lead', userId: opts.userId,
+    email: lead.email,
+    name: lead.name ?? '',
+    title: facts.title,
+    company: companyOf(lead.email, lead.company_name),
+    fitScore: lead.fit_score,
+    leadSource: lead.source ?? 'inbound lead',
+    userId: opts.userId,
   });
   // A converted lead is a qualified prospect (contact.stage_changed); a customer stays a customer.
   await setQualificationStatus(trx, org, [filed.id], 'QUALIFIED', 'lead_conversion', { keep: ['CUSTOMER'], extra: { leadId } });
 
   let dealId: string | null = null;
   if (opts.createDeal !== false) {
-    const contact = await trx.selectFrom('contacts').select('company_id')
-      .where('organization_id', '=', org).where('id', '=', filed.id).executeTakeFirstOrThrow();
+    const contact = await trx
+      .selectFrom('contacts')
+      .select('company_id')
+      .where('organization_id', '=', org)
+      .where('id', '=', filed.id)
+      .executeTakeFirstOrThrow();
     dealId = await insertDeal(trx, org, {
-      name: opts.dealName ?? defaultDealName(lead), stage: await initialStage(trx, org, undefined, undefined),
-      ownerId: opts.userId ?? await organizationOwnerId(trx, org), primaryContactId: filed.id, companyId: contact.company_id,
+      name: opts.dealName ?? defaultDealName(lead),
+      stage: await initialStage(trx, org, undefined, undefined),
+      ownerId: opts.userId ?? (await organizationOwnerId(trx, org)),
+      primaryContactId: filed.id,
+      companyId: contact.company_id,
       by: opts.by,
     });
   }
 
-  const conversion = { via: opts.via, at: new Date().toISOString(), contact: filed.outcome === 'created' ? 'created' : 'reused', dealCreated: dealId !== null };
+  const conversion = {
+    via: opts.via,
+    at: new Date().toISOString(),
+    contact: filed.outcome === 'created' ? 'created' : 'reused',
+    dealCreated: dealId !== null,
+  };
   await sql`
     UPDATE inbound_leads SET status = 'CONVERTED', converted_at = now_ms(), updated_at = now_ms(),
       contact_id = ${filed.id}, deal_id = ${dealId},

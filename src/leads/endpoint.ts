@@ -8,18 +8,18 @@
 // the body is parsed (415, 400); a filled honeypot field is answered exactly like a success but
 // nothing is stored; the fields are checked (400); the lead is captured (src/leads/capture.ts).
 // A browser that asks for HTML (a form posting straight here) gets a small page instead of JSON.
-import type { IncomingMessage } from 'node:http';
+
 import crypto from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Context, Hono } from 'hono';
 import { sql } from 'kysely';
-import { withOrg, withSystem, type Db } from '../../db/database.js';
-import type { Deps } from '../platform/services.js';
-import { PROBLEMS, ProblemError, problemBody } from '../http/problems.js';
+import { type Db, withOrg, withSystem } from '../../db/database.js';
 import { normalizeDomain } from '../crm/domains.js';
+import { PROBLEMS, ProblemError, problemBody } from '../http/problems.js';
 import { page } from '../mail/links.js';
+import type { Deps } from '../platform/services.js';
 import { captureLead } from './capture.js';
 import { clientIp, rateKeyOf } from './client-ip.js';
-
 
 export const CAPTURE_MAX_BODY_BYTES = 32 * 1024;
 /** The fixed rate-limit window, from the first counted submission of a source address. */
@@ -51,7 +51,10 @@ async function readBounded(req: Request, max: number): Promise<Buffer | null> {
     if (done) break;
     size += value.byteLength;
     if (size <= max) chunks.push(value);
-    else if (size > 64 * max) { await reader.cancel().catch(() => {}); break; }
+    else if (size > 64 * max) {
+      await reader.cancel().catch(() => {});
+      break;
+    }
   }
   return size > max ? null : Buffer.concat(chunks);
 }
@@ -66,25 +69,33 @@ async function parseFields(contentType: string, raw: Buffer): Promise<Fields> {
     const text = raw.toString('utf8');
     if (text.trim() === '') return {};
     let value: unknown;
-    try { value = JSON.parse(text); } catch (e) {
+    try {
+      value = JSON.parse(text);
+    } catch (e) {
       throw new ProblemError('malformed-json', `The body is not valid JSON: ${(e as Error).message}`);
     }
     if (value === null || typeof value !== 'object' || Array.isArray(value)) throw invalidField('body', 'must be a JSON object of fields');
     for (const [k, v] of Object.entries(value)) {
-      if (v !== null && !['string', 'number', 'boolean'].includes(typeof v)) throw invalidField(k, 'must be a string, number, boolean or null (fields are flat)');
+      if (v !== null && !['string', 'number', 'boolean'].includes(typeof v))
+        throw invalidField(k, 'must be a string, number, boolean or null (fields are flat)');
     }
     return value as Fields;
   }
   if (type === 'application/x-www-form-urlencoded') return collect(new URLSearchParams(raw.toString('utf8')));
   if (type === 'multipart/form-data') {
     let form: FormData;
-    try { form = await new Response(new Uint8Array(raw), { headers: { 'content-type': contentType } }).formData(); } catch {
+    try {
+      form = await new Response(new Uint8Array(raw), { headers: { 'content-type': contentType } }).formData();
+    } catch {
       throw invalidField('body', 'is not a well-formed multipart/form-data body');
     }
     // Uploaded files are not part of a lead: only text fields are kept.
     return collect([...form.entries()].filter((e): e is [string, string] => typeof e[1] === 'string'));
   }
-  throw new ProblemError('unsupported-media-type', `A submission is JSON, application/x-www-form-urlencoded or multipart/form-data, not "${type}".`);
+  throw new ProblemError(
+    'unsupported-media-type',
+    `A submission is JSON, application/x-www-form-urlencoded or multipart/form-data, not "${type}".`,
+  );
 }
 
 /** Form fields into one object; a name given several times (checkboxes) keeps its values joined by ", ". */
@@ -99,7 +110,8 @@ function checkFields(fields: Fields): void {
   const names = Object.keys(fields);
   if (names.length > MAX_FIELDS) throw invalidField('body', `has more than ${MAX_FIELDS} fields`);
   for (const k of names) {
-    if (k.length > MAX_FIELD_NAME || k.includes('\u0000')) throw invalidField(k.slice(0, MAX_FIELD_NAME), `is not a field name of at most ${MAX_FIELD_NAME} characters`);
+    if (k.length > MAX_FIELD_NAME || k.includes('\u0000'))
+      throw invalidField(k.slice(0, MAX_FIELD_NAME), `is not a field name of at most ${MAX_FIELD_NAME} characters`);
     const v = fields[k];
     if (typeof v === 'string' && v.length > MAX_FIELD_VALUE) throw invalidField(k, `is longer than ${MAX_FIELD_VALUE} characters`);
     if (typeof v === 'string' && v.includes('\u0000')) throw invalidField(k, 'contains U+0000');
@@ -133,18 +145,29 @@ function personOf(fields: Fields) {
   const first = pick(fields, ['firstName', 'first_name'], MAX_PERSON_FIELD);
   const lastName = pick(fields, ['lastName', 'last_name'], MAX_PERSON_FIELD);
   const joined = [first, lastName].filter(Boolean).join(' ');
-  const name = pick(fields, ['name', 'fullName', 'full_name'], MAX_PERSON_FIELD) ?? (joined === '' ? null : joined.slice(0, MAX_PERSON_FIELD));
+  const name =
+    pick(fields, ['name', 'fullName', 'full_name'], MAX_PERSON_FIELD) ?? (joined === '' ? null : joined.slice(0, MAX_PERSON_FIELD));
   const companyName = pick(fields, ['company', 'companyName', 'company_name'], MAX_PERSON_FIELD);
   return { email, name, companyName };
 }
 
 const isFilled = (v: unknown) => v !== undefined && v !== null && v !== false && String(v).trim() !== '';
 
-interface FormHit { organization_id: string; id: string; name: string; count: number; start_ms: string }
+interface FormHit {
+  organization_id: string;
+  id: string;
+  name: string;
+  count: number;
+  start_ms: string;
+}
 
 /** The form of the key, with the submission counted in its source address's window (one statement). */
 async function formAndCount(db: Db, formKey: string, ipHash: string): Promise<FormHit | undefined> {
-  return withSystem(db, async (trx) => (await sql<FormHit>`
+  return withSystem(
+    db,
+    async (trx) =>
+      (
+        await sql<FormHit>`
     WITH f AS (SELECT organization_id, id, name FROM lead_forms WHERE form_key = ${formKey}),
     w AS (
       INSERT INTO lead_capture_windows AS w (organization_id, ip_hash, window_start, count)
@@ -154,7 +177,9 @@ async function formAndCount(db: Db, formKey: string, ipHash: string): Promise<Fo
         window_start = CASE WHEN w.window_start > now_ms() - make_interval(secs => ${CAPTURE_WINDOW_SECONDS}) THEN w.window_start ELSE now_ms() END
       RETURNING count, (extract(epoch FROM window_start) * 1000)::int8 AS start_ms
     )
-    SELECT f.organization_id, f.id, f.name, w.count, w.start_ms FROM f, w`.execute(trx)).rows[0]);
+    SELECT f.organization_id, f.id, f.name, w.count, w.start_ms FROM f, w`.execute(trx)
+      ).rows[0],
+  );
 }
 
 export function mountLeadCapture(app: Hono, deps: Deps): void {
@@ -162,24 +187,36 @@ export function mountLeadCapture(app: Hono, deps: Deps): void {
   const wantsHtml = (c: Context) => /text\/html/i.test(c.req.header('accept') ?? '');
   const requestId = (c: Context) => String((c as unknown as { get(k: string): unknown }).get('requestId') ?? '');
 
-  const received = (c: Context) => (wantsHtml(c)
-    ? c.html(page('Thank you', '<h1>Thank you</h1><p>We received your details and will be in touch.</p>'), 201, { ...CORS, 'Cache-Control': 'no-store' })
-    : c.json({ status: 'received' }, 201, { ...CORS, 'Cache-Control': 'no-store' }));
+  const received = (c: Context) =>
+    wantsHtml(c)
+      ? c.html(page('Thank you', '<h1>Thank you</h1><p>We received your details and will be in touch.</p>'), 201, {
+          ...CORS,
+          'Cache-Control': 'no-store',
+        })
+      : c.json({ status: 'received' }, 201, { ...CORS, 'Cache-Control': 'no-store' });
 
   const refused = (c: Context, err: ProblemError) => {
     const headers = { ...CORS, ...err.headers, 'Cache-Control': 'no-store' };
     if (wantsHtml(c)) {
       const e = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-      return c.html(page(PROBLEMS[err.slug].title, `<h1>${e(PROBLEMS[err.slug].title)}</h1><p>${e(err.message)}</p>`), err.status as 400, headers);
+      return c.html(
+        page(PROBLEMS[err.slug].title, `<h1>${e(PROBLEMS[err.slug].title)}</h1><p>${e(err.message)}</p>`),
+        err.status as 400,
+        headers,
+      );
     }
     const body = problemBody(config.publicBaseUrl, err, `${c.req.path}#${requestId(c)}`);
     return c.body(JSON.stringify(body), err.status as 400, { ...headers, 'Content-Type': 'application/problem+json' });
   };
 
-  app.options('/capture/:formKey', (c) => c.body(null, 204, {
-    ...CORS, 'Access-Control-Allow-Methods': 'POST, OPTIONS', 'Access-Control-Max-Age': '86400',
-    'Access-Control-Allow-Headers': (c.req.header('access-control-request-headers') ?? 'Content-Type, Accept').slice(0, 500),
-  }));
+  app.options('/capture/:formKey', (c) =>
+    c.body(null, 204, {
+      ...CORS,
+      'Access-Control-Allow-Methods': 'POST, OPTIONS',
+      'Access-Control-Max-Age': '86400',
+      'Access-Control-Allow-Headers': (c.req.header('access-control-request-headers') ?? 'Content-Type, Accept').slice(0, 500),
+    }),
+  );
 
   app.post('/capture/:formKey', async (c) => {
     try {
@@ -194,26 +231,49 @@ export function mountLeadCapture(app: Hono, deps: Deps): void {
       if (!form) throw new ProblemError('not-found', 'No lead form with that key.');
       if (form.count > config.leadCaptureRateLimit) {
         const retryAfter = Math.max(1, Math.ceil((Number(form.start_ms) + CAPTURE_WINDOW_SECONDS * 1000 - Date.now()) / 1000));
-        throw new ProblemError('capture-rate-limited', `At most ${config.leadCaptureRateLimit} submissions per source address per ${CAPTURE_WINDOW_SECONDS / 60} minutes; retry after ${retryAfter} s.`, {}, { 'Retry-After': String(retryAfter) });
+        throw new ProblemError(
+          'capture-rate-limited',
+          `At most ${config.leadCaptureRateLimit} submissions per source address per ${CAPTURE_WINDOW_SECONDS / 60} minutes; retry after ${retryAfter} s.`,
+          {},
+          { 'Retry-After': String(retryAfter) },
+        );
       }
       const fields = await parseFields(c.req.header('content-type') ?? '', raw);
       checkFields(fields);
       if (isFilled(fields[HONEYPOT_FIELD])) return received(c);
       const person = personOf(fields);
       const { [HONEYPOT_FIELD]: _trap, ...payload } = fields;
-      await withOrg(deps.db, form.organization_id, (trx) => captureLead(trx, form.organization_id, {
-        ...person, source: form.name.slice(0, 100), payload, formId: form.id, ipHash, via: 'form',
-      }));
+      await withOrg(deps.db, form.organization_id, (trx) =>
+        captureLead(trx, form.organization_id, {
+          ...person,
+          source: form.name.slice(0, 100),
+          payload,
+          formId: form.id,
+          ipHash,
+          via: 'form',
+        }),
+      );
       return received(c);
     } catch (e) {
       if (e instanceof ProblemError) return refused(c, e);
       const code = (e as { code?: unknown }).code;
-      if (typeof code === 'string' && code.startsWith('22')) return refused(c, new ProblemError('validation-failed', 'A field value is malformed for storage.'));
+      if (typeof code === 'string' && code.startsWith('22'))
+        return refused(c, new ProblemError('validation-failed', 'A field value is malformed for storage.'));
       log.error({ requestId: requestId(c), err: { message: (e as Error).message, stack: (e as Error).stack } }, 'lead capture failed');
       return refused(c, new ProblemError('internal-error', `An unexpected error occurred; quote request id ${requestId(c)}.`));
     }
   });
 
   // Any other method on a capture URL (a browser opening it, say).
-  app.all('/capture/:formKey', (c) => refused(c, new ProblemError('method-not-allowed', `${c.req.method} is not allowed here; allowed: POST, OPTIONS.`, {}, { Allow: 'POST, OPTIONS' })));
+  app.all('/capture/:formKey', (c) =>
+    refused(
+      c,
+      new ProblemError(
+        'method-not-allowed',
+        `${c.req.method} is not allowed here; allowed: POST, OPTIONS.`,
+        {},
+        { Allow: 'POST, OPTIONS' },
+      ),
+    ),
+  );
 }

@@ -2,7 +2,7 @@
 // small on purpose: every point is named in the lead's qualification snapshot, so a person can
 // see why a lead was (not) qualified. Scores an operator gives are used as they are.
 import { domainOfEmail, isFreemailDomain, normalizeDomain } from '../crm/domains.js';
-import { SENIORITY_POINTS, seniorityOf, type Seniority } from '../research/assess.js';
+import { SENIORITY_POINTS, type Seniority, seniorityOf } from '../research/assess.js';
 
 /** The payload facts scoring reads (see leadFacts). */
 export interface LeadFacts {
@@ -58,7 +58,9 @@ export function fitOf(facts: LeadFacts): FitResult {
   };
   const score = Math.min(100, points.base + points.businessDomain + points.seniority + points.companySize);
   return {
-    score, source: 'computed', points,
+    score,
+    source: 'computed',
+    points,
     inputs: { emailDomain: domain, businessDomain, title: facts.title, seniority, companySize: facts.companySize },
   };
 }
@@ -69,9 +71,21 @@ export function fitOf(facts: LeadFacts): FitResult {
 export const INTENT_NEUTRAL = 0.5;
 const INTENT_RULES: Array<{ rule: NonNullable<IntentResult['rule']>; score: number; re: RegExp }> = [
   // Not a buyer: job seekers, vendors pitching, people leaving.
-  { rule: 'not_buying', score: 0.1, re: /\b(job application|apply(ing)? for (a|the|this) (job|position|role)|career opportunit(y|ies)|internship|my (resume|cv)|not interested|unsubscribe|remove me|seo services|backlinks?|guest post|link building|casino)\b/gi },
-  { rule: 'buying', score: 0.8, re: /\b(demo|pricing|price|prices|quote|buy|purchase|trial|talk to sales|contact sales|sales call|proposal|contract|licen[cs]es?|book a (call|meeting)|schedule a (call|meeting))\b/gi },
-  { rule: 'interest', score: 0.6, re: /\b(interested|evaluat(e|ing)|information|learn more|more info|how much|integrat(e|ion)|use case|compar(e|ison)|looking for|we need)\b/gi },
+  {
+    rule: 'not_buying',
+    score: 0.1,
+    re: /\b(job application|apply(ing)? for (a|the|this) (job|position|role)|career opportunit(y|ies)|internship|my (resume|cv)|not interested|unsubscribe|remove me|seo services|backlinks?|guest post|link building|casino)\b/gi,
+  },
+  {
+    rule: 'buying',
+    score: 0.8,
+    re: /\b(demo|pricing|price|prices|quote|buy|purchase|trial|talk to sales|contact sales|sales call|proposal|contract|licen[cs]es?|book a (call|meeting)|schedule a (call|meeting))\b/gi,
+  },
+  {
+    rule: 'interest',
+    score: 0.6,
+    re: /\b(interested|evaluat(e|ing)|information|learn more|more info|how much|integrat(e|ion)|use case|compar(e|ison)|looking for|we need)\b/gi,
+  },
 ];
 /** Urgency lifts a buying message from 0.8 to 0.9. */
 const URGENT = /\b(asap|urgent(ly)?|today|tomorrow|this week|next week|this month)\b/gi;

@@ -12,10 +12,10 @@
 import { sql } from 'kysely';
 import { withOrg, withSystem } from '../../db/database.js';
 import { ProblemError } from '../http/problems.js';
-import { convertLead } from './convert.js';
-import { CONVERT_MIN_AGE_MINUTES, QUALIFY_MIN_FIT, QUALIFY_MIN_INTENT, QUALIFY_RULE } from './scoring.js';
-import { CAPTURE_WINDOW_SECONDS } from './endpoint.js';
 import type { Deps } from '../platform/services.js';
+import { convertLead } from './convert.js';
+import { CAPTURE_WINDOW_SECONDS } from './endpoint.js';
+import { CONVERT_MIN_AGE_MINUTES, QUALIFY_MIN_FIT, QUALIFY_MIN_INTENT, QUALIFY_RULE } from './scoring.js';
 
 const BATCH = 200;
 /** Who the deals the sweep opens are attributed to in their stage history. */
@@ -44,18 +44,24 @@ async function qualifyBatch(deps: Deps): Promise<number> {
 
 /** Converts one batch of due leads; ids that failed are added to `failed` (and skipped for the rest of the run). */
 async function convertBatch(deps: Deps, failed: string[]): Promise<{ picked: number; converted: number }> {
-  const { rows } = await withSystem(deps.db, (trx) => sql<{ organization_id: string; id: string }>`
+  const { rows } = await withSystem(deps.db, (trx) =>
+    sql<{ organization_id: string; id: string }>`
     SELECT organization_id, id FROM inbound_leads
     WHERE status = 'QUALIFIED' AND erased_at IS NULL
       AND captured_at <= now_ms() - make_interval(mins => ${CONVERT_MIN_AGE_MINUTES})
       AND NOT (id = ANY(${failed}::text[]))
-    ORDER BY captured_at LIMIT ${sql.lit(BATCH)}`.execute(trx));
+    ORDER BY captured_at LIMIT ${sql.lit(BATCH)}`.execute(trx),
+  );
   let converted = 0;
   for (const r of rows) {
     try {
-      const result = await withOrg(deps.db, r.organization_id, (trx) => convertLead(trx, r.organization_id, r.id, {
-        userId: null, by: SWEEP_ACTOR, via: 'sweep',
-      }));
+      const result = await withOrg(deps.db, r.organization_id, (trx) =>
+        convertLead(trx, r.organization_id, r.id, {
+          userId: null,
+          by: SWEEP_ACTOR,
+          via: 'sweep',
+        }),
+      );
       if (!result.alreadyConverted) converted += 1;
     } catch (e) {
       failed.push(r.id);
@@ -82,7 +88,9 @@ export async function runLeadSweep(deps: Deps): Promise<{ qualified: number; con
     converted += b.converted;
     if (b.picked < BATCH) break;
   }
-  const purged = await withSystem(deps.db, (trx) => sql`
-    DELETE FROM lead_capture_windows WHERE window_start <= now_ms() - make_interval(secs => ${CAPTURE_WINDOW_SECONDS})`.execute(trx));
+  const purged = await withSystem(deps.db, (trx) =>
+    sql`
+    DELETE FROM lead_capture_windows WHERE window_start <= now_ms() - make_interval(secs => ${CAPTURE_WINDOW_SECONDS})`.execute(trx),
+  );
   return { qualified, converted, windowsPurged: Number(purged.numAffectedRows ?? 0) };
 }

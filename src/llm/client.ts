@@ -3,19 +3,32 @@
 // a schema. It owns timeouts, retries with backoff (429, 5xx, timeouts, connection errors, and
 // malformed answers, which are asked again), the bound on concurrent calls, and token and cost
 // metering. With no LLM_BASE_URL it reports the provider `fallback` and is never called.
+
+import type { ValidateFunction } from 'ajv';
+import Ajv2020 from 'ajv/dist/2020.js';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import pLimit from 'p-limit';
-import Ajv2020 from 'ajv/dist/2020.js';
-import type { ValidateFunction } from 'ajv';
 import type { Logger } from 'pino';
 import type { Config } from '../platform/config.js';
 import { costCents } from './pricing.js';
 
-export interface ModelUsage { promptTokens: number; completionTokens: number; totalTokens: number; costCents: number }
+export interface ModelUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  costCents: number;
+}
 export type ModelErrorKind = 'timeout' | 'rate-limited' | 'server' | 'refused' | 'malformed' | 'network';
 
 export class ModelError extends Error {
-  constructor(readonly kind: ModelErrorKind, message: string, readonly attempts: number, readonly usage: ModelUsage) { super(message); }
+  constructor(
+    readonly kind: ModelErrorKind,
+    message: string,
+    readonly attempts: number,
+    readonly usage: ModelUsage,
+  ) {
+    super(message);
+  }
 }
 
 export interface StructuredRequest {
@@ -28,7 +41,12 @@ export interface StructuredRequest {
   temperature?: number;
 }
 
-export interface StructuredResult<T> { value: T; model: string; usage: ModelUsage; attempts: number }
+export interface StructuredResult<T> {
+  value: T;
+  model: string;
+  usage: ModelUsage;
+  attempts: number;
+}
 
 export interface ModelClient {
   /** The effective model id, or `fallback` when no model is configured. */
@@ -67,18 +85,25 @@ function classify(e: unknown): { kind: ModelErrorKind; retry: boolean; waitMs: n
 const backoff = (attempt: number) => Math.min(MAX_BACKOFF_MS, 250 * 2 ** attempt) * (0.75 + Math.random() * 0.5);
 
 /** A server that rejects `json_schema` answers 400 naming it; such servers get `json_object`. */
-const rejectsJsonSchema = (e: unknown) => e instanceof APIError && e.status === 400 && /response_format|json_schema/i.test(String(e.message));
+const rejectsJsonSchema = (e: unknown) =>
+  e instanceof APIError && e.status === 400 && /response_format|json_schema/i.test(String(e.message));
 
 export function createModelClient(config: Config, log: Logger): ModelClient {
   if (!config.llmBaseUrl || !config.llmModel) {
     return {
-      provider: 'fallback', enabled: false,
-      complete: async () => { throw new Error('no language model is configured (LLM_BASE_URL)'); },
+      provider: 'fallback',
+      enabled: false,
+      complete: async () => {
+        throw new Error('no language model is configured (LLM_BASE_URL)');
+      },
     };
   }
   const model = config.llmModel;
   const client = new OpenAI({
-    baseURL: config.llmBaseUrl, apiKey: config.llmApiKey ?? 'none', timeout: config.llmTimeoutMs, maxRetries: 0,
+    baseURL: config.llmBaseUrl,
+    apiKey: config.llmApiKey ?? 'none',
+    timeout: config.llmTimeoutMs,
+    maxRetries: 0,
   });
   const limit = pLimit(config.llmConcurrency);
   const ajv = new Ajv2020.default({ strict: false, allErrors: false });
@@ -86,10 +111,15 @@ export function createModelClient(config: Config, log: Logger): ModelClient {
   let jsonObjectOnly = false;
 
   async function once(req: StructuredRequest, validate: ValidateFunction) {
-    const system = jsonObjectOnly ? `${req.system}\nYour answer must be JSON valid against this JSON Schema:\n${JSON.stringify(req.schema)}` : req.system;
+    const system = jsonObjectOnly
+      ? `${req.system}\nYour answer must be JSON valid against this JSON Schema:\n${JSON.stringify(req.schema)}`
+      : req.system;
     const r = await client.chat.completions.create({
       model,
-      messages: [{ role: 'system', content: system }, { role: 'user', content: req.user }],
+      messages: [
+        { role: 'system', content: system },
+        { role: 'user', content: req.user },
+      ],
       temperature: req.temperature ?? 0.2,
       ...(req.maxTokens ? { max_tokens: req.maxTokens } : {}),
       response_format: jsonObjectOnly
@@ -113,7 +143,10 @@ export function createModelClient(config: Config, log: Logger): ModelClient {
 
   async function complete<T>(req: StructuredRequest): Promise<StructuredResult<T>> {
     let validate = validators.get(req.schemaName);
-    if (!validate) { validate = ajv.compile(req.schema); validators.set(req.schemaName, validate); }
+    if (!validate) {
+      validate = ajv.compile(req.schema);
+      validators.set(req.schemaName, validate);
+    }
     const usage = zero();
     const add = (p: number, c: number) => {
       usage.promptTokens += p;
@@ -131,7 +164,6 @@ export function createModelClient(config: Config, log: Logger): ModelClient {
         if (r.problem === null) return { value: r.value as T, model: r.model, usage: { ...usage }, attempts };
         last = { kind: 'malformed', message: r.problem };
         log.warn({ model, kind: 'malformed', attempt: attempts }, 'model answer refused; asking again');
-        continue;
       } catch (e) {
         if (!jsonObjectOnly && rejectsJsonSchema(e)) {
           jsonObjectOnly = true;

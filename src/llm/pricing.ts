@@ -13,7 +13,10 @@ const PRICES: Array<[prefix: string, input: number, output: number]> = [
 ];
 
 /** The price of a model: the longest known prefix of its id (dated snapshots share their family's price). */
-export function priceOf(model: string, config: Pick<Config, 'llmPriceInputCentsPerMtok' | 'llmPriceOutputCentsPerMtok'>): { input: number; output: number } {
+export function priceOf(
+  model: string,
+  config: Pick<Config, 'llmPriceInputCentsPerMtok' | 'llmPriceOutputCentsPerMtok'>,
+): { input: number; output: number } {
   const known = PRICES.filter(([p]) => model === p || model.startsWith(`${p}-`)).sort((a, b) => b[0].length - a[0].length)[0];
   return {
     input: config.llmPriceInputCentsPerMtok ?? known?.[1] ?? 0,
@@ -21,7 +24,12 @@ export function priceOf(model: string, config: Pick<Config, 'llmPriceInputCentsP
   };
 }
 
-export function costCents(model: string, promptTokens: number, completionTokens: number, config: Pick<Config, 'llmPriceInputCentsPerMtok' | 'llmPriceOutputCentsPerMtok'>): number {
+export function costCents(
+  model: string,
+  promptTokens: number,
+  completionTokens: number,
+  config: Pick<Config, 'llmPriceInputCentsPerMtok' | 'llmPriceOutputCentsPerMtok'>,
+): number {
   const p = priceOf(model, config);
   return (promptTokens * p.input + completionTokens * p.output) / 1_000_000;
 }

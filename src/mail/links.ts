@@ -8,23 +8,34 @@
 import type { Hono } from 'hono';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import { withOrg, type Db, type Tx } from '../../db/database.js';
-import { emitMany, type EmitInput } from '../platform/events.js';
+import { type Db, type Tx, withOrg } from '../../db/database.js';
+import { type EmitInput, emitMany } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
 import { pauseSequences } from '../sequences/lifecycle.js';
 import type { Signer } from './tokens.js';
 
-export interface LinkDeps { db: Db; signer: Signer; log: Logger }
+export interface LinkDeps {
+  db: Db;
+  signer: Signer;
+  log: Logger;
+}
 
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
-export const page = (title: string, body: string) => `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+export const page = (
+  title: string,
+  body: string,
+) => `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>${title}</title><style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;line-height:1.5}button{font-size:1rem;padding:.5rem 1rem}</style></head>
 <body>${body}</body></html>\n`;
 
 /** The send record a token names, in its organization; null when the token or the record is not ours. */
 async function sendOf(trx: Tx, org: string, recordId: string) {
-  return trx.selectFrom('send_records').select(['id', 'contact_id', 'draft_id', 'to_email', 'sequence_id', 'step', 'opened_at'])
-    .where('organization_id', '=', org).where('id', '=', recordId).executeTakeFirst();
+  return trx
+    .selectFrom('send_records')
+    .select(['id', 'contact_id', 'draft_id', 'to_email', 'sequence_id', 'step', 'opened_at'])
+    .where('organization_id', '=', org)
+    .where('id', '=', recordId)
+    .executeTakeFirst();
 }
 
 /** Unsubscribes the recipient of a send record; true when it changed anything. */
@@ -38,8 +49,16 @@ async function unsubscribe(trx: Tx, org: string, recordId: string): Promise<bool
     ON CONFLICT (organization_id, level, email) WHERE email IS NOT NULL DO NOTHING RETURNING id`.execute(trx);
   if (added.rows[0]) {
     events.push(
-      { type: 'suppression.added', resource: { type: 'SuppressionEntry', id: added.rows[0].id }, data: { email: s.to_email, level: 'ADDRESS', reason: 'UNSUBSCRIBE', source: 'one-click unsubscribe' } },
-      { type: 'email.unsubscribed', resource: { type: 'Draft', id: s.draft_id ?? recordId }, data: { contactId: s.contact_id, draftId: s.draft_id, sequenceId: s.sequence_id, step: s.step } },
+      {
+        type: 'suppression.added',
+        resource: { type: 'SuppressionEntry', id: added.rows[0].id },
+        data: { email: s.to_email, level: 'ADDRESS', reason: 'UNSUBSCRIBE', source: 'one-click unsubscribe' },
+      },
+      {
+        type: 'email.unsubscribed',
+        resource: { type: 'Draft', id: s.draft_id ?? recordId },
+        data: { contactId: s.contact_id, draftId: s.draft_id, sequenceId: s.sequence_id, step: s.step },
+      },
     );
   }
   const paused = s.contact_id ? await pauseSequences(trx, org, [s.contact_id], 'unsubscribed') : 0;
@@ -55,9 +74,15 @@ export function mountMailLinks(app: Hono<never>, deps: LinkDeps): void {
 
   app.get('/unsubscribe/:token', (c) => {
     const token = c.req.param('token');
-    if (!verified('unsubscribe', token)) return c.html(page('Link not valid', '<h1>This link is not valid</h1><p>It may have been altered.</p>'), 404);
-    return c.html(page('Unsubscribe', `<h1>Unsubscribe</h1><p>You will receive no more emails of this outreach.</p>
-<form method="post"><button type="submit">Unsubscribe</button></form>`));
+    if (!verified('unsubscribe', token))
+      return c.html(page('Link not valid', '<h1>This link is not valid</h1><p>It may have been altered.</p>'), 404);
+    return c.html(
+      page(
+        'Unsubscribe',
+        `<h1>Unsubscribe</h1><p>You will receive no more emails of this outreach.</p>
+<form method="post"><button type="submit">Unsubscribe</button></form>`,
+      ),
+    );
   });
 
   app.post('/unsubscribe/:token', async (c) => {
@@ -72,14 +97,31 @@ export function mountMailLinks(app: Hono<never>, deps: LinkDeps): void {
     if (p) {
       // The first open is recorded; opens are unreliable (machine opens), so later ones are not counted.
       await withOrg(deps.db, p.o, async (trx) => {
-        const s = await trx.updateTable('send_records').set({ opened_at: sql`now_ms()` } as never)
-          .where('organization_id', '=', p.o).where('id', '=', p.r).where('opened_at', 'is', null)
-          .returning(['contact_id', 'draft_id', 'sequence_id', 'step']).executeTakeFirst();
+        const s = await trx
+          .updateTable('send_records')
+          .set({ opened_at: sql`now_ms()` } as never)
+          .where('organization_id', '=', p.o)
+          .where('id', '=', p.r)
+          .where('opened_at', 'is', null)
+          .returning(['contact_id', 'draft_id', 'sequence_id', 'step'])
+          .executeTakeFirst();
         if (!s) return;
         if (s.draft_id) {
-          await trx.updateTable('drafts').set({ opened_at: sql`now_ms()` } as never).where('organization_id', '=', p.o).where('id', '=', s.draft_id).where('opened_at', 'is', null).execute();
+          await trx
+            .updateTable('drafts')
+            .set({ opened_at: sql`now_ms()` } as never)
+            .where('organization_id', '=', p.o)
+            .where('id', '=', s.draft_id)
+            .where('opened_at', 'is', null)
+            .execute();
         }
-        await emitMany(trx, p.o, [{ type: 'email.opened', resource: { type: 'Draft', id: s.draft_id ?? p.r }, data: { contactId: s.contact_id, draftId: s.draft_id, sequenceId: s.sequence_id, step: s.step } }]);
+        await emitMany(trx, p.o, [
+          {
+            type: 'email.opened',
+            resource: { type: 'Draft', id: s.draft_id ?? p.r },
+            data: { contactId: s.contact_id, draftId: s.draft_id, sequenceId: s.sequence_id, step: s.step },
+          },
+        ]);
       }).catch((e) => deps.log.warn({ err: (e as Error).message }, 'open not recorded'));
     }
     return c.body(PIXEL, 200, { 'Content-Type': 'image/gif', 'Cache-Control': 'no-store, max-age=0' });
@@ -88,12 +130,23 @@ export function mountMailLinks(app: Hono<never>, deps: LinkDeps): void {
   app.get('/t/c/:token', async (c) => {
     const p = verified('click', c.req.param('token'));
     let target: URL | null = null;
-    try { target = p?.u ? new URL(p.u) : null; } catch { target = null; }
-    if (!p || !target || !['http:', 'https:'].includes(target.protocol)) return c.html(page('Link not valid', '<h1>This link is not valid</h1>'), 404);
+    try {
+      target = p?.u ? new URL(p.u) : null;
+    } catch {
+      target = null;
+    }
+    if (!p || !target || !['http:', 'https:'].includes(target.protocol))
+      return c.html(page('Link not valid', '<h1>This link is not valid</h1>'), 404);
     await withOrg(deps.db, p.o, async (trx) => {
       const s = await sendOf(trx, p.o, p.r);
       if (!s) return;
-      await emitMany(trx, p.o, [{ type: 'email.clicked', resource: { type: 'Draft', id: s.draft_id ?? p.r }, data: { contactId: s.contact_id, draftId: s.draft_id, sequenceId: s.sequence_id, step: s.step, url: target!.toString() } }]);
+      await emitMany(trx, p.o, [
+        {
+          type: 'email.clicked',
+          resource: { type: 'Draft', id: s.draft_id ?? p.r },
+          data: { contactId: s.contact_id, draftId: s.draft_id, sequenceId: s.sequence_id, step: s.step, url: target!.toString() },
+        },
+      ]);
     }).catch((e) => deps.log.warn({ err: (e as Error).message }, 'click not recorded'));
     return c.redirect(target.toString(), 302);
   });

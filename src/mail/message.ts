@@ -7,16 +7,33 @@
 // reports come back to the inbound listener naming the send record; the visible From stays.
 import crypto from 'node:crypto';
 import linkifyHtml from 'linkify-html';
-import sanitizeHtml from 'sanitize-html';
 import type Mail from 'nodemailer/lib/mailer/index.js';
+import sanitizeHtml from 'sanitize-html';
 
 /** Header fields DKIM signs: nodemailer's list plus List-Unsubscribe-Post (RFC 8058 asks for both). */
 const DKIM_FIELDS = [
-  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc', 'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding',
-  'In-Reply-To', 'References', 'List-Id', 'List-Unsubscribe', 'List-Unsubscribe-Post',
+  'From',
+  'Sender',
+  'Reply-To',
+  'Subject',
+  'Date',
+  'Message-ID',
+  'To',
+  'Cc',
+  'MIME-Version',
+  'Content-Type',
+  'Content-Transfer-Encoding',
+  'In-Reply-To',
+  'References',
+  'List-Id',
+  'List-Unsubscribe',
+  'List-Unsubscribe-Post',
 ].join(':');
 
-export interface Party { name: string | null; address: string }
+export interface Party {
+  name: string | null;
+  address: string;
+}
 
 export interface OutgoingMessage {
   from: Party;
@@ -40,17 +57,21 @@ export function mintMessageId(fromAddress: string): string {
   return `<${crypto.randomBytes(12).toString('hex')}.${Date.now().toString(36)}@${domain}>`;
 }
 
-const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** The HTML part: paragraphs of the text, links made clickable, sanitized. */
 export function htmlOf(text: string, unsubscribeUrl: string, tracking: OutgoingMessage['tracking']): string {
-  const paragraphs = text.trim().split(/\n{2,}/).map((p) => `<p>${escape(p).replace(/\n/g, '<br>')}</p>`).join('\n');
+  const paragraphs = text
+    .trim()
+    .split(/\n{2,}/)
+    .map((p) => `<p>${escapeHtml(p).replace(/\n/g, '<br>')}</p>`)
+    .join('\n');
   let html = linkifyHtml(paragraphs, { defaultProtocol: 'https', target: null, rel: 'noopener' } as never);
   if (tracking) {
-    html = html.replace(/href="([^"]+)"/g, (_, href: string) => `href="${escape(tracking.click(href.replace(/&amp;/g, '&')))}"`);
+    html = html.replace(/href="([^"]+)"/g, (_, href: string) => `href="${escapeHtml(tracking.click(href.replace(/&amp;/g, '&')))}"`);
   }
-  html += `\n<p style="font-size:12px;color:#666">If you would rather not hear from us, <a href="${escape(unsubscribeUrl)}">unsubscribe</a>.</p>`;
-  if (tracking) html += `\n<img src="${escape(tracking.pixel)}" width="1" height="1" alt="">`;
+  html += `\n<p style="font-size:12px;color:#666">If you would rather not hear from us, <a href="${escapeHtml(unsubscribeUrl)}">unsubscribe</a>.</p>`;
+  if (tracking) html += `\n<img src="${escapeHtml(tracking.pixel)}" width="1" height="1" alt="">`;
   return sanitizeHtml(html, {
     allowedTags: ['p', 'br', 'a', 'img'],
     allowedAttributes: { a: ['href', 'rel', 'target'], p: ['style'], img: ['src', 'width', 'height', 'alt'] },

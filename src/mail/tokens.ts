@@ -28,7 +28,10 @@ function base32(bytes: Buffer): string {
   for (const b of bytes) {
     acc = (acc << 8) | b;
     bits += 8;
-    while (bits >= 5) { out += B32[(acc >>> (bits - 5)) & 31]; bits -= 5; }
+    while (bits >= 5) {
+      out += B32[(acc >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
     acc &= (1 << bits) - 1;
   }
   return bits > 0 ? out + B32[(acc << (5 - bits)) & 31] : out;
@@ -43,7 +46,10 @@ function unbase32(text: string): Buffer | null {
     if (v < 0) return null;
     acc = (acc << 5) | v;
     bits += 5;
-    if (bits >= 8) { out.push((acc >>> (bits - 8)) & 255); bits -= 8; }
+    if (bits >= 8) {
+      out.push((acc >>> (bits - 8)) & 255);
+      bits -= 8;
+    }
     acc &= (1 << bits) - 1;
   }
   const bytes = Buffer.from(out);
@@ -70,13 +76,14 @@ export function openReplyAddress(signer: Signer, address: string): { organizatio
 
 export function createSigner(secretKey: Buffer): Signer {
   const key = crypto.createHmac('sha256', secretKey).update('outbound-mail-tokens-v1').digest();
-  const mac = (purpose: string, body: string) => crypto.createHmac('sha256', key).update(`${purpose}.${body}`).digest('base64url').slice(0, 22);
+  const mac = (purpose: string, body: string) =>
+    crypto.createHmac('sha256', key).update(`${purpose}.${body}`).digest('base64url').slice(0, 22);
   const replyTag = (ids: Buffer) => crypto.createHmac('sha256', key).update('reply.').update(ids).digest().subarray(0, REPLY_TAG_BYTES);
   return {
     replyToken(organizationId, sendRecordId) {
       const o = REPLY_ID.exec(organizationId);
       const r = REPLY_ID.exec(sendRecordId);
-      if (!o || o[1] !== 'org' || !r || r[1] !== 'snd') return null;
+      if (o?.[1] !== 'org' || !r || r[1] !== 'snd') return null;
       const ids = Buffer.from(o[2] + r[2], 'hex');
       return base32(Buffer.concat([ids, replyTag(ids)]));
     },
@@ -98,8 +105,10 @@ export function createSigner(secretKey: Buffer): Signer {
       if (!crypto.timingSafeEqual(Buffer.from(sig), Buffer.from(mac(purpose, body)))) return null;
       try {
         const p = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as unknown;
-        return p && typeof p === 'object' && !Array.isArray(p) ? p as Record<string, string> : null;
-      } catch { return null; }
+        return p && typeof p === 'object' && !Array.isArray(p) ? (p as Record<string, string>) : null;
+      } catch {
+        return null;
+      }
     },
   };
 }

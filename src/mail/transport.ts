@@ -30,7 +30,9 @@ export interface Transport {
 const SMTP_TIMEOUT_MS = 30_000;
 
 /** Set once the message's last byte was handed to the socket, after the server's 354. */
-interface HandOver { done: boolean }
+interface HandOver {
+  done: boolean;
+}
 const HANDOVER = 'outboundHandOver';
 
 /**
@@ -41,7 +43,16 @@ const HANDOVER = 'outboundHandOver';
  * message to the socket, which it does after the server answered DATA.
  */
 function watchHandOver(mailer: Mail): void {
-  const pool = (mailer as unknown as { transporter: { send(mail: { data: Record<string, unknown>; message: { processFunc(f: (s: NodeJS.ReadableStream) => NodeJS.ReadableStream): void } }, cb: unknown): void } }).transporter;
+  const pool = (
+    mailer as unknown as {
+      transporter: {
+        send(
+          mail: { data: Record<string, unknown>; message: { processFunc(f: (s: NodeJS.ReadableStream) => NodeJS.ReadableStream): void } },
+          cb: unknown,
+        ): void;
+      };
+    }
+  ).transporter;
   const send = pool.send.bind(pool);
   pool.send = (mail, cb) => {
     const flag = mail.data[HANDOVER] as HandOver | undefined;
@@ -49,10 +60,17 @@ function watchHandOver(mailer: Mail): void {
       mail.message.processFunc((input) => {
         const parts: Buffer[] = [];
         const whole = new Transform({
-          transform(chunk: Buffer, _enc, cb) { parts.push(chunk); cb(); },
-          flush(cb) { cb(null, Buffer.concat(parts)); },
+          transform(chunk: Buffer, _enc, cb) {
+            parts.push(chunk);
+            cb();
+          },
+          flush(cb) {
+            cb(null, Buffer.concat(parts));
+          },
         });
-        whole.once('end', () => { flag.done = true; });
+        whole.once('end', () => {
+          flag.done = true;
+        });
         return input.pipe(whole);
       });
     }
@@ -63,7 +81,12 @@ function watchHandOver(mailer: Mail): void {
 export function captureTransport(): Transport {
   return {
     name: 'capture',
-    send: async () => ({ kind: 'accepted', response: '250 captured (no SMTP_URL: kept in the outbox)', code: 250, providerMessageId: null }),
+    send: async () => ({
+      kind: 'accepted',
+      response: '250 captured (no SMTP_URL: kept in the outbox)',
+      code: 250,
+      providerMessageId: null,
+    }),
     verify: async () => null,
     close: () => {},
   };
@@ -72,17 +95,28 @@ export function captureTransport(): Transport {
 export function smtpTransport(url: string, opts: { timeoutMs?: number; maxConnections?: number } = {}): Transport {
   const timeout = opts.timeoutMs ?? SMTP_TIMEOUT_MS;
   const t = nodemailer.createTransport({
-    url, pool: true, maxConnections: opts.maxConnections ?? 5, maxMessages: 500,
-    connectionTimeout: timeout, greetingTimeout: timeout, socketTimeout: timeout,
+    url,
+    pool: true,
+    maxConnections: opts.maxConnections ?? 5,
+    maxMessages: 500,
+    connectionTimeout: timeout,
+    greetingTimeout: timeout,
+    socketTimeout: timeout,
   } as never) as unknown as Mail;
   watchHandOver(t);
-  const host = (() => { try { return new URL(url).host; } catch { return 'smtp'; } })();
+  const host = (() => {
+    try {
+      return new URL(url).host;
+    } catch {
+      return 'smtp';
+    }
+  })();
   return {
     name: `smtp ${host}`,
     async send(message) {
       const handOver: HandOver = { done: false };
       try {
-        const info = await t.sendMail({ ...message, [HANDOVER]: handOver } as Mail.Options) as { response?: string; messageId?: string };
+        const info = (await t.sendMail({ ...message, [HANDOVER]: handOver } as Mail.Options)) as { response?: string; messageId?: string };
         const response = info.response ?? '250 accepted';
         const provider = /queued as\s+(\S+)/i.exec(response)?.[1] ?? null;
         return { kind: 'accepted', response, code: Number(response.slice(0, 3)) || 250, providerMessageId: provider };
@@ -93,12 +127,23 @@ export function smtpTransport(url: string, opts: { timeoutMs?: number; maxConnec
         // A 5xx to the recipient or the message is a bounce; a 5xx to our login or sender address
         // is this transport's trouble, not the recipient's, and is tried again.
         const aboutMessage = err.command === undefined || /^(RCPT TO|DATA)/i.test(err.command);
-        if (code === null && handOver.done) return { kind: 'unknown', response: `no answer after the message went over (${response})`, code, providerMessageId: null };
-        return { kind: code !== null && code >= 500 && aboutMessage && err.code !== 'EAUTH' ? 'permanent' : 'temporary', response, code, providerMessageId: null };
+        if (code === null && handOver.done)
+          return { kind: 'unknown', response: `no answer after the message went over (${response})`, code, providerMessageId: null };
+        return {
+          kind: code !== null && code >= 500 && aboutMessage && err.code !== 'EAUTH' ? 'permanent' : 'temporary',
+          response,
+          code,
+          providerMessageId: null,
+        };
       }
     },
     async verify() {
-      try { await t.verify(); return null; } catch (e) { return (e as Error).message; }
+      try {
+        await t.verify();
+        return null;
+      } catch (e) {
+        return (e as Error).message;
+      }
     },
     close: () => t.close(),
   };

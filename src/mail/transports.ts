@@ -11,7 +11,10 @@ export interface Transports {
   close(): void;
 }
 
-export function createTransports(config: Pick<Config, 'smtpUrl' | 'smtpTimeoutMs' | 'smtpMaxConnections'>, secretBox: SecretBox): Transports {
+export function createTransports(
+  config: Pick<Config, 'smtpUrl' | 'smtpTimeoutMs' | 'smtpMaxConnections'>,
+  secretBox: SecretBox,
+): Transports {
   const opts = { timeoutMs: config.smtpTimeoutMs, maxConnections: config.smtpMaxConnections };
   const deployment = config.smtpUrl ? smtpTransport(config.smtpUrl, opts) : captureTransport();
   const own = new Map<string, Transport>();
@@ -22,7 +25,10 @@ export function createTransports(config: Pick<Config, 'smtpUrl' | 'smtpTimeoutMs
       const url = secretBox.open(sealed);
       if (url === null) return null; // the key changed: the mailbox must be set up again
       let t = own.get(url);
-      if (!t) { t = smtpTransport(url, opts); own.set(url, t); }
+      if (!t) {
+        t = smtpTransport(url, opts);
+        own.set(url, t);
+      }
       return t;
     },
     close() {

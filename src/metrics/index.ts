@@ -2,11 +2,11 @@
 // or METRICS_TOKEN. Request series are this process's own; the stored series are read from the
 // database at scrape time (src/metrics/stored.ts), so they are exact across processes.
 import type { Hono } from 'hono';
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Db } from '../../db/database.js';
-import type { Config } from '../platform/config.js';
 import { bearerToken, tokenMatches } from '../http/auth.js';
 import { ProblemError } from '../http/problems.js';
+import type { Config } from '../platform/config.js';
 import { requestMetrics } from './requests.js';
 import { storedMetrics } from './stored.js';
 

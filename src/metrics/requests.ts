@@ -28,9 +28,15 @@ export function requestMetrics(register: Registry) {
 
   const child = (operation: string, status: number): Observer => {
     let byStatus = children.get(operation);
-    if (byStatus === undefined) { byStatus = new Map(); children.set(operation, byStatus); }
+    if (byStatus === undefined) {
+      byStatus = new Map();
+      children.set(operation, byStatus);
+    }
     let obs = byStatus.get(status);
-    if (obs === undefined) { obs = duration.labels(operation, String(status)); byStatus.set(status, obs); }
+    if (obs === undefined) {
+      obs = duration.labels(operation, String(status));
+      byStatus.set(status, obs);
+    }
     return obs;
   };
 

@@ -6,9 +6,14 @@
 // rows only grow, apart from erasure), states a row leaves again are gauges.
 import { sql } from 'kysely';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { withSystem, type Db } from '../../db/database.js';
+import { type Db, withSystem } from '../../db/database.js';
 
-interface Row { m: string; a: string; b: string; v: number }
+interface Row {
+  m: string;
+  a: string;
+  b: string;
+  v: number;
+}
 
 /** The scrape query's bound: a slow scrape gives up (and reports outbound_metrics_database_up 0) rather than pile up. */
 const SCRAPE_TIMEOUT_MS = 5000;
@@ -63,43 +68,62 @@ async function readRows(db: Db): Promise<Row[]> {
 export function storedMetrics(register: Registry, db: Db) {
   const registers = [register];
   const jobs = new Gauge({
-    name: 'outbound_job_queue_jobs', registers, labelNames: ['task', 'state'] as const,
+    name: 'outbound_job_queue_jobs',
+    registers,
+    labelNames: ['task', 'state'] as const,
     help: 'Background jobs by task and state: due (waiting for a worker), scheduled (run_at in the future), running (locked by a worker), failed (attempts exhausted).',
   });
   const jobAge = new Gauge({
-    name: 'outbound_job_queue_oldest_due_age_seconds', registers, labelNames: ['task'] as const,
+    name: 'outbound_job_queue_oldest_due_age_seconds',
+    registers,
+    labelNames: ['task'] as const,
     help: 'Seconds the oldest due, unlocked job of the task has waited past its run_at (0 when none is waiting).',
   });
   const deliveries = new Counter({
-    name: 'outbound_webhook_deliveries_total', registers, labelNames: ['outcome'] as const,
+    name: 'outbound_webhook_deliveries_total',
+    registers,
+    labelNames: ['outcome'] as const,
     help: 'Webhook deliveries that reached an outcome (succeeded, failed after the last retry or refused), from the delivery rows.',
   });
   const deliveriesOpen = new Gauge({
-    name: 'outbound_webhook_deliveries_open', registers, labelNames: ['status'] as const,
+    name: 'outbound_webhook_deliveries_open',
+    registers,
+    labelNames: ['status'] as const,
     help: 'Webhook deliveries still to be attempted: pending (first attempt) or retrying.',
   });
   const sends = new Counter({
-    name: 'outbound_sends_total', registers, labelNames: ['outcome', 'gate'] as const,
+    name: 'outbound_sends_total',
+    registers,
+    labelNames: ['outcome', 'gate'] as const,
     help: 'Sequence steps the dispatcher finished with, by outcome (sent, possibly_sent, failed, skipped) and the gate or reason that decided it (held_by of the send queue; "none" when sent).',
   });
   const queue = new Gauge({
-    name: 'outbound_send_queue_steps', registers, labelNames: ['state', 'gate'] as const,
+    name: 'outbound_send_queue_steps',
+    registers,
+    labelNames: ['state', 'gate'] as const,
     help: 'Steps in the send queue not finished yet, by state (queued, deferred, sending) and the gate deferring them ("none" when not held).',
   });
   const drafts = new Counter({
-    name: 'outbound_drafts_generated_total', registers, labelNames: ['provider', 'flagged'] as const,
+    name: 'outbound_drafts_generated_total',
+    registers,
+    labelNames: ['provider', 'flagged'] as const,
     help: 'Draft versions written, by provider (model, fallback, manual) and whether the guardrails flagged them.',
   });
   const draftFailures = new Counter({
-    name: 'outbound_draft_generation_failures_total', registers, labelNames: ['reason'] as const,
+    name: 'outbound_draft_generation_failures_total',
+    registers,
+    labelNames: ['reason'] as const,
     help: 'Draft steps generation could not write (the draft.failed events), by reason.',
   });
   const inbound = new Counter({
-    name: 'outbound_inbound_messages_total', registers, labelNames: ['intent'] as const,
+    name: 'outbound_inbound_messages_total',
+    registers,
+    labelNames: ['intent'] as const,
     help: 'Inbound messages stored, by classified intent ("unclassified" until classified).',
   });
   const up = new Gauge({
-    name: 'outbound_metrics_database_up', registers,
+    name: 'outbound_metrics_database_up',
+    registers,
     help: '1 when this scrape read the stored series from the database, 0 when it could not (they are then absent).',
   });
   const all = [jobs, jobAge, deliveries, deliveriesOpen, sends, queue, drafts, draftFailures, inbound];
@@ -117,18 +141,29 @@ export function storedMetrics(register: Registry, db: Db) {
     // A counter's value is set by inc from zero after the reset.
     for (const r of rows) {
       switch (r.m) {
-        case 'jobs': jobs.set({ task: r.a, state: r.b }, r.v); break;
-        case 'job_age': jobAge.set({ task: r.a }, r.v); break;
+        case 'jobs':
+          jobs.set({ task: r.a, state: r.b }, r.v);
+          break;
+        case 'job_age':
+          jobAge.set({ task: r.a }, r.v);
+          break;
         case 'webhook':
-          if (r.a === 'pending' || r.a === 'retrying') deliveriesOpen.set({ status: r.a }, r.v); else deliveries.inc({ outcome: r.a }, r.v);
+          if (r.a === 'pending' || r.a === 'retrying') deliveriesOpen.set({ status: r.a }, r.v);
+          else deliveries.inc({ outcome: r.a }, r.v);
           break;
         case 'send':
           if (r.a === 'queued' || r.a === 'deferred' || r.a === 'sending') queue.inc({ state: r.a, gate: r.b || 'none' }, r.v);
           else sends.inc({ outcome: r.a, gate: r.b || 'none' }, r.v);
           break;
-        case 'draft': drafts.inc({ provider: r.a, flagged: r.b }, r.v); break;
-        case 'draft_failed': draftFailures.inc({ reason: r.a }, r.v); break;
-        case 'inbound': inbound.inc({ intent: r.a }, r.v); break;
+        case 'draft':
+          drafts.inc({ provider: r.a, flagged: r.b }, r.v);
+          break;
+        case 'draft_failed':
+          draftFailures.inc({ reason: r.a }, r.v);
+          break;
+        case 'inbound':
+          inbound.inc({ intent: r.a }, r.v);
+          break;
       }
     }
     for (const status of ['pending', 'retrying']) deliveriesOpen.inc({ status }, 0);

@@ -56,13 +56,16 @@ function v6Bytes(addr: string): number[] {
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(a);
   if (dotted) {
     const [w, x, y, z] = dotted[1].split('.').map(Number);
-    a = a.slice(0, -dotted[1].length) + `${((w << 8) | x).toString(16)}:${((y << 8) | z).toString(16)}`;
+    a = `${a.slice(0, -dotted[1].length)}${((w << 8) | x).toString(16)}:${((y << 8) | z).toString(16)}`;
   }
   const [head, tail] = a.includes('::') ? a.split('::') : [a, null];
   const hs = head ? head.split(':') : [];
   const ts = tail ? tail.split(':') : [];
   const groups = tail === null ? hs : [...hs, ...Array(8 - hs.length - ts.length).fill('0'), ...ts];
-  return groups.flatMap((g) => { const n = parseInt(g, 16); return [n >> 8, n & 0xff]; });
+  return groups.flatMap((g) => {
+    const n = parseInt(g, 16);
+    return [n >> 8, n & 0xff];
+  });
 }
 
 /** The IPv4 address an IPv6 address embeds (mapped, compatible, NAT64 or 6to4), if any. */
@@ -98,7 +101,10 @@ export function forbiddenReason(address: string): string | null {
 /** Host names that name the local machine or a cloud metadata service whatever DNS says. */
 const FORBIDDEN_NAMES = /^(localhost|.*\.localhost|metadata|metadata\.google\.internal|instance-data(\.ec2\.internal)?)\.?$/i;
 
-export interface ResolvedTarget { host: string; addresses: Array<{ address: string; family: 4 | 6 }> }
+export interface ResolvedTarget {
+  host: string;
+  addresses: Array<{ address: string; family: 4 | 6 }>;
+}
 
 /** A DNS lookup of every address of a host (tests inject one to map names to chosen addresses). */
 export type Lookup = (host: string) => Promise<ResolvedTarget['addresses']>;
@@ -144,7 +150,9 @@ export async function resolveTarget(u: URL, allowPrivate: boolean, timeoutMs: nu
     try {
       addresses = await Promise.race([
         lookup(host),
-        new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new ResolveError(`resolving ${host} timed out`)), timeoutMs); }),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new ResolveError(`resolving ${host} timed out`)), timeoutMs);
+        }),
       ]);
     } catch (e) {
       if (e instanceof ResolveError) throw e;
@@ -158,7 +166,8 @@ export async function resolveTarget(u: URL, allowPrivate: boolean, timeoutMs: nu
     const port = portOf(u);
     for (const a of addresses) {
       const reason = forbiddenReason(a.address);
-      if (reason && !opts.exempt?.has(targetKey(a.address, port))) throw new UnsafeTargetError(`${host === a.address ? host : `${host} resolves to ${a.address}, which`} is a ${reason} address`);
+      if (reason && !opts.exempt?.has(targetKey(a.address, port)))
+        throw new UnsafeTargetError(`${host === a.address ? host : `${host} resolves to ${a.address}, which`} is a ${reason} address`);
     }
   }
   return { host, addresses };

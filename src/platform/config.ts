@@ -98,7 +98,11 @@ function url(env: Env, name: string, protocols: string[]): string | null {
   const raw = env[name];
   if (raw === undefined || raw === '') return null;
   let u: URL;
-  try { u = new URL(raw); } catch { throw new ConfigError(`${name} must be a URL, got "${raw}"`); }
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got "${raw}"`);
+  }
   if (!protocols.includes(u.protocol)) throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got "${u.protocol}"`);
   return raw;
 }
@@ -121,7 +125,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (delaysRaw !== undefined && delaysRaw !== '') {
     const parts = delaysRaw.split(',').map((s) => s.trim());
     if (parts.length !== 6 || parts.some((p) => !/^\d+$/.test(p))) {
-      throw new ConfigError(`WEBHOOK_RETRY_DELAYS_SECONDS must be six comma-separated whole seconds (delays before attempts 2..7), got "${delaysRaw}"`);
+      throw new ConfigError(
+        `WEBHOOK_RETRY_DELAYS_SECONDS must be six comma-separated whole seconds (delays before attempts 2..7), got "${delaysRaw}"`,
+      );
     }
     delays = parts.map(Number);
   }
@@ -141,7 +147,10 @@ export function loadConfig(env: Env = process.env): Config {
   const template = env.RESEARCH_SITE_URL_TEMPLATE || 'https://{domain}';
   if (!template.includes('{domain}')) throw new ConfigError(`RESEARCH_SITE_URL_TEMPLATE must contain {domain}, got "${template}"`);
   url({ RESEARCH_SITE_URL_TEMPLATE: template.replaceAll('{domain}', 'example.com') }, 'RESEARCH_SITE_URL_TEMPLATE', ['http:', 'https:']);
-  const allowedTargets = (env.RESEARCH_ALLOWED_TARGETS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const allowedTargets = (env.RESEARCH_ALLOWED_TARGETS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const t of allowedTargets) {
     if (!/^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\]):\d{1,5}$/i.test(t)) {
       throw new ConfigError(`RESEARCH_ALLOWED_TARGETS must list address:port pairs (IPv6 as [addr]:port), got "${t}"`);
@@ -157,7 +166,8 @@ export function loadConfig(env: Env = process.env): Config {
   const host = env.HOST?.trim() || '127.0.0.1';
   if (isIP(host) === 0 && host !== 'localhost') throw new ConfigError(`HOST must be an IP address (or localhost), got "${host}"`);
   const inboundHost = env.INBOUND_SMTP_HOST?.trim() || '0.0.0.0';
-  if (isIP(inboundHost) === 0 && inboundHost !== 'localhost') throw new ConfigError(`INBOUND_SMTP_HOST must be an IP address (or localhost), got "${inboundHost}"`);
+  if (isIP(inboundHost) === 0 && inboundHost !== 'localhost')
+    throw new ConfigError(`INBOUND_SMTP_HOST must be an IP address (or localhost), got "${inboundHost}"`);
   if (llmBaseUrl && !llmModel) throw new ConfigError('LLM_MODEL must name the model when LLM_BASE_URL is set');
   return {
     port,
@@ -193,7 +203,8 @@ export function loadConfig(env: Env = process.env): Config {
     llmPriceOutputCentsPerMtok: price(env, 'LLM_PRICE_OUTPUT_CENTS_PER_MTOK'),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     leadCaptureRateLimit: int(env, 'LEAD_CAPTURE_RATE_LIMIT', 20, 1, 1_000_000),
-    inboundSmtpPort: env.INBOUND_SMTP_PORT === undefined || env.INBOUND_SMTP_PORT === '' ? null : int(env, 'INBOUND_SMTP_PORT', 0, 0, 65535),
+    inboundSmtpPort:
+      env.INBOUND_SMTP_PORT === undefined || env.INBOUND_SMTP_PORT === '' ? null : int(env, 'INBOUND_SMTP_PORT', 0, 0, 65535),
     inboundSmtpHost: inboundHost,
     inboundReplyDomain: domain(env, 'INBOUND_REPLY_DOMAIN'),
     inboundMaxMessageBytes: int(env, 'INBOUND_MAX_MESSAGE_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),

@@ -3,7 +3,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { newId } from './ids.js';
-import { EVENT_API_VERSION, NEVER_EMITTED, isEventType } from './spec.js';
+import { EVENT_API_VERSION, isEventType, NEVER_EMITTED } from './spec.js';
 
 export interface EmitInput {
   type: string;
@@ -67,11 +67,27 @@ export async function emitMany(trx: Tx, organizationId: string, events: EmitInpu
 
 /** The audit trail for changes that emit no event (list deletion, erasure). */
 export async function audit(
-  trx: Tx, organizationId: string,
-  a: { action: string; resource: { type: string; id: string }; keyId?: string | null; userId?: string | null; details?: Record<string, unknown> },
+  trx: Tx,
+  organizationId: string,
+  a: {
+    action: string;
+    resource: { type: string; id: string };
+    keyId?: string | null;
+    userId?: string | null;
+    details?: Record<string, unknown>;
+  },
 ): Promise<void> {
-  await trx.insertInto('audit_log').values({
-    organization_id: organizationId, id: newId('aud'), actor_key_id: a.keyId ?? null, actor_user_id: a.userId ?? null,
-    action: a.action, resource_type: a.resource.type, resource_id: a.resource.id, details: JSON.stringify(a.details ?? {}),
-  }).execute();
+  await trx
+    .insertInto('audit_log')
+    .values({
+      organization_id: organizationId,
+      id: newId('aud'),
+      actor_key_id: a.keyId ?? null,
+      actor_user_id: a.userId ?? null,
+      action: a.action,
+      resource_type: a.resource.type,
+      resource_id: a.resource.id,
+      details: JSON.stringify(a.details ?? {}),
+    })
+    .execute();
 }

@@ -52,7 +52,13 @@ function resolve(doc: OpenApiDoc, value: unknown, pointer: string): { value: Rec
   let p = pointer;
   for (let i = 0; i < 10 && v && typeof v.$ref === 'string' && (v.$ref as string).startsWith('#/'); i += 1) {
     p = (v.$ref as string).slice(1);
-    v = p.split('/').slice(1).reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc) as Record<string, unknown>;
+    v = p
+      .split('/')
+      .slice(1)
+      .reduce<unknown>((o, k) => (o as Record<string, unknown>)?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], doc) as Record<
+      string,
+      unknown
+    >;
   }
   return { value: v, pointer: p };
 }
@@ -93,11 +99,14 @@ export function collectOperations(doc: OpenApiDoc): OperationInfo[] {
         for (const [name, h] of Object.entries((r.value?.headers as Record<string, unknown> | undefined) ?? {})) {
           const header = resolve(doc, h, '').value;
           const schema = resolve(doc, header?.schema, '').value;
-          if (schema && 'const' in schema) (constantHeaders[status] ??= {})[name] = String(schema.const);
+          if (schema && 'const' in schema) constantHeaders[status] = { ...constantHeaders[status], [name]: String(schema.const) };
         }
         const content = r.value?.content as Record<string, { schema?: unknown }> | undefined;
         for (const ct of ['application/json', 'application/problem+json']) {
-          if (content?.[ct]?.schema) { responsePointers[status] = `${r.pointer}/content/${esc(ct)}/schema`; break; }
+          if (content?.[ct]?.schema) {
+            responsePointers[status] = `${r.pointer}/content/${esc(ct)}/schema`;
+            break;
+          }
         }
       }
       const list = [...params.values()];

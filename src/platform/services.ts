@@ -1,12 +1,12 @@
 // Long-lived collaborators shared by handlers and tasks, built once at start.
 import type { Logger } from 'pino';
 import type { Db } from '../../db/database.js';
-import type { Config } from './config.js';
-import type { SecretBox } from './secret-box.js';
-import type { Lookup } from '../net/address.js';
 import type { ModelClient } from '../llm/client.js';
 import type { Signer } from '../mail/tokens.js';
 import type { Transports } from '../mail/transports.js';
+import type { Lookup } from '../net/address.js';
+import type { Config } from './config.js';
+import type { SecretBox } from './secret-box.js';
 
 export interface Services {
   /** Encrypts webhook signing secrets at rest. */

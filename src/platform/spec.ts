@@ -11,7 +11,7 @@ export const adminDoc = require('../../generated/admin.openapi.json') as OpenApi
 export const publicOperations: Map<string, OperationInfo> = new Map(collectOperations(publicDoc).map((o) => [o.operationId, o]));
 export const adminOperations: Map<string, OperationInfo> = new Map(collectOperations(adminDoc).map((o) => [o.operationId, o]));
 
-const eventTypeSchema = (publicDoc.components?.schemas as Record<string, Record<string, unknown>>).EventType;
+const eventTypeSchema = (publicDoc.components!.schemas as Record<string, Record<string, unknown>>).EventType;
 export const EVENT_TYPES: readonly string[] = eventTypeSchema.enum as string[];
 export const NEVER_EMITTED: ReadonlySet<string> = new Set(eventTypeSchema['x-never-emitted'] as string[]);
 export const EVENT_API_VERSION = eventTypeSchema['x-envelope-version'] as string;
@@ -22,7 +22,7 @@ export const EVENT_GROUP: ReadonlyMap<string, string> = new Map(
 export const isEventType = (t: string): boolean => EVENT_TYPES.includes(t);
 
 /** The 17 scope names: the operator document's key-scope enum without its `*` wildcard. */
-const scopeSchema = (adminDoc.components?.schemas as Record<string, { enum: string[] }>).AdminApiKeyScope;
+const scopeSchema = (adminDoc.components!.schemas as Record<string, { enum: string[] }>).AdminApiKeyScope;
 export const ALL_SCOPES: readonly string[] = scopeSchema.enum.filter((s) => s !== '*');
 
 /** The scope each action of POST /actions needs: the operation's `x-action-scopes` map, read from the document. */

@@ -1,6 +1,6 @@
 // Plain-text helpers shared by research (reading pages), drafting (reading drafts) and the lists
 // that show a preview of a text (drafts, messages).
-import { sql, type RawBuilder } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 
 /** Whitespace runs as one space, trimmed. */
 export const collapse = (s: string): string => s.replace(/\s+/g, ' ').trim();

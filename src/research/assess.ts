@@ -37,17 +37,38 @@ const URGENT_NEWS_DAYS = 90;
 const DAY_MS = 86_400_000;
 
 /** Fit points a seniority adds to a suggested fit score (research, and inbound lead scoring). */
-export const SENIORITY_POINTS: Readonly<Record<Seniority, number>> = { executive: 30, vp: 25, director: 20, manager: 10, senior: 5, entry: 0, individual_contributor: 0, unknown: 0 };
+export const SENIORITY_POINTS: Readonly<Record<Seniority, number>> = {
+  executive: 30,
+  vp: 25,
+  director: 20,
+  manager: 10,
+  senior: 5,
+  entry: 0,
+  individual_contributor: 0,
+  unknown: 0,
+};
 
 export const seniorityOf = (title: string | null): Seniority =>
-  !title?.trim() ? 'unknown' : SENIORITY.find(([, re]) => re.test(title))?.[0] ?? 'individual_contributor';
+  !title?.trim() ? 'unknown' : (SENIORITY.find(([, re]) => re.test(title))?.[0] ?? 'individual_contributor');
 
 export const functionOf = (title: string | null): string | null =>
   (title ? FUNCTIONS.find(([, re]) => re.test(title))?.[0] : undefined) ?? null;
 
-export interface ContactRecord { id: string; name: string; title: string | null; fitScore: number | null; urgencyScore: number | null }
+export interface ContactRecord {
+  id: string;
+  name: string;
+  title: string | null;
+  fitScore: number | null;
+  urgencyScore: number | null;
+}
 
-export interface Signal { type: string; fact: string; sourceIndex: number; publishedAt: string | null; weight: number }
+export interface Signal {
+  type: string;
+  fact: string;
+  sourceIndex: number;
+  publishedAt: string | null;
+  weight: number;
+}
 
 export interface ContactResearch {
   facts: Fact[];
@@ -59,7 +80,12 @@ export interface ContactResearch {
 const day = (iso: string | null | undefined) => (iso ? iso.slice(0, 10) : null);
 
 /** The contact's research from their record and the company dossier (pure: same inputs, same result). */
-export function assessContact(contact: ContactRecord, company: { id: string; name: string; researchUpdatedAt: string }, dossier: Dossier, now = new Date()): ContactResearch {
+export function assessContact(
+  contact: ContactRecord,
+  company: { id: string; name: string; researchUpdatedAt: string },
+  dossier: Dossier,
+  now = new Date(),
+): ContactResearch {
   const seniority = seniorityOf(contact.title);
   const fn = functionOf(contact.title);
   const signals: Signal[] = [];
@@ -67,12 +93,24 @@ export function assessContact(contact: ContactRecord, company: { id: string; nam
     if (n.kind === 'news') continue;
     const recent = now.getTime() - Date.parse(n.publishedAt) <= URGENT_NEWS_DAYS * DAY_MS;
     const base = n.kind === 'funding' ? 30 : n.kind === 'leadership' || n.kind === 'partnership' ? 10 : 15;
-    signals.push({ type: n.kind, fact: n.text, sourceIndex: n.sourceIndex, publishedAt: n.publishedAt, weight: recent ? base : Math.round(base / 2) });
+    signals.push({
+      type: n.kind,
+      fact: n.text,
+      sourceIndex: n.sourceIndex,
+      publishedAt: n.publishedAt,
+      weight: recent ? base : Math.round(base / 2),
+    });
   }
   const roles = dossier.painPoints.filter((p) => p.kind === 'hiring' && p.text.startsWith('Hiring: '));
   for (const r of roles.slice(0, 3)) {
     const inFunction = fn !== null && functionOf(r.source.snippet) === fn;
-    signals.push({ type: inFunction ? 'hiring_in_function' : 'hiring', fact: r.source.snippet, sourceIndex: r.sourceIndex, publishedAt: null, weight: inFunction ? 15 : 8 });
+    signals.push({
+      type: inFunction ? 'hiring_in_function' : 'hiring',
+      fact: r.source.snippet,
+      sourceIndex: r.sourceIndex,
+      publishedAt: null,
+      weight: inFunction ? 15 : 8,
+    });
   }
   for (const p of dossier.painPoints.filter((x) => x.kind === 'challenge').slice(0, 2)) {
     signals.push({ type: 'stated_challenge', fact: p.text, sourceIndex: p.sourceIndex, publishedAt: null, weight: 10 });
@@ -80,10 +118,18 @@ export function assessContact(contact: ContactRecord, company: { id: string; nam
   signals.sort((a, b) => b.weight - a.weight);
 
   const label: Record<string, string> = {
-    funding: 'Recent funding', launch: 'Product launch', expansion: 'Expansion', leadership: 'Leadership change',
-    partnership: 'New partnership', hiring: 'Hiring', hiring_in_function: `Hiring in ${fn ?? 'their'} function`, stated_challenge: 'Stated challenge',
+    funding: 'Recent funding',
+    launch: 'Product launch',
+    expansion: 'Expansion',
+    leadership: 'Leadership change',
+    partnership: 'New partnership',
+    hiring: 'Hiring',
+    hiring_in_function: `Hiring in ${fn ?? 'their'} function`,
+    stated_challenge: 'Stated challenge',
   };
-  const signalReasons = signals.map((s) => `${label[s.type] ?? s.type}: "${s.fact}" (source ${s.sourceIndex}${s.publishedAt ? `, ${day(s.publishedAt)}` : ''})`);
+  const signalReasons = signals.map(
+    (s) => `${label[s.type] ?? s.type}: "${s.fact}" (source ${s.sourceIndex}${s.publishedAt ? `, ${day(s.publishedAt)}` : ''})`,
+  );
 
   const fitBasis = dossier.facts.filter((f) => ['description', 'customers', 'employees', 'industry'].includes(f.kind)).length;
   const suggestedFitScore = Math.min(100, 30 + SENIORITY_POINTS[seniority] + Math.min(15, fitBasis * 5));
@@ -95,8 +141,11 @@ export function assessContact(contact: ContactRecord, company: { id: string; nam
     decisionMaker: DECISION_MAKERS.has(seniority),
     title: contact.title,
     company: {
-      id: company.id, name: company.name, researchUpdatedAt: company.researchUpdatedAt,
-      lowConfidence: dossier.coverage.lowConfidence, hasMinimumCoverage: dossier.coverage.hasMinimumCoverage,
+      id: company.id,
+      name: company.name,
+      researchUpdatedAt: company.researchUpdatedAt,
+      lowConfidence: dossier.coverage.lowConfidence,
+      hasMinimumCoverage: dossier.coverage.hasMinimumCoverage,
     },
     signals: signals.map(({ type, fact, sourceIndex, publishedAt }) => ({ type, fact, sourceIndex, publishedAt })),
     suggestedFitScore,

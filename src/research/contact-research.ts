@@ -2,12 +2,12 @@
 // budget), then the assessment of the person, stored on the contact with research.completed.
 import { sql } from 'kysely';
 import { withOrg } from '../../db/database.js';
+import { notFound } from '../http/problems.js';
 import { emit } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
-import { notFound } from '../http/problems.js';
+import type { Deps } from '../platform/services.js';
 import { assessContact, type ContactRecord } from './assess.js';
 import { researchCompany } from './runs.js';
-import type { Deps } from '../platform/services.js';
 
 export interface ContactResearchResult {
   jobId: string;
@@ -18,28 +18,55 @@ export interface ContactResearchResult {
 }
 
 export async function researchContact(
-  deps: Deps, org: string, contact: ContactRecord, company: { id: string; name: string },
+  deps: Deps,
+  org: string,
+  contact: ContactRecord,
+  company: { id: string; name: string },
 ): Promise<ContactResearchResult> {
   const outcome = await researchCompany(deps, org, company.id, { reuseFresh: true, contactId: contact.id });
-  const research = assessContact(contact, { id: company.id, name: company.name, researchUpdatedAt: outcome.updatedAt.toISOString() }, outcome.dossier);
+  const research = assessContact(
+    contact,
+    { id: company.id, name: company.name, researchUpdatedAt: outcome.updatedAt.toISOString() },
+    outcome.dossier,
+  );
   const jobId = newId('rsc');
   const stored = {
-    version: 1, runId: jobId, companyId: company.id, companyRunId: outcome.runId, companyResearchUpdatedAt: outcome.updatedAt.toISOString(),
+    version: 1,
+    runId: jobId,
+    companyId: company.id,
+    companyRunId: outcome.runId,
+    companyResearchUpdatedAt: outcome.updatedAt.toISOString(),
     ...research,
   };
   await withOrg(deps.db, org, async (trx) => {
     // A contact deleted or erased while the run was out fetching gets nothing stored.
-    const row = await trx.updateTable('contacts').set({ research: JSON.stringify(stored), research_updated_at: sql`now_ms()` } as never)
-      .where('organization_id', '=', org).where('id', '=', contact.id).where('deleted_at', 'is', null).where('erased_at', 'is', null)
-      .returning('id').executeTakeFirst();
+    const row = await trx
+      .updateTable('contacts')
+      .set({ research: JSON.stringify(stored), research_updated_at: sql`now_ms()` } as never)
+      .where('organization_id', '=', org)
+      .where('id', '=', contact.id)
+      .where('deleted_at', 'is', null)
+      .where('erased_at', 'is', null)
+      .returning('id')
+      .executeTakeFirst();
     if (!row) throw notFound('contact');
     await emit(trx, org, {
-      type: 'research.completed', resource: { type: 'Contact', id: contact.id },
+      type: 'research.completed',
+      resource: { type: 'Contact', id: contact.id },
       data: {
-        contactId: contact.id, companyId: company.id, hasMinimumCoverage: outcome.dossier.coverage.hasMinimumCoverage,
-        lowConfidence: outcome.dossier.coverage.lowConfidence, companyResearchReused: outcome.reused,
+        contactId: contact.id,
+        companyId: company.id,
+        hasMinimumCoverage: outcome.dossier.coverage.hasMinimumCoverage,
+        lowConfidence: outcome.dossier.coverage.lowConfidence,
+        companyResearchReused: outcome.reused,
       },
     });
   });
-  return { jobId, contactId: contact.id, status: 'completed', contactAssessment: research.contactAssessment, signalReasons: research.signalReasons };
+  return {
+    jobId,
+    contactId: contact.id,
+    status: 'completed',
+    contactAssessment: research.contactAssessment,
+    signalReasons: research.signalReasons,
+  };
 }

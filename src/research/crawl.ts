@@ -6,13 +6,18 @@
 // misbehaves: what could not be fetched is recorded with its reason.
 import pLimit from 'p-limit';
 import type { Lookup } from '../net/address.js';
-import { closeAgents, guardedGet, runAgents, type Fetched, type FetchPolicy } from './fetch.js';
-import { extractFeed, extractPage, extractSitemap, type Article, type ExtractedPage } from './extract.js';
-import { readRobots, rootRelative, type RobotsRules } from './robots.js';
+import { type Article, type ExtractedPage, extractFeed, extractPage, extractSitemap } from './extract.js';
+import { closeAgents, type Fetched, type FetchPolicy, guardedGet, runAgents } from './fetch.js';
+import { type RobotsRules, readRobots, rootRelative } from './robots.js';
 
 export type PageKind = 'home' | 'about' | 'product' | 'customers' | 'careers' | 'news' | 'article';
 
-export interface CrawledPage { url: string; kind: PageKind; fetchedAt: Date; page: ExtractedPage }
+export interface CrawledPage {
+  url: string;
+  kind: PageKind;
+  fetchedAt: Date;
+  page: ExtractedPage;
+}
 
 export interface CrawlResult {
   root: string;
@@ -68,8 +73,14 @@ export async function crawlSite(domain: string, s: CrawlSettings): Promise<Crawl
   const home = `${root.origin}${rootPath}/`;
   const agents = runAgents(CONCURRENCY);
   const policy: FetchPolicy = {
-    userAgent: s.userAgent, allowPrivate: s.allowPrivate, guard: { exempt: s.allowedTargets, lookup: s.lookup },
-    timeoutMs: s.requestTimeoutMs, maxBytes: s.maxPageBytes, maxRedirects: MAX_REDIRECTS, deadline: started + s.budgetMs, agents,
+    userAgent: s.userAgent,
+    allowPrivate: s.allowPrivate,
+    guard: { exempt: s.allowedTargets, lookup: s.lookup },
+    timeoutMs: s.requestTimeoutMs,
+    maxBytes: s.maxPageBytes,
+    maxRedirects: MAX_REDIRECTS,
+    deadline: started + s.budgetMs,
+    agents,
   };
   const skipped: CrawlResult['skipped'] = [];
   let requests = 0;
@@ -80,14 +91,20 @@ export async function crawlSite(domain: string, s: CrawlSettings): Promise<Crawl
     try {
       const u = new URL(url);
       return origins.has(u.origin) && (rootPath === '' || u.pathname === rootPath || u.pathname.startsWith(`${rootPath}/`));
-    } catch { return false; }
+    } catch {
+      return false;
+    }
   };
 
   const robotsByOrigin = new Map<string, Promise<RobotsRules>>();
   const robotsFor = (url: string) => {
     const origin = new URL(url).origin;
     let r = robotsByOrigin.get(origin);
-    if (!r) { requests += 1; r = readRobots(origin, rootPath, policy); robotsByOrigin.set(origin, r); }
+    if (!r) {
+      requests += 1;
+      r = readRobots(origin, rootPath, policy);
+      robotsByOrigin.set(origin, r);
+    }
     return r;
   };
   // One queue for every request of the run: bounded concurrency, spaced by Crawl-delay.
@@ -104,7 +121,10 @@ export async function crawlSite(domain: string, s: CrawlSettings): Promise<Crawl
         const wait = nextSlot - Date.now();
         nextSlot = Math.max(Date.now(), nextSlot) + robots.crawlDelayMs;
         if (wait > 0) {
-          if (Date.now() + wait >= policy.deadline) { skipped.push({ url, reason: 'not fetched: Crawl-delay leaves no time within the run' }); return null; }
+          if (Date.now() + wait >= policy.deadline) {
+            skipped.push({ url, reason: 'not fetched: Crawl-delay leaves no time within the run' });
+            return null;
+          }
           await new Promise((r) => setTimeout(r, wait));
         }
       }
@@ -130,7 +150,9 @@ export async function crawlSite(domain: string, s: CrawlSettings): Promise<Crawl
   const fetchXml = async <T>(url: string, read: (r: Fetched) => T): Promise<{ r: Fetched; value: T } | null> => {
     const r = await fetchAllowed(url, ACCEPT_XML, XML);
     if (!r) return null;
-    try { return { r, value: read(r) }; } catch (e) {
+    try {
+      return { r, value: read(r) };
+    } catch (e) {
       skipped.push({ url, reason: `unreadable XML: ${(e as Error).message}` });
       return null;
     }
@@ -151,8 +173,11 @@ export async function crawlSite(domain: string, s: CrawlSettings): Promise<Crawl
           .filter((c) => c.url !== home && !c.url.startsWith(`${home}#`))
           .map((c) => ({ c, segs: rootRelative(new URL(c.url), rootPath).split('?')[0].split('/').filter(Boolean) }))
           // A section's own page: /about or /company/about, but the news index only (/blog, not /blog/post).
-          .filter(({ c, segs }) => (segs.length > 0 && segs.length <= (kind === 'news' ? 1 : 2) && re.test(segs[0].toLowerCase()))
-            || re.test(c.text.toLowerCase().replace(/\s+/g, '-')))
+          .filter(
+            ({ c, segs }) =>
+              (segs.length > 0 && segs.length <= (kind === 'news' ? 1 : 2) && re.test(segs[0].toLowerCase())) ||
+              re.test(c.text.toLowerCase().replace(/\s+/g, '-')),
+          )
           .sort((a, b) => a.segs.length - b.segs.length)[0];
         if (hit) chosen.set(kind, hit.c.url);
       }
@@ -179,12 +204,21 @@ export async function crawlSite(domain: string, s: CrawlSettings): Promise<Crawl
     // News without a feed: the dated entries of the news index, else the sitemap's news pages.
     const newsIndex = pages.find((p) => p.kind === 'news');
     const recentCut = Date.now() - NEWS_WINDOW_DAYS * 86_400_000;
-    const sitemapNews: Article[] = feed ? [] : sitemapPages
-      .filter((e) => e.lastmod !== null && Date.parse(e.lastmod) >= recentCut && /\/(blog|news|press)/i.test(new URL(e.url).pathname)
-        && !pages.some((p) => p.url === e.url))
-      .map((e) => ({ title: '', url: e.url, publishedAt: e.lastmod, summary: null }));
+    const sitemapNews: Article[] = feed
+      ? []
+      : sitemapPages
+          .filter(
+            (e) =>
+              e.lastmod !== null &&
+              Date.parse(e.lastmod) >= recentCut &&
+              /\/(blog|news|press)/i.test(new URL(e.url).pathname) &&
+              !pages.some((p) => p.url === e.url),
+          )
+          .map((e) => ({ title: '', url: e.url, publishedAt: e.lastmod, summary: null }));
     const dated = [...(feed?.value ?? []), ...(newsIndex?.page.articles ?? []), ...sitemapNews]
-      .filter((a) => a.publishedAt !== null && Date.parse(a.publishedAt) >= recentCut && sameSite(a.url) && !pages.some((p) => p.url === a.url))
+      .filter(
+        (a) => a.publishedAt !== null && Date.parse(a.publishedAt) >= recentCut && sameSite(a.url) && !pages.some((p) => p.url === a.url),
+      )
       .sort((a, b) => Date.parse(b.publishedAt!) - Date.parse(a.publishedAt!));
     const articleUrls = [...new Set(dated.map((a) => a.url))].slice(0, MAX_ARTICLE_PAGES);
     for (const p of await Promise.all(articleUrls.map((u) => fetchPage(u, 'article')))) if (p) pages.push(p);
@@ -194,7 +228,7 @@ export async function crawlSite(domain: string, s: CrawlSettings): Promise<Crawl
       robots: { state: robots.state, detail: robots.detail },
       pages,
       feed: feed ? { url: feed.r.finalUrl, fetchedAt: feed.r.fetchedAt, items: feed.value } : null,
-      homeError: homePage ? null : skipped.find((x) => x.url === home)?.reason ?? 'not fetched',
+      homeError: homePage ? null : (skipped.find((x) => x.url === home)?.reason ?? 'not fetched'),
       skipped,
       requests,
       durationMs: Date.now() - started,

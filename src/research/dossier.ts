@@ -2,9 +2,10 @@
 // 1-based index into it), facts, recent news and pain points, each citing its source with a
 // snippet copied verbatim from that source. Nothing here invents a fact: every entry is a sentence,
 // heading, description or structured-data value of a fetched page or feed item.
-import { NEWS_WINDOW_DAYS, type CrawlResult, type CrawledPage } from './crawl.js';
-import { hasContactDetails, type Article } from './extract.js';
+
 import { sentences } from '../platform/text.js';
+import { type CrawledPage, type CrawlResult, NEWS_WINDOW_DAYS } from './crawl.js';
+import { type Article, hasContactDetails } from './extract.js';
 
 export type Source = {
   url: string;
@@ -16,7 +17,7 @@ export type Source = {
   kind: string;
   /** For a feed item: the feed it was read from (the snippet is the item's text there). */
   feedUrl?: string;
-}
+};
 
 /** A source as a fact carries it: the fact's own supporting text as the snippet. */
 export type FactSource = Pick<Source, 'url' | 'title' | 'domain' | 'snippet' | 'fetchedAt'>;
@@ -28,7 +29,7 @@ export type Fact = {
   sourceIndex: number;
   source: FactSource;
   publishedAt?: string | null;
-}
+};
 
 export type NewsItem = Fact & { title: string; url: string; publishedAt: string };
 
@@ -43,7 +44,7 @@ export type Coverage = {
   /** Why confidence is low, and what could not be fetched. */
   notes: string[];
   skipped: Array<{ url: string; reason: string }>;
-}
+};
 
 export type Dossier = {
   version: 1;
@@ -55,7 +56,7 @@ export type Dossier = {
   recentNews: NewsItem[];
   painPoints: Fact[];
   coverage: Coverage;
-}
+};
 
 const SNIPPET_MAX = 300;
 const MAX_SOURCES = 24;
@@ -74,10 +75,22 @@ export function clip(text: string): string {
 // What a headline says happened (an event is only taken from a dated news item, so a rocket
 // company's "we launch satellites" is not read as a product launch).
 const EVENTS: Array<[string, RegExp]> = [
-  ['funding', /\b(raise[sd]?|raising|closes?|closed|secures?|secured)\b.{0,80}\b(funding|round|series [a-h]|seed|investment|million|billion)\b|\bseries [a-h]\b|\bfunding round\b/i],
-  ['launch', /\b(launch(es|ed|ing)?|introduc(es|ed|ing)|unveil(s|ed|ing)?|now available|general availability|announc(es|ed|ing) (the |a |an |our )?new)\b/i],
-  ['leadership', /\b(appoint(s|ed|ment)?|joins? as|named|names)\b.{0,60}\b(chief|ceo|cto|cfo|coo|cmo|cro|cio|vp|vice president|head of|president)\b|\bnew (ceo|cto|cfo|coo|cmo|cro)\b/i],
-  ['expansion', /\b(expand(s|ed|ing)?|expansion|opens? (a |an |its |our )?(new )?(office|hub|headquarters|location)|enter(s|ed|ing) (the )?[\w\s-]{0,30} market)\b/i],
+  [
+    'funding',
+    /\b(raise[sd]?|raising|closes?|closed|secures?|secured)\b.{0,80}\b(funding|round|series [a-h]|seed|investment|million|billion)\b|\bseries [a-h]\b|\bfunding round\b/i,
+  ],
+  [
+    'launch',
+    /\b(launch(es|ed|ing)?|introduc(es|ed|ing)|unveil(s|ed|ing)?|now available|general availability|announc(es|ed|ing) (the |a |an |our )?new)\b/i,
+  ],
+  [
+    'leadership',
+    /\b(appoint(s|ed|ment)?|joins? as|named|names)\b.{0,60}\b(chief|ceo|cto|cfo|coo|cmo|cro|cio|vp|vice president|head of|president)\b|\bnew (ceo|cto|cfo|coo|cmo|cro)\b/i,
+  ],
+  [
+    'expansion',
+    /\b(expand(s|ed|ing)?|expansion|opens? (a |an |its |our )?(new )?(office|hub|headquarters|location)|enter(s|ed|ing) (the )?[\w\s-]{0,30} market)\b/i,
+  ],
   ['partnership', /\b(partner(s|ed|ing)? with|partnership)\b/i],
 ];
 // What a sentence of the company's own pages states about it.
@@ -87,17 +100,28 @@ const STATEMENTS: Array<[string, RegExp]> = [
   ['founded', /\b(founded|established|started)\b.{0,40}\b(19[5-9]\d|20[0-4]\d)\b|\bsince (19[5-9]\d|20[0-4]\d)\b/i],
   ['headquarters', /\b(headquartered|based|hq) in\b/i],
 ];
-const CHALLENGE = /\b(struggl\w*|challeng\w*|pain points?|bottlenecks?|manual(ly)?|time-consuming|costly|inefficien\w*|legacy|fragmented|complexity|hard to|difficult to|slow(ed|er|s|ing)? (us )?down|churn|technical debt|outages?|backlogs?|scaling)\b/i;
+const CHALLENGE =
+  /\b(struggl\w*|challeng\w*|pain points?|bottlenecks?|manual(ly)?|time-consuming|costly|inefficien\w*|legacy|fragmented|complexity|hard to|difficult to|slow(ed|er|s|ing)? (us )?down|churn|technical debt|outages?|backlogs?|scaling)\b/i;
 const FIRST_PERSON = /\b(we|our|us)\b/i;
 const HIRING_LINE = /\b(we('| a)re hiring|join our team|open (roles|positions)|now hiring)\b/i;
-const ROLE = /\b(engineer|developer|designer|manager|director|head of|lead|vp|vice president|analyst|scientist|specialist|representative|executive|architect|consultant|coordinator|administrator|recruiter|marketer|writer|officer|intern|associate|sdr|bdr|strategist|partner manager|success)\b/i;
+const ROLE =
+  /\b(engineer|developer|designer|manager|director|head of|lead|vp|vice president|analyst|scientist|specialist|representative|executive|architect|consultant|coordinator|administrator|recruiter|marketer|writer|officer|intern|associate|sdr|bdr|strategist|partner manager|success)\b/i;
 
 const classify = (classes: Array<[string, RegExp]>, text: string): string | null => classes.find(([, re]) => re.test(text))?.[0] ?? null;
 const words = (s: string) => s.split(/\s+/).length;
 
-const hostOf = (url: string) => { try { return new URL(url).hostname; } catch { return ''; } };
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return '';
+  }
+};
 
-export interface CompanyRef { name: string | null; domain: string }
+export interface CompanyRef {
+  name: string | null;
+  domain: string;
+}
 
 export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlResult, now = new Date()): Dossier {
   const sources: Source[] = [];
@@ -121,7 +145,13 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
     seenText.add(key);
     perKind.set(`${key[0]}${kind}`, (perKind.get(`${key[0]}${kind}`) ?? 0) + 1);
     const s = sources[at - 1];
-    into.push({ kind, text: clip(text), sourceIndex: at, source: { url: s.url, title: s.title, domain: s.domain, snippet: clip(snippet), fetchedAt: s.fetchedAt }, ...extra });
+    into.push({
+      kind,
+      text: clip(text),
+      sourceIndex: at,
+      source: { url: s.url, title: s.title, domain: s.domain, snippet: clip(snippet), fetchedAt: s.fetchedAt },
+      ...extra,
+    });
   };
 
   // Pages first, in crawl order (home, about, product, customers, careers, news, articles).
@@ -130,9 +160,17 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
     const firstParagraph = p.page.blocks.find((b) => b.length >= 60 && words(b) >= 8);
     const snippet = p.page.description ?? firstParagraph ?? p.page.blocks[0] ?? p.page.title;
     if (!snippet) continue; // a page with no text says nothing to cite
-    pageIndex.set(p, addSource({
-      url: p.url, title: p.page.title ?? p.page.headings[0] ?? p.url, domain: hostOf(p.url), snippet, fetchedAt: p.fetchedAt.toISOString(), kind: p.kind,
-    }));
+    pageIndex.set(
+      p,
+      addSource({
+        url: p.url,
+        title: p.page.title ?? p.page.headings[0] ?? p.url,
+        domain: hostOf(p.url),
+        snippet,
+        fetchedAt: p.fetchedAt.toISOString(),
+        kind: p.kind,
+      }),
+    );
   }
 
   for (const [p, at] of pageIndex) {
@@ -175,8 +213,13 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
     newsSeen.add(a.url);
     const s = sources[at - 1];
     news.push({
-      kind: classify(EVENTS, `${a.title} ${a.summary ?? ''}`) ?? 'news', text: a.title, title: a.title, url: a.url, publishedAt: a.publishedAt,
-      sourceIndex: at, source: { url: s.url, title: s.title, domain: s.domain, snippet: clip(snippet), fetchedAt: s.fetchedAt },
+      kind: classify(EVENTS, `${a.title} ${a.summary ?? ''}`) ?? 'news',
+      text: a.title,
+      title: a.title,
+      url: a.url,
+      publishedAt: a.publishedAt,
+      sourceIndex: at,
+      source: { url: s.url, title: s.title, domain: s.domain, snippet: clip(snippet), fetchedAt: s.fetchedAt },
     });
   };
   for (const [p, at] of pageIndex) {
@@ -188,7 +231,9 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
   }
   const listed: Array<{ a: Article; via: string | null; fetchedAt: Date }> = [
     ...(crawl.feed?.items ?? []).map((a) => ({ a, via: crawl.feed!.url, fetchedAt: crawl.feed!.fetchedAt })),
-    ...crawl.pages.filter((p) => p.kind === 'news').flatMap((p) => p.page.articles.map((a) => ({ a, via: null as string | null, fetchedAt: p.fetchedAt }))),
+    ...crawl.pages
+      .filter((p) => p.kind === 'news')
+      .flatMap((p) => p.page.articles.map((a) => ({ a, via: null as string | null, fetchedAt: p.fetchedAt }))),
   ];
   const newsIndexAt = crawl.pages.find((p) => p.kind === 'news');
   for (const { a, via, fetchedAt } of listed.sort((x, y) => Date.parse(y.a.publishedAt ?? '') - Date.parse(x.a.publishedAt ?? '') || 0)) {
@@ -196,13 +241,22 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
     // A feed item is a source of its own (its snippet is its text in the feed); an entry of the
     // news index page cites that page, where its title and summary are shown.
     const at = via
-      ? addSource({ url: a.url, title: a.title, domain: hostOf(a.url), snippet: a.summary ?? a.title, fetchedAt: fetchedAt.toISOString(), kind: 'feed-item', feedUrl: via })
-      : pageIndex.get(newsIndexAt!) ?? -1;
+      ? addSource({
+          url: a.url,
+          title: a.title,
+          domain: hostOf(a.url),
+          snippet: a.summary ?? a.title,
+          fetchedAt: fetchedAt.toISOString(),
+          kind: 'feed-item',
+          feedUrl: via,
+        })
+      : (pageIndex.get(newsIndexAt!) ?? -1);
     addNews(a, at, a.summary && via ? a.summary : a.title);
   }
   news.sort((x, y) => Date.parse(y.publishedAt) - Date.parse(x.publishedAt));
   const recentNews = news.slice(0, MAX_NEWS);
-  for (const n of recentNews) if (n.kind !== 'news') push(facts, n.kind, n.text, n.source.snippet, n.sourceIndex, { publishedAt: n.publishedAt });
+  for (const n of recentNews)
+    if (n.kind !== 'news') push(facts, n.kind, n.text, n.source.snippet, n.sourceIndex, { publishedAt: n.publishedAt });
 
   // Coverage: the home page plus two more pages, or the home page and one dated news item.
   const home = crawl.pages.some((p) => p.kind === 'home');
@@ -220,10 +274,24 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
   const summary = description ? `${name}: ${description.text}` : null;
 
   return {
-    version: 1, runId, root: crawl.root, summary, facts, researchSources: sources, recentNews, painPoints,
+    version: 1,
+    runId,
+    root: crawl.root,
+    summary,
+    facts,
+    researchSources: sources,
+    recentNews,
+    painPoints,
     coverage: {
-      pagesFetched: crawl.pages.length, feedItems: crawl.feed?.items.length ?? 0, requests: crawl.requests, durationMs: crawl.durationMs,
-      robots: crawl.robots.state, hasMinimumCoverage, lowConfidence, notes, skipped: crawl.skipped,
+      pagesFetched: crawl.pages.length,
+      feedItems: crawl.feed?.items.length ?? 0,
+      requests: crawl.requests,
+      durationMs: crawl.durationMs,
+      robots: crawl.robots.state,
+      hasMinimumCoverage,
+      lowConfidence,
+      notes,
+      skipped: crawl.skipped,
     },
   };
 }

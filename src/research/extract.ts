@@ -13,7 +13,13 @@ import { collapse } from '../platform/text.js';
 
 type CheerioAPI = ReturnType<typeof cheerio.load>;
 /** The part of a parsed node (domhandler) the text walker reads. */
-interface DomNode { type: string; name?: string; data?: string; children?: DomNode[]; attribs?: Record<string, string> }
+interface DomNode {
+  type: string;
+  name?: string;
+  data?: string;
+  children?: DomNode[];
+  attribs?: Record<string, string>;
+}
 
 export interface Article {
   title: string;
@@ -56,12 +62,41 @@ const MAX_BLOCKS = 600;
 const MAX_ARTICLES = 50;
 const MAX_SITEMAP_ENTRIES = 5000;
 
-const DROPPED = 'script, style, noscript, template, svg, canvas, iframe, object, form, button, select, textarea, nav, footer, aside, dialog';
+const DROPPED =
+  'script, style, noscript, template, svg, canvas, iframe, object, form, button, select, textarea, nav, footer, aside, dialog';
 const BLOCK = new Set([
-  'address', 'article', 'blockquote', 'br', 'dd', 'details', 'div', 'dl', 'dt', 'figcaption', 'figure', 'h1', 'h2', 'h3', 'h4',
-  'h5', 'h6', 'header', 'hr', 'li', 'main', 'ol', 'p', 'pre', 'section', 'summary', 'table', 'td', 'th', 'tr', 'ul',
+  'address',
+  'article',
+  'blockquote',
+  'br',
+  'dd',
+  'details',
+  'div',
+  'dl',
+  'dt',
+  'figcaption',
+  'figure',
+  'h1',
+  'h2',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+  'header',
+  'hr',
+  'li',
+  'main',
+  'ol',
+  'p',
+  'pre',
+  'section',
+  'summary',
+  'table',
+  'td',
+  'th',
+  'tr',
+  'ul',
 ]);
-
 
 const HTML_MODE = { xml: { xmlMode: false, decodeEntities: true } };
 
@@ -87,7 +122,9 @@ const absolute = (href: string | undefined, base: string): string | null => {
     if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
     u.hash = '';
     return u.toString();
-  } catch { return null; }
+  } catch {
+    return null;
+  }
 };
 
 /** Text blocks of a subtree: a new block starts at every block-level element. */
@@ -101,7 +138,10 @@ function blocksOf(roots: DomNode[]): string[] {
   };
   const walk = (n: DomNode) => {
     if (out.length >= MAX_BLOCKS) return;
-    if (n.type === 'text') { buf += n.data ?? ''; return; }
+    if (n.type === 'text') {
+      buf += n.data ?? '';
+      return;
+    }
     if (n.type !== 'tag' && n.type !== 'root') return;
     const block = n.name !== undefined && BLOCK.has(n.name);
     if (block) flush();
@@ -124,18 +164,26 @@ function jsonLdNodes($: CheerioAPI): Record<string, unknown>[] {
   const nodes: Record<string, unknown>[] = [];
   const visit = (v: unknown, depth: number) => {
     if (depth > 4 || v === null || typeof v !== 'object') return;
-    if (Array.isArray(v)) { v.forEach((x) => visit(x, depth + 1)); return; }
+    if (Array.isArray(v)) {
+      for (const x of v) visit(x, depth + 1);
+      return;
+    }
     const o = v as Record<string, unknown>;
     nodes.push(o);
     if (Array.isArray(o['@graph'])) visit(o['@graph'], depth + 1);
   };
   $('script[type="application/ld+json"]').each((_, el) => {
-    try { visit(JSON.parse($(el).text()), 0); } catch { /* a broken block is skipped */ }
+    try {
+      visit(JSON.parse($(el).text()), 0);
+    } catch {
+      /* a broken block is skipped */
+    }
   });
   return nodes;
 }
 
-const typesOf = (o: Record<string, unknown>): string[] => (Array.isArray(o['@type']) ? o['@type'] : [o['@type']]).filter((t): t is string => typeof t === 'string');
+const typesOf = (o: Record<string, unknown>): string[] =>
+  (Array.isArray(o['@type']) ? o['@type'] : [o['@type']]).filter((t): t is string => typeof t === 'string');
 
 function organizationOf(nodes: Record<string, unknown>[]): Organization | null {
   const org = nodes.find((o) => typesOf(o).some((t) => /(Organization|Corporation|Business|Company)$/.test(t)));
@@ -146,7 +194,8 @@ function organizationOf(nodes: Record<string, unknown>[]): Organization | null {
   if (typeof address === 'string') location = str(address);
   else if (address && typeof address === 'object' && !Array.isArray(address)) {
     const a = address as Record<string, unknown>;
-    const country = a.addressCountry && typeof a.addressCountry === 'object' ? (a.addressCountry as Record<string, unknown>).name : a.addressCountry;
+    const country =
+      a.addressCountry && typeof a.addressCountry === 'object' ? (a.addressCountry as Record<string, unknown>).name : a.addressCountry;
     // One value as the page gives it (the most precise), so the fact's snippet is verbatim.
     location = str(a.addressLocality) ?? str(a.addressRegion) ?? str(country);
   }
@@ -154,9 +203,10 @@ function organizationOf(nodes: Record<string, unknown>[]): Organization | null {
     name: str(org.name) ?? str(org.legalName),
     description: str(org.description),
     foundingDate: str(org.foundingDate),
-    numberOfEmployees: employees && typeof employees === 'object'
-      ? str((employees as Record<string, unknown>).value) ?? str((employees as Record<string, unknown>).maxValue)
-      : str(employees),
+    numberOfEmployees:
+      employees && typeof employees === 'object'
+        ? (str((employees as Record<string, unknown>).value) ?? str((employees as Record<string, unknown>).maxValue))
+        : str(employees),
     location,
     industry: str(org.industry),
   };
@@ -164,7 +214,9 @@ function organizationOf(nodes: Record<string, unknown>[]): Organization | null {
 
 /** A page's own publication date: article meta, JSON-LD of an article, or a <time> in its article. */
 function publishedOf($: CheerioAPI, nodes: Record<string, unknown>[]): string | null {
-  const meta = $('meta[property="article:published_time"], meta[name="article:published_time"], meta[itemprop="datePublished"]').attr('content');
+  const meta = $('meta[property="article:published_time"], meta[name="article:published_time"], meta[itemprop="datePublished"]').attr(
+    'content',
+  );
   const article = nodes.find((o) => typesOf(o).some((t) => /(Article|BlogPosting|NewsArticle|PressRelease)$/.test(t)));
   const time = $('article time[datetime]').first().attr('datetime');
   return parseDate(meta) ?? parseDate(str(article?.datePublished)) ?? ($('article').length === 1 ? parseDate(time) : null);
@@ -184,7 +236,9 @@ function articlesOf($: CheerioAPI, base: string): Article[] {
     const time = a.find('time').first();
     const summary = collapse(a.find('p').first().text());
     out.push({
-      title: heading, url, publishedAt: parseDate(time.attr('datetime')) ?? parseDate(time.text()),
+      title: heading,
+      url,
+      publishedAt: parseDate(time.attr('datetime')) ?? parseDate(time.text()),
       summary: summary && !hasContactDetails(summary) ? summary : null,
     });
   });
@@ -195,7 +249,10 @@ function articlesOf($: CheerioAPI, base: string): Article[] {
 export function extractPage(body: Buffer, charset: string | null, baseUrl: string): ExtractedPage {
   const $ = cheerio.load(decodeBuffer(body, { transportLayerEncodingLabel: charset ?? undefined }), HTML_MODE);
   const nodes = jsonLdNodes($);
-  const meta = (sel: string) => { const v = $(sel).attr('content'); return v && collapse(v) ? collapse(v) : null; };
+  const meta = (sel: string) => {
+    const v = $(sel).attr('content');
+    return v && collapse(v) ? collapse(v) : null;
+  };
   const links: ExtractedPage['links'] = [];
   const seen = new Set<string>();
   $('a[href]').each((_, el) => {
@@ -205,17 +262,26 @@ export function extractPage(body: Buffer, charset: string | null, baseUrl: strin
     seen.add(url);
     links.push({ url, text: collapse($(el).text()) || collapse($(el).attr('title') ?? '') });
   });
-  const feeds = $('link[rel~="alternate"]').filter((_, el) => /^application\/(rss|atom)\+xml$/i.test($(el).attr('type') ?? ''))
-    .map((_, el) => absolute($(el).attr('href'), baseUrl)).get().filter((u): u is string => u !== null);
+  const feeds = $('link[rel~="alternate"]')
+    .filter((_, el) => /^application\/(rss|atom)\+xml$/i.test($(el).attr('type') ?? ''))
+    .map((_, el) => absolute($(el).attr('href'), baseUrl))
+    .get()
+    .filter((u): u is string => u !== null);
   const articles = articlesOf($, baseUrl);
   const publishedAt = publishedOf($, nodes);
-  const headings = $('h1, h2, h3').map((_, el) => collapse($(el).text())).get().filter((h) => h.length > 1 && !hasContactDetails(h)).slice(0, 60);
+  const headings = $('h1, h2, h3')
+    .map((_, el) => collapse($(el).text()))
+    .get()
+    .filter((h) => h.length > 1 && !hasContactDetails(h))
+    .slice(0, 60);
   const title = collapse($('title').first().text()) || meta('meta[property="og:title"]');
   const description = meta('meta[name="description"]') ?? meta('meta[property="og:description"]');
 
   // The main text: the page's <main> (or its one article), else the body, without site chrome.
   $(DROPPED).remove();
-  $('header').filter((_, el) => $(el).find('nav, a').length > 3).remove();
+  $('header')
+    .filter((_, el) => $(el).find('nav, a').length > 3)
+    .remove();
   const main = $('main, [role="main"]').first();
   const container = main.length ? main : $('article').length === 1 ? $('article') : $('body');
   return {
@@ -234,7 +300,10 @@ export function extractPage(body: Buffer, charset: string | null, baseUrl: strin
 
 const childText = (el: cheerio.Cheerio<never>, ...names: string[]): string | null => {
   for (const name of names) {
-    const c = el.children().filter((_, x) => (x as unknown as DomNode).name?.toLowerCase() === name).first();
+    const c = el
+      .children()
+      .filter((_, x) => (x as unknown as DomNode).name?.toLowerCase() === name)
+      .first();
     const t = collapse(c.text());
     if (t) return t;
   }
@@ -257,7 +326,12 @@ export function extractFeed(body: Buffer, baseUrl: string): Article[] {
     const el = $(node) as unknown as cheerio.Cheerio<never>;
     const title = childText(el, 'title');
     const links = el.children().filter((_, x) => (x as unknown as DomNode).name?.toLowerCase() === 'link');
-    const alternate = links.filter((_, x) => { const rel = (x as unknown as DomNode).attribs?.rel; return !rel || rel === 'alternate'; }).first();
+    const alternate = links
+      .filter((_, x) => {
+        const rel = (x as unknown as DomNode).attribs?.rel;
+        return !rel || rel === 'alternate';
+      })
+      .first();
     const href = alternate.attr('href') ?? collapse(alternate.text()) ?? (node as unknown as DomNode).attribs?.['rdf:about'];
     const url = absolute(href || (node as unknown as DomNode).attribs?.['rdf:about'], baseUrl);
     if (!title || !url) return;
@@ -272,7 +346,10 @@ export function extractFeed(body: Buffer, baseUrl: string): Article[] {
 }
 
 /** The page URLs (with last modification) of a sitemap, and the child sitemaps of a sitemap index. */
-export function extractSitemap(body: Buffer, baseUrl: string): { pages: Array<{ url: string; lastmod: string | null }>; sitemaps: string[] } {
+export function extractSitemap(
+  body: Buffer,
+  baseUrl: string,
+): { pages: Array<{ url: string; lastmod: string | null }>; sitemaps: string[] } {
   const $ = cheerio.load(body.toString('utf8'), { xml: true });
   const pages: Array<{ url: string; lastmod: string | null }> = [];
   $('url').each((_, node) => {
@@ -281,7 +358,9 @@ export function extractSitemap(body: Buffer, baseUrl: string): { pages: Array<{ 
     const url = absolute(childText(el, 'loc') ?? undefined, baseUrl);
     if (url) pages.push({ url, lastmod: parseDate(childText(el, 'lastmod')) });
   });
-  const sitemaps = $('sitemap').map((_, node) => absolute(childText($(node) as unknown as cheerio.Cheerio<never>, 'loc') ?? undefined, baseUrl)).get()
+  const sitemaps = $('sitemap')
+    .map((_, node) => absolute(childText($(node) as unknown as cheerio.Cheerio<never>, 'loc') ?? undefined, baseUrl))
+    .get()
     .filter((u): u is string => u !== null);
   return { pages, sitemaps };
 }

@@ -5,9 +5,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import zlib from 'node:zlib';
 import type { Readable } from 'node:stream';
-import { ResolveError, UnsafeTargetError, bareHost, resolveTarget, type GuardOptions } from '../net/address.js';
+import zlib from 'node:zlib';
+import { bareHost, type GuardOptions, ResolveError, resolveTarget, UnsafeTargetError } from '../net/address.js';
 
 export interface FetchPolicy {
   userAgent: string;
@@ -46,8 +46,18 @@ export interface Fetched {
   fetchedAt: Date;
 }
 
-export type FailReason = 'bad-url' | 'refused' | 'unresolvable' | 'timeout' | 'network' | 'too-large' | 'wrong-type'
-  | 'http-status' | 'too-many-redirects' | 'off-site' | 'deadline';
+export type FailReason =
+  | 'bad-url'
+  | 'refused'
+  | 'unresolvable'
+  | 'timeout'
+  | 'network'
+  | 'too-large'
+  | 'wrong-type'
+  | 'http-status'
+  | 'too-many-redirects'
+  | 'off-site'
+  | 'deadline';
 
 export interface FetchFailure {
   ok: false;
@@ -73,16 +83,28 @@ export function closeAgents(agents: FetchPolicy['agents']): void {
 }
 
 class Timeout extends Error {}
-class Abort extends Error { constructor(readonly reason: FailReason, message: string) { super(message); } }
+class Abort extends Error {
+  constructor(
+    readonly reason: FailReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 type Hop = { redirect: string; status: number } | Omit<Fetched, 'ok' | 'url' | 'finalUrl' | 'fetchedAt'>;
 
 function decoder(encoding: string | undefined): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null {
   switch ((encoding ?? '').trim().toLowerCase()) {
-    case 'gzip': case 'x-gzip': return zlib.createGunzip();
-    case 'deflate': return zlib.createInflate();
-    case 'br': return zlib.createBrotliDecompress();
-    default: return null;
+    case 'gzip':
+    case 'x-gzip':
+      return zlib.createGunzip();
+    case 'deflate':
+      return zlib.createInflate();
+    case 'br':
+      return zlib.createBrotliDecompress();
+    default:
+      return null;
   }
 }
 
@@ -97,7 +119,8 @@ function readBody(res: http.IncomingMessage, maxBytes: number, truncate: boolean
     const finish = (err: Error | null) => {
       if (done) return;
       done = true;
-      if (err) reject(err); else resolve(Buffer.concat(chunks));
+      if (err) reject(err);
+      else resolve(Buffer.concat(chunks));
     };
     stream.on('data', (chunk: Buffer) => {
       if (done) return;
@@ -115,8 +138,12 @@ function readBody(res: http.IncomingMessage, maxBytes: number, truncate: boolean
     stream.on('error', (e) => finish(e));
     res.on('error', (e) => finish(e));
     let ended = false;
-    res.on('end', () => { ended = true; });
-    res.on('close', () => { if (!ended) finish(new Abort('network', 'the connection closed before the body ended')); });
+    res.on('end', () => {
+      ended = true;
+    });
+    res.on('close', () => {
+      if (!ended) finish(new Abort('network', 'the connection closed before the body ended'));
+    });
   });
 }
 
@@ -129,19 +156,35 @@ async function hop(u: URL, policy: FetchPolicy, opts: FetchOptions, until: numbe
   return new Promise<Hop>((resolve, reject) => {
     const mod = u.protocol === 'https:' ? https : http;
     const req = mod.request({
-      protocol: u.protocol, host: target.address, port: u.port || undefined, path: `${u.pathname}${u.search}`, method: 'GET',
+      protocol: u.protocol,
+      host: target.address,
+      port: u.port || undefined,
+      path: `${u.pathname}${u.search}`,
+      method: 'GET',
       agent: policy.agents[u.protocol as 'http:' | 'https:'],
       // The vetted address is connected to; the URL's own name goes in Host, SNI and the certificate check.
       headers: {
-        host: u.host, 'user-agent': policy.userAgent, accept: opts.accept, 'accept-encoding': 'gzip, deflate, br',
+        host: u.host,
+        'user-agent': policy.userAgent,
+        accept: opts.accept,
+        'accept-encoding': 'gzip, deflate, br',
         'accept-language': 'en;q=1, *;q=0.5',
       },
       servername: net.isIP(bareHost(u)) ? undefined : u.hostname,
     });
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; req.destroy(new Timeout()); }, Math.max(1, until - Date.now()));
+    const timer = setTimeout(
+      () => {
+        timedOut = true;
+        req.destroy(new Timeout());
+      },
+      Math.max(1, until - Date.now()),
+    );
     // Whatever error the cut connection reports, running out of time is the reason.
-    const fail = (e: unknown) => { clearTimeout(timer); reject(timedOut ? new Timeout() : e); };
+    const fail = (e: unknown) => {
+      clearTimeout(timer);
+      reject(timedOut ? new Timeout() : e);
+    };
     req.on('error', fail);
     req.on('response', (res) => {
       res.on('error', () => {});
@@ -172,10 +215,13 @@ async function hop(u: URL, policy: FetchPolicy, opts: FetchOptions, until: numbe
         return;
       }
       const charset = params.map((p) => /^\s*charset\s*=\s*"?([^";]+)"?/i.exec(p)?.[1] ?? null).find((c) => c !== null) ?? null;
-      readBody(res, maxBytes, opts.truncate === true).then((body) => {
-        clearTimeout(timer);
-        resolve({ status, mime, charset, body });
-      }, (e) => fail(Object.assign(e, { status })));
+      readBody(res, maxBytes, opts.truncate === true).then(
+        (body) => {
+          clearTimeout(timer);
+          resolve({ status, mime, charset, body });
+        },
+        (e) => fail(Object.assign(e, { status })),
+      );
     });
     req.end();
   });
@@ -187,13 +233,23 @@ async function hop(u: URL, policy: FetchPolicy, opts: FetchOptions, until: numbe
  */
 export async function guardedGet(url: string, policy: FetchPolicy, opts: FetchOptions): Promise<Fetched | FetchFailure> {
   let current = url;
-  const fail = (reason: FailReason, detail: string, status: number | null = null): FetchFailure =>
-    ({ ok: false, url, finalUrl: current, status, reason, detail });
+  const fail = (reason: FailReason, detail: string, status: number | null = null): FetchFailure => ({
+    ok: false,
+    url,
+    finalUrl: current,
+    status,
+    reason,
+    detail,
+  });
   if (Date.now() >= policy.deadline) return fail('deadline', 'the research run ran out of time');
   const until = Math.min(policy.deadline, Date.now() + policy.timeoutMs);
   for (let redirects = 0; ; redirects += 1) {
     let u: URL;
-    try { u = new URL(current); } catch { return fail('bad-url', `"${current}" is not a URL`); }
+    try {
+      u = new URL(current);
+    } catch {
+      return fail('bad-url', `"${current}" is not a URL`);
+    }
     if (u.protocol !== 'http:' && u.protocol !== 'https:') return fail('bad-url', `the scheme ${u.protocol} is not fetched`);
     let r: Hop;
     try {
@@ -209,7 +265,11 @@ export async function guardedGet(url: string, policy: FetchPolicy, opts: FetchOp
     }
     if (!('redirect' in r)) return { ok: true, url, finalUrl: current, fetchedAt: new Date(), ...r };
     if (redirects >= policy.maxRedirects) return fail('too-many-redirects', `more than ${policy.maxRedirects} redirects`, r.status);
-    try { current = new URL(r.redirect, u).toString(); } catch { return fail('bad-url', `redirect to "${r.redirect}", which is not a URL`, r.status); }
+    try {
+      current = new URL(r.redirect, u).toString();
+    } catch {
+      return fail('bad-url', `redirect to "${r.redirect}", which is not a URL`, r.status);
+    }
     if (opts.followRedirect && !opts.followRedirect(current)) return fail('off-site', `redirected off the site to ${current}`, r.status);
   }
 }

@@ -3,7 +3,7 @@
 // and its paths are matched against a page's path below the root, so a test or staging site
 // served under a path prefix behaves as the same site would at its own domain.
 import { createRequire } from 'node:module';
-import { guardedGet, type FetchPolicy } from './fetch.js';
+import { type FetchPolicy, guardedGet } from './fetch.js';
 
 interface Robot {
   isAllowed(url: string, ua?: string): boolean | undefined;
@@ -37,15 +37,22 @@ export interface RobotsRules {
 
 /** A URL's path (and query) relative to the site root path, always starting with `/`. */
 export function rootRelative(u: URL, rootPath: string): string {
-  const path = rootPath && (u.pathname === rootPath || u.pathname.startsWith(`${rootPath}/`)) ? u.pathname.slice(rootPath.length) : u.pathname;
+  const path =
+    rootPath && (u.pathname === rootPath || u.pathname.startsWith(`${rootPath}/`)) ? u.pathname.slice(rootPath.length) : u.pathname;
   return `${path || '/'}${u.search}`;
 }
 
 export async function readRobots(origin: string, rootPath: string, policy: FetchPolicy): Promise<RobotsRules> {
   const url = `${origin}${rootPath}/robots.txt`;
   const r = await guardedGet(url, policy, { accept: 'text/plain, */*;q=0.5', truncate: true, maxBytes: ROBOTS_MAX_BYTES });
-  const everything = (state: 'absent' | 'unreachable', detail: string): RobotsRules =>
-    ({ state, url, detail, allows: () => state === 'absent', sitemaps: [], crawlDelayMs: null });
+  const everything = (state: 'absent' | 'unreachable', detail: string): RobotsRules => ({
+    state,
+    url,
+    detail,
+    allows: () => state === 'absent',
+    sitemaps: [],
+    crawlDelayMs: null,
+  });
   if (!r.ok) {
     if (r.reason === 'http-status' && r.status !== null && r.status >= 400 && r.status < 500) {
       return everything('absent', `robots.txt answered HTTP ${r.status}: every page may be fetched (RFC 9309)`);
@@ -61,10 +68,20 @@ export async function readRobots(origin: string, rootPath: string, policy: Fetch
     detail: 'robots.txt read',
     allows(pageUrl: string) {
       let u: URL;
-      try { u = new URL(pageUrl); } catch { return false; }
+      try {
+        u = new URL(pageUrl);
+      } catch {
+        return false;
+      }
       return robots.isAllowed(`${VIRTUAL_ORIGIN}${rootRelative(u, rootPath)}`, ROBOTS_TOKEN) !== false;
     },
-    sitemaps: robots.getSitemaps().flatMap((s) => { try { return [new URL(s, url).toString()]; } catch { return []; } }),
+    sitemaps: robots.getSitemaps().flatMap((s) => {
+      try {
+        return [new URL(s, url).toString()];
+      } catch {
+        return [];
+      }
+    }),
     crawlDelayMs: typeof delay === 'number' && delay > 0 ? Math.min(delay * 1000, MAX_CRAWL_DELAY_MS) : null,
   };
 }

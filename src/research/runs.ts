@@ -4,18 +4,17 @@
 // outcome and company.research_completed commit together. A second request for a company that is
 // being researched waits for that run and answers its result; it fetches nothing and costs nothing.
 import { sql } from 'kysely';
-import { withOrg, type Db, type Tx } from '../../db/database.js';
+import { type Db, type Tx, withOrg } from '../../db/database.js';
+import { recheckOrgHealth } from '../account/org-health.js';
+import { usagePeriod } from '../account/usage.js';
+import { notFound, ProblemError } from '../http/problems.js';
 import type { Config } from '../platform/config.js';
-import type { Deps } from '../platform/services.js';
 import { emit } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
-import { ProblemError, notFound } from '../http/problems.js';
-import { usagePeriod } from '../account/usage.js';
-import { recheckOrgHealth } from '../account/org-health.js';
+import type { Deps } from '../platform/services.js';
 import { crawlSite } from './crawl.js';
 import { buildDossier, type Dossier } from './dossier.js';
 import { ROBOTS_TOKEN } from './robots.js';
-
 
 /** How long one crawl may take: well inside the 120 s a client is told to wait. */
 export const CRAWL_BUDGET_MS = 45_000;
@@ -31,7 +30,7 @@ export const isFresh = (updatedAt: Date, ttlDays: number, now = Date.now()) => u
 /** A stored dossier this version of the service wrote, or null (legacy or malformed). */
 export function storedDossier(research: unknown): Dossier | null {
   const d = research as Partial<Dossier> | null;
-  return d && typeof d === 'object' && d.version === 1 && Array.isArray(d.researchSources) && d.coverage ? d as Dossier : null;
+  return d && typeof d === 'object' && d.version === 1 && Array.isArray(d.researchSources) && d.coverage ? (d as Dossier) : null;
 }
 
 export interface CompanyResearchOutcome {
@@ -50,8 +49,12 @@ type Reservation =
   | { kind: 'run'; runId: string; company: { name: string | null; domain: string }; ttlDays: number };
 
 async function companyRow(trx: Tx, org: string, companyId: string) {
-  return trx.selectFrom('companies').select(['id', 'name', 'domain_normalized', 'research', 'research_updated_at'])
-    .where('organization_id', '=', org).where('id', '=', companyId).executeTakeFirst();
+  return trx
+    .selectFrom('companies')
+    .select(['id', 'name', 'domain_normalized', 'research', 'research_updated_at'])
+    .where('organization_id', '=', org)
+    .where('id', '=', companyId)
+    .executeTakeFirst();
 }
 
 /** Takes the company's one running slot; false when another run holds it. */
@@ -64,30 +67,51 @@ async function takeSlot(trx: Tx, org: string, runId: string, companyId: string, 
 
 async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: boolean, contactId: string | null): Promise<Reservation> {
   // The dossier itself is read only when it may be reused.
-  const c = await trx.selectFrom('companies as c').innerJoin('organizations as o', 'o.id', 'c.organization_id')
+  const c = await trx
+    .selectFrom('companies as c')
+    .innerJoin('organizations as o', 'o.id', 'c.organization_id')
     .select(['c.name', 'c.domain_normalized', 'c.research_updated_at', 'o.research_budget', 'o.research_ttl_days'])
     .$if(reuseFresh, (q) => q.select('c.research'))
-    .where('c.organization_id', '=', org).where('c.id', '=', companyId).executeTakeFirst();
+    .where('c.organization_id', '=', org)
+    .where('c.id', '=', companyId)
+    .executeTakeFirst();
   if (!c) throw notFound('company');
   const stored = reuseFresh ? storedDossier((c as { research?: unknown }).research) : null;
   if (stored && c.research_updated_at && isFresh(c.research_updated_at, c.research_ttl_days)) {
     return {
       kind: 'reuse',
-      outcome: { runId: stored.runId, companyId, dossier: stored, updatedAt: c.research_updated_at, ttlDays: c.research_ttl_days, reused: true },
+      outcome: {
+        runId: stored.runId,
+        companyId,
+        dossier: stored,
+        updatedAt: c.research_updated_at,
+        ttlDays: c.research_ttl_days,
+        reused: true,
+      },
     };
   }
   // At most one running run per company (a partial unique index): a request that finds one waits
   // for it, unless it is left over from a process that died.
   const runId = newId('rrn');
-  if (!await takeSlot(trx, org, runId, companyId, contactId)) {
-    const running = await trx.selectFrom('research_runs').select(['id', 'started_at']).where('organization_id', '=', org)
-      .where('company_id', '=', companyId).where('status', '=', 'running').forUpdate().executeTakeFirst();
+  if (!(await takeSlot(trx, org, runId, companyId, contactId))) {
+    const running = await trx
+      .selectFrom('research_runs')
+      .select(['id', 'started_at'])
+      .where('organization_id', '=', org)
+      .where('company_id', '=', companyId)
+      .where('status', '=', 'running')
+      .forUpdate()
+      .executeTakeFirst();
     if (running && running.started_at.getTime() >= Date.now() - STALE_RUN_MS) return { kind: 'wait', runId: running.id };
     if (running) {
-      await trx.updateTable('research_runs').set({ status: 'abandoned', finished_at: sql`now_ms()`, error: 'the process running it stopped' } as never)
-        .where('organization_id', '=', org).where('id', '=', running.id).execute();
+      await trx
+        .updateTable('research_runs')
+        .set({ status: 'abandoned', finished_at: sql`now_ms()`, error: 'the process running it stopped' } as never)
+        .where('organization_id', '=', org)
+        .where('id', '=', running.id)
+        .execute();
     }
-    if (!await takeSlot(trx, org, runId, companyId, contactId)) {
+    if (!(await takeSlot(trx, org, runId, companyId, contactId))) {
       throw new ProblemError('internal-error', 'Another research run of this company started at the same moment; retry the request.');
     }
   }
@@ -95,8 +119,12 @@ async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: bool
   // held from here to COMMIT only: the count sees every run committed before it, and this one.
   await sql`SELECT pg_advisory_xact_lock(hashtextextended('research:' || ${org}, 0))`.execute(trx);
   const period = usagePeriod();
-  const used = await trx.selectFrom('research_runs').select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('organization_id', '=', org).where('started_at', '>=', period.start).executeTakeFirstOrThrow();
+  const used = await trx
+    .selectFrom('research_runs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('organization_id', '=', org)
+    .where('started_at', '>=', period.start)
+    .executeTakeFirstOrThrow();
   if (Number(used.n) > c.research_budget) {
     const retryAfter = Math.max(1, Math.ceil((period.end.getTime() - Date.now()) / 1000));
     throw new ProblemError(
@@ -114,8 +142,14 @@ async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: bool
 /** Waits for a running run to end; true when it completed, false when it failed or was abandoned. */
 async function awaitRun(db: Db, org: string, runId: string): Promise<boolean> {
   for (;;) {
-    const r = await withOrg(db, org, (trx) => trx.selectFrom('research_runs').select(['status', 'started_at'])
-      .where('organization_id', '=', org).where('id', '=', runId).executeTakeFirstOrThrow());
+    const r = await withOrg(db, org, (trx) =>
+      trx
+        .selectFrom('research_runs')
+        .select(['status', 'started_at'])
+        .where('organization_id', '=', org)
+        .where('id', '=', runId)
+        .executeTakeFirstOrThrow(),
+    );
     if (r.status !== 'running') return r.status === 'completed';
     if (r.started_at.getTime() < Date.now() - STALE_RUN_MS) return false;
     await new Promise((res) => setTimeout(res, POLL_MS));
@@ -139,32 +173,62 @@ async function run(deps: Deps, org: string, companyId: string, r: Extract<Reserv
   let dossier: Dossier;
   try {
     const crawl = await crawlSite(r.company.domain, {
-      siteUrlTemplate: config.researchSiteUrlTemplate, userAgent: userAgent(config), allowPrivate: config.researchAllowPrivateTargets,
-      allowedTargets: config.researchAllowedTargets, requestTimeoutMs: config.researchRequestTimeoutMs, maxPageBytes: config.researchMaxPageBytes,
-      budgetMs: CRAWL_BUDGET_MS, lookup: deps.services.lookup,
+      siteUrlTemplate: config.researchSiteUrlTemplate,
+      userAgent: userAgent(config),
+      allowPrivate: config.researchAllowPrivateTargets,
+      allowedTargets: config.researchAllowedTargets,
+      requestTimeoutMs: config.researchRequestTimeoutMs,
+      maxPageBytes: config.researchMaxPageBytes,
+      budgetMs: CRAWL_BUDGET_MS,
+      lookup: deps.services.lookup,
     });
     dossier = buildDossier(r.runId, r.company, crawl);
   } catch (e) {
-    await withOrg(deps.db, org, (trx) => trx.updateTable('research_runs')
-      .set({ status: 'failed', error: String((e as Error).message).slice(0, 500), finished_at: sql`now_ms()` } as never)
-      .where('organization_id', '=', org).where('id', '=', r.runId).execute()).catch(() => {});
+    await withOrg(deps.db, org, (trx) =>
+      trx
+        .updateTable('research_runs')
+        .set({ status: 'failed', error: String((e as Error).message).slice(0, 500), finished_at: sql`now_ms()` } as never)
+        .where('organization_id', '=', org)
+        .where('id', '=', r.runId)
+        .execute(),
+    ).catch(() => {});
     throw e;
   }
   const updatedAt = await withOrg(deps.db, org, async (trx) => {
-    const row = await trx.updateTable('companies').set({
-      research: JSON.stringify(dossier), research_updated_at: sql`now_ms()`, sources_count: JSON.stringify(dossier.researchSources.length),
-      updated_at: sql`now_ms()`,
-    } as never).where('organization_id', '=', org).where('id', '=', companyId).returning('research_updated_at').executeTakeFirstOrThrow();
-    await trx.updateTable('research_runs').set({
-      status: 'completed', finished_at: sql`now_ms()`, pages_fetched: dossier.coverage.pagesFetched, requests: dossier.coverage.requests,
-    } as never).where('organization_id', '=', org).where('id', '=', r.runId).execute();
+    const row = await trx
+      .updateTable('companies')
+      .set({
+        research: JSON.stringify(dossier),
+        research_updated_at: sql`now_ms()`,
+        sources_count: JSON.stringify(dossier.researchSources.length),
+        updated_at: sql`now_ms()`,
+      } as never)
+      .where('organization_id', '=', org)
+      .where('id', '=', companyId)
+      .returning('research_updated_at')
+      .executeTakeFirstOrThrow();
+    await trx
+      .updateTable('research_runs')
+      .set({
+        status: 'completed',
+        finished_at: sql`now_ms()`,
+        pages_fetched: dossier.coverage.pagesFetched,
+        requests: dossier.coverage.requests,
+      } as never)
+      .where('organization_id', '=', org)
+      .where('id', '=', r.runId)
+      .execute();
     await emit(trx, org, {
-      type: 'company.research_completed', resource: { type: 'Company', id: companyId },
+      type: 'company.research_completed',
+      resource: { type: 'Company', id: companyId },
       data: { companyId, hasMinimumCoverage: dossier.coverage.hasMinimumCoverage, lowConfidence: dossier.coverage.lowConfidence },
     });
     return row.research_updated_at!;
   });
-  deps.log.info({ organizationId: org, companyId, runId: r.runId, pages: dossier.coverage.pagesFetched, durationMs: dossier.coverage.durationMs }, 'research run completed');
+  deps.log.info(
+    { organizationId: org, companyId, runId: r.runId, pages: dossier.coverage.pagesFetched, durationMs: dossier.coverage.durationMs },
+    'research run completed',
+  );
   return { runId: r.runId, companyId, dossier, updatedAt, ttlDays: r.ttlDays, reused: false };
 }
 
@@ -174,7 +238,10 @@ async function run(deps: Deps, org: string, companyId: string, r: Extract<Reserv
  * spent.
  */
 export async function researchCompany(
-  deps: Deps, org: string, companyId: string, opts: { reuseFresh: boolean; contactId?: string },
+  deps: Deps,
+  org: string,
+  companyId: string,
+  opts: { reuseFresh: boolean; contactId?: string },
 ): Promise<CompanyResearchOutcome> {
   for (let attempt = 0; ; attempt += 1) {
     const r = await withOrg(deps.db, org, (trx) => reserve(trx, org, companyId, opts.reuseFresh, opts.contactId ?? null));

@@ -28,14 +28,18 @@ export const CONDITION_LIMITS = {
 const KEY = /^[A-Za-z0-9_-]{1,64}$/;
 const OPERATORS = ['equals', 'in', 'gte', 'exists'] as const;
 
-export interface ConditionError { field: string; message: string }
+export interface ConditionError {
+  field: string;
+  message: string;
+}
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function scalarError(v: unknown): string | null {
   if (v === null || typeof v === 'boolean') return null;
   if (typeof v === 'number') return Number.isFinite(v) ? null : 'must be a finite number';
-  if (typeof v === 'string') return v.length <= CONDITION_LIMITS.maxStringChars ? null : `must be at most ${CONDITION_LIMITS.maxStringChars} characters`;
+  if (typeof v === 'string')
+    return v.length <= CONDITION_LIMITS.maxStringChars ? null : `must be at most ${CONDITION_LIMITS.maxStringChars} characters`;
   return 'must be a string, number, boolean or null';
 }
 
@@ -44,32 +48,42 @@ export function checkConditions(tree: unknown, at = 'conditions'): ConditionErro
   let nodes = 0;
   const walk = (node: unknown, where: string, depth: number): ConditionError | null => {
     nodes += 1;
-    if (nodes > CONDITION_LIMITS.maxNodes) return { field: where, message: `a condition tree has at most ${CONDITION_LIMITS.maxNodes} nodes` };
+    if (nodes > CONDITION_LIMITS.maxNodes)
+      return { field: where, message: `a condition tree has at most ${CONDITION_LIMITS.maxNodes} nodes` };
     if (!isObject(node)) return { field: where, message: 'must be an object: {all: [...]}, {any: [...]} or {field, <operator>}' };
     const keys = Object.keys(node);
     if (keys.includes('all') || keys.includes('any')) {
       const op = keys.includes('all') ? 'all' : 'any';
       if (keys.length !== 1) return { field: where, message: `${op} stands alone: no other key beside it` };
-      if (depth > CONDITION_LIMITS.maxDepth) return { field: where, message: `all/any nest at most ${CONDITION_LIMITS.maxDepth} levels deep` };
+      if (depth > CONDITION_LIMITS.maxDepth)
+        return { field: where, message: `all/any nest at most ${CONDITION_LIMITS.maxDepth} levels deep` };
       const children = node[op];
-      if (!Array.isArray(children) || children.length === 0) return { field: `${where}.${op}`, message: 'must be a non-empty array of conditions' };
-      if (children.length > CONDITION_LIMITS.maxChildren) return { field: `${where}.${op}`, message: `holds at most ${CONDITION_LIMITS.maxChildren} conditions` };
+      if (!Array.isArray(children) || children.length === 0)
+        return { field: `${where}.${op}`, message: 'must be a non-empty array of conditions' };
+      if (children.length > CONDITION_LIMITS.maxChildren)
+        return { field: `${where}.${op}`, message: `holds at most ${CONDITION_LIMITS.maxChildren} conditions` };
       for (let i = 0; i < children.length; i += 1) {
         const e = walk(children[i], `${where}.${op}[${i}]`, depth + 1);
         if (e) return e;
       }
       return null;
     }
-    if (!keys.includes('field')) return { field: where, message: 'must be {all: [...]}, {any: [...]} or a leaf {field, equals|in|gte|exists}' };
+    if (!keys.includes('field'))
+      return { field: where, message: 'must be {all: [...]}, {any: [...]} or a leaf {field, equals|in|gte|exists}' };
     const extra = keys.filter((k) => k !== 'field' && !(OPERATORS as readonly string[]).includes(k));
-    if (extra.length > 0) return { field: `${where}.${extra[0]}`, message: `unknown key; a leaf has field and one of ${OPERATORS.join(', ')}` };
+    if (extra.length > 0)
+      return { field: `${where}.${extra[0]}`, message: `unknown key; a leaf has field and one of ${OPERATORS.join(', ')}` };
     const ops = keys.filter((k) => (OPERATORS as readonly string[]).includes(k));
     if (ops.length !== 1) return { field: where, message: `a leaf has exactly one operator of ${OPERATORS.join(', ')}` };
     const f = node.field;
-    if (typeof f !== 'string' || !f.startsWith('data.')) return { field: `${where}.field`, message: 'must be a path into the event data, such as data.intent' };
+    if (typeof f !== 'string' || !f.startsWith('data.'))
+      return { field: `${where}.field`, message: 'must be a path into the event data, such as data.intent' };
     const path = f.slice('data.'.length).split('.');
     if (path.length > CONDITION_LIMITS.maxPathKeys || !path.every((k) => KEY.test(k))) {
-      return { field: `${where}.field`, message: `must be data. then 1 to ${CONDITION_LIMITS.maxPathKeys} dot-separated keys of letters, digits, _ or -` };
+      return {
+        field: `${where}.field`,
+        message: `must be data. then 1 to ${CONDITION_LIMITS.maxPathKeys} dot-separated keys of letters, digits, _ or -`,
+      };
     }
     const op = ops[0];
     const v = node[op];
@@ -78,14 +92,16 @@ export function checkConditions(tree: unknown, at = 'conditions'): ConditionErro
       return e ? { field: `${where}.equals`, message: e } : null;
     }
     if (op === 'in') {
-      if (!Array.isArray(v) || v.length === 0 || v.length > CONDITION_LIMITS.maxInValues) return { field: `${where}.in`, message: `must be an array of 1 to ${CONDITION_LIMITS.maxInValues} values` };
+      if (!Array.isArray(v) || v.length === 0 || v.length > CONDITION_LIMITS.maxInValues)
+        return { field: `${where}.in`, message: `must be an array of 1 to ${CONDITION_LIMITS.maxInValues} values` };
       for (let i = 0; i < v.length; i += 1) {
         const e = scalarError(v[i]);
         if (e) return { field: `${where}.in[${i}]`, message: e };
       }
       return null;
     }
-    if (op === 'gte') return typeof v === 'number' && Number.isFinite(v) ? null : { field: `${where}.gte`, message: 'must be a finite number' };
+    if (op === 'gte')
+      return typeof v === 'number' && Number.isFinite(v) ? null : { field: `${where}.gte`, message: 'must be a finite number' };
     return typeof v === 'boolean' ? null : { field: `${where}.exists`, message: 'must be true or false' };
   };
   return walk(tree, at, 1);

@@ -4,14 +4,14 @@
 // Pausing (from an in-flight status: DRAFTED, APPROVED, QUEUED or ACTIVE) sets PAUSED and keeps the
 // status it left in pausedFrom; resuming supersedes every unsent step's draft, regenerates them as REGENERATED
 // versions and returns the sequence to DRAFTED, awaiting approval. Sent steps stay sent.
-import { sql, type SelectQueryBuilder } from 'kysely';
+import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
-import { emit, emitMany } from '../platform/events.js';
-import { newId, iso, isoNN } from '../platform/ids.js';
-import { ProblemError, notFound } from '../http/problems.js';
-import type { TemplateStep } from '../drafting/context.js';
 import { cancelQueued } from '../dispatch/queue.js';
+import type { TemplateStep } from '../drafting/context.js';
+import { notFound, ProblemError } from '../http/problems.js';
+import { emit, emitMany } from '../platform/events.js';
+import { iso, isoNN, newId } from '../platform/ids.js';
 
 /** Statuses that hold a list's deletion (409 without force=true) and that pausing acts on. */
 export const IN_FLIGHT_SEQUENCE_STATUSES = ['ACTIVE', 'QUEUED', 'DRAFTED', 'APPROVED'];
@@ -19,21 +19,47 @@ export const IN_FLIGHT_SEQUENCE_STATUSES = ['ACTIVE', 'QUEUED', 'DRAFTED', 'APPR
 export const ACTIVE_SEQUENCE_STATUSES = ['NEW', ...IN_FLIGHT_SEQUENCE_STATUSES];
 
 export type SequenceRow = {
-  id: string; organization_id: string; contact_id: string; template_id: string; product_id: string | null; status: string;
-  anchor_at_utc: Date | null; current_step: number; paused_from: string | null; created_at: Date; updated_at: Date;
+  id: string;
+  organization_id: string;
+  contact_id: string;
+  template_id: string;
+  product_id: string | null;
+  status: string;
+  anchor_at_utc: Date | null;
+  current_step: number;
+  paused_from: string | null;
+  created_at: Date;
+  updated_at: Date;
 };
 
 export function toSequence(r: SequenceRow) {
   return {
-    id: r.id, organizationId: r.organization_id, contactId: r.contact_id, templateId: r.template_id,
+    id: r.id,
+    organizationId: r.organization_id,
+    contactId: r.contact_id,
+    templateId: r.template_id,
     status: r.status as 'NEW' | 'ACTIVE' | 'QUEUED' | 'DRAFTED' | 'APPROVED' | 'PAUSED' | 'COMPLETED',
-    anchorAtUtc: iso(r.anchor_at_utc), currentStep: r.current_step, productId: r.product_id, pausedFrom: r.paused_from,
-    createdAt: isoNN(r.created_at), updatedAt: isoNN(r.updated_at),
+    anchorAtUtc: iso(r.anchor_at_utc),
+    currentStep: r.current_step,
+    productId: r.product_id,
+    pausedFrom: r.paused_from,
+    createdAt: isoNN(r.created_at),
+    updatedAt: isoNN(r.updated_at),
   };
 }
 
 export const SEQUENCE_COLUMNS = [
-  'id', 'organization_id', 'contact_id', 'template_id', 'product_id', 'status', 'anchor_at_utc', 'current_step', 'paused_from', 'created_at', 'updated_at',
+  'id',
+  'organization_id',
+  'contact_id',
+  'template_id',
+  'product_id',
+  'status',
+  'anchor_at_utc',
+  'current_step',
+  'paused_from',
+  'created_at',
+  'updated_at',
 ] as const;
 
 /**
@@ -41,34 +67,62 @@ export const SEQUENCE_COLUMNS = [
  * a model, its goal), for lists created without a useCaseTemplateId. Usable as a templateId too.
  */
 export const BUILTIN_TEMPLATE_ID = 'builtin-first-touch';
-const BUILTIN_STEPS: TemplateStep[] = [{
-  step: 1, dayOffset: 0, subject: 'A quick idea for {{company}}',
-  body: 'Hi {{firstName}},\n\n{{connectionPoint}}\n\nWould a short call next week be useful?\n\nBest regards',
-}];
+const BUILTIN_STEPS: TemplateStep[] = [
+  {
+    step: 1,
+    dayOffset: 0,
+    subject: 'A quick idea for {{company}}',
+    body: 'Hi {{firstName}},\n\n{{connectionPoint}}\n\nWould a short call next week be useful?\n\nBest regards',
+  },
+];
 
 /** Stored template steps ({dayOffset, subject, body} in order) numbered from 1. */
 const numbered = (steps: unknown): TemplateStep[] =>
   (steps as Array<Omit<TemplateStep, 'step'>>).map((s, i) => ({ step: i + 1, dayOffset: s.dayOffset, subject: s.subject, body: s.body }));
 
 /** A template the organization may use: the built-in one, its own sequence template, else an active public one. */
-export async function templateSteps(trx: Tx, organizationId: string, templateId: string): Promise<{ steps: TemplateStep[]; productId: string | null } | null> {
+export async function templateSteps(
+  trx: Tx,
+  organizationId: string,
+  templateId: string,
+): Promise<{ steps: TemplateStep[]; productId: string | null } | null> {
   if (templateId === BUILTIN_TEMPLATE_ID) return { steps: BUILTIN_STEPS, productId: null };
-  const own = await trx.selectFrom('sequence_templates').select(['steps', 'product_id'])
-    .where('organization_id', '=', organizationId).where('id', '=', templateId).executeTakeFirst();
+  const own = await trx
+    .selectFrom('sequence_templates')
+    .select(['steps', 'product_id'])
+    .where('organization_id', '=', organizationId)
+    .where('id', '=', templateId)
+    .executeTakeFirst();
   if (own) return { steps: numbered(own.steps), productId: own.product_id };
-  const pub = await trx.selectFrom('public_templates').select('steps').where('id', '=', templateId).where('active', '=', true).executeTakeFirst();
+  const pub = await trx
+    .selectFrom('public_templates')
+    .select('steps')
+    .where('id', '=', templateId)
+    .where('active', '=', true)
+    .executeTakeFirst();
   return pub ? { steps: numbered(pub.steps), productId: null } : null;
 }
 
 /** Enqueues draft generation for sequences (in the caller's transaction, so it commits with them). */
 export async function enqueueGeneration(
-  trx: Tx, organizationId: string, sequenceIds: string[], mode: 'missing' | 'unapproved' | 'unsent', runId: string | null = null,
+  trx: Tx,
+  organizationId: string,
+  sequenceIds: string[],
+  mode: 'missing' | 'unapproved' | 'unsent',
+  runId: string | null = null,
 ): Promise<void> {
   if (sequenceIds.length === 0) return;
-  await sql`SELECT enqueue_job('generate_drafts', ${JSON.stringify({ organizationId, sequenceIds, pass: newId('gen'), mode, runId })}::json)`.execute(trx);
+  await sql`SELECT enqueue_job('generate_drafts', ${JSON.stringify({ organizationId, sequenceIds, pass: newId('gen'), mode, runId })}::json)`.execute(
+    trx,
+  );
 }
 
-export interface NewSequence { contactId: string; templateId: string; anchorAtUtc?: string; productId?: string }
+export interface NewSequence {
+  contactId: string;
+  templateId: string;
+  anchorAtUtc?: string;
+  productId?: string;
+}
 
 /**
  * Creates a contact's sequence (NEW) and enqueues its drafts, or answers the existing sequence of
@@ -77,33 +131,68 @@ export interface NewSequence { contactId: string; templateId: string; anchorAtUt
  */
 export async function createSequence(trx: Tx, organizationId: string, input: NewSequence): Promise<{ row: SequenceRow; created: boolean }> {
   const org = organizationId;
-  const contact = await trx.selectFrom('contacts').select('id').where('organization_id', '=', org).where('id', '=', input.contactId)
-    .where('deleted_at', 'is', null).where('erased_at', 'is', null).executeTakeFirst();
+  const contact = await trx
+    .selectFrom('contacts')
+    .select('id')
+    .where('organization_id', '=', org)
+    .where('id', '=', input.contactId)
+    .where('deleted_at', 'is', null)
+    .where('erased_at', 'is', null)
+    .executeTakeFirst();
   if (!contact) throw notFound('contact');
   const template = await templateSteps(trx, org, input.templateId);
   if (!template) throw notFound('template');
   if (input.productId !== undefined) {
-    const p = await trx.selectFrom('products').select('id').where('organization_id', '=', org).where('id', '=', input.productId).executeTakeFirst();
+    const p = await trx
+      .selectFrom('products')
+      .select('id')
+      .where('organization_id', '=', org)
+      .where('id', '=', input.productId)
+      .executeTakeFirst();
     if (!p) throw notFound('product');
   }
   // Creations for one contact queue here: the idempotency and product rules see each other.
   await sql`SELECT pg_advisory_xact_lock(hashtextextended('sequence:' || ${org} || ':' || ${contact.id}, 0))`.execute(trx);
-  const existing = await trx.selectFrom('contact_sequences').select(SEQUENCE_COLUMNS).where('organization_id', '=', org)
-    .where('contact_id', '=', contact.id).where('template_id', '=', input.templateId).executeTakeFirst();
+  const existing = await trx
+    .selectFrom('contact_sequences')
+    .select(SEQUENCE_COLUMNS)
+    .where('organization_id', '=', org)
+    .where('contact_id', '=', contact.id)
+    .where('template_id', '=', input.templateId)
+    .executeTakeFirst();
   if (existing) return { row: existing, created: false };
   const productId = input.productId ?? template.productId;
   if (productId !== null) {
-    const other = await trx.selectFrom('contact_sequences').select(['id', 'product_id']).where('organization_id', '=', org)
-      .where('contact_id', '=', contact.id).where('status', 'in', ACTIVE_SEQUENCE_STATUSES)
-      .where('product_id', 'is not', null).where('product_id', '<>', productId).executeTakeFirst();
+    const other = await trx
+      .selectFrom('contact_sequences')
+      .select(['id', 'product_id'])
+      .where('organization_id', '=', org)
+      .where('contact_id', '=', contact.id)
+      .where('status', 'in', ACTIVE_SEQUENCE_STATUSES)
+      .where('product_id', 'is not', null)
+      .where('product_id', '<>', productId)
+      .executeTakeFirst();
     if (other) {
-      throw new ProblemError('product-collision', `The contact has an active sequence (${other.id}) of another product (${other.product_id}); pause it or wait until it ends.`);
+      throw new ProblemError(
+        'product-collision',
+        `The contact has an active sequence (${other.id}) of another product (${other.product_id}); pause it or wait until it ends.`,
+      );
     }
   }
-  const row = await trx.insertInto('contact_sequences').values({
-    organization_id: org, id: newId('seq'), contact_id: contact.id, template_id: input.templateId, product_id: productId,
-    anchor_at_utc: input.anchorAtUtc ?? sql<Date>`now_ms()`, steps: JSON.stringify(template.steps), status: 'NEW',
-  } as never).returning(SEQUENCE_COLUMNS).executeTakeFirstOrThrow();
+  const row = await trx
+    .insertInto('contact_sequences')
+    .values({
+      organization_id: org,
+      id: newId('seq'),
+      contact_id: contact.id,
+      template_id: input.templateId,
+      product_id: productId,
+      anchor_at_utc: input.anchorAtUtc ?? sql<Date>`now_ms()`,
+      steps: JSON.stringify(template.steps),
+      status: 'NEW',
+    } as never)
+    .returning(SEQUENCE_COLUMNS)
+    .executeTakeFirstOrThrow();
   await enqueueGeneration(trx, org, [row.id], 'missing');
   return { row, created: true };
 }
@@ -113,18 +202,30 @@ export async function createSequence(trx: Tx, organizationId: string, input: New
  * keeping the status each paused from, and emits one sequence.paused per sequence. Returns the count.
  */
 export async function pauseSequences(
-  trx: Tx, organizationId: string, contactIds: string[] | SelectQueryBuilder<Database, keyof Database, { id: string }>, reason: string | null,
+  trx: Tx,
+  organizationId: string,
+  contactIds: string[] | SelectQueryBuilder<Database, keyof Database, { id: string }>,
+  reason: string | null,
 ): Promise<number> {
-  const paused = await trx.updateTable('contact_sequences')
+  const paused = await trx
+    .updateTable('contact_sequences')
     .set({ status: 'PAUSED', paused_from: sql`status`, paused_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` } as never)
-    .where('organization_id', '=', organizationId).where('contact_id', 'in', contactIds as string[]) // ids or a subquery of ids
+    .where('organization_id', '=', organizationId)
+    .where('contact_id', 'in', contactIds as string[]) // ids or a subquery of ids
     .where('status', 'in', IN_FLIGHT_SEQUENCE_STATUSES)
-    .returning(['id', 'contact_id', 'paused_from']).execute();
+    .returning(['id', 'contact_id', 'paused_from'])
+    .execute();
   // A paused sequence sends nothing: its queued steps leave the queue (a resume asks for approval again).
   await cancelQueued(trx, organizationId, { sequenceIds: paused.map((s) => s.id) }, 'sequence_not_active');
-  await emitMany(trx, organizationId, paused.map((s) => ({
-    type: 'sequence.paused', resource: { type: 'Sequence', id: s.id }, data: { sequenceId: s.id, contactId: s.contact_id, reason, pausedFrom: s.paused_from },
-  })));
+  await emitMany(
+    trx,
+    organizationId,
+    paused.map((s) => ({
+      type: 'sequence.paused',
+      resource: { type: 'Sequence', id: s.id },
+      data: { sequenceId: s.id, contactId: s.contact_id, reason, pausedFrom: s.paused_from },
+    })),
+  );
   return paused.length;
 }
 
@@ -134,19 +235,30 @@ export async function pauseSequences(
  * emitted. Nothing is sent. Returns the resumed sequence ids.
  */
 export async function resumeSequences(trx: Tx, organizationId: string, contactId: string, reason: string | null): Promise<string[]> {
-  const resumed = await trx.updateTable('contact_sequences')
+  const resumed = await trx
+    .updateTable('contact_sequences')
     .set({ status: 'DRAFTED', paused_at: null, updated_at: sql<Date>`now_ms()` } as never)
-    .where('organization_id', '=', organizationId).where('contact_id', '=', contactId).where('status', '=', 'PAUSED')
-    .returning(['id', 'paused_from']).execute();
+    .where('organization_id', '=', organizationId)
+    .where('contact_id', '=', contactId)
+    .where('status', '=', 'PAUSED')
+    .returning(['id', 'paused_from'])
+    .execute();
   const ids = resumed.map((r) => r.id);
   if (ids.length === 0) return [];
-  await trx.updateTable('drafts').set({ superseded_at: sql`now_ms()`, updated_at: sql`now_ms()` } as never)
-    .where('organization_id', '=', organizationId).where('sequence_id', 'in', ids).where('superseded_at', 'is', null).where('sent_at', 'is', null)
+  await trx
+    .updateTable('drafts')
+    .set({ superseded_at: sql`now_ms()`, updated_at: sql`now_ms()` } as never)
+    .where('organization_id', '=', organizationId)
+    .where('sequence_id', 'in', ids)
+    .where('superseded_at', 'is', null)
+    .where('sent_at', 'is', null)
     .execute();
   await enqueueGeneration(trx, organizationId, ids, 'unsent');
   for (const r of resumed) {
     await emit(trx, organizationId, {
-      type: 'sequence.resumed', resource: { type: 'Sequence', id: r.id }, data: { sequenceId: r.id, contactId, reason, pausedFrom: r.paused_from },
+      type: 'sequence.resumed',
+      resource: { type: 'Sequence', id: r.id },
+      data: { sequenceId: r.id, contactId, reason, pausedFrom: r.paused_from },
     });
   }
   return ids;

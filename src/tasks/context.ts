@@ -1,6 +1,3 @@
-
-
-
 /** Task payloads are validated before use; a malformed payload fails the job permanently. */
 export function requireFields<T extends Record<string, unknown>>(payload: unknown, fields: (keyof T & string)[]): T {
   if (!payload || typeof payload !== 'object') throw new Error('task payload must be an object');

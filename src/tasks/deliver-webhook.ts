@@ -1,7 +1,7 @@
 import type { Task } from 'graphile-worker';
-import { requireFields } from './context.js';
-import { deliverAttempt, MAX_ATTEMPTS } from '../webhooks/delivery.js';
 import type { Deps } from '../platform/services.js';
+import { deliverAttempt, MAX_ATTEMPTS } from '../webhooks/delivery.js';
+import { requireFields } from './context.js';
 
 /**
  * One attempt of one delivery row: a retry, or the first attempt of a replay. A job whose attempt

@@ -1,7 +1,7 @@
 import type { Task } from 'graphile-worker';
-import { requireFields } from './context.js';
-import { fanOut } from '../webhooks/delivery.js';
 import type { Deps } from '../platform/services.js';
+import { fanOut } from '../webhooks/delivery.js';
+import { requireFields } from './context.js';
 
 /**
  * Fans an event out to the subscribed active webhook endpoints and makes each first attempt.

@@ -1,7 +1,7 @@
 import type { Task } from 'graphile-worker';
-import { requireFields } from './context.js';
-import { generateDrafts, type GenerationMode } from '../drafting/generate.js';
+import { type GenerationMode, generateDrafts } from '../drafting/generate.js';
 import type { Deps } from '../platform/services.js';
+import { requireFields } from './context.js';
 
 const MODES: GenerationMode[] = ['missing', 'unapproved', 'unsent'];
 
@@ -12,7 +12,8 @@ const MODES: GenerationMode[] = ['missing', 'unapproved', 'unsent'];
 export function generateDraftsTask(deps: Deps): Task {
   return async (payload) => {
     const p = requireFields<{ organizationId: string; pass: string; mode: GenerationMode; sequenceIds: string[]; runId: string | null }>(
-      payload, ['organizationId', 'pass', 'mode'],
+      payload,
+      ['organizationId', 'pass', 'mode'],
     );
     if (!Array.isArray(p.sequenceIds) || !p.sequenceIds.every((s) => typeof s === 'string') || !MODES.includes(p.mode)) {
       throw new Error('generate_drafts: malformed payload');

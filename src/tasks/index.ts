@@ -1,19 +1,19 @@
 // The task list and crontab of the worker; one file per task.
 import type { TaskList } from 'graphile-worker';
-import { fanoutEvent } from './fanout-event.js';
+import type { Deps } from '../platform/services.js';
+import { classifyReplyTask } from './classify-reply.js';
 import { deliverWebhook } from './deliver-webhook.js';
-import { purgeIdempotencyKeys } from './purge-idempotency-keys.js';
-import { sweepDeals } from './sweep-deals.js';
+import { fanoutEvent } from './fanout-event.js';
 import { generateDraftsTask } from './generate-drafts.js';
 import { generateListChunk } from './generate-list-chunk.js';
-import { sendStepTask } from './send-step.js';
-import { sweepSends } from './sweep-sends.js';
-import { sweepLeads } from './sweep-leads.js';
-import { classifyReplyTask } from './classify-reply.js';
-import { sweepActionItems } from './sweep-action-items.js';
+import { purgeIdempotencyKeys } from './purge-idempotency-keys.js';
 import { runRulesTask } from './run-rules.js';
+import { sendStepTask } from './send-step.js';
+import { sweepActionItems } from './sweep-action-items.js';
+import { sweepDeals } from './sweep-deals.js';
+import { sweepLeads } from './sweep-leads.js';
 import { sweepOrgHealth } from './sweep-org-health.js';
-import type { Deps } from '../platform/services.js';
+import { sweepSends } from './sweep-sends.js';
 
 export function buildTaskList(deps: Deps): TaskList {
   return {

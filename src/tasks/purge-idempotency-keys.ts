@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import type { Task } from 'graphile-worker';
+import { sql } from 'kysely';
 import { withSystem } from '../../db/database.js';
 import type { Deps } from '../platform/services.js';
 

@@ -1,8 +1,8 @@
 import type { Task } from 'graphile-worker';
 import { withOrg } from '../../db/database.js';
-import { requireFields } from './context.js';
-import { runRules } from '../rules/rules.js';
 import type { Deps } from '../platform/services.js';
+import { runRules } from '../rules/rules.js';
+import { requireFields } from './context.js';
 
 /**
  * Runs the organization's enabled rules on one committed event (enqueued by the emitter when an

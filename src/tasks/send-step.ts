@@ -1,7 +1,7 @@
 import type { Task } from 'graphile-worker';
-import { requireFields } from './context.js';
 import { sendStep } from '../dispatch/send.js';
 import type { Deps } from '../platform/services.js';
+import { requireFields } from './context.js';
 
 /** Sends one queued step, or defers or skips it by its gates (src/dispatch/send.ts). */
 export function sendStepTask(deps: Deps): Task {

@@ -1,6 +1,6 @@
 import type { Task } from 'graphile-worker';
-import { runActionItemSweep } from '../work/action-item-sweep.js';
 import type { Deps } from '../platform/services.js';
+import { runActionItemSweep } from '../work/action-item-sweep.js';
 
 /** The crontab's sweep_action_items: the work is in src/work/action-item-sweep.ts. */
 export function sweepActionItems(deps: Deps): Task {

@@ -1,5 +1,5 @@
 import type { Task } from 'graphile-worker';
-import { STALE_SENDING_MS, purgeLedgerHours, sweepStaleSends } from '../dispatch/sweep.js';
+import { purgeLedgerHours, STALE_SENDING_MS, sweepStaleSends } from '../dispatch/sweep.js';
 import type { Deps } from '../platform/services.js';
 
 /** Marks steps whose send was claimed but never recorded as possibly sent, and drops stale cap buckets (src/dispatch/sweep.ts). */

@@ -7,17 +7,16 @@
 // a pending state the job saw, so a job that runs twice (a worker that died after sending, whose
 // lock expired) re-sends at most once more (receivers dedupe on the envelope id) and never
 // counts or schedules twice.
-import { sql, type RawBuilder } from 'kysely';
-import { withOrg, type Tx } from '../../db/database.js';
+import { type RawBuilder, sql } from 'kysely';
+import { type Tx, withOrg } from '../../db/database.js';
+import { recheckOrgHealth } from '../account/org-health.js';
 import type { Config } from '../platform/config.js';
 import type { Deps } from '../platform/services.js';
-import { envelopeBody, type EventRow } from './envelope.js';
+import { type EventRow, envelopeBody } from './envelope.js';
 import { postWebhook, type SendResult } from './http.js';
 import { SIGNATURE_HEADER, signatureHeader } from './signing.js';
-import { recheckOrgHealth } from '../account/org-health.js';
 
 export const MAX_ATTEMPTS = 7;
-
 
 interface LoadedDelivery {
   id: string;
@@ -30,8 +29,13 @@ interface LoadedDelivery {
 }
 
 type Flat = Omit<LoadedDelivery, 'event'> & {
-  event_id: string; event_type: string; api_version: string; data: unknown;
-  resource_type: string; resource_id: string; event_created_at: Date;
+  event_id: string;
+  event_type: string;
+  api_version: string;
+  data: unknown;
+  resource_type: string;
+  resource_id: string;
+  event_created_at: Date;
 };
 
 /** The id of the fan-out row of (event, endpoint): deterministic, so a repeated fan-out inserts nothing. */
@@ -52,11 +56,21 @@ async function load(trx: Tx, organizationId: string, source: RawBuilder<unknown>
     JOIN webhook_endpoints w ON w.organization_id = ${organizationId} AND w.id = d.webhook_endpoint_id
     JOIN events e ON e.organization_id = ${organizationId} AND e.id = d.event_id`.execute(trx);
   return r.rows.map((f) => ({
-    id: f.id, attempt: f.attempt, webhook_endpoint_id: f.webhook_endpoint_id, url: f.url,
-    endpoint_status: f.endpoint_status, secret_ciphertext: f.secret_ciphertext,
+    id: f.id,
+    attempt: f.attempt,
+    webhook_endpoint_id: f.webhook_endpoint_id,
+    url: f.url,
+    endpoint_status: f.endpoint_status,
+    secret_ciphertext: f.secret_ciphertext,
     event: {
-      organization_id: organizationId, id: f.event_id, type: f.event_type, api_version: f.api_version, data: f.data,
-      resource_type: f.resource_type, resource_id: f.resource_id, created_at: f.event_created_at,
+      organization_id: organizationId,
+      id: f.event_id,
+      type: f.event_type,
+      api_version: f.api_version,
+      data: f.data,
+      resource_type: f.resource_type,
+      resource_id: f.resource_id,
+      created_at: f.event_created_at,
     },
   }));
 }
@@ -83,9 +97,13 @@ async function attempt(deps: Deps, d: LoadedDelivery): Promise<AttemptResult> {
   if (secret === null) return { outcome: 'skip', error: 'not attempted: the signing secret cannot be recovered; rotate it' };
   const body = envelopeBody(d.event);
   return postWebhook({
-    url: d.url, body, timeoutMs: deps.config.webhookTimeoutMs, allowPrivate: deps.config.webhookAllowPrivateTargets,
+    url: d.url,
+    body,
+    timeoutMs: deps.config.webhookTimeoutMs,
+    allowPrivate: deps.config.webhookAllowPrivateTargets,
     headers: {
-      'content-type': 'application/json', 'user-agent': 'outbound-webhooks/1.0',
+      'content-type': 'application/json',
+      'user-agent': 'outbound-webhooks/1.0',
       [SIGNATURE_HEADER]: signatureHeader(secret, body),
     },
   });
@@ -94,7 +112,9 @@ async function attempt(deps: Deps, d: LoadedDelivery): Promise<AttemptResult> {
 async function record(deps: Deps, trx: Tx, organizationId: string, d: LoadedDelivery, r: AttemptResult): Promise<void> {
   const guard = sql`organization_id = ${organizationId} AND id = ${d.id} AND attempt = ${d.attempt} AND status IN ('pending', 'retrying')`;
   if (r.outcome === 'skip') {
-    await sql`UPDATE webhook_deliveries SET status = 'failed', http_status = NULL, error_message = ${r.error}, updated_at = now_ms() WHERE ${guard}`.execute(trx);
+    await sql`UPDATE webhook_deliveries SET status = 'failed', http_status = NULL, error_message = ${r.error}, updated_at = now_ms() WHERE ${guard}`.execute(
+      trx,
+    );
     return;
   }
   const ok = r.outcome === 'success';
@@ -150,7 +170,11 @@ async function attemptAll(deps: Deps, organizationId: string, rows: LoadedDelive
 export async function fanOut(deps: Deps, organizationId: string, eventId: string): Promise<void> {
   // One statement: the new rows (RETURNING) plus rows an earlier run made but did not record
   // (the scan sees the table as it was before this statement's insert, so nothing twice).
-  const rows = await withOrg(deps.db, organizationId, (trx) => load(trx, organizationId, sql`
+  const rows = await withOrg(deps.db, organizationId, (trx) =>
+    load(
+      trx,
+      organizationId,
+      sql`
     ins AS (
       INSERT INTO webhook_deliveries (organization_id, id, webhook_endpoint_id, event_id, event_type)
       SELECT e.organization_id, ${FANOUT_ID(sql`e.id`, sql`w.id`)}, w.id, e.id, e.type
@@ -165,14 +189,22 @@ export async function fanOut(deps: Deps, organizationId: string, eventId: string
       SELECT id, attempt, webhook_endpoint_id, event_id FROM webhook_deliveries d
       WHERE d.organization_id = ${organizationId} AND d.event_id = ${eventId} AND d.status = 'pending' AND d.attempt = 1
         AND d.id = ${FANOUT_ID(sql`d.event_id`, sql`d.webhook_endpoint_id`)}
-    )`));
+    )`,
+    ),
+  );
   await attemptAll(deps, organizationId, rows);
 }
 
 /** One scheduled attempt of one delivery row (a retry, or the first attempt of a replay). */
 export async function deliverAttempt(deps: Deps, organizationId: string, deliveryId: string, attemptNo: number): Promise<void> {
-  const rows = await withOrg(deps.db, organizationId, (trx) => load(trx, organizationId, sql`src AS (
+  const rows = await withOrg(deps.db, organizationId, (trx) =>
+    load(
+      trx,
+      organizationId,
+      sql`src AS (
     SELECT id, attempt, webhook_endpoint_id, event_id FROM webhook_deliveries
-    WHERE organization_id = ${organizationId} AND id = ${deliveryId} AND attempt = ${attemptNo} AND status IN ('pending', 'retrying'))`));
+    WHERE organization_id = ${organizationId} AND id = ${deliveryId} AND attempt = ${attemptNo} AND status IN ('pending', 'retrying'))`,
+    ),
+  );
   await attemptAll(deps, organizationId, rows);
 }

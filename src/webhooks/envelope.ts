@@ -2,8 +2,14 @@
 import { isoNN } from '../platform/ids.js';
 
 export interface EventRow {
-  organization_id: string; id: string; type: string; api_version: string; data: unknown;
-  resource_type: string; resource_id: string; created_at: Date | string;
+  organization_id: string;
+  id: string;
+  type: string;
+  api_version: string;
+  data: unknown;
+  resource_type: string;
+  resource_id: string;
+  created_at: Date | string;
 }
 
 export function toEnvelope(e: EventRow) {

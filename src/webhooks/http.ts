@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import { ResolveError, UnsafeTargetError, bareHost, resolveTarget } from '../net/address.js';
+import { bareHost, ResolveError, resolveTarget, UnsafeTargetError } from '../net/address.js';
 
 export type Outcome = 'success' | 'retry' | 'reject';
 
@@ -42,13 +42,21 @@ function describe(e: unknown, timeoutMs: number): string {
   return code ? `network error ${code}: ${msg}` : `network error: ${msg}`;
 }
 
-function once(u: URL, target: { address: string; family: 4 | 6 }, opts: SendOptions, deadline: number):
-Promise<{ status: number } | { error: unknown; reused: boolean }> {
+function once(
+  u: URL,
+  target: { address: string; family: 4 | 6 },
+  opts: SendOptions,
+  deadline: number,
+): Promise<{ status: number } | { error: unknown; reused: boolean }> {
   return new Promise((resolve) => {
     const mod = u.protocol === 'https:' ? https : http;
     const req = mod.request({
-      protocol: u.protocol, host: target.address, port: u.port || undefined, path: `${u.pathname}${u.search}`,
-      method: 'POST', agent: agents[u.protocol as 'http:' | 'https:'],
+      protocol: u.protocol,
+      host: target.address,
+      port: u.port || undefined,
+      path: `${u.pathname}${u.search}`,
+      method: 'POST',
+      agent: agents[u.protocol as 'http:' | 'https:'],
       // Connect to the vetted address; the URL's own host name goes in the Host header and TLS
       // (SNI and the certificate check).
       headers: { ...opts.headers, host: u.host, 'content-length': Buffer.byteLength(opts.body) },
@@ -77,12 +85,20 @@ Promise<{ status: number } | { error: unknown; reused: boolean }> {
 export async function postWebhook(opts: SendOptions): Promise<SendResult> {
   const started = Date.now();
   const deadline = started + opts.timeoutMs;
-  const done = (outcome: Outcome, httpStatus: number | null, error: string | null): SendResult =>
-    ({ outcome, httpStatus, error, durationMs: Date.now() - started });
+  const done = (outcome: Outcome, httpStatus: number | null, error: string | null): SendResult => ({
+    outcome,
+    httpStatus,
+    error,
+    durationMs: Date.now() - started,
+  });
   let u: URL;
-  try { u = new URL(opts.url); } catch { return done('reject', null, 'invalid URL'); }
+  try {
+    u = new URL(opts.url);
+  } catch {
+    return done('reject', null, 'invalid URL');
+  }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return done('reject', null, `unsupported scheme ${u.protocol}`);
-  let target;
+  let target: Awaited<ReturnType<typeof resolveTarget>>['addresses'][number];
   try {
     const resolved = await resolveTarget(u, opts.allowPrivate, opts.timeoutMs);
     target = resolved.addresses[0];

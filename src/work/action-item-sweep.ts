@@ -9,12 +9,12 @@
 // Each step runs in batches, each batch one transaction; rows are taken with SKIP LOCKED, so
 // overlapping sweeps (or a verb on the same item) never apply one change twice.
 import { sql } from 'kysely';
-import { withSystem, type Tx } from '../../db/database.js';
-import { openActionItem } from './action-items.js';
+import { type Tx, withSystem } from '../../db/database.js';
 import { assigneeFor } from '../account/people.js';
 import { expectedImpactCents, openDealOf } from '../deals/open-deal.js';
-import { IN_FLIGHT_SEQUENCE_STATUSES } from '../sequences/lifecycle.js';
 import type { Deps } from '../platform/services.js';
+import { IN_FLIGHT_SEQUENCE_STATUSES } from '../sequences/lifecycle.js';
+import { openActionItem } from './action-items.js';
 
 const BATCH = 5000;
 const RETURN_BATCH = 500;
@@ -43,7 +43,14 @@ async function unsnoozeBatch(trx: Tx): Promise<number> {
   return Number(r.numAffectedRows ?? 0);
 }
 
-interface Returned { organization_id: string; id: string; name: string; email: string; out_of_office_until: Date; source_key: string }
+interface Returned {
+  organization_id: string;
+  id: string;
+  name: string;
+  email: string;
+  out_of_office_until: Date;
+  source_key: string;
+}
 
 /** Opens the follow-up items of one batch of returns; returns how many it opened. */
 async function returnsBatch(trx: Tx): Promise<{ seen: number; opened: number }> {
@@ -65,12 +72,18 @@ async function returnsBatch(trx: Tx): Promise<{ seen: number; opened: number }> 
     const label = c.name || c.email;
     const back = c.out_of_office_until.toISOString().slice(0, 10);
     const id = await openActionItem(trx, c.organization_id, {
-      actionType: 'follow_up_ooo_return', title: `Follow up with ${label}: back from out of office`,
+      actionType: 'follow_up_ooo_return',
+      title: `Follow up with ${label}: back from out of office`,
       description: `${label} was out of office until ${back}. Their sequence goes on; a personal note now that they are back is timely.`,
-      priority: deal ? 'high' : 'medium', salesPersonId: await assigneeFor(trx, c.organization_id, c.id), aiGenerated: true,
-      entityType: 'Contact', entityId: c.id, expectedImpactCents: deal ? expectedImpactCents(deal.value_cents, deal.probability) : null,
+      priority: deal ? 'high' : 'medium',
+      salesPersonId: await assigneeFor(trx, c.organization_id, c.id),
+      aiGenerated: true,
+      entityType: 'Contact',
+      entityId: c.id,
+      expectedImpactCents: deal ? expectedImpactCents(deal.value_cents, deal.probability) : null,
       expiresAt: new Date(c.out_of_office_until.getTime() + RETURN_ITEM_TTL_DAYS * 86_400_000),
-      sourceKey: c.source_key, details: { contactId: c.id, outOfOfficeUntil: c.out_of_office_until.toISOString(), dealId: deal?.id ?? null },
+      sourceKey: c.source_key,
+      details: { contactId: c.id, outOfOfficeUntil: c.out_of_office_until.toISOString(), dealId: deal?.id ?? null },
     });
     if (id) opened += 1;
   }
@@ -80,9 +93,15 @@ async function returnsBatch(trx: Tx): Promise<{ seen: number; opened: number }> 
 /** Runs every step of the sweep to completion; returns what it changed. */
 export async function runActionItemSweep(deps: Deps): Promise<{ expired: number; unsnoozed: number; returns: number }> {
   const out = { expired: 0, unsnoozed: 0, returns: 0 };
-  for (let n = BATCH; n === BATCH;) { n = await withSystem(deps.db, expireBatch); out.expired += n; }
-  for (let n = BATCH; n === BATCH;) { n = await withSystem(deps.db, unsnoozeBatch); out.unsnoozed += n; }
-  for (let seen = RETURN_BATCH; seen === RETURN_BATCH;) {
+  for (let n = BATCH; n === BATCH; ) {
+    n = await withSystem(deps.db, expireBatch);
+    out.expired += n;
+  }
+  for (let n = BATCH; n === BATCH; ) {
+    n = await withSystem(deps.db, unsnoozeBatch);
+    out.unsnoozed += n;
+  }
+  for (let seen = RETURN_BATCH; seen === RETURN_BATCH; ) {
     const b = await withSystem(deps.db, returnsBatch);
     seen = b.seen;
     out.returns += b.opened;

@@ -3,8 +3,8 @@
 // A signal names itself with `sourceKey`, so the same signal never opens a second item.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { newId } from '../platform/ids.js';
 import { heldOutUnits } from '../analytics/holdout.js';
+import { newId } from '../platform/ids.js';
 
 export type ActionItemPriority = 'urgent' | 'high' | 'medium' | 'low';
 
@@ -30,8 +30,13 @@ export interface NewActionItem {
  * (src/analytics/holdout.ts: such a deal gets no AI items, and this is where it is first exposed).
  */
 export async function openActionItem(trx: Tx, organizationId: string, item: NewActionItem): Promise<string | null> {
-  if (item.aiGenerated && item.entityType === 'Deal' && item.entityId
-    && (await heldOutUnits(trx, organizationId, 'ai_actions', [item.entityId])).size > 0) return null;
+  if (
+    item.aiGenerated &&
+    item.entityType === 'Deal' &&
+    item.entityId &&
+    (await heldOutUnits(trx, organizationId, 'ai_actions', [item.entityId])).size > 0
+  )
+    return null;
   const id = newId('act');
   const r = await sql<{ id: string }>`
     INSERT INTO action_items (organization_id, id, action_type, title, description, priority, sales_person_id, ai_generated,

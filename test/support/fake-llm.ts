@@ -4,7 +4,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export interface FakeModelCall { body: any; index: number; headers: http.IncomingHttpHeaders }
+export interface FakeModelCall {
+  body: any;
+  index: number;
+  headers: http.IncomingHttpHeaders;
+}
 export interface FakeAnswer {
   /** The assistant message content (wrapped in a chat.completion). */
   content?: string;
@@ -38,13 +42,23 @@ export async function startFakeModel(): Promise<FakeModel> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
-      if (req.method !== 'POST' || !/\/chat\/completions$/.test(req.url ?? '')) { res.writeHead(404).end(); return; }
+      if (req.method !== 'POST' || !/\/chat\/completions$/.test(req.url ?? '')) {
+        res.writeHead(404).end();
+        return;
+      }
       inFlight += 1;
       maxInFlight = Math.max(maxInFlight, inFlight);
       open.add(res);
-      res.on('close', () => { inFlight -= 1; open.delete(res); });
+      res.on('close', () => {
+        inFlight -= 1;
+        open.delete(res);
+      });
       let body: any;
-      try { body = JSON.parse(Buffer.concat(chunks).toString('utf8')); } catch { body = null; }
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        body = null;
+      }
       const call = { body, index: calls.length, headers: req.headers };
       calls.push(call);
       const a = await handler(call);
@@ -52,14 +66,19 @@ export async function startFakeModel(): Promise<FakeModel> {
       if (a.delayMs) await new Promise((r) => setTimeout(r, a.delayMs));
       if (res.destroyed) return;
       const status = a.status ?? 200;
-      const usage = a.usage === null ? undefined : a.usage ?? { prompt_tokens: 100, completion_tokens: 50 };
-      const out = a.json ?? (status >= 400
-        ? { error: { message: a.content ?? `error ${status}`, type: 'fake_error' } }
-        : {
-          id: `chatcmpl-${call.index}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model: body?.model ?? 'fake',
-          choices: [{ index: 0, message: { role: 'assistant', content: a.content ?? '{}' }, finish_reason: 'stop' }],
-          ...(usage ? { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } } : {}),
-        });
+      const usage = a.usage === null ? undefined : (a.usage ?? { prompt_tokens: 100, completion_tokens: 50 });
+      const out =
+        a.json ??
+        (status >= 400
+          ? { error: { message: a.content ?? `error ${status}`, type: 'fake_error' } }
+          : {
+              id: `chatcmpl-${call.index}`,
+              object: 'chat.completion',
+              created: Math.floor(Date.now() / 1000),
+              model: body?.model ?? 'fake',
+              choices: [{ index: 0, message: { role: 'assistant', content: a.content ?? '{}' }, finish_reason: 'stop' }],
+              ...(usage ? { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } } : {}),
+            });
       res.writeHead(status, { 'content-type': 'application/json', ...(a.headers ?? {}) });
       res.end(JSON.stringify(out));
     });
@@ -68,13 +87,22 @@ export async function startFakeModel(): Promise<FakeModel> {
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     calls,
-    get maxInFlight() { return maxInFlight; },
-    answer(fn) { handler = fn; },
-    reset() { calls.length = 0; maxInFlight = 0; handler = () => ({ content: '{}' }); },
-    close: () => new Promise<void>((r) => {
-      for (const res of open) res.destroy();
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    get maxInFlight() {
+      return maxInFlight;
+    },
+    answer(fn) {
+      handler = fn;
+    },
+    reset() {
+      calls.length = 0;
+      maxInFlight = 0;
+      handler = () => ({ content: '{}' });
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        for (const res of open) res.destroy();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

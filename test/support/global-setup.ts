@@ -5,7 +5,10 @@ import type { TestProject } from 'vitest/node';
 import { migrate } from '../../db/database.js';
 
 declare module 'vitest' {
-  export interface ProvidedContext { pgUrl: string; templateDb: string }
+  export interface ProvidedContext {
+    pgUrl: string;
+    templateDb: string;
+  }
 }
 
 const TEMPLATE = 'outbound_test_template';

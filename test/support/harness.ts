@@ -2,18 +2,18 @@
 // on a loopback port, optionally the worker, and typed clients (openapi-fetch over the generated
 // paths) that validate every response against the spec.
 import crypto from 'node:crypto';
+import type { Runner } from 'graphile-worker';
+import createClient, { type Middleware } from 'openapi-fetch';
 import pg from 'pg';
 import { expect, inject } from 'vitest';
-import createClient, { type Middleware } from 'openapi-fetch';
-import type { Runner } from 'graphile-worker';
-import type { paths } from '../../generated/openapi.js';
 import type { paths as adminPaths } from '../../generated/admin.js';
 import bodyValidators from '../../generated/bodies.cjs';
-import { loadConfig, type Config } from '../../src/platform/config.js';
+import type { paths } from '../../generated/openapi.js';
+import { openRuntime, type Runtime, runWorker, serveHttp } from '../../src/boot/runtime.js';
+import { type Config, loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
-import { openRuntime, runWorker, serveHttp, type Runtime } from '../../src/boot/runtime.js';
-import { publicOperations, adminOperations, ALL_SCOPES } from '../../src/platform/spec.js';
 import type { OperationInfo } from '../../src/platform/openapi-doc.js';
+import { ALL_SCOPES, adminOperations, publicOperations } from '../../src/platform/spec.js';
 
 export { ALL_SCOPES };
 
@@ -23,20 +23,30 @@ function opFor(ops: Map<string, OperationInfo>, method: string, schemaPath: stri
 }
 
 /** Checks a response against the operation's documented statuses and body schema. */
-export async function checkResponse(ops: Map<string, OperationInfo>, method: string, schemaPath: string, response: Response): Promise<void> {
+export async function checkResponse(
+  ops: Map<string, OperationInfo>,
+  method: string,
+  schemaPath: string,
+  response: Response,
+): Promise<void> {
   const op = opFor(ops, method.toLowerCase(), schemaPath);
   if (!op) throw new Error(`no operation ${method} ${schemaPath} in the spec`);
   const status = String(response.status);
   if (!op.responseStatuses.includes(status)) {
-    throw new Error(`${op.operationId} answered ${status}, which the spec does not document (${op.responseStatuses.join(', ')}): ${await response.clone().text()}`);
+    throw new Error(
+      `${op.operationId} answered ${status}, which the spec does not document (${op.responseStatuses.join(', ')}): ${await response.clone().text()}`,
+    );
   }
   const ct = response.headers.get('content-type') ?? '';
-  if (response.status >= 400 && !ct.startsWith('application/problem+json')) throw new Error(`${op.operationId} ${status} content-type ${ct}`);
+  if (response.status >= 400 && !ct.startsWith('application/problem+json'))
+    throw new Error(`${op.operationId} ${status} content-type ${ct}`);
   const validate = bodyValidators[`${op.operationId}_r${status}`];
   if (!validate) return;
   const body = await response.clone().json();
   if (!validate(body)) {
-    throw new Error(`${op.operationId} ${status} body does not match the spec: ${JSON.stringify(validate.errors?.slice(0, 5))}\nbody: ${JSON.stringify(body).slice(0, 800)}`);
+    throw new Error(
+      `${op.operationId} ${status} body does not match the spec: ${JSON.stringify(validate.errors?.slice(0, 5))}\nbody: ${JSON.stringify(body).slice(0, 800)}`,
+    );
   }
   if (response.headers.get('x-request-id') === null) throw new Error(`${op.operationId} ${status} lacks X-Request-Id`);
 }
@@ -70,7 +80,10 @@ export interface ServiceClients {
   api(key?: string | null, headers?: Record<string, string>): PublicClient;
   newOrg(opts?: { plan?: 'free' | 'starter' | 'growth' }): Promise<TestOrg>;
   /** A fresh organization, a key of it and a client with that key. */
-  orgWithKey(scopes?: readonly string[], keyOpts?: Parameters<TestOrg['key']>[1]): Promise<{ org: TestOrg; key: string; api: PublicClient }>;
+  orgWithKey(
+    scopes?: readonly string[],
+    keyOpts?: Parameters<TestOrg['key']>[1],
+  ): Promise<{ org: TestOrg; key: string; api: PublicClient }>;
   /** Archives or test-flags a list through the operator API. */
   patchList: ReturnType<typeof listPatcher>;
 }
@@ -87,8 +100,14 @@ export interface TestService extends ServiceClients {
 export interface TestOrg {
   id: string;
   ownerId: string;
-  key(scopes?: readonly string[], opts?: { role?: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER'; userId?: string; expiresAt?: string }): Promise<string>;
-  keyWithId(scopes?: readonly string[], opts?: { role?: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER'; expiresAt?: string }): Promise<{ id: string; key: string }>;
+  key(
+    scopes?: readonly string[],
+    opts?: { role?: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER'; userId?: string; expiresAt?: string },
+  ): Promise<string>;
+  keyWithId(
+    scopes?: readonly string[],
+    opts?: { role?: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER'; expiresAt?: string },
+  ): Promise<{ id: string; key: string }>;
   user(role?: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER'): Promise<{ id: string }>;
 }
 
@@ -104,7 +123,10 @@ export async function createTestDatabase(opts: { empty?: boolean } = {}): Promis
   await adminConn.connect();
   // Cloning a template fails while another session is connected to it; retry briefly.
   for (let i = 0; ; i += 1) {
-    try { await adminConn.query(`CREATE DATABASE ${dbName} TEMPLATE ${opts.empty ? 'template0' : template}`); break; } catch (e) {
+    try {
+      await adminConn.query(`CREATE DATABASE ${dbName} TEMPLATE ${opts.empty ? 'template0' : template}`);
+      break;
+    } catch (e) {
       if (i > 50) throw e;
       await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
     }
@@ -135,7 +157,8 @@ export function serviceClients(baseUrl: string, adminToken: string): ServiceClie
     const orgId = data.id;
     const user = async (role: 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER' = 'REP') => {
       const r = await admin.POST('/organizations/{orgId}/users', {
-        params: { path: { orgId } }, body: { name: 'Test User', email: `u${crypto.randomBytes(4).toString('hex')}@example.com`, role },
+        params: { path: { orgId } },
+        body: { name: 'Test User', email: `u${crypto.randomBytes(4).toString('hex')}@example.com`, role },
       });
       if (!r.data) throw new Error(JSON.stringify(r.error));
       return { id: r.data.id };
@@ -150,10 +173,16 @@ export function serviceClients(baseUrl: string, adminToken: string): ServiceClie
       return { id: r.data.id, key: r.data.key };
     };
     return {
-      id: orgId, ownerId: data.owner.id, user, keyWithId,
+      id: orgId,
+      ownerId: data.owner.id,
+      user,
+      keyWithId,
       key: async (scopes = ALL_SCOPES, o = {}) => {
         if (o.userId) {
-          const r = await admin.POST('/organizations/{orgId}/api-keys', { params: { path: { orgId } }, body: { scopes: scopes as never, userId: o.userId } });
+          const r = await admin.POST('/organizations/{orgId}/api-keys', {
+            params: { path: { orgId } },
+            body: { scopes: scopes as never, userId: o.userId },
+          });
           if (!r.data) throw new Error(JSON.stringify(r.error));
           return r.data.key;
         }
@@ -163,7 +192,9 @@ export function serviceClients(baseUrl: string, adminToken: string): ServiceClie
   }
 
   return {
-    baseUrl, admin, newOrg,
+    baseUrl,
+    admin,
+    newOrg,
     api: (key, headers) => publicClient(baseUrl, key, headers),
     async orgWithKey(scopes = ALL_SCOPES, keyOpts = {}) {
       const org = await newOrg();
@@ -201,7 +232,10 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   const workers: Runner[] = [];
 
   return {
-    ...clients, config, rt, pool,
+    ...clients,
+    config,
+    rt,
+    pool,
     async startWorker() {
       const w = await runWorker(rt, 4);
       workers.push(w);
@@ -243,13 +277,24 @@ async function recordObservedTypes(pool: pg.Pool, dbName: string): Promise<void>
 }
 
 /** Raw HTTP for what a typed client cannot send (malformed JSON, wrong content types, huge bodies). */
-export async function raw(baseUrl: string, method: string, path: string, init: { key?: string; body?: string; headers?: Record<string, string> } = {}) {
+export async function raw(
+  baseUrl: string,
+  method: string,
+  path: string,
+  init: { key?: string; body?: string; headers?: Record<string, string> } = {},
+) {
   const res = await fetch(`${baseUrl}${path}`, {
-    method, body: init.body, headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...(init.headers ?? {}) },
+    method,
+    body: init.body,
+    headers: { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...(init.headers ?? {}) },
   });
   const text = await res.text();
   let json: unknown;
-  try { json = JSON.parse(text); } catch { json = undefined; }
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
   return { status: res.status, headers: res.headers, text, body: json as Record<string, unknown> };
 }
 

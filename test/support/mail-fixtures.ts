@@ -91,7 +91,8 @@ export function loadMailFixture(name: MailFixtureName, values: MailFixtureValues
     RETURN_DATE_DE: german(returnDate),
   };
   // latin1 keeps every byte (8-bit bodies, binary garbage) as one char; the values are written as UTF-8
-  const text = file.toString('latin1')
+  const text = file
+    .toString('latin1')
     .replace(/\{\{([A-Z_]+)\}\}/g, (whole, key: string) => (key in fill ? Buffer.from(fill[key], 'utf8').toString('latin1') : whole))
     .replace(/\r?\n/g, '\r\n');
   return Buffer.from(text, 'latin1');

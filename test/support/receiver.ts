@@ -31,7 +31,11 @@ export async function startReceiver(respond: Respond = () => 200): Promise<Recei
     req.on('end', async () => {
       const raw = Buffer.concat(chunks);
       let body: Record<string, any> | undefined;
-      try { body = JSON.parse(raw.toString('utf8')); } catch { body = undefined; }
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        body = undefined;
+      }
       const entry: Received = { headers: req.headers, raw, body, url: req.url ?? '', at: Date.now() };
       received.push(entry);
       const status = await respond(entry, received.length);
@@ -47,7 +51,18 @@ export async function startReceiver(respond: Respond = () => 200): Promise<Recei
     port,
     received,
     waitFor: (n = 1, pred = () => true) =>
-      waitFor(async () => { const hits = received.filter(pred); return hits.length >= n ? hits : null; }, 20_000, `${n} webhook request(s)`),
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+      waitFor(
+        async () => {
+          const hits = received.filter(pred);
+          return hits.length >= n ? hits : null;
+        },
+        20_000,
+        `${n} webhook request(s)`,
+      ),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

@@ -19,7 +19,12 @@ export interface Route {
   hosts?: Record<string, Route>;
 }
 
-export interface SiteRequest { domain: string; path: string; userAgent: string; at: number }
+export interface SiteRequest {
+  domain: string;
+  path: string;
+  userAgent: string;
+  at: number;
+}
 
 export interface SiteServer {
   port: number;
@@ -52,13 +57,21 @@ export async function startSiteServer(opts: { latencyMs?: number } = {}): Promis
     const byPath = sites.get(domain)?.[path];
     const route = byPath?.hosts?.[(req.headers.host ?? '').replace(/:\d+$/, '')] ?? byPath;
     const answer = () => {
-      if (!route) { res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not found</h1>'); return; }
-      if (route.hang) { hanging.add(res); res.on('close', () => hanging.delete(res)); return; }
+      if (!route) {
+        res.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not found</h1>');
+        return;
+      }
+      if (route.hang) {
+        hanging.add(res);
+        res.on('close', () => hanging.delete(res));
+        return;
+      }
       res.writeHead(route.status ?? 200, { 'content-type': 'text/html; charset=utf-8', ...(route.headers ?? {}) });
       res.end(route.body ?? '');
     };
     const delay = (route?.delayMs ?? 0) + (opts.latencyMs ?? 0);
-    if (delay > 0) setTimeout(answer, delay); else answer();
+    if (delay > 0) setTimeout(answer, delay);
+    else answer();
   });
   server.keepAliveTimeout = 5000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -68,15 +81,19 @@ export async function startSiteServer(opts: { latencyMs?: number } = {}): Promis
     port,
     origin,
     template: `${origin}/sites/{domain}`,
-    site(domain, routes) { sites.set(domain, routes); return domain; },
+    site(domain, routes) {
+      sites.set(domain, routes);
+      return domain;
+    },
     requests: (domain) => log.filter((r) => domain === undefined || r.domain === domain),
     paths: (domain) => log.filter((r) => r.domain === domain).map((r) => r.path),
     maxInFlight: (domain) => maxInFlight.get(domain) ?? 0,
-    close: () => new Promise<void>((r) => {
-      for (const res of hanging) res.destroy();
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        for (const res of hanging) res.destroy();
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -90,10 +107,11 @@ function chrome(base: string, padBytes: number): { nav: string; footer: string; 
     <a href="${base}/customers">Customers</a> <a href="${base}/careers">Careers</a> <a href="${base}/blog">Blog</a>
     <a href="${base}/private/investors">Investors</a> <a href="https://twitter.example/acme">Twitter</a></nav></header>`;
   const footer = `<footer><p>Contact sales: sales@acme-rockets.example or +1 (512) 555-0100.</p><p>&copy; 2026 Acme Rockets Inc.</p></footer>`;
-  const filler = padBytes > 0
-    ? `<style>${'.c{margin:0 auto;padding:1rem;color:#123456}'.repeat(Math.ceil(padBytes / 2 / 44))}</style>`
-      + `<script>window.__data=${JSON.stringify('x'.repeat(Math.floor(padBytes / 2)))};</script>`
-    : '';
+  const filler =
+    padBytes > 0
+      ? `<style>${'.c{margin:0 auto;padding:1rem;color:#123456}'.repeat(Math.ceil(padBytes / 2 / 44))}</style>` +
+        `<script>window.__data=${JSON.stringify('x'.repeat(Math.floor(padBytes / 2)))};</script>`
+      : '';
   return { nav, footer, head: filler };
 }
 
@@ -115,7 +133,10 @@ export function companySite(domain: string, origin: string, opts: { padBytes?: n
     '@context': 'https://schema.org',
     '@graph': [
       {
-        '@type': 'Organization', name: 'Acme Rockets', url: `${base}/`, foundingDate: '2015',
+        '@type': 'Organization',
+        name: 'Acme Rockets',
+        url: `${base}/`,
+        foundingDate: '2015',
         description: 'Acme Rockets builds reusable launch vehicles for small satellite operators.',
         numberOfEmployees: { '@type': 'QuantitativeValue', value: 120 },
         address: { '@type': 'PostalAddress', addressLocality: 'Austin', addressRegion: 'TX', addressCountry: 'US' },
@@ -123,38 +144,81 @@ export function companySite(domain: string, origin: string, opts: { padBytes?: n
       { '@type': 'WebSite', name: 'Acme Rockets', url: `${base}/` },
     ],
   });
-  const home = page('Acme Rockets | Reusable rockets for small satellites', 'Acme Rockets launches small satellites to orbit on reusable rockets, every week.', base, pad, `
+  const home = page(
+    'Acme Rockets | Reusable rockets for small satellites',
+    'Acme Rockets launches small satellites to orbit on reusable rockets, every week.',
+    base,
+    pad,
+    `
     <section class="hero"><h1>Orbit, every week</h1>
       <p>Acme Rockets launches small satellites on reusable rockets from Texas. More than 40 customers have flown with us since our first launch.</p></section>
     <section><h2>Why teams choose Acme</h2><ul><li>Weekly launch windows</li><li>Rideshare pricing from $1M</li><li>Mission support from integration to orbit</li></ul></section>
     <section><h2>Latest news</h2><p>Acme raises $40M Series B to build its second launch site.</p></section>`,
-  `<meta property="og:title" content="Acme Rockets"><meta property="og:site_name" content="Acme Rockets">
+    `<meta property="og:title" content="Acme Rockets"><meta property="og:site_name" content="Acme Rockets">
    <meta property="og:description" content="Reusable rockets for small satellite operators.">
    <link rel="alternate" type="application/rss+xml" title="Acme news" href="${base}/feed.xml">
-   <script type="application/ld+json">${jsonLd}</script>`);
-  const about = page('About Acme Rockets', 'The story of Acme Rockets.', base, pad, `
+   <script type="application/ld+json">${jsonLd}</script>`,
+  );
+  const about = page(
+    'About Acme Rockets',
+    'The story of Acme Rockets.',
+    base,
+    pad,
+    `
     <h1>About us</h1>
     <p>Acme Rockets was founded in 2015 by two propulsion engineers. We are headquartered in Austin, Texas.</p>
     <p>Today 120 employees design, build and fly our Roadrunner rocket.</p>
     <p>As we grow, scheduling integration across three sites has become our biggest bottleneck.</p>
-    <h2>Leadership</h2><p>Wile E. Coyote, Chief Executive Officer</p>`);
-  const products = page('Roadrunner launch vehicle', 'Roadrunner puts 500 kg into low Earth orbit.', base, pad, `
+    <h2>Leadership</h2><p>Wile E. Coyote, Chief Executive Officer</p>`,
+  );
+  const products = page(
+    'Roadrunner launch vehicle',
+    'Roadrunner puts 500 kg into low Earth orbit.',
+    base,
+    pad,
+    `
     <h1>Roadrunner launch vehicle</h1><p>Roadrunner puts 500 kg into low Earth orbit and lands for reuse.</p>
     <h2>Dedicated launches for constellation operators</h2><p>Book a whole rocket for your orbital plane.</p>
-    <h2>Rideshare missions every week</h2><p>Share a ride with up to twelve other satellites.</p>`);
-  const customers = page('Customers', null, base, pad, `
-    <h1>Customers</h1><p>Trusted by 40 satellite operators, from university cubesat teams to national agencies.</p>`);
-  const careers = page('Careers at Acme', 'Join the team.', base, pad, `
+    <h2>Rideshare missions every week</h2><p>Share a ride with up to twelve other satellites.</p>`,
+  );
+  const customers = page(
+    'Customers',
+    null,
+    base,
+    pad,
+    `
+    <h1>Customers</h1><p>Trusted by 40 satellite operators, from university cubesat teams to national agencies.</p>`,
+  );
+  const careers = page(
+    'Careers at Acme',
+    'Join the team.',
+    base,
+    pad,
+    `
     <h1>Careers</h1><p>We're hiring across engineering and operations as we prepare our second launch site.</p>
-    <h2>Open roles</h2><ul><li>Senior Propulsion Engineer</li><li>Launch Operations Manager</li><li>Account Executive, Government</li></ul>`);
-  const post = (title: string, daysAgo: number, text: string) => page(title, text, base, pad, `
+    <h2>Open roles</h2><ul><li>Senior Propulsion Engineer</li><li>Launch Operations Manager</li><li>Account Executive, Government</li></ul>`,
+  );
+  const post = (title: string, daysAgo: number, text: string) =>
+    page(
+      title,
+      text,
+      base,
+      pad,
+      `
     <article><h1>${title}</h1><time datetime="${isoDaysAgo(daysAgo)}">${daysAgo} days ago</time><p>${text}</p></article>`,
-  `<meta property="article:published_time" content="${isoDaysAgo(daysAgo)}">`);
-  const blog = page('Acme blog', 'News from Acme Rockets.', base, pad, `
+      `<meta property="article:published_time" content="${isoDaysAgo(daysAgo)}">`,
+    );
+  const blog = page(
+    'Acme blog',
+    'News from Acme Rockets.',
+    base,
+    pad,
+    `
     <h1>Blog</h1>
     <article><h2><a href="${base}/blog/series-b">Acme raises $40M Series B</a></h2><time datetime="${isoDaysAgo(12)}"></time><p>Funding for a second launch site.</p></article>
     <article><h2><a href="${base}/blog/roadrunner-2">Introducing Roadrunner 2</a></h2><time datetime="${isoDaysAgo(40)}"></time><p>A bigger fairing and faster turnaround.</p></article>
-    <article><h2><a href="${base}/blog/first-launch">Our first launch</a></h2><time datetime="${isoDaysAgo(900)}"></time><p>Where it all began.</p></article>`);
+    <article><h2><a href="${base}/blog/first-launch">Our first launch</a></h2><time datetime="${isoDaysAgo(900)}"></time><p>Where it all began.</p></article>`,
+  );
   const feed = `<?xml version="1.0" encoding="UTF-8"?><rss version="2.0"><channel><title>Acme news</title><link>${base}/</link>
     <item><title>Acme raises $40M Series B</title><link>${base}/blog/series-b</link><pubDate>${rfc822DaysAgo(12)}</pubDate>
       <description>Acme raises $40M Series B led by Orbital Ventures to build a second launch site.</description></item>
@@ -168,17 +232,32 @@ export function companySite(domain: string, origin: string, opts: { padBytes?: n
       <description>Where it all began.</description></item>
   </channel></rss>`;
   return {
-    '/robots.txt': { headers: { 'content-type': 'text/plain' }, body: `User-agent: *\nDisallow: /private\n\nSitemap: ${base}/sitemap.xml\n` },
+    '/robots.txt': {
+      headers: { 'content-type': 'text/plain' },
+      body: `User-agent: *\nDisallow: /private\n\nSitemap: ${base}/sitemap.xml\n`,
+    },
     '/': { body: home },
     '/about': { body: about },
     '/products': { body: products },
     '/customers': { body: customers },
     '/careers': { body: careers },
     '/blog': { body: blog },
-    '/blog/series-b': { body: post('Acme raises $40M Series B', 12, 'Acme raises $40M Series B led by Orbital Ventures to build a second launch site.') },
-    '/blog/roadrunner-2': { body: post('Introducing Roadrunner 2', 40, 'Roadrunner 2 launches with a bigger fairing and a 48-hour turnaround.') },
-    '/blog/new-cto': { body: post('Acme names Ada Lovelace as Chief Technology Officer', 20, 'Ada Lovelace joins Acme as Chief Technology Officer from Analytical Engines.') },
-    '/blog/lisbon': { body: post('Acme opens a new office in Lisbon', 70, 'Acme opens a new office in Lisbon to serve European operators.') },
+    '/blog/series-b': {
+      body: post('Acme raises $40M Series B', 12, 'Acme raises $40M Series B led by Orbital Ventures to build a second launch site.'),
+    },
+    '/blog/roadrunner-2': {
+      body: post('Introducing Roadrunner 2', 40, 'Roadrunner 2 launches with a bigger fairing and a 48-hour turnaround.'),
+    },
+    '/blog/new-cto': {
+      body: post(
+        'Acme names Ada Lovelace as Chief Technology Officer',
+        20,
+        'Ada Lovelace joins Acme as Chief Technology Officer from Analytical Engines.',
+      ),
+    },
+    '/blog/lisbon': {
+      body: post('Acme opens a new office in Lisbon', 70, 'Acme opens a new office in Lisbon to serve European operators.'),
+    },
     '/private/investors': { body: page('Investors', null, base, pad, '<h1>Investor relations</h1><p>Confidential.</p>') },
     '/feed.xml': { headers: { 'content-type': 'application/rss+xml; charset=utf-8' }, body: feed },
   };

@@ -7,7 +7,12 @@ import { SMTPServer } from 'smtp-server';
 
 export type SinkBehaviour = 'accept' | 'temporary' | 'permanent' | 'hang' | 'hang-rcpt';
 
-export interface SinkMessage { from: string; to: string[]; raw: string; at: number }
+export interface SinkMessage {
+  from: string;
+  to: string[];
+  raw: string;
+  at: number;
+}
 
 export interface SmtpSink {
   port: number;
@@ -29,7 +34,8 @@ export async function startSmtpSink(): Promise<SmtpSink> {
   const messages: SinkMessage[] = [];
   const hung: SinkMessage[] = [];
   let hook: ((m: SinkMessage) => void | Promise<void>) | null = null;
-  const behaviour = (address: string): SinkBehaviour => rules.get(address.toLowerCase()) ?? rules.get(`@${address.split('@')[1]?.toLowerCase()}`) ?? 'accept';
+  const behaviour = (address: string): SinkBehaviour =>
+    rules.get(address.toLowerCase()) ?? rules.get(`@${address.split('@')[1]?.toLowerCase()}`) ?? 'accept';
   const sink = { delayMs: 0 } as SmtpSink;
   const server = new SMTPServer({
     authOptional: true,
@@ -38,9 +44,19 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     size: 10 * 1024 * 1024,
     onRcptTo(address, _session, cb) {
       const b = behaviour(address.address);
-      if (b === 'permanent') { const e = new Error('5.1.1 <' + address.address + '>: user unknown') as Error & { responseCode: number }; e.responseCode = 550; cb(e); return; }
+      if (b === 'permanent') {
+        const e = new Error(`5.1.1 <${address.address}>: user unknown`) as Error & { responseCode: number };
+        e.responseCode = 550;
+        cb(e);
+        return;
+      }
       if (b === 'hang-rcpt') return; // never answered
-      if (b === 'temporary') { const e = new Error('4.7.1 try again later') as Error & { responseCode: number }; e.responseCode = 451; cb(e); return; }
+      if (b === 'temporary') {
+        const e = new Error('4.7.1 try again later') as Error & { responseCode: number };
+        e.responseCode = 451;
+        cb(e);
+        return;
+      }
       cb();
     },
     onData(stream, session, cb) {
@@ -48,8 +64,16 @@ export async function startSmtpSink(): Promise<SmtpSink> {
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', async () => {
         const to = session.envelope.rcptTo.map((r) => r.address);
-        const m: SinkMessage = { from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '', to, raw: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
-        if (to.some((t) => behaviour(t) === 'hang')) { hung.push(m); return; } // never answered
+        const m: SinkMessage = {
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          to,
+          raw: Buffer.concat(chunks).toString('utf8'),
+          at: Date.now(),
+        };
+        if (to.some((t) => behaviour(t) === 'hang')) {
+          hung.push(m);
+          return;
+        } // never answered
         messages.push(m);
         if (hook) await hook(m);
         if (sink.delayMs > 0) await new Promise((r) => setTimeout(r, sink.delayMs));
@@ -64,8 +88,12 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     url: `smtp://127.0.0.1:${port}`,
     messages,
     hung,
-    behave: (k: string, b: SinkBehaviour) => { rules.set(k.toLowerCase(), b); },
-    onMessage: (fn: typeof hook) => { hook = fn; },
+    behave: (k: string, b: SinkBehaviour) => {
+      rules.set(k.toLowerCase(), b);
+    },
+    onMessage: (fn: typeof hook) => {
+      hook = fn;
+    },
     async waitFor(n: number, timeoutMs = 20_000) {
       const end = Date.now() + timeoutMs;
       while (messages.length < n) {

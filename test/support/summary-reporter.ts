@@ -9,7 +9,9 @@ export default class SummaryReporter implements Reporter {
     for (const m of modules) {
       for (const t of m.children.allTests()) {
         const s = t.result().state;
-        if (s === 'passed') passed += 1; else if (s === 'failed') failed += 1; else skipped += 1;
+        if (s === 'passed') passed += 1;
+        else if (s === 'failed') failed += 1;
+        else skipped += 1;
       }
       if (m.state() === 'failed' && [...m.children.allTests()].length === 0) failed += 1;
     }

@@ -7,31 +7,74 @@
 // own mail from Outlook and many tools carries: not evidence. The first evidence found is the reason.
 import { fold } from './fold.js';
 
-export interface Automatic { automatic: boolean; reason: string | null }
+export interface Automatic {
+  automatic: boolean;
+  reason: string | null;
+}
 
 const TOKEN = /^[a-z0-9._-]{1,40}$/;
 const NO_VALUES = new Set(['no', 'false', '0', 'off', 'none']);
 const PRECEDENCE = new Set(['bulk', 'junk', 'list', 'auto_reply']);
 const SENDERS: Record<string, string> = {
-  'mailer-daemon': 'mailer-daemon', mailerdaemon: 'mailer-daemon', mailer_daemon: 'mailer-daemon',
+  'mailer-daemon': 'mailer-daemon',
+  mailerdaemon: 'mailer-daemon',
+  mailer_daemon: 'mailer-daemon',
   postmaster: 'postmaster',
-  'no-reply': 'no-reply', noreply: 'no-reply', no_reply: 'no-reply', 'do-not-reply': 'no-reply', donotreply: 'no-reply', do_not_reply: 'no-reply',
+  'no-reply': 'no-reply',
+  noreply: 'no-reply',
+  no_reply: 'no-reply',
+  'do-not-reply': 'no-reply',
+  donotreply: 'no-reply',
+  do_not_reply: 'no-reply',
 };
 /** Subject prefixes of automatic mail, folded; the key names the reason. */
 const SUBJECT_PREFIXES: Array<[string, string]> = [
-  ['automatic reply', 'automatic-reply'], ['auto reply', 'auto-reply'], ['auto-reply', 'auto-reply'], ['autoreply', 'auto-reply'],
-  ['automatic response', 'auto-response'], ['auto response', 'auto-response'], ['auto-response', 'auto-response'], ['autoresponse', 'auto-response'],
-  ['auto:', 'auto'], ['out of office', 'out-of-office'], ['out of the office', 'out-of-office'], ['ooo:', 'out-of-office'],
-  ['abwesenheitsnotiz', 'abwesenheitsnotiz'], ['automatische antwort', 'automatische-antwort'], ['abwesend', 'abwesend'],
-  ['reponse automatique', 'reponse-automatique'], ['message d\'absence', 'absence'], ['absence du bureau', 'absence'], ['absent du bureau', 'absence'],
-  ['respuesta automatica', 'respuesta-automatica'], ['fuera de la oficina', 'fuera-de-la-oficina'],
-  ['risposta automatica', 'risposta-automatica'], ['fuori sede', 'fuori-sede'], ['fuori ufficio', 'fuori-sede'], ['risposta non al computer', 'fuori-sede'],
-  ['automatisch antwoord', 'automatisch-antwoord'], ['afwezig', 'afwezig'],
-  ['resposta automatica', 'resposta-automatica'], ['automatiskt svar', 'autosvar'], ['automatisk svar', 'autosvar'], ['autosvar', 'autosvar'], ['franvaro', 'franvaro'],
-  ['automatyczna odpowiedz', 'automatyczna-odpowiedz'], ['automaattinen vastaus', 'automaattinen-vastaus'], ['automaticka odpoved', 'automaticka-odpoved'],
-  ['undeliverable', 'undeliverable'], ['undelivered mail', 'undeliverable'], ['delivery status notification', 'delivery-status'],
-  ['mail delivery failed', 'delivery-failed'], ['delivery failure', 'delivery-failed'], ['failure notice', 'delivery-failed'], ['returned mail', 'delivery-failed'],
-  ['mail delivery system', 'delivery-failed'], ['unzustellbar', 'undeliverable'], ['non remis', 'undeliverable'], ['no se puede entregar', 'undeliverable'],
+  ['automatic reply', 'automatic-reply'],
+  ['auto reply', 'auto-reply'],
+  ['auto-reply', 'auto-reply'],
+  ['autoreply', 'auto-reply'],
+  ['automatic response', 'auto-response'],
+  ['auto response', 'auto-response'],
+  ['auto-response', 'auto-response'],
+  ['autoresponse', 'auto-response'],
+  ['auto:', 'auto'],
+  ['out of office', 'out-of-office'],
+  ['out of the office', 'out-of-office'],
+  ['ooo:', 'out-of-office'],
+  ['abwesenheitsnotiz', 'abwesenheitsnotiz'],
+  ['automatische antwort', 'automatische-antwort'],
+  ['abwesend', 'abwesend'],
+  ['reponse automatique', 'reponse-automatique'],
+  ["message d'absence", 'absence'],
+  ['absence du bureau', 'absence'],
+  ['absent du bureau', 'absence'],
+  ['respuesta automatica', 'respuesta-automatica'],
+  ['fuera de la oficina', 'fuera-de-la-oficina'],
+  ['risposta automatica', 'risposta-automatica'],
+  ['fuori sede', 'fuori-sede'],
+  ['fuori ufficio', 'fuori-sede'],
+  ['risposta non al computer', 'fuori-sede'],
+  ['automatisch antwoord', 'automatisch-antwoord'],
+  ['afwezig', 'afwezig'],
+  ['resposta automatica', 'resposta-automatica'],
+  ['automatiskt svar', 'autosvar'],
+  ['automatisk svar', 'autosvar'],
+  ['autosvar', 'autosvar'],
+  ['franvaro', 'franvaro'],
+  ['automatyczna odpowiedz', 'automatyczna-odpowiedz'],
+  ['automaattinen vastaus', 'automaattinen-vastaus'],
+  ['automaticka odpoved', 'automaticka-odpoved'],
+  ['undeliverable', 'undeliverable'],
+  ['undelivered mail', 'undeliverable'],
+  ['delivery status notification', 'delivery-status'],
+  ['mail delivery failed', 'delivery-failed'],
+  ['delivery failure', 'delivery-failed'],
+  ['failure notice', 'delivery-failed'],
+  ['returned mail', 'delivery-failed'],
+  ['mail delivery system', 'delivery-failed'],
+  ['unzustellbar', 'undeliverable'],
+  ['non remis', 'undeliverable'],
+  ['no se puede entregar', 'undeliverable'],
 ];
 
 /** A header's first token: comments and parameters dropped, lowercased ("auto-replied (vacation)" → "auto-replied"). */
@@ -73,12 +116,19 @@ export function automaticSender(address: string | null | undefined): string | nu
 export function detectAutomatic(headers: Record<string, string>, from: { address: string } | null, subject: string | null): Automatic {
   const found = (reason: string): Automatic => ({ automatic: true, reason });
   const autoSubmitted = token(headers['auto-submitted']);
-  if (autoSubmitted !== null && autoSubmitted !== 'no') return found(`auto-submitted:${TOKEN.test(autoSubmitted) ? autoSubmitted : 'other'}`);
+  if (autoSubmitted !== null && autoSubmitted !== 'no')
+    return found(`auto-submitted:${TOKEN.test(autoSubmitted) ? autoSubmitted : 'other'}`);
   if (flag(headers['x-autoreply'])) return found('x-autoreply');
   if (flag(headers['x-autorespond'])) return found('x-autorespond');
   const precedence = token(headers.precedence);
   if (precedence !== null && PRECEDENCE.has(precedence)) return found(`precedence:${precedence}`);
-  if (headers['x-ms-exchange-inbox-rules-loop'] !== undefined && token(headers['x-auto-response-suppress'])?.split(',').map((s) => s.trim()).includes('all')) {
+  if (
+    headers['x-ms-exchange-inbox-rules-loop'] !== undefined &&
+    token(headers['x-auto-response-suppress'])
+      ?.split(',')
+      .map((s) => s.trim())
+      .includes('all')
+  ) {
     return found('exchange-inbox-rule');
   }
   if (headers['return-path'] !== undefined && headers['return-path'].replace(/\s/g, '') === '<>') return found('return-path:null');

@@ -12,10 +12,18 @@
 //     answer is taken when valid; a model that fails, times out or answers nonsense leaves the
 //     rules' answer (`default`, intent `other`, when nothing matched).
 import type { ModelClient } from '../../llm/client.js';
-import { INTENTS, type Classification, type Intent, type ParsedMail } from '../analysis.js';
+import { type Classification, INTENTS, type Intent, type ParsedMail } from '../analysis.js';
 import { fold } from './fold.js';
 import { MAX_RULES_CHARS } from './limits.js';
-import { INTERESTED, MEETING_REQUEST, NOT_INTERESTED, OUT_OF_OFFICE, UNSUBSCRIBE, outOfOfficeWording, type PhraseTable } from './phrases.js';
+import {
+  INTERESTED,
+  MEETING_REQUEST,
+  NOT_INTERESTED,
+  OUT_OF_OFFICE,
+  outOfOfficeWording,
+  type PhraseTable,
+  UNSUBSCRIBE,
+} from './phrases.js';
 import { dateOffsetMinutes, findReturnDate } from './return-date.js';
 
 /** Below this the rules are not sure and the model (when configured) is asked. */
@@ -28,7 +36,10 @@ export const CONFIDENCE = {
   arf: 0.99,
   automaticOutOfOffice: 0.95,
   automatic: 0.9,
-  rule: { out_of_office: 0.85, unsubscribe: 0.95, not_interested: 0.85, meeting_request: 0.8, interested: 0.75 } as Record<RuleIntent, number>,
+  rule: { out_of_office: 0.85, unsubscribe: 0.95, not_interested: 0.85, meeting_request: 0.8, interested: 0.75 } as Record<
+    RuleIntent,
+    number
+  >,
   /** Taken off a rule's confidence when the text also says the opposite. */
   conflictPenalty: 0.2,
   /** Taken off when the stripped text is long (phrases decide less of it). */
@@ -40,8 +51,11 @@ export const CONFIDENCE = {
 
 type RuleIntent = 'out_of_office' | 'unsubscribe' | 'not_interested' | 'meeting_request' | 'interested';
 const RULES: Array<[RuleIntent, PhraseTable]> = [
-  ['out_of_office', OUT_OF_OFFICE], ['unsubscribe', UNSUBSCRIBE], ['not_interested', NOT_INTERESTED],
-  ['meeting_request', MEETING_REQUEST], ['interested', INTERESTED],
+  ['out_of_office', OUT_OF_OFFICE],
+  ['unsubscribe', UNSUBSCRIBE],
+  ['not_interested', NOT_INTERESTED],
+  ['meeting_request', MEETING_REQUEST],
+  ['interested', INTERESTED],
 ];
 const NEGATIVE = new Set<Intent>(['unsubscribe', 'not_interested']);
 const POSITIVE = new Set<Intent>(['meeting_request', 'interested']);
@@ -51,8 +65,18 @@ const MODEL_REASON_CHARS = 160;
 /** Intents the model may not give: they need a report the pipeline acts on (the failed or complaining recipient). */
 const REPORT_ONLY = new Set<Intent>(['bounce', 'complaint']);
 
-const result = (intent: Intent, confidence: number, reason: string, source: Classification['source'], returnDate: Date | null = null): Classification => ({
-  intent, confidence: Math.round(Math.max(0, Math.min(1, confidence)) * 100) / 100, reason, source, returnDate,
+const result = (
+  intent: Intent,
+  confidence: number,
+  reason: string,
+  source: Classification['source'],
+  returnDate: Date | null = null,
+): Classification => ({
+  intent,
+  confidence: Math.round(Math.max(0, Math.min(1, confidence)) * 100) / 100,
+  reason,
+  source,
+  returnDate,
 });
 
 /** The message's date, else the caller's now: what a return date must come after. */
@@ -63,7 +87,9 @@ function fromReport(mail: ParsedMail): Classification | null {
   if (!r) return null;
   if (r.kind === 'arf') return result('complaint', CONFIDENCE.arf, `arf:${r.feedbackType ?? 'unknown'}`, 'report');
   const prefix = r.heuristic ? 'dsn-heuristic' : 'dsn';
-  const failed = r.recipients.filter((x) => x.action === 'failed' || x.action === 'delayed' || x.status?.startsWith('5') || x.status?.startsWith('4'));
+  const failed = r.recipients.filter(
+    (x) => x.action === 'failed' || x.action === 'delayed' || x.status?.startsWith('5') || x.status?.startsWith('4'),
+  );
   if (r.recipients.length > 0 && failed.length === 0) {
     // a success notice (delivered, relayed, expanded): a report, but nothing bounced
     return result('other', CONFIDENCE.dsnDelivered, `${prefix}:${r.recipients[0].action ?? 'delivered'}`, 'report');
@@ -97,13 +123,20 @@ export function fromRules(mail: ParsedMail, now?: Date): Classification {
   if (found.length === 0) return result('other', CONFIDENCE.default, 'default:no-match', 'default');
   const win = found[0];
   let confidence: number = CONFIDENCE.rule[win.intent];
-  const opposed = found.slice(1).some((f) => win.intent === 'out_of_office'
-    || (NEGATIVE.has(win.intent) && POSITIVE.has(f.intent)) || (POSITIVE.has(win.intent) && NEGATIVE.has(f.intent)));
+  const opposed = found
+    .slice(1)
+    .some(
+      (f) =>
+        win.intent === 'out_of_office' ||
+        (NEGATIVE.has(win.intent) && POSITIVE.has(f.intent)) ||
+        (POSITIVE.has(win.intent) && NEGATIVE.has(f.intent)),
+    );
   if (win.intent !== 'unsubscribe') {
     if (opposed) confidence -= CONFIDENCE.conflictPenalty;
     if (stripped.length > CONFIDENCE.longTextChars) confidence -= CONFIDENCE.longTextPenalty;
   }
-  const returnDate = win.intent === 'out_of_office' ? findReturnDate(stripped, referenceOf(mail, now), dateOffsetMinutes(mail.headers.date)) : null;
+  const returnDate =
+    win.intent === 'out_of_office' ? findReturnDate(stripped, referenceOf(mail, now), dateOffsetMinutes(mail.headers.date)) : null;
   return result(win.intent, confidence, `rule:${win.intent}:${win.key}`, 'rules', returnDate);
 }
 
@@ -119,7 +152,12 @@ export const INTENT_SCHEMA = {
   },
 } as const;
 
-interface ModelAnswer { intent: string; confidence: number; reason: string; returnDate: string | null }
+interface ModelAnswer {
+  intent: string;
+  confidence: number;
+  reason: string;
+  returnDate: string | null;
+}
 
 const SYSTEM = `You classify the intent of a reply to a B2B sales email, from the reply's own text (quotes and signature are already removed).
 Intents:
@@ -152,18 +190,27 @@ function accept(a: unknown, reference: Date): Classification | null {
     // a return date that is no date, or not after the message, is nonsense
     if (Number.isNaN(date.getTime()) || date.getTime() <= reference.getTime()) return null;
   }
-  const why = reason.replace(/[\u0000-\u001f\u007f]/g, ' ').replace(/\s+/g, ' ').trim().slice(0, MODEL_REASON_CHARS);
+  const why = reason
+    .replace(/[\u0000-\u001f\u007f]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, MODEL_REASON_CHARS);
   return result(intent as Intent, confidence, why ? `model:${why}` : 'model', 'model', date);
 }
 
 async function fromModel(mail: ParsedMail, model: ModelClient, reference: Date): Promise<Classification | null> {
   try {
     const r = await model.complete<ModelAnswer>({
-      ...prompt(mail, reference), schemaName: 'reply_intent', schema: INTENT_SCHEMA as unknown as Record<string, unknown>, maxTokens: 200, temperature: 0,
+      ...prompt(mail, reference),
+      schemaName: 'reply_intent',
+      schema: INTENT_SCHEMA as unknown as Record<string, unknown>,
+      maxTokens: 200,
+      temperature: 0,
     });
     const c = accept(r.value, reference);
     // an absence the model confirms without a date: the date our reader finds in the text, if any
-    if (c?.intent === 'out_of_office' && !c.returnDate) c.returnDate = findReturnDate(mail.strippedText, reference, dateOffsetMinutes(mail.headers.date));
+    if (c?.intent === 'out_of_office' && !c.returnDate)
+      c.returnDate = findReturnDate(mail.strippedText, reference, dateOffsetMinutes(mail.headers.date));
     return c;
   } catch {
     return null;

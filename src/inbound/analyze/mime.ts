@@ -1,5 +1,5 @@
 // mailparser with the options the analysis needs, and small helpers over what it returns.
-import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail as MimeMail, type SimpleParserOptions } from 'mailparser';
+import { type AddressObject, type EmailAddress, type ParsedMail as MimeMail, type SimpleParserOptions, simpleParser } from 'mailparser';
 
 export type { MimeMail };
 
@@ -74,9 +74,13 @@ export function mailboxes(value: AddressObject | AddressObject[] | undefined): A
   for (const v of Array.isArray(value) ? value : [value]) flatten(v.value ?? [], all);
   const out: Array<{ address: string; name: string | null }> = [];
   for (const a of all) {
-    const address = clean(a.address ?? '').trim().toLowerCase();
+    const address = clean(a.address ?? '')
+      .trim()
+      .toLowerCase();
     if (!address.includes('@') || address.length > 320) continue;
-    const name = clean(a.name ?? '').trim().slice(0, 200);
+    const name = clean(a.name ?? '')
+      .trim()
+      .slice(0, 200);
     out.push({ address, name: name || null });
   }
   return out;

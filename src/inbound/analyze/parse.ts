@@ -4,19 +4,36 @@
 // mailparser refuses is read for its header section alone, and anything unreadable yields an
 // empty record.
 import { compile } from 'html-to-text';
+import type { StructuredHeader } from 'mailparser';
 import type { ParsedMail } from '../analysis.js';
 import { detectAutomatic } from './automatic.js';
 import { MAX_HEADER_CHARS, MAX_HTML_CHARS, MAX_PARSED_BYTES, MAX_RECIPIENTS, MAX_REFERENCES, MAX_TEXT_CHARS } from './limits.js';
-import type { StructuredHeader } from 'mailparser';
-import { clean, headerEnd, headerSection, mailboxes, normalizeId, normalizeIds, parseMime, type MimeMail } from './mime.js';
+import { clean, headerEnd, headerSection, type MimeMail, mailboxes, normalizeId, normalizeIds, parseMime } from './mime.js';
 import { readReport } from './reports.js';
 import { stripReply } from './strip.js';
 
 /** Headers kept (first value, unfolded) for the record and for the checks that read them. */
 const KEPT_HEADERS = new Set([
-  'date', 'auto-submitted', 'x-autoreply', 'x-autorespond', 'precedence', 'x-auto-response-suppress', 'x-ms-exchange-inbox-rules-loop',
-  'x-ms-exchange-generated-message-source', 'x-failed-recipients', 'return-path', 'reply-to', 'sender', 'delivered-to', 'x-original-to',
-  'envelope-to', 'list-id', 'list-unsubscribe', 'content-type', 'x-mailer', 'user-agent',
+  'date',
+  'auto-submitted',
+  'x-autoreply',
+  'x-autorespond',
+  'precedence',
+  'x-auto-response-suppress',
+  'x-ms-exchange-inbox-rules-loop',
+  'x-ms-exchange-generated-message-source',
+  'x-failed-recipients',
+  'return-path',
+  'reply-to',
+  'sender',
+  'delivered-to',
+  'x-original-to',
+  'envelope-to',
+  'list-id',
+  'list-unsubscribe',
+  'content-type',
+  'x-mailer',
+  'user-agent',
 ]);
 
 const htmlToText = compile({
@@ -37,8 +54,18 @@ const htmlToText = compile({
 });
 
 export const emptyMail = (): ParsedMail => ({
-  messageId: null, inReplyTo: null, references: [], from: null, to: [], subject: null, date: null, text: '', strippedText: '',
-  automatic: { automatic: false, reason: null }, report: null, headers: {},
+  messageId: null,
+  inReplyTo: null,
+  references: [],
+  from: null,
+  to: [],
+  subject: null,
+  date: null,
+  text: '',
+  strippedText: '',
+  automatic: { automatic: false, reason: null },
+  report: null,
+  headers: {},
 });
 
 const MAX_HEADER_BYTES = 256 * 1024;
@@ -55,7 +82,11 @@ function repairedBoundary(buf: Buffer, mime: MimeMail): Buffer | null {
   const at = headerEnd(buf, MAX_HEADER_BYTES);
   if (!at) return null;
   const body = buf.subarray(at.body);
-  const line = body.subarray(0, 64 * 1024).toString('latin1').split(/\r?\n/).find((l) => l.startsWith('--') && l.length <= 200);
+  const line = body
+    .subarray(0, 64 * 1024)
+    .toString('latin1')
+    .split(/\r?\n/)
+    .find((l) => l.startsWith('--') && l.length <= 200);
   const found = line?.slice(2).trim().replace(/--$/, '');
   if (!found || found === declared) return null;
   const head = buf.subarray(0, at.body).toString('latin1').replace(declared, found);
@@ -68,11 +99,19 @@ async function readMime(buf: Buffer): Promise<MimeMail | null> {
   try {
     mime = await parseMime(buf);
   } catch {
-    try { return await parseMime(headerSection(buf, MAX_HEADER_BYTES)); } catch { return null; }
+    try {
+      return await parseMime(headerSection(buf, MAX_HEADER_BYTES));
+    } catch {
+      return null;
+    }
   }
   const repaired = repairedBoundary(buf, mime);
   if (repaired) {
-    try { return await parseMime(repaired); } catch { return mime; }
+    try {
+      return await parseMime(repaired);
+    } catch {
+      return mime;
+    }
   }
   return mime;
 }
@@ -83,13 +122,39 @@ function keptHeaders(mime: MimeMail): Record<string, string> {
     const key = h.key?.toLowerCase();
     if (!key || !KEPT_HEADERS.has(key) || key in out) continue;
     const colon = h.line.indexOf(':');
-    out[key] = clean(h.line.slice(colon + 1, colon + 1 + MAX_HEADER_CHARS * 4)).replace(/\n[ \t]*/g, ' ').trim().slice(0, MAX_HEADER_CHARS);
+    out[key] = clean(h.line.slice(colon + 1, colon + 1 + MAX_HEADER_CHARS * 4))
+      .replace(/\n[ \t]*/g, ' ')
+      .trim()
+      .slice(0, MAX_HEADER_CHARS);
   }
   return out;
 }
 
-const VOID_OR_IMPLIED = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'param', 'source', 'track', 'wbr',
-  'p', 'li', 'dt', 'dd', 'tr', 'td', 'th', 'option', 'o:p']);
+const VOID_OR_IMPLIED = new Set([
+  'area',
+  'base',
+  'br',
+  'col',
+  'embed',
+  'hr',
+  'img',
+  'input',
+  'link',
+  'meta',
+  'param',
+  'source',
+  'track',
+  'wbr',
+  'p',
+  'li',
+  'dt',
+  'dd',
+  'tr',
+  'td',
+  'th',
+  'option',
+  'o:p',
+]);
 
 /** Deeper than this, HTML is read by the plain tag-stripper: the converter's cost grows with depth faster than linearly. */
 const MAX_HTML_DEPTH = 500;
@@ -123,14 +188,22 @@ export function stripTags(html: string): string {
   let from = 0;
   for (let i = 0; i < html.length; i += 1) {
     const c = html[i];
-    if (!inTag && c === '<') { out += `${html.slice(from, i)} `; inTag = true; } else if (inTag && c === '>') { inTag = false; from = i + 1; }
+    if (!inTag && c === '<') {
+      out += `${html.slice(from, i)} `;
+      inTag = true;
+    } else if (inTag && c === '>') {
+      inTag = false;
+      from = i + 1;
+    }
   }
   if (!inTag) out += html.slice(from);
-  return out.replace(/&(#\d{1,7}|#x[0-9a-f]{1,6}|[a-z]{2,8});/gi, (whole, e: string) => {
-    if (e[0] !== '#') return ENTITIES[e.toLowerCase()] ?? whole;
-    const code = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
-    return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
-  }).replace(/[ \t]+/g, ' ');
+  return out
+    .replace(/&(#\d{1,7}|#x[0-9a-f]{1,6}|[a-z]{2,8});/gi, (whole, e: string) => {
+      if (e[0] !== '#') return ENTITIES[e.toLowerCase()] ?? whole;
+      const code = e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+    })
+    .replace(/[ \t]+/g, ' ');
 }
 
 function textOf(mime: MimeMail): string {
@@ -195,21 +268,41 @@ async function build(mime: MimeMail): Promise<ParsedMail> {
  * the bounce heuristic on the text). Never throws.
  */
 export async function mailFromFields(f: {
-  fromEmail: string; fromName?: string | null; subject?: string | null; text: string;
-  messageId?: string | null; inReplyTo?: string | null; date?: Date | null; headers?: Record<string, string>;
+  fromEmail: string;
+  fromName?: string | null;
+  subject?: string | null;
+  text: string;
+  messageId?: string | null;
+  inReplyTo?: string | null;
+  date?: Date | null;
+  headers?: Record<string, string>;
 }): Promise<ParsedMail> {
   try {
-    const address = clean(String(f.fromEmail ?? '')).trim().toLowerCase();
-    const from = address.includes('@') ? { address: address.slice(0, 320), name: f.fromName ? clean(f.fromName).trim().slice(0, 200) || null : null } : null;
+    const address = clean(String(f.fromEmail ?? ''))
+      .trim()
+      .toLowerCase();
+    const from = address.includes('@')
+      ? { address: address.slice(0, 320), name: f.fromName ? clean(f.fromName).trim().slice(0, 200) || null : null }
+      : null;
     const subject = f.subject ? clean(f.subject).replace(/\n/g, ' ').trim().slice(0, MAX_HEADER_CHARS) || null : null;
     const text = clean(String(f.text ?? '')).slice(0, MAX_TEXT_CHARS);
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(f.headers ?? {})) if (typeof v === 'string') headers[k.toLowerCase()] = clean(v).slice(0, MAX_HEADER_CHARS);
+    for (const [k, v] of Object.entries(f.headers ?? {}))
+      if (typeof v === 'string') headers[k.toLowerCase()] = clean(v).slice(0, MAX_HEADER_CHARS);
     const inReplyTo = normalizeId(f.inReplyTo);
     const mail: ParsedMail = {
-      messageId: normalizeId(f.messageId), inReplyTo, references: inReplyTo ? [inReplyTo] : [], from, to: [], subject,
-      date: f.date && !Number.isNaN(f.date.getTime()) ? f.date : null, text, strippedText: stripReply(text, from?.name ?? null),
-      automatic: detectAutomatic(headers, from, subject), report: null, headers,
+      messageId: normalizeId(f.messageId),
+      inReplyTo,
+      references: inReplyTo ? [inReplyTo] : [],
+      from,
+      to: [],
+      subject,
+      date: f.date && !Number.isNaN(f.date.getTime()) ? f.date : null,
+      text,
+      strippedText: stripReply(text, from?.name ?? null),
+      automatic: detectAutomatic(headers, from, subject),
+      report: null,
+      headers,
     };
     mail.report = await readReport({ attachments: [], headers, from, to: [], subject, text, inReplyTo }).catch(() => null);
     return withReportEvidence(mail);

@@ -6,7 +6,7 @@
 // (X-Failed-Recipients; mailer-daemon or postmaster mail, or a bounce subject, stating an SMTP
 // failure: a 5.x.x / 4.x.x status, "550 …", Gmail's "Address not found", Exchange's "Delivery has
 // failed to these recipients") are recognised by a heuristic and marked `heuristic: true`.
-import { parseAddressHeader, type Attachment } from 'mailparser';
+import { type Attachment, parseAddressHeader } from 'mailparser';
 import type { ComplaintReport, DeliveryReport } from '../analysis.js';
 import { automaticSender, automaticSubject } from './automatic.js';
 import { fold } from './fold.js';
@@ -33,9 +33,11 @@ const SMTP_CODE_IN_TEXT = /(?<![\d.])(5[0-5]\d|4[2-5]\d)[ -](?!\d)/;
 const ADDRESS = /[a-z0-9._%+'=-]{1,64}@[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){0,8}\.[a-z]{2,24}/gi;
 const INLINE_MESSAGE_ID = /^message-id:[ \t]*<([^<>\s]{1,900})>/im;
 /** Failure wording of bounces sent without a report, folded (Gmail, Exchange, Postfix, Exim, qmail). */
-const FAILURE_WORDING = /address not found|address couldn't be found|does not exist|doesn't exist|user unknown|unknown user|no such user|recipient address rejected|recipient not found|invalid recipient|mailbox unavailable|mailbox not found|delivery has failed to these recipients|could not be delivered|couldn't be delivered|wasn't delivered|was not delivered|permanent error|permanent failure|undeliverable/;
+const FAILURE_WORDING =
+  /address not found|address couldn't be found|does not exist|doesn't exist|user unknown|unknown user|no such user|recipient address rejected|recipient not found|invalid recipient|mailbox unavailable|mailbox not found|delivery has failed to these recipients|could not be delivered|couldn't be delivered|wasn't delivered|was not delivered|permanent error|permanent failure|undeliverable/;
 /** A delay warning, not a failure, when no status code says otherwise. */
-const TEMPORARY_WORDING = /delivery (?:has been )?delayed|will be retried|will retry|still (?:being )?(?:retried|trying)|this is a warning|temporary (?:failure|error|problem)/;
+const TEMPORARY_WORDING =
+  /delivery (?:has been )?delayed|will be retried|will retry|still (?:being )?(?:retried|trying)|this is a warning|temporary (?:failure|error|problem)/;
 const BOUNCE_SUBJECTS = new Set(['undeliverable', 'delivery-status', 'delivery-failed']);
 
 const partText = (a: Attachment) => clean(a.content.subarray(0, MAX_REPORT_PART_BYTES).toString('utf8'));
@@ -87,7 +89,10 @@ function returnedMessage(attachments: Attachment[]): { messageId: string | null;
   if (!part) return { messageId: null, to: null };
   const headers = fieldGroups(clean(headerSection(part.content, MAX_REPORT_PART_BYTES).toString('utf8')))[0] ?? new Map<string, string>();
   const to = headers.get('to');
-  return { messageId: normalizeId(headers.get('message-id')), to: to ? mailboxes(parseAddressHeader(to.slice(0, 4000)))[0]?.address ?? null : null };
+  return {
+    messageId: normalizeId(headers.get('message-id')),
+    to: to ? (mailboxes(parseAddressHeader(to.slice(0, 4000)))[0]?.address ?? null) : null,
+  };
 }
 
 async function deliveryReport(part: Attachment, input: ReportInput): Promise<DeliveryReport> {
@@ -96,22 +101,38 @@ async function deliveryReport(part: Attachment, input: ReportInput): Promise<Del
     const recipient = typedAddress(g.get('final-recipient')) ?? typedAddress(g.get('original-recipient'));
     if (!recipient) continue;
     const status = statusOf(g.get('status'));
-    const action = g.get('action')?.split(/[\s(;]/)[0].toLowerCase() || null;
+    const action =
+      g
+        .get('action')
+        ?.split(/[\s(;]/)[0]
+        .toLowerCase() || null;
     const diagnostic = g.get('diagnostic-code');
     recipients.push({
-      recipient, action, status,
+      recipient,
+      action,
+      status,
       diagnostic: diagnostic ? oneLine(diagnostic, 500) : null,
       permanent: status ? status.startsWith('5') : action === 'failed',
     });
     if (recipients.length >= MAX_REPORT_RECIPIENTS) break;
   }
   const returned = returnedMessage(input.attachments);
-  return { kind: 'dsn', recipients, originalMessageId: returned.messageId ?? inlineMessageId(input.text) ?? input.inReplyTo, heuristic: false };
+  return {
+    kind: 'dsn',
+    recipients,
+    originalMessageId: returned.messageId ?? inlineMessageId(input.text) ?? input.inReplyTo,
+    heuristic: false,
+  };
 }
 
 async function complaintReport(part: Attachment, input: ReportInput): Promise<ComplaintReport> {
   const fields = fieldGroups(partText(part))[0] ?? new Map<string, string>();
-  const feedbackType = fields.get('feedback-type')?.split(/[\s(;]/)[0].toLowerCase().slice(0, 40) || null;
+  const feedbackType =
+    fields
+      .get('feedback-type')
+      ?.split(/[\s(;]/)[0]
+      .toLowerCase()
+      .slice(0, 40) || null;
   let recipient: string | null = null;
   const rcpt = fields.get('original-rcpt-to');
   if (rcpt) {
@@ -163,7 +184,11 @@ async function heuristicBounce(input: ReportInput): Promise<DeliveryReport | nul
   return {
     kind: 'dsn',
     recipients: [...new Set(recipients)].slice(0, MAX_REPORT_RECIPIENTS).map((recipient) => ({
-      recipient, action: temporary ? 'delayed' : 'failed', status: statusCode, diagnostic, permanent: !temporary,
+      recipient,
+      action: temporary ? 'delayed' : 'failed',
+      status: statusCode,
+      diagnostic,
+      permanent: !temporary,
     })),
     originalMessageId: returned.messageId ?? inlineMessageId(text) ?? input.inReplyTo,
     heuristic: true,

@@ -10,7 +10,13 @@ import { MAX_DATE_TEXT_CHARS } from './limits.js';
 
 type Lang = 'en' | 'de' | 'fr' | 'es' | 'it' | 'nl' | 'pt';
 const PARSERS: Record<Lang, chrono.Chrono> = {
-  en: chrono.en.casual, de: chrono.de.casual, fr: chrono.fr.casual, es: chrono.es.casual, it: chrono.it.casual, nl: chrono.nl.casual, pt: chrono.pt.casual,
+  en: chrono.en.casual,
+  de: chrono.de.casual,
+  fr: chrono.fr.casual,
+  es: chrono.es.casual,
+  it: chrono.it.casual,
+  nl: chrono.nl.casual,
+  pt: chrono.pt.casual,
 };
 
 /** A few frequent short words per language: enough to pick the date parser (day-month order differs). */
@@ -37,9 +43,13 @@ export function guessLanguage(folded: string): Lang {
 }
 
 const w = (words: string) => new RegExp(`(?<![a-z])(?:${words})(?![a-z])`);
-const RETURN_BEFORE = w('back|return|returning|returns|zuruck|zurueck|wieder|retour|de vuelta|regreso|regresare|rientro|rientrero|di ritorno|terug|volto|regresso');
+const RETURN_BEFORE = w(
+  'back|return|returning|returns|zuruck|zurueck|wieder|retour|de vuelta|regreso|regresare|rientro|rientrero|di ritorno|terug|volto|regresso',
+);
 const RETURN_AFTER = w('back|wieder|zuruck|zurueck|de retour|terug|de vuelta|di ritorno');
-const UNTIL_BEFORE = w('until|till|til|through|thru|bis|bis einschliesslich|jusqu\'au|jusqu\'a|hasta|fino al|fino a|tot en met|tot|up to|ate');
+const UNTIL_BEFORE = w(
+  "until|till|til|through|thru|bis|bis einschliesslich|jusqu'au|jusqu'a|hasta|fino al|fino a|tot en met|tot|up to|ate",
+);
 const START_BEFORE = w('from|since|starting|beginning|as of|ab|seit|vom|du|depuis|desde|dal|a partir|van|vanaf|a partir de');
 
 const DAY_MS = 86_400_000;
@@ -73,9 +83,13 @@ export function findReturnDate(text: string, reference: Date, offsetMinutes: num
   const lang = guessLanguage(fold(t));
   const ref = { instant: reference, timezone: offsetMinutes };
   const candidates: Array<{ date: Date; rank: number }> = [];
-  for (const l of lang === 'en' ? ['en'] as Lang[] : [lang, 'en'] as Lang[]) {
+  for (const l of lang === 'en' ? (['en'] as Lang[]) : ([lang, 'en'] as Lang[])) {
     let results: chrono.ParsedResult[];
-    try { results = PARSERS[l].parse(t, ref, { forwardDate: true }); } catch { continue; }
+    try {
+      results = PARSERS[l].parse(t, ref, { forwardDate: true });
+    } catch {
+      continue;
+    }
     for (const r of results) {
       const pre = before(t, r.index);
       const post = after(t, r.index + r.text.length);
@@ -106,5 +120,5 @@ export function dateOffsetMinutes(dateHeader: string | undefined): number {
   const m = /([+-])(\d\d)(\d\d)(?:\s*\([^)]{0,40}\))?\s*$/.exec(dateHeader.slice(0, 200));
   if (!m) return 0;
   const minutes = Number(m[2]) * 60 + Number(m[3]);
-  return minutes > 14 * 60 ? 0 : (m[1] === '-' ? -minutes : minutes);
+  return minutes > 14 * 60 ? 0 : m[1] === '-' ? -minutes : minutes;
 }

@@ -18,36 +18,185 @@ const replyParser = new EmailReplyParser();
 /** First words of an attribution line ("On … wrote:", "Am … schrieb …:", "Le … a écrit :", …), folded. */
 const ATTRIBUTION_STARTS = ['on ', 'am ', 'le ', 'el ', 'il ', 'op ', 'em ', 'den ', 'w dniu ', 'dnia ', 'pe ', 'in data '];
 /** Verbs of an attribution line, folded. */
-const ATTRIBUTION_VERBS = ['wrote', 'writes', 'schrieb', 'ecrit', 'escribio', 'scritto', 'schreef', 'escreveu', 'skrev', 'napisal', 'pisze', 'kirjoitti', 'yazdi', 'napsal'];
+const ATTRIBUTION_VERBS = [
+  'wrote',
+  'writes',
+  'schrieb',
+  'ecrit',
+  'escribio',
+  'scritto',
+  'schreef',
+  'escreveu',
+  'skrev',
+  'napisal',
+  'pisze',
+  'kirjoitti',
+  'yazdi',
+  'napsal',
+];
 /** "-----Original Message-----" and its translations, folded, dashes and spaces trimmed. */
 const ORIGINAL_MESSAGE = new Set([
-  'original message', 'ursprungliche nachricht', 'message d\'origine', 'mensaje original', 'messaggio originale',
-  'oorspronkelijk bericht', 'originalmeddelande', 'oprindelig meddelelse', 'opprinnelig melding', 'alkuperainen viesti',
-  'mensagem original', 'wiadomosc oryginalna', 'forwarded message', 'weitergeleitete nachricht', 'message transfere',
-  'mensaje reenviado', 'messaggio inoltrato', 'doorgestuurd bericht',
+  'original message',
+  'ursprungliche nachricht',
+  "message d'origine",
+  'mensaje original',
+  'messaggio originale',
+  'oorspronkelijk bericht',
+  'originalmeddelande',
+  'oprindelig meddelelse',
+  'opprinnelig melding',
+  'alkuperainen viesti',
+  'mensagem original',
+  'wiadomosc oryginalna',
+  'forwarded message',
+  'weitergeleitete nachricht',
+  'message transfere',
+  'mensaje reenviado',
+  'messaggio inoltrato',
+  'doorgestuurd bericht',
 ]);
 /** Header names that open a quoted Outlook header block, folded, without the colon. */
 const BLOCK_FROM = new Set(['from', 'von', 'de', 'da', 'van', 'fran', 'fra', 'od', 'lahettaja', 'felado']);
-const BLOCK_DATE = new Set(['sent', 'date', 'gesendet', 'datum', 'envoye', 'enviado', 'enviado el', 'fecha', 'inviato', 'data', 'verzonden', 'skickat', 'sendt', 'lahetetty', 'wyslano']);
-const BLOCK_OTHER = new Set(['to', 'an', 'a', 'para', 'aan', 'till', 'til', 'do', 'subject', 'betreff', 'objet', 'asunto', 'oggetto', 'onderwerp', 'amne', 'emne', 'assunto', 'temat', 'aihe', 'cc']);
+const BLOCK_DATE = new Set([
+  'sent',
+  'date',
+  'gesendet',
+  'datum',
+  'envoye',
+  'enviado',
+  'enviado el',
+  'fecha',
+  'inviato',
+  'data',
+  'verzonden',
+  'skickat',
+  'sendt',
+  'lahetetty',
+  'wyslano',
+]);
+const BLOCK_OTHER = new Set([
+  'to',
+  'an',
+  'a',
+  'para',
+  'aan',
+  'till',
+  'til',
+  'do',
+  'subject',
+  'betreff',
+  'objet',
+  'asunto',
+  'oggetto',
+  'onderwerp',
+  'amne',
+  'emne',
+  'assunto',
+  'temat',
+  'aihe',
+  'cc',
+]);
 /** Lines a phone or webmail appends, folded; the rest of the message is signature or quote. */
 const SENT_FROM = [
-  'sent from my ', 'sent from mail for windows', 'sent from outlook', 'sent from yahoo mail', 'sent from the all new aol app',
-  'get outlook for ', 'sent with proton mail', 'sent from proton mail', 'sent via ', 'sent from samsung', 'sent from gmail mobile',
-  'von meinem iphone gesendet', 'von meinem ipad gesendet', 'von meinem smartphone gesendet', 'gesendet von meinem', 'gesendet mit ',
-  'envoye de mon ', 'envoye depuis ', 'enviado desde mi ', 'enviado do meu ', 'inviato da ', 'verzonden vanaf ', 'verstuurd vanaf ',
-  'skickat fran ', 'sendt fra ',
+  'sent from my ',
+  'sent from mail for windows',
+  'sent from outlook',
+  'sent from yahoo mail',
+  'sent from the all new aol app',
+  'get outlook for ',
+  'sent with proton mail',
+  'sent from proton mail',
+  'sent via ',
+  'sent from samsung',
+  'sent from gmail mobile',
+  'von meinem iphone gesendet',
+  'von meinem ipad gesendet',
+  'von meinem smartphone gesendet',
+  'gesendet von meinem',
+  'gesendet mit ',
+  'envoye de mon ',
+  'envoye depuis ',
+  'enviado desde mi ',
+  'enviado do meu ',
+  'inviato da ',
+  'verzonden vanaf ',
+  'verstuurd vanaf ',
+  'skickat fran ',
+  'sendt fra ',
 ];
 /** Sign-offs, folded, trailing punctuation trimmed. Thanks-like ones only close a message that has content above them. */
 const SIGN_OFFS = new Set([
-  'best', 'best regards', 'kind regards', 'regards', 'warm regards', 'warmest regards', 'best wishes', 'all the best', 'sincerely',
-  'yours sincerely', 'sincerely yours', 'yours truly', 'yours', 'cheers', 'talk soon', 'br', 'rgds', 'kr', 'with best regards', 'many regards',
-  'mit freundlichen grussen', 'freundliche grusse', 'viele grusse', 'beste grusse', 'liebe grusse', 'herzliche grusse', 'gruss', 'lg', 'vg', 'mfg',
-  'cordialement', 'bien cordialement', 'bien a vous', 'salutations', 'meilleures salutations', 'saludos', 'un saludo', 'saludos cordiales', 'atentamente',
-  'cordiali saluti', 'saluti', 'distinti saluti', 'met vriendelijke groet', 'vriendelijke groet', 'groeten', 'met vriendelijke groeten',
-  'med vanlig halsning', 'vanliga halsningar', 'mvh', 'hilsen', 'med venlig hilsen', 'atenciosamente', 'abracos', 'pozdrawiam',
+  'best',
+  'best regards',
+  'kind regards',
+  'regards',
+  'warm regards',
+  'warmest regards',
+  'best wishes',
+  'all the best',
+  'sincerely',
+  'yours sincerely',
+  'sincerely yours',
+  'yours truly',
+  'yours',
+  'cheers',
+  'talk soon',
+  'br',
+  'rgds',
+  'kr',
+  'with best regards',
+  'many regards',
+  'mit freundlichen grussen',
+  'freundliche grusse',
+  'viele grusse',
+  'beste grusse',
+  'liebe grusse',
+  'herzliche grusse',
+  'gruss',
+  'lg',
+  'vg',
+  'mfg',
+  'cordialement',
+  'bien cordialement',
+  'bien a vous',
+  'salutations',
+  'meilleures salutations',
+  'saludos',
+  'un saludo',
+  'saludos cordiales',
+  'atentamente',
+  'cordiali saluti',
+  'saluti',
+  'distinti saluti',
+  'met vriendelijke groet',
+  'vriendelijke groet',
+  'groeten',
+  'met vriendelijke groeten',
+  'med vanlig halsning',
+  'vanliga halsningar',
+  'mvh',
+  'hilsen',
+  'med venlig hilsen',
+  'atenciosamente',
+  'abracos',
+  'pozdrawiam',
 ]);
-const THANKS = new Set(['thanks', 'thank you', 'many thanks', 'thanks again', 'thanks a lot', 'thx', 'danke', 'vielen dank', 'merci', 'gracias', 'grazie', 'bedankt', 'tack', 'obrigado']);
+const THANKS = new Set([
+  'thanks',
+  'thank you',
+  'many thanks',
+  'thanks again',
+  'thanks a lot',
+  'thx',
+  'danke',
+  'vielen dank',
+  'merci',
+  'gracias',
+  'grazie',
+  'bedankt',
+  'tack',
+  'obrigado',
+]);
 /** A signature after a sign-off: at most this many non-empty lines of at most SIGNATURE_LINE_CHARS. */
 const SIGNATURE_LINES = 6;
 const SIGNATURE_LINE_CHARS = 100;
@@ -186,7 +335,11 @@ function wrapInPlace(text: string, width: number): string {
   let lastSpace = -1;
   for (let i = 0; i < chars.length; i += 1) {
     const c = chars[i];
-    if (c === '\n') { lineStart = i + 1; lastSpace = -1; continue; }
+    if (c === '\n') {
+      lineStart = i + 1;
+      lastSpace = -1;
+      continue;
+    }
     if (c === ' ') lastSpace = i;
     if (i - lineStart >= width) {
       const at = lastSpace > lineStart ? lastSpace : i;
@@ -205,7 +358,11 @@ function runReplyParser(text: string): string {
   for (const line of text.split('\n')) if (RISKY_LINE.test(line) && ++risky > MAX_RISKY_LINES) return text;
   const wrapped = wrapInPlace(text, REPLY_PARSER_LINE_CHARS);
   let visible: string;
-  try { visible = replyParser.read(wrapped).getVisibleText(); } catch { return text; }
+  try {
+    visible = replyParser.read(wrapped).getVisibleText();
+  } catch {
+    return text;
+  }
   const kept = visible.trimEnd();
   // The parser keeps a leading part of the text in nearly every case; then the original (unwrapped)
   // text up to the same length is the answer. Otherwise its text, with our wraps in it.
@@ -214,7 +371,12 @@ function runReplyParser(text: string): string {
 }
 
 function tidy(text: string): string {
-  return text.split('\n').map((l) => l.trimEnd()).join('\n').replace(/\n{3,}/g, '\n\n').trim();
+  return text
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
 }
 
 /** The reply without quoted earlier messages and the signature; '' when nothing of the sender's own remains. */
@@ -222,7 +384,10 @@ export function stripReply(text: string, fromName: string | null = null): string
   if (!text) return '';
   const lines = text.replace(/\r\n?/g, '\n').split('\n');
   const end = signOffCut(lines, hardCut(lines));
-  const own = dropTrailingName(lines.slice(0, end).filter((l) => !isQuoted(l)), fromName);
+  const own = dropTrailingName(
+    lines.slice(0, end).filter((l) => !isQuoted(l)),
+    fromName,
+  );
   const first = tidy(own.join('\n'));
   return tidy(runReplyParser(first));
 }
