@@ -8,6 +8,7 @@ import type { Deps } from '../src/platform/services.js';
 import { CRONTAB } from '../src/tasks/index.js';
 import { type DealOrg, dealOrg, eventsOf, insertContact, utcDate } from './deal-support.js';
 import { ALL_SCOPES, awayFromUtcMidnight, startService, type TestService } from './support/harness.js';
+import { waitFor } from './support/wait.js';
 
 let svc: TestService;
 let deps: Deps;
@@ -429,9 +430,7 @@ describe('deal sweep', () => {
     const worker = await svc.startWorker();
     try {
       await worker.addJob('sweep_deals', {});
-      const end = Date.now() + 20_000;
-      while ((await eventsOf(svc, o.id, 'deal.next_step_overdue')).length === 0 && Date.now() < end)
-        await new Promise((r) => setTimeout(r, 100));
+      await waitFor(async () => (await eventsOf(svc, o.id, 'deal.next_step_overdue')).length > 0, 20_000, 'deal.next_step_overdue');
       expect((await eventsOf(svc, o.id, 'deal.next_step_overdue')).map((e) => e.data.dealId)).toEqual([d.id]);
     } finally {
       await worker.stop();

@@ -1,10 +1,12 @@
 // The operator's view of the process: start on a fresh DATA_DIR, survive a crashed earlier run
 // (orphaned postmaster), drain on SIGTERM, and refuse a bad configuration with one clear line.
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from './support/wait.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'outbound-lifecycle-'));
@@ -43,17 +45,21 @@ function start(env: Record<string, string>): { child: ChildProcess; out: () => s
  * parallel test file could take in between.
  */
 async function healthy(child: ChildProcess): Promise<number> {
-  for (let i = 0; i < 300; i += 1) {
-    if (child.exitCode !== null) throw new Error(`service exited: ${outOf.get(child)?.() ?? ''}`);
-    const m = /Listening on \S+ port (\d+)/.exec(outOf.get(child)?.() ?? '');
-    try {
-      if (m && (await fetch(`http://127.0.0.1:${m[1]}/healthz`)).ok) return Number(m[1]);
-    } catch {
-      /* starting */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('service did not become healthy');
+  return waitFor(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`service exited: ${outOf.get(child)?.() ?? ''}`);
+      const m = /Listening on \S+ port (\d+)/.exec(outOf.get(child)?.() ?? '');
+      try {
+        if (m && (await fetch(`http://127.0.0.1:${m[1]}/healthz`)).ok) return Number(m[1]);
+      } catch {
+        /* starting */
+      }
+      return null;
+    },
+    30_000,
+    'the service to become healthy',
+    100,
+  );
 }
 
 const exited = (child: ChildProcess) =>

@@ -2,6 +2,7 @@
 // bounce and complaint rates against their thresholds, disabled webhook endpoints, the research
 // budget), the recomputation after the changes that move it and by the sweep, org.health_changed
 // emitted on a change only, and the operator rows that show it.
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOrgHealthSweep } from '../src/account/org-health-sweep.js';
 import type { Deps } from '../src/platform/services.js';
@@ -10,6 +11,7 @@ import { settle } from './drafting-support.js';
 import { awayFromUtcMidnight, startService, type TestOrg, type TestService } from './support/harness.js';
 import { type Receiver, startReceiver } from './support/receiver.js';
 import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
+import { waitFor } from './support/wait.js';
 
 let svc: TestService;
 let deps: Deps;
@@ -320,11 +322,7 @@ describe('webhook endpoints and the research budget', () => {
 });
 
 async function waitForState(org: TestOrg, state: string) {
-  for (let i = 0; i < 300; i += 1) {
-    if ((await health(org.id)).state === state) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`the organization never became ${state}`);
+  await waitFor(async () => (await health(org.id)).state === state, 30_000, `the organization to become ${state}`, 100);
 }
 
 /** An RFC 5965 abuse report about a message to `rcpt`. */

@@ -2,12 +2,14 @@
 // process with its environment. A failed start ends non-zero with one line naming the variable or
 // file to fix and leaves no Postgres behind; Ctrl-C (SIGINT to the process group) and SIGTERM stop
 // everything with exit code 0 and no error-level line; HOST chooses the listen address.
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { waitFor } from './support/wait.js';
 
 const root = new URL('..', import.meta.url).pathname;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'outbound-startup-'));
@@ -109,17 +111,21 @@ async function failsWith(run: Run, dataDir: string): Promise<string> {
 
 /** Waits until the service answers /healthz at `host` on the port it printed; returns the port. */
 async function healthy(run: Run, host: string): Promise<number> {
-  for (let i = 0; i < 600; i += 1) {
-    if (run.child.exitCode !== null) throw new Error(`service exited: ${run.stdout()}${run.stderr()}`);
-    const m = /Listening on \S+ port (\d+)/.exec(run.stdout());
-    try {
-      if (m && (await fetch(`http://${host}:${m[1]}/healthz`)).ok) return Number(m[1]);
-    } catch {
-      /* starting */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('service did not become healthy');
+  return waitFor(
+    async () => {
+      if (run.child.exitCode !== null) throw new Error(`service exited: ${run.stdout()}${run.stderr()}`);
+      const m = /Listening on \S+ port (\d+)/.exec(run.stdout());
+      try {
+        if (m && (await fetch(`http://${host}:${m[1]}/healthz`)).ok) return Number(m[1]);
+      } catch {
+        /* starting */
+      }
+      return null;
+    },
+    60_000,
+    'the service to become healthy',
+    100,
+  );
 }
 
 /** Whether something accepts TCP connections at host:port. */
@@ -244,7 +250,7 @@ describe('stopping', () => {
     const own = path.join(tmp, 'interrupted');
     const run = start({ PORT: '0', DATA_DIR: own });
     const pidFile = path.join(own, 'pg', 'postmaster.pid');
-    while (!fs.existsSync(pidFile) && run.child.exitCode === null) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => fs.existsSync(pidFile) || run.child.exitCode !== null, 60_000, 'the postmaster pid file', 20);
     run.child.kill('SIGTERM');
     expect(await run.exit).toBe(0);
     expectNoErrorLines(run);

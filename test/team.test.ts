@@ -2,10 +2,12 @@
 // (rep.invited) and activating (rep.activated + team.member_added), removing (team.member_removed:
 // keys revoked, pending action items handed to the owner), the owner who cannot be removed, the
 // team list, and removed people who get no new work.
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assigneeFor, handoffReceiverId } from '../src/account/people.js';
 import { eventsOf, mkContact, system, uid } from './crm-support.js';
 import { raw, startService, type TestOrg, type TestService } from './support/harness.js';
+import { waitFor } from './support/wait.js';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -288,17 +290,20 @@ describe('removing a member', () => {
 });
 
 async function waitForItems(org: TestOrg, contactId: string) {
-  for (let i = 0; i < 100; i += 1) {
-    const rows = await system(svc, (trx) =>
-      trx
-        .selectFrom('action_items')
-        .select(['sales_person_id', 'action_type'])
-        .where('organization_id', '=', org.id)
-        .where('entity_id', '=', contactId)
-        .execute(),
-    );
-    if (rows.length) return rows;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('no action item was opened');
+  return waitFor(
+    async () => {
+      const rows = await system(svc, (trx) =>
+        trx
+          .selectFrom('action_items')
+          .select(['sales_person_id', 'action_type'])
+          .where('organization_id', '=', org.id)
+          .where('entity_id', '=', contactId)
+          .execute(),
+      );
+      return rows.length ? rows : null;
+    },
+    10_000,
+    'an action item to be opened',
+    100,
+  );
 }

@@ -298,16 +298,7 @@ export async function raw(
   return { status: res.status, headers: res.headers, text, body: json as Record<string, unknown> };
 }
 
-/** Waits until fn returns a truthy value. */
-export async function waitFor<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export { waitFor } from './wait.js';
 
 /**
  * Waits out the last seconds of a UTC day. A test that computes a date from the clock ("today",

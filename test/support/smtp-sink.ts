@@ -2,8 +2,10 @@
 // bench. Per recipient it accepts (250), answers temporarily (451), permanently (550), hangs on
 // the recipient (before any of the message) or on the message (after all of it) until the client
 // gives up; it records every message it received, raw (`hung` those it never answered).
+
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
+import { waitFor } from './wait.js';
 
 export type SinkBehaviour = 'accept' | 'temporary' | 'permanent' | 'hang' | 'hang-rcpt';
 
@@ -95,11 +97,7 @@ export async function startSmtpSink(): Promise<SmtpSink> {
       hook = fn;
     },
     async waitFor(n: number, timeoutMs = 20_000) {
-      const end = Date.now() + timeoutMs;
-      while (messages.length < n) {
-        if (Date.now() > end) throw new Error(`timed out waiting for ${n} messages (have ${messages.length})`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      await waitFor(() => messages.length >= n, timeoutMs, `${n} messages`, 25);
       return messages;
     },
     close: () => new Promise<void>((r) => server.close(() => r())),
