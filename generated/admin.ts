@@ -285,8 +285,8 @@ export interface paths {
          * @description Creates a public lead form of the organization and its form key: a random, unguessable token
          *     (`lf_` and 32 base64url characters, 192 bits) that is the only credential of the form's capture
          *     endpoint `POST /capture/{formKey}` (no API key; JSON, form-encoded and multipart bodies; any
-         *     origin). Leads captured through the form carry the form's name as `source`. See the README
-         *     section "Inbound leads" for the endpoint's fields, honeypot and limits.
+         *     origin). Leads captured through the form carry the form's name as `source`. The endpoint's
+         *     fields, honeypot and limits are described in the repository's `docs/inbound-leads.md`.
          */
         post: operations["adminCreateLeadForm"];
         delete?: never;

@@ -1106,9 +1106,9 @@ export interface paths {
          *     snapshot are never returned.
          *
          *     Leads come from a lead form's public capture endpoint (`POST /capture/{formKey}`, outside this
-         *     API; see the README) or the operator API. A submission of an address (trimmed, lowercased) that
-         *     already has a lead captured within the last 7 days lands on that lead instead of making a new
-         *     one. `fitScore` and `intentConfidence` are computed at capture when not given: fit 20, +30 for
+         *     API; described in the repository's `docs/inbound-leads.md`) or the operator API. A submission
+         *     of an address (trimmed, lowercased) that already has a lead captured within the last 7 days
+         *     lands on that lead instead of making a new one. `fitScore` and `intentConfidence` are computed at capture when not given: fit 20, +30 for
          *     an address at a company domain (not a free or disposable provider), + the title's seniority
          *     (executive 30, VP 25, director 20, manager 10, senior 5), + company size (10+ employees 5, 50+
          *     10, 200+ 15, 1000+ 20), at most 100; intent from the message text: 0.1 when it reads as not
