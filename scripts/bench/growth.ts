@@ -5,7 +5,7 @@
 //   GET /contacts?limit=50           first page (50 connections, 5 s);
 //   GET /contacts?q=<surname>        a rare term, N/5,000 matches (10 connections, 5 s);
 //   GET /analytics/funnel            the year, cache cold (its entry deleted before each; median of 3);
-//   send queue claim                 the dispatcher's batch lock (src/dispatch/send.ts lockBatch) in a
+//   send queue claim                 the dispatcher's batch lock (src/dispatch/claim.ts lockBatch) in a
 //                                    rolled-back transaction (median of 20).
 import crypto from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
@@ -14,7 +14,7 @@ import { APP_ROLE, createPool, type Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { funnelQuery } from '../../src/analytics/funnel.js';
 import { handlers } from '../../src/boot/runtime.js';
-import { lockBatch } from '../../src/dispatch/send.js';
+import { lockBatch } from '../../src/dispatch/claim.js';
 import { captureRequest, type Statement } from './references.js';
 import type { BenchArea, BenchContext } from './types.js';
 

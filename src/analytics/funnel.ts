@@ -9,7 +9,7 @@
 //   id); the cohort's buckets count the deals credited to their sequences.
 import { CompiledQuery } from 'kysely';
 import { type Db, type Tx, transactionOn } from '../../db/database.js';
-import { COUNTED } from '../dispatch/send.js';
+import { COUNTED } from '../dispatch/ledger.js';
 import { invalid } from '../http/problems.js';
 import { pct } from './stats.js';
 

@@ -3,7 +3,7 @@
 // possibly sent (markPossiblySent says what that means).
 import { sql } from 'kysely';
 import { type Db, withSystem } from '../../db/database.js';
-import { markPossiblySent } from './send.js';
+import { markPossiblySent } from './outcomes.js';
 
 /** Longer than an SMTP exchange lasts with the default socket limits (30 s a step). */
 export const STALE_SENDING_MS = 10 * 60_000;

@@ -1,0 +1,242 @@
+// What becomes of a batch's steps: the gates' decisions (deferred, skipped) and the jobs they move
+// or drop; then, after the SMTP transactions, each claimed step's outcome: sent, bounced (5xx:
+// suppression, events, the sequence paused), tried again later (4xx, connection trouble), or
+// possibly sent (no answer after the whole message went over); with the events and the release
+// of each sequence's next step.
+import { sql } from 'kysely';
+import type { Tx } from '../../db/database.js';
+import type { SendOutcome } from '../mail/transport.js';
+import { type EmitInput, emitMany } from '../platform/events.js';
+import { newId } from '../platform/ids.js';
+import type { Claim, Decision } from './batch.js';
+import { recordHardBounce } from './bounce.js';
+import { scheduleSends } from './queue.js';
+
+/** Delays before attempts 2..5 of a step whose SMTP answer was temporary. */
+export const RETRY_DELAYS_MS = [60_000, 5 * 60_000, 15 * 60_000, 60 * 60_000];
+
+/** The batch's deferred and skipped steps: their state and reason; a deferred step's job moves to when it may pass. */
+export async function writeDecisions(trx: Tx, org: string, decided: Map<string, Decision>): Promise<void> {
+  if (decided.size === 0) return;
+  const ids = [...decided.keys()];
+  const ds = [...decided.values()];
+  await sql`
+    UPDATE send_queue q SET state = v.state, held_by = v.code, held_detail = v.detail,
+      next_attempt_at = coalesce(v.until, q.next_attempt_at), updated_at = now_ms()
+    FROM unnest(${ids}::text[], ${ds.map((d) => ('skip' in d ? 'skipped' : 'deferred'))}::text[], ${ds.map((d) => ('skip' in d ? d.skip : d.defer))}::text[],
+                ${ds.map((d) => d.detail)}::text[], ${ds.map((d) => ('defer' in d ? d.until : null))}::timestamptz[]) AS v(id, state, code, detail, until)
+    WHERE q.organization_id = ${org} AND q.id = v.id`.execute(trx);
+  const deferred = [...decided].filter(([, d]) => 'defer' in d) as [string, { until: Date }][];
+  await scheduleSends(
+    trx,
+    org,
+    deferred.map(([id, d]) => ({ queueId: id, runAt: d.until })),
+  );
+}
+
+/** The other steps now decided have their jobs moved (deferred: writeDecisions) or gone (skipped, claimed); the job running keeps its own. */
+export async function dropSettledJobs(trx: Tx, claims: Claim[], decided: Map<string, Decision>, ownId: string | null): Promise<void> {
+  const done = [...claims.map((c) => c.queueId), ...[...decided].filter(([, d]) => 'skip' in d).map(([id]) => id)].filter(
+    (id) => id !== ownId,
+  );
+  if (done.length) await sql`SELECT remove_jobs(${done}::text[])`.execute(trx);
+}
+
+/** Lets the steps after these go now, or at their own time. */
+async function releaseNext(trx: Tx, org: string, after: { sequenceId: string; step: number }[]): Promise<void> {
+  if (after.length === 0) return;
+  const next = await sql<{ id: string; next_attempt_at: Date }>`
+    UPDATE send_queue q SET next_attempt_at = greatest(q.scheduled_at, now_ms()), updated_at = now_ms()
+    FROM unnest(${after.map((a) => a.sequenceId)}::text[], ${after.map((a) => a.step + 1)}::int[]) AS v(sequence_id, step)
+    WHERE q.organization_id = ${org} AND q.sequence_id = v.sequence_id AND q.step = v.step AND q.state IN ('queued', 'deferred')
+    RETURNING q.id, q.next_attempt_at`.execute(trx);
+  await scheduleSends(
+    trx,
+    org,
+    next.rows.map((n) => ({ queueId: n.id, runAt: n.next_attempt_at })),
+  );
+}
+
+/**
+ * A claimed step whose outcome cannot be known (no answer after the message went over, or its
+ * worker died): possibly sent, shown so in the outbox and the send queue, never sent again
+ * automatically (sending twice does more harm than not knowing), and the sequence goes on.
+ */
+export async function markPossiblySent(trx: Tx, org: string, recordId: string, detail: string): Promise<boolean> {
+  const r = await trx
+    .updateTable('send_records')
+    .set({ status: 'possibly_sent', smtp_response: detail.slice(0, 1000) } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', recordId)
+    .where('status', '=', 'sending')
+    .returning(['queue_id', 'sequence_id', 'step'])
+    .executeTakeFirst();
+  if (!r) return false;
+  await trx
+    .updateTable('send_queue')
+    .set({ state: 'possibly_sent', held_by: 'possibly_sent', held_detail: detail.slice(0, 500), updated_at: sql`now_ms()` } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', r.queue_id!)
+    .where('state', '=', 'sending')
+    .execute();
+  await releaseNext(trx, org, [{ sequenceId: r.sequence_id!, step: r.step! }]);
+  return true;
+}
+
+/** Phase 3 for the accepted steps, set-based: the ledger, the queue, the drafts, the sequences, the events, the next steps. */
+async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: SendOutcome }[]): Promise<EmitInput[]> {
+  if (done.length === 0) return [];
+  // A record the recovery sweep marked possibly sent while the server was slow is sent after all.
+  // Each sent message joins the conversation (GET /messages) as OUTBOUND, in the same statement.
+  const updated = await sql<{ id: string }>`
+    WITH sent AS (
+      UPDATE send_records r SET status = 'sent', smtp_response = v.response, provider_message_id = v.provider
+      FROM unnest(${done.map((d) => d.c.recordId)}::text[], ${done.map((d) => d.outcome.response)}::text[], ${done.map((d) => d.outcome.providerMessageId)}::text[],
+                  ${done.map(() => newId('msg'))}::text[])
+        AS v(id, response, provider, message_row)
+      WHERE r.organization_id = ${org} AND r.id = v.id AND r.status IN ('sending', 'possibly_sent')
+      RETURNING r.*, v.message_row
+    ), written AS (
+      INSERT INTO messages (organization_id, id, contact_id, direction, channel, from_email, to_email, subject, body, message_id,
+        send_record_id, sequence_id, status)
+      SELECT s.organization_id, s.message_row, s.contact_id, 'OUTBOUND', 'email', s.from_email, s.to_email, s.subject, coalesce(d.body, s.text_body, ''),
+        s.message_id, s.id, s.sequence_id, 'sent'
+      FROM sent s LEFT JOIN drafts d ON d.organization_id = s.organization_id AND d.id = s.draft_id
+    )
+    SELECT id FROM sent`.execute(trx);
+  const live = new Set(updated.rows.map((r) => r.id));
+  const sent = done.map((d) => d.c).filter((c) => live.has(c.recordId));
+  if (sent.length === 0) return [];
+  await sql`UPDATE send_queue SET state = 'sent', updated_at = now_ms() WHERE organization_id = ${org} AND id = ANY(${sent.map((c) => c.queueId)}::text[])`.execute(
+    trx,
+  );
+  await sql`UPDATE drafts SET sent_at = now_ms(), updated_at = now_ms() WHERE organization_id = ${org} AND id = ANY(${sent.map((c) => c.draftId)}::text[])`.execute(
+    trx,
+  );
+  // QUEUED -> ACTIVE at the first send, COMPLETED after the last step; the old status says which events.
+  const seqs = await sql<{ id: string; old: string }>`
+    UPDATE contact_sequences s SET
+      status = CASE WHEN v.last THEN 'COMPLETED' WHEN s.status = 'QUEUED' THEN 'ACTIVE' ELSE s.status END,
+      current_step = greatest(s.current_step, v.step), updated_at = now_ms()
+    FROM (SELECT s0.id, s0.status AS old FROM contact_sequences s0 WHERE s0.organization_id = ${org} AND s0.id = ANY(${sent.map((c) => c.sequenceId)}::text[]) FOR UPDATE) o,
+         unnest(${sent.map((c) => c.sequenceId)}::text[], ${sent.map((c) => c.step)}::int[], ${sent.map((c) => c.step >= c.stepCount)}::boolean[]) AS v(id, step, last)
+    WHERE s.organization_id = ${org} AND s.id = v.id AND o.id = v.id
+    RETURNING s.id, o.old`.execute(trx);
+  const old = new Map(seqs.rows.map((s) => [s.id, s.old]));
+  const events: EmitInput[] = [];
+  for (const c of sent) {
+    const ref = { sequenceId: c.sequenceId, contactId: c.contactId, draftId: c.draftId, step: c.step };
+    events.push({
+      type: 'draft.sent',
+      resource: { type: 'Draft', id: c.draftId },
+      data: { ...ref, mailboxId: c.mailbox.id, messageId: String(c.message.messageId) },
+    });
+    if (old.get(c.sequenceId) === 'QUEUED')
+      events.push({
+        type: 'sequence.started',
+        resource: { type: 'Sequence', id: c.sequenceId },
+        data: { sequenceId: c.sequenceId, contactId: c.contactId },
+      });
+    if (c.step >= c.stepCount)
+      events.push({
+        type: 'sequence.completed',
+        resource: { type: 'Sequence', id: c.sequenceId },
+        data: { sequenceId: c.sequenceId, contactId: c.contactId, steps: c.stepCount },
+      });
+  }
+  // The next step waits for this one: it may go now, or at its own time.
+  await releaseNext(
+    trx,
+    org,
+    sent.filter((c) => c.step < c.stepCount),
+  );
+  return events;
+}
+
+/** Phase 3 for a step the server refused for good (a hard bounce): the shared bounce, and the step failed. */
+async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome): Promise<EmitInput[]> {
+  const ref = { sequenceId: c.sequenceId, contactId: c.contactId, draftId: c.draftId, step: c.step };
+  await trx
+    .updateTable('send_queue')
+    .set({ state: 'failed', held_by: 'hard_bounce', held_detail: outcome.response.slice(0, 500), updated_at: sql`now_ms()` } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', c.queueId)
+    .execute();
+  const events = await recordHardBounce(trx, org, {
+    ...ref,
+    recordId: c.recordId,
+    email: String((c.message.to as { address: string }).address),
+    mailboxId: c.mailbox.id,
+    code: outcome.code,
+    diagnostic: outcome.response,
+    source: 'dispatcher',
+  });
+  const failure = { ...ref, code: outcome.code, response: outcome.response };
+  events.push(
+    { type: 'send.failed', resource: { type: 'Draft', id: c.draftId }, data: { ...failure, permanent: true } },
+    { type: 'sequence.step_failed', resource: { type: 'Sequence', id: c.sequenceId }, data: { ...failure, reason: 'hard_bounce' } },
+  );
+  return events;
+}
+
+/** Phase 3 for a temporary failure: tried again after a growing delay, then given up with send.failed. */
+async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome): Promise<EmitInput[]> {
+  await trx
+    .updateTable('send_records')
+    .set({ status: 'failed', smtp_response: outcome.response } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', c.recordId)
+    .execute();
+  const q = await trx
+    .selectFrom('send_queue')
+    .select('attempts')
+    .where('organization_id', '=', org)
+    .where('id', '=', c.queueId)
+    .executeTakeFirstOrThrow();
+  const delay = RETRY_DELAYS_MS[q.attempts - 1];
+  if (delay !== undefined) {
+    const until = new Date(Date.now() + delay);
+    await writeDecisions(
+      trx,
+      org,
+      new Map([
+        [c.queueId, { defer: 'transport_retry', until, detail: `attempt ${q.attempts} answered: ${outcome.response}`.slice(0, 500) }],
+      ]),
+    );
+    return [];
+  }
+  await trx
+    .updateTable('send_queue')
+    .set({ state: 'failed', held_by: 'transport_failed', held_detail: outcome.response.slice(0, 500), updated_at: sql`now_ms()` } as never)
+    .where('organization_id', '=', org)
+    .where('id', '=', c.queueId)
+    .execute();
+  const failure = {
+    sequenceId: c.sequenceId,
+    contactId: c.contactId,
+    draftId: c.draftId,
+    step: c.step,
+    code: outcome.code,
+    response: outcome.response,
+    attempts: q.attempts,
+  };
+  return [
+    { type: 'send.failed', resource: { type: 'Draft', id: c.draftId }, data: { ...failure, permanent: false } },
+    { type: 'sequence.step_failed', resource: { type: 'Sequence', id: c.sequenceId }, data: { ...failure, reason: 'transport_failed' } },
+  ];
+}
+
+/** Phase 3: what the SMTP answers mean for the steps, the sequences, the contacts and the mailboxes. */
+export async function recordOutcomes(trx: Tx, org: string, done: { c: Claim; outcome: SendOutcome }[]): Promise<void> {
+  const events = await recordAccepted(
+    trx,
+    org,
+    done.filter((d) => d.outcome.kind === 'accepted'),
+  );
+  for (const { c, outcome } of done) {
+    if (outcome.kind === 'permanent') events.push(...(await recordBounce(trx, org, c, outcome)));
+    else if (outcome.kind === 'temporary') events.push(...(await recordRetry(trx, org, c, outcome)));
+    else if (outcome.kind === 'unknown') await markPossiblySent(trx, org, c.recordId, outcome.response);
+  }
+  await emitMany(trx, org, events);
+}
