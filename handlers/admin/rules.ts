@@ -1,164 +1,37 @@
-// Operator rows of custom rules (src/rules): create (whole, or from a ready-made template), read,
-// change, delete, and the templates. Every write checks the rule as it will stand, so a rule that
-// could not run is refused here and never fails in its job.
-import { sql } from 'kysely';
-import { type Tx, withSystem } from '../../db/database.js';
-import { requireOrg } from '../../src/account/organizations.js';
-import type { AdminHandler, AdminHandlers, adminOperations } from '../../src/http/handler.js';
-import { invalid, notFound, ProblemError } from '../../src/http/problems.js';
-import { isoNN, newId } from '../../src/platform/ids.js';
-import { checkRule, MAX_RULES_PER_ORGANIZATION, RULE_TEMPLATES, type RuleAction } from '../../src/rules/rules.js';
+// Operator rows of custom rules: create (whole, or from a ready-made template), read, change,
+// delete, and the templates. The checks and writes are src/rules/stored-rules.ts.
+import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
+import { createRule, deleteRule, getRule, listRules, ruleTemplates, updateRule } from '../../src/rules/stored-rules.js';
 
-type AdminRule = adminOperations['adminGetRule']['responses'][200]['content']['application/json'];
+const adminCreateRule: AdminHandler<'adminCreateRule'> = async ({ db, params, body }) => ({
+  status: 201 as const,
+  body: await createRule(db, params.orgId, body),
+});
 
-function toRule(r: {
-  id: string;
-  name: string;
-  trigger_event_type: string;
-  conditions: unknown;
-  actions: unknown;
-  enabled: boolean;
-  template: string | null;
-  created_at: Date;
-  updated_at: Date;
-}): AdminRule {
-  return {
-    id: r.id,
-    name: r.name,
-    triggerEventType: r.trigger_event_type,
-    conditions: r.conditions as AdminRule['conditions'],
-    actions: r.actions as AdminRule['actions'],
-    enabled: r.enabled,
-    template: r.template,
-    createdAt: isoNN(r.created_at),
-    updatedAt: isoNN(r.updated_at),
-  };
-}
+const adminListRules: AdminHandler<'adminListRules'> = async ({ db, params }) => ({
+  status: 200 as const,
+  body: { data: await listRules(db, params.orgId) },
+});
 
-async function ruleRow(trx: Tx, orgId: string, ruleId: string, lock = false) {
-  let q = trx.selectFrom('rules').selectAll().where('organization_id', '=', orgId).where('id', '=', ruleId);
-  if (lock) q = q.forUpdate();
-  const r = await q.executeTakeFirst();
-  if (!r) throw notFound('rule');
-  return r;
-}
+const adminGetRule: AdminHandler<'adminGetRule'> = async ({ db, params }) => ({
+  status: 200 as const,
+  body: await getRule(db, params.orgId, params.ruleId),
+});
 
-const adminCreateRule: AdminHandler<'adminCreateRule'> = async ({ db, params, body }) => {
-  let rule: { name: string; triggerEventType: string; conditions: unknown; actions: RuleAction[]; template: string | null };
-  if (body.template !== undefined) {
-    for (const f of ['triggerEventType', 'conditions', 'actions'] as const) {
-      if (body[f] !== undefined) throw invalid(`${f} cannot be given with template: a template brings its own.`, `body.${f}`);
-    }
-    const t = RULE_TEMPLATES.find((x) => x.template === body.template)!;
-    rule = {
-      name: body.name ?? t.name,
-      triggerEventType: t.triggerEventType,
-      conditions: t.conditions,
-      actions: t.actions,
-      template: t.template,
-    };
-  } else {
-    for (const f of ['name', 'triggerEventType', 'actions'] as const) {
-      if (body[f] === undefined) throw invalid(`${f} is required (or name a template).`, `body.${f}`);
-    }
-    rule = {
-      name: body.name!,
-      triggerEventType: body.triggerEventType!,
-      conditions: body.conditions ?? null,
-      actions: body.actions as RuleAction[],
-      template: null,
-    };
-  }
-  checkRule(rule);
-  return withSystem(db, async (trx) => {
-    // The organization row is locked so two creations cannot both pass the limit.
-    await requireOrg(trx, params.orgId, { lock: true });
-    const { n } = await trx
-      .selectFrom('rules')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('organization_id', '=', params.orgId)
-      .executeTakeFirstOrThrow();
-    if (Number(n) >= MAX_RULES_PER_ORGANIZATION)
-      throw new ProblemError('rule-limit-reached', `The organization already has ${MAX_RULES_PER_ORGANIZATION} rules.`);
-    const row = await trx
-      .insertInto('rules')
-      .values({
-        organization_id: params.orgId,
-        id: newId('rul'),
-        name: rule.name,
-        trigger_event_type: rule.triggerEventType,
-        conditions: rule.conditions === null ? null : JSON.stringify(rule.conditions),
-        actions: JSON.stringify(rule.actions),
-        template: rule.template,
-        enabled: body.enabled ?? true,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return { status: 201 as const, body: toRule(row) };
-  });
-};
+const adminUpdateRule: AdminHandler<'adminUpdateRule'> = async ({ db, params, body }) => ({
+  status: 200 as const,
+  body: await updateRule(db, params.orgId, params.ruleId, body),
+});
 
-const adminListRules: AdminHandler<'adminListRules'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => {
-    await requireOrg(trx, params.orgId);
-    const rows = await trx
-      .selectFrom('rules')
-      .selectAll()
-      .where('organization_id', '=', params.orgId)
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute();
-    return { status: 200 as const, body: { data: rows.map(toRule) } };
-  });
+const adminDeleteRule: AdminHandler<'adminDeleteRule'> = async ({ db, params }) => ({
+  status: 200 as const,
+  body: { id: await deleteRule(db, params.orgId, params.ruleId), deleted: true as const },
+});
 
-const adminGetRule: AdminHandler<'adminGetRule'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => ({ status: 200 as const, body: toRule(await ruleRow(trx, params.orgId, params.ruleId)) }));
-
-const adminUpdateRule: AdminHandler<'adminUpdateRule'> = async ({ db, params, body }) =>
-  withSystem(db, async (trx) => {
-    const before = await ruleRow(trx, params.orgId, params.ruleId, true);
-    const after = {
-      triggerEventType: body.triggerEventType ?? before.trigger_event_type,
-      conditions: body.conditions !== undefined ? body.conditions : before.conditions,
-      actions: (body.actions ?? before.actions) as RuleAction[],
-    };
-    checkRule(after);
-    const set: Record<string, unknown> = {};
-    if (body.name !== undefined) set.name = body.name;
-    if (body.enabled !== undefined) set.enabled = body.enabled;
-    if (body.triggerEventType !== undefined) set.trigger_event_type = body.triggerEventType;
-    if (body.conditions !== undefined) set.conditions = body.conditions === null ? null : JSON.stringify(body.conditions);
-    if (body.actions !== undefined) set.actions = JSON.stringify(body.actions);
-    const row = await trx
-      .updateTable('rules')
-      .set({ ...set, updated_at: sql`now_ms()` } as never)
-      .where('organization_id', '=', params.orgId)
-      .where('id', '=', params.ruleId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return { status: 200 as const, body: toRule(row) };
-  });
-
-const adminDeleteRule: AdminHandler<'adminDeleteRule'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => {
-    const r = await trx
-      .deleteFrom('rules')
-      .where('organization_id', '=', params.orgId)
-      .where('id', '=', params.ruleId)
-      .returning('id')
-      .executeTakeFirst();
-    if (!r) throw notFound('rule');
-    return { status: 200 as const, body: { id: r.id, deleted: true as const } };
-  });
-
-const adminListRuleTemplates: AdminHandler<'adminListRuleTemplates'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => {
-    await requireOrg(trx, params.orgId);
-    return {
-      status: 200 as const,
-      body: { data: RULE_TEMPLATES.map((t) => ({ ...t, conditions: t.conditions as never, actions: [...t.actions] })) },
-    };
-  });
+const adminListRuleTemplates: AdminHandler<'adminListRuleTemplates'> = async ({ db, params }) => ({
+  status: 200 as const,
+  body: { data: await ruleTemplates(db, params.orgId) },
+});
 
 export const ruleHandlers: AdminHandlers = {
   adminCreateRule,

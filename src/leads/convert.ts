@@ -16,10 +16,10 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { fileContact, lockAddress } from '../../handlers/contacts.js';
-import { initialStage, insertDeal } from '../../handlers/deals.js';
 import { organizationOwnerId } from '../account/people.js';
 import { domainOfEmail, isFreemailDomain, normalizeDomain } from '../crm/domains.js';
 import { setQualificationStatus } from '../crm/qualification.js';
+import { initialStage, insertDeal } from '../deals/create.js';
 import { notFound, ProblemError } from '../http/problems.js';
 import { defaultDealName } from './deal-name.js';
 import { leadFacts } from './scoring.js';
