@@ -1,23 +1,16 @@
 // Analytics: the outbound funnel of a window and the holdout lift, each memoized for 5 minutes per
 // organization (the funnel per window) in Postgres. The rules are in spec/paths/analytics_*.yaml
-// and spec/DECISIONS.md; the computation in src/analytics/. X-Service-Analytics-Max-Window-Days,
-// a constant header of the funnel's 200 and 400, is added by the pipeline (src/http/app.ts).
+// and spec/DECISIONS.md; the computation in src/analytics/ (served by src/analytics/reports.ts).
+// X-Service-Analytics-Max-Window-Days, a constant header of the funnel's 200 and 400, is added by
+// the pipeline (src/http/app.ts).
 
-import { memoized } from '../src/analytics/cache.js';
-import { checkWindow, computeFunnel } from '../src/analytics/funnel.js';
-import { computeLift } from '../src/analytics/lift.js';
-import type { Handler, operations } from '../src/http/handler.js';
+import { type FunnelBody, funnelReport, type LiftBody, liftReport } from '../src/analytics/reports.js';
+import type { Handler } from '../src/http/handler.js';
 import { JsonText } from '../src/http/paging.js';
 import { invalid } from '../src/http/problems.js';
 
-type FunnelBody = operations['getFunnelAnalytics']['responses'][200]['content']['application/json'];
-type LiftBody = operations['getLiftAnalytics']['responses'][200]['content']['application/json'];
-
 const getFunnelAnalytics: Handler<'getFunnelAnalytics'> = async ({ trx, auth, query }) => {
-  checkWindow(query.from, query.to);
-  const org = auth.organizationId;
-  const compute = async (): Promise<FunnelBody> => computeFunnel(trx, org, query.from, query.to);
-  const r = await memoized(trx, org, `funnel:${query.from}:${query.to}`, compute);
+  const r = await funnelReport(trx, auth.organizationId, query.from, query.to);
   return { status: 200, body: new JsonText<FunnelBody>(r.text), headers: { 'X-Service-Cache': r.hit ? 'hit' : 'miss' } };
 };
 
@@ -27,8 +20,7 @@ const getLiftAnalytics: Handler<'getLiftAnalytics'> = async ({ trx, auth, query 
   for (const name of ['from', 'to']) {
     if (q[name] !== undefined) throw invalid(`GET /analytics/lift takes no ${name}: each experiment has its own fixed horizon.`, name);
   }
-  const compute = async (): Promise<LiftBody> => computeLift(trx, auth.organizationId);
-  const r = await memoized(trx, auth.organizationId, 'lift', compute);
+  const r = await liftReport(trx, auth.organizationId);
   return { status: 200, body: new JsonText<LiftBody>(r.text), headers: { 'X-Service-Cache': r.hit ? 'hit' : 'miss' } };
 };
 

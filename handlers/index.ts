@@ -21,7 +21,7 @@ import { webhookHandlers } from './webhooks.js';
 
 export const handlers: Handlers = {
   ...meHandlers,
-  ...(publicTemplateHandlers as unknown as Handlers),
+  ...publicTemplateHandlers,
   ...contactHandlers,
   ...companyHandlers,
   ...listHandlers,

@@ -1,193 +1,33 @@
-// Operator rows of the team lifecycle: a sales person is added as an active member
-// (team.member_added) or invited (rep.invited, then rep.activated and team.member_added when they
-// accept), and removed (team.member_removed): their keys are revoked and their pending action
-// items go to the organization's owner, in one transaction. The row of a removed person stays, so
-// what they owned still names a person; src/account/people.ts gives them no new work.
+// Operator rows of the team lifecycle (src/account/team.ts): a sales person is added as an active
+// member or invited, activated when they accept, and removed (their keys revoked, their pending
+// action items to the owner); and the organization's health (src/account/org-health.ts).
 
-import type { Selectable } from 'kysely';
-import { sql } from 'kysely';
-import { type Tx, withSystem } from '../../db/database.js';
-import type { UsersTable } from '../../db/schema.js';
-import { healthBody } from '../../src/account/org-health.js';
+import { withSystem } from '../../db/database.js';
+import { organizationHealth } from '../../src/account/org-health.js';
 import { requireOrg } from '../../src/account/organizations.js';
-import { organizationOwnerId } from '../../src/account/people.js';
+import { activateTeamMember, addTeamMember, listTeam, removeTeamMember } from '../../src/account/team.js';
 import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
-import { keyset, page } from '../../src/http/paging.js';
-import { invalid, notFound, ProblemError } from '../../src/http/problems.js';
-import { emit, emitMany } from '../../src/platform/events.js';
-import { iso, isoNN, newId } from '../../src/platform/ids.js';
-
-type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
-type Status = 'invited' | 'active' | 'removed';
-type UserRow = Selectable<UsersTable>;
-
-export const toAdminUser = (u: UserRow) => ({
-  id: u.id,
-  organizationId: u.organization_id,
-  name: u.name,
-  email: u.email,
-  role: u.role as Role,
-  status: u.status as Status,
-  invitedAt: iso(u.invited_at),
-  activatedAt: iso(u.activated_at),
-  removedAt: iso(u.removed_at),
-  createdAt: isoNN(u.created_at),
-});
-
-/** The person, locked for the change; 404 when the organization has no such person. */
-async function lockedUser(trx: Tx, orgId: string, userId: string): Promise<UserRow> {
-  await requireOrg(trx, orgId);
-  const u = await trx
-    .selectFrom('users')
-    .selectAll()
-    .where('organization_id', '=', orgId)
-    .where('id', '=', userId)
-    .forUpdate()
-    .executeTakeFirst();
-  if (!u) throw notFound('sales person');
-  return u;
-}
-
-const memberAdded = (u: UserRow, invited: boolean) => ({
-  type: 'team.member_added',
-  resource: { type: 'User', id: u.id },
-  data: { userId: u.id, name: u.name, email: u.email, role: u.role, status: 'active', invited },
-});
 
 const adminCreateUser: AdminHandler<'adminCreateUser'> = async ({ db, params, body }) =>
   withSystem(db, async (trx) => {
     await requireOrg(trx, params.orgId);
-    // One person per address among those not removed: concurrent adds of one address queue here.
-    const email = body.email.trim();
-    await sql`SELECT pg_advisory_xact_lock(hashtextextended('user-email:' || ${params.orgId} || ':' || lower(${email}), 0))`.execute(trx);
-    const dup = await trx
-      .selectFrom('users')
-      .select('id')
-      .where('organization_id', '=', params.orgId)
-      .where('status', '<>', 'removed')
-      .where(sql<boolean>`lower(email) = lower(${email})`)
-      .executeTakeFirst();
-    if (dup) throw invalid(`The organization already has a sales person with the email ${email} (${dup.id}).`, 'body.email');
-    const invite = body.invite === true;
-    const u = await trx
-      .insertInto('users')
-      .values({
-        organization_id: params.orgId,
-        id: newId('usr'),
-        name: body.name,
-        email,
-        role: body.role,
-        status: invite ? 'invited' : 'active',
-        invited_at: invite ? sql`now_ms()` : null,
-        activated_at: invite ? null : sql`now_ms()`,
-      } as never)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    await emit(
-      trx,
-      params.orgId,
-      invite
-        ? { type: 'rep.invited', resource: { type: 'User', id: u.id }, data: { userId: u.id, name: u.name, email: u.email, role: u.role } }
-        : memberAdded(u, false),
-    );
-    return { status: 201 as const, body: toAdminUser(u) };
+    return { status: 201 as const, body: await addTeamMember(trx, params.orgId, body) };
   });
 
 const adminListUsers: AdminHandler<'adminListUsers'> = async ({ db, params, query }) =>
   withSystem(db, async (trx) => {
     await requireOrg(trx, params.orgId);
-    const limit = query.limit ?? 50;
-    let q = trx.selectFrom('users').selectAll().where('organization_id', '=', params.orgId);
-    if (query.status !== undefined) q = q.where('status', '=', query.status);
-    const rows = await keyset(q, { cursor: query.cursor, limit, createdCol: 'created_at', idCol: 'id' }).execute();
-    return { status: 200 as const, body: page(rows, limit, (r) => ({ at: r.created_at, id: r.id }), toAdminUser) };
+    return { status: 200 as const, body: await listTeam(trx, params.orgId, query) };
   });
 
 const adminActivateUser: AdminHandler<'adminActivateUser'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => {
-    const u = await lockedUser(trx, params.orgId, params.userId);
-    if (u.status === 'removed') {
-      throw new ProblemError('user-removed', `${u.id} was removed from the team; add the person again to bring them back.`);
-    }
-    if (u.status === 'active') return { status: 200 as const, body: toAdminUser(u) };
-    const a = await trx
-      .updateTable('users')
-      .set({ status: 'active', activated_at: sql`now_ms()` } as never)
-      .where('organization_id', '=', params.orgId)
-      .where('id', '=', u.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    await emitMany(trx, params.orgId, [
-      {
-        type: 'rep.activated',
-        resource: { type: 'User', id: a.id },
-        data: { userId: a.id, name: a.name, email: a.email, role: a.role, invitedAt: iso(a.invited_at) },
-      },
-      memberAdded(a, true),
-    ]);
-    return { status: 200 as const, body: toAdminUser(a) };
-  });
+  withSystem(db, async (trx) => ({ status: 200 as const, body: await activateTeamMember(trx, params.orgId, params.userId) }));
 
 const adminRemoveUser: AdminHandler<'adminRemoveUser'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => {
-    const u = await lockedUser(trx, params.orgId, params.userId);
-    if (u.status === 'removed') return { status: 200 as const, body: toAdminUser(u) };
-    const ownerId = await organizationOwnerId(trx, params.orgId);
-    if (u.id === ownerId) {
-      throw new ProblemError(
-        'owner-not-removable',
-        `${u.id} is the organization's owner, who holds everything unattributed; the owner cannot be removed.`,
-      );
-    }
-    const removed = await trx
-      .updateTable('users')
-      .set({ status: 'removed', removed_at: sql`now_ms()` } as never)
-      .where('organization_id', '=', params.orgId)
-      .where('id', '=', u.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    const keys = await trx
-      .updateTable('api_keys')
-      .set({ revoked_at: sql`now_ms()` } as never)
-      .where('organization_id', '=', params.orgId)
-      .where('user_id', '=', u.id)
-      .where('revoked_at', 'is', null)
-      .returning('id')
-      .execute();
-    // Open work goes to the owner; closed items keep the person who closed them.
-    const items = await trx
-      .updateTable('action_items')
-      .set({ sales_person_id: ownerId, updated_at: sql`now_ms()` } as never)
-      .where('organization_id', '=', params.orgId)
-      .where('sales_person_id', '=', u.id)
-      .where('status', '=', 'pending')
-      .returning('id')
-      .execute();
-    await emit(trx, params.orgId, {
-      type: 'team.member_removed',
-      resource: { type: 'User', id: u.id },
-      data: {
-        userId: u.id,
-        role: u.role,
-        previousStatus: u.status,
-        revokedKeyCount: keys.length,
-        reassignedActionItemCount: items.length,
-        reassignedTo: ownerId,
-      },
-    });
-    return { status: 200 as const, body: toAdminUser(removed) };
-  });
+  withSystem(db, async (trx) => ({ status: 200 as const, body: await removeTeamMember(trx, params.orgId, params.userId) }));
 
 const adminGetOrganizationHealth: AdminHandler<'adminGetOrganizationHealth'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => {
-    const o = await trx
-      .selectFrom('organizations')
-      .select(['health', 'health_reasons', 'health_changed_at', 'health_checked_at'])
-      .where('id', '=', params.orgId)
-      .executeTakeFirst();
-    if (!o) throw notFound('organization');
-    return { status: 200 as const, body: healthBody(o) as never };
-  });
+  withSystem(db, async (trx) => ({ status: 200 as const, body: (await organizationHealth(trx, params.orgId)) as never }));
 
 export const teamHandlers: AdminHandlers = {
   adminCreateUser,

@@ -6,6 +6,7 @@
 // Health is a report: the gates (a paused mailbox, the kill switch) are what stop mail.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { notFound } from '../http/problems.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import { usagePeriod } from './usage.js';
 
@@ -197,4 +198,15 @@ export function healthBody(o: { health: string; health_reasons: unknown; health_
     changedAt: o.health_changed_at ? o.health_changed_at.toISOString() : null,
     checkedAt: o.health_checked_at ? o.health_checked_at.toISOString() : null,
   };
+}
+
+/** The organization's stored health as the operator API shows it; 404 when there is no such organization. */
+export async function organizationHealth(trx: Tx, orgId: string) {
+  const o = await trx
+    .selectFrom('organizations')
+    .select(['health', 'health_reasons', 'health_changed_at', 'health_checked_at'])
+    .where('id', '=', orgId)
+    .executeTakeFirst();
+  if (!o) throw notFound('organization');
+  return healthBody(o);
 }

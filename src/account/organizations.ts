@@ -1,16 +1,21 @@
-// An organization as the operator sees it, and the one check that an organization named in an
-// operator path exists.
+// An organization as the operator sees it, the one check that an organization named in an
+// operator path exists, and the operator's changes: creation (with its OWNER) and changes to plan,
+// flags, budgets, sending settings and experiments.
+import { sql } from 'kysely';
 import type { Db, Tx } from '../../db/database.js';
 import { withSystem } from '../../db/database.js';
 import { experimentSettings } from '../analytics/holdout.js';
-import { sendingSettings } from '../dispatch/settings.js';
+import { checkedSending, sendingSettings } from '../dispatch/settings.js';
 import type { adminOperations } from '../http/handler.js';
 import { notFound } from '../http/problems.js';
-import { isoNN } from '../platform/ids.js';
-import { healthBody } from './org-health.js';
+import { emit } from '../platform/events.js';
+import { isoNN, newId } from '../platform/ids.js';
+import { healthBody, recheckOrgHealth } from './org-health.js';
 import { organizationOwner } from './people.js';
 
 type Organization = adminOperations['adminUpdateOrganization']['responses'][200]['content']['application/json'];
+type NewOrganization = adminOperations['adminCreateOrganization']['requestBody']['content']['application/json'];
+type OrganizationChanges = adminOperations['adminUpdateOrganization']['requestBody']['content']['application/json'];
 
 /** 404 unless the organization exists; `lock` holds its row to commit (a limit counted per organization). */
 export async function requireOrg(trx: Tx, orgId: string, opts: { lock?: boolean } = {}): Promise<void> {
@@ -44,4 +49,65 @@ export async function organizationBody(trx: Tx, orgId: string): Promise<Organiza
     health: healthBody(o) as never,
     createdAt: isoNN(o.created_at),
   };
+}
+
+/** A new organization with its OWNER (who cannot be removed); answers its operator view. */
+export async function createOrganization(trx: Tx, body: NewOrganization): Promise<Organization> {
+  const id = newId('org');
+  await trx
+    .insertInto('organizations')
+    .values({ id, name: body.name, plan: body.plan ?? 'starter' })
+    .execute();
+  const ownerId = newId('usr');
+  await trx
+    .insertInto('users')
+    .values({
+      organization_id: id,
+      id: ownerId,
+      name: `${body.name} Owner`,
+      email: `owner+${ownerId}@example.invalid`,
+      role: 'OWNER',
+    })
+    .execute();
+  return organizationBody(trx, id);
+}
+
+/**
+ * Applies the operator's changes (the organization's row locked); a changed research TTL emits
+ * org.research_ttl_updated. 404 when there is no such organization. Answers its operator view.
+ */
+export async function updateOrganization(trx: Tx, orgId: string, body: OrganizationChanges): Promise<Organization> {
+  const before = await trx
+    .selectFrom('organizations')
+    .select(['research_ttl_days', 'sending'])
+    .where('id', '=', orgId)
+    .forUpdate()
+    .executeTakeFirst();
+  if (!before) throw notFound('organization');
+  const set: Record<string, unknown> = {};
+  if (body.plan !== undefined) set.plan = body.plan;
+  if (body.researchBudget !== undefined) set.research_budget = body.researchBudget;
+  if (body.draftsPerMonth !== undefined) set.drafts_per_month = body.draftsPerMonth;
+  if (body.sending !== undefined) set.sending = JSON.stringify(checkedSending(body.sending, (before as { sending: unknown }).sending));
+  if (body.researchTtlDays !== undefined && body.researchTtlDays !== before.research_ttl_days) {
+    set.research_ttl_days = body.researchTtlDays;
+    await emit(trx, orgId, {
+      type: 'org.research_ttl_updated',
+      resource: { type: 'Organization', id: orgId },
+      data: { organizationId: orgId, previousTtlDays: before.research_ttl_days, ttlDays: body.researchTtlDays },
+    });
+  }
+  if (body.advisoryActions !== undefined) set.advisory_actions = body.advisoryActions;
+  if (body.flags !== undefined) set.flags = sql`flags || ${JSON.stringify(body.flags)}::jsonb`;
+  if (body.experiments !== undefined) set.experiments = sql`experiments || ${JSON.stringify(body.experiments)}::jsonb`;
+  if (Object.keys(set).length > 0) {
+    await trx
+      .updateTable('organizations')
+      .set({ ...set, updated_at: sql`now_ms()` } as never)
+      .where('id', '=', orgId)
+      .execute();
+    // Sending settings and the research budget are signals of the organization's health.
+    if (body.sending !== undefined || body.researchBudget !== undefined) await recheckOrgHealth(trx, orgId);
+  }
+  return organizationBody(trx, orgId);
 }

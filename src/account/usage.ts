@@ -37,10 +37,33 @@ export async function readUsage(trx: Tx, organizationId: string, now = new Date(
   return { ...row, limit: row.drafts_per_month ?? draftsPerMonth(row.plan) };
 }
 
+/** What the period's counters leave of the draft allowance. */
+const remainingOf = (u: UsageRow & { limit: number }): number => Math.max(0, u.limit - u.drafts_created - u.drafts_regenerated);
+
 /** Drafts the allowance still allows this period (a read, not a reservation). */
 export async function draftsRemaining(trx: Tx, organizationId: string): Promise<number> {
+  return remainingOf(await readUsage(trx, organizationId));
+}
+
+/** GET /usage: the current period's use against the plan. */
+export async function usageReport(trx: Tx, organizationId: string) {
+  const period = usagePeriod();
   const u = await readUsage(trx, organizationId);
-  return Math.max(0, u.limit - u.drafts_created - u.drafts_regenerated);
+  const limit = u.limit;
+  return {
+    periodStart: period.start.toISOString(),
+    periodEnd: period.end.toISOString(),
+    plan: { id: u.plan, draftsPerMonth: limit },
+    drafts: {
+      created: u.drafts_created,
+      regenerated: u.drafts_regenerated,
+      limit,
+      remaining: remainingOf(u),
+    },
+    sends: { attempted: u.sends_attempted },
+    // Cost is kept in thousandths of a cent; the contract reports whole cents.
+    llm: { tokensUsed: u.llm_tokens, costCents: Math.round(u.llm_cost_millicents / 1000) },
+  };
 }
 
 /**

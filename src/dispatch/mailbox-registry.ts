@@ -1,0 +1,133 @@
+// An organization's mailboxes as the operator registers them: added (verified by an SMTP handshake
+// through the mailbox's own server, or the deployment's), changed and verified again, listed. The
+// SMTP URL and the DKIM key are stored sealed. A mailbox's state is a signal of the
+// organization's health.
+import { sql } from 'kysely';
+import { type Db, type Tx, withSystem } from '../../db/database.js';
+import { recheckOrgHealth } from '../account/org-health.js';
+import type { adminOperations } from '../http/handler.js';
+import { invalid, notFound } from '../http/problems.js';
+import { smtpTransport } from '../mail/transport.js';
+import { isoNN, newId } from '../platform/ids.js';
+import type { Services } from '../platform/services.js';
+import { DEFAULT_MAILBOX_DAILY_CAP } from './settings.js';
+
+type NewMailbox = adminOperations['adminCreateMailbox']['requestBody']['content']['application/json'];
+type MailboxChanges = adminOperations['adminUpdateMailbox']['requestBody']['content']['application/json'];
+
+type MailboxRow = Awaited<ReturnType<typeof mailboxRow>>;
+async function mailboxRow(trx: Tx, orgId: string, id: string) {
+  const m = await trx.selectFrom('mailboxes').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirst();
+  if (!m) throw notFound('mailbox');
+  return m;
+}
+
+const toMailbox = (m: MailboxRow) => ({
+  id: m.id,
+  email: m.email,
+  name: m.name,
+  dailyCap: m.daily_cap,
+  status: m.status as 'verified' | 'failed' | 'paused',
+  statusReason: m.status_reason,
+  ownSmtp: m.smtp_url_sealed !== null,
+  dkim: m.dkim_domain && m.dkim_selector ? { domainName: m.dkim_domain, keySelector: m.dkim_selector } : null,
+  createdAt: isoNN(m.created_at),
+});
+
+/** An SMTP handshake through the mailbox's transport: null when it succeeded, else why not. */
+async function handshake(services: Services, smtpUrl: string | null): Promise<string | null> {
+  if (smtpUrl === null) return services.mail.deployment.verify();
+  const t = smtpTransport(smtpUrl, { timeoutMs: 10_000 });
+  try {
+    return await t.verify();
+  } finally {
+    t.close();
+  }
+}
+
+/**
+ * Adds a mailbox, verified or failed by the handshake; 400 when the organization has one for the
+ * address. The caller has checked that the organization exists.
+ */
+export async function createMailbox(db: Db, services: Services, orgId: string, body: NewMailbox) {
+  // The handshake runs outside any transaction (it waits on the network).
+  const failure = await handshake(services, body.smtpUrl ?? null);
+  return withSystem(db, async (trx) => {
+    const email = body.email.trim().toLowerCase();
+    const dup = await trx
+      .selectFrom('mailboxes')
+      .select('id')
+      .where('organization_id', '=', orgId)
+      .where('email', '=', email)
+      .executeTakeFirst();
+    if (dup) throw invalid(`The organization already has a mailbox for ${email} (${dup.id}).`, 'body.email');
+    const row = await trx
+      .insertInto('mailboxes')
+      .values({
+        organization_id: orgId,
+        id: newId('mbx'),
+        email,
+        name: body.name ?? null,
+        daily_cap: body.dailyCap ?? DEFAULT_MAILBOX_DAILY_CAP,
+        smtp_url_sealed: body.smtpUrl ? services.secretBox.seal(body.smtpUrl) : null,
+        dkim_domain: body.dkim?.domainName ?? null,
+        dkim_selector: body.dkim?.keySelector ?? null,
+        dkim_key_sealed: body.dkim ? services.secretBox.seal(body.dkim.privateKey) : null,
+        status: failure === null ? 'verified' : 'failed',
+        status_reason: failure,
+        verified_at: failure === null ? sql`now_ms()` : null,
+      } as never)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await recheckOrgHealth(trx, orgId);
+    return toMailbox(row);
+  });
+}
+
+/** The organization's mailboxes, oldest first. */
+export async function listMailboxes(trx: Tx, orgId: string) {
+  const rows = await trx
+    .selectFrom('mailboxes')
+    .selectAll()
+    .where('organization_id', '=', orgId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return { data: rows.map(toMailbox) };
+}
+
+/**
+ * Changes a mailbox's name or cap and, with `verify`, shakes hands again (a verified mailbox is
+ * resumed, a failed one says why); 404 when there is no such mailbox.
+ */
+export async function updateMailbox(db: Db, services: Services, orgId: string, mailboxId: string, body: MailboxChanges) {
+  const current = await withSystem(db, (trx) => mailboxRow(trx, orgId, mailboxId));
+  const url = current.smtp_url_sealed === null ? null : services.secretBox.open(current.smtp_url_sealed);
+  const failure = !body.verify
+    ? undefined
+    : current.smtp_url_sealed !== null && url === null
+      ? 'the SMTP URL cannot be read (the secret key changed): add the mailbox again'
+      : await handshake(services, url);
+  return withSystem(db, async (trx) => {
+    const set: Record<string, unknown> = { updated_at: sql`now_ms()` };
+    if (body.name !== undefined) set.name = body.name;
+    if (body.dailyCap !== undefined) set.daily_cap = body.dailyCap;
+    if (failure !== undefined) {
+      Object.assign(
+        set,
+        failure === null
+          ? { status: 'verified', status_reason: null, verified_at: sql`now_ms()`, paused_at: null }
+          : { status: 'failed', status_reason: failure },
+      );
+    }
+    const row = await trx
+      .updateTable('mailboxes')
+      .set(set as never)
+      .where('organization_id', '=', orgId)
+      .where('id', '=', mailboxId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    if (failure !== undefined) await recheckOrgHealth(trx, orgId);
+    return toMailbox(row);
+  });
+}
