@@ -3,9 +3,9 @@
 import { sql } from 'kysely';
 import { epochMs, type Tx } from '../db/database.js';
 import { outboundEntitled } from '../src/account/plans.js';
+import { DO_NOT_CONTACT_TAG } from '../src/compliance/do-not-contact.js';
 import { matchSuppression } from '../src/compliance/suppression-match.js';
 import { queueSteps } from '../src/dispatch/queue.js';
-import { DO_NOT_CONTACT_TAG } from '../src/drafting/generate.js';
 import type { Flag } from '../src/drafting/guardrails.js';
 import type { Handler } from '../src/http/handler.js';
 import { jsonPage, keyset } from '../src/http/paging.js';
