@@ -343,6 +343,51 @@ describe('one-click unsubscribe', () => {
     expect((await raw(svc.baseUrl, 'POST', `${path.slice(0, -3)}xyz`)).status).toBe(404);
     expect((await raw(svc.baseUrl, 'GET', '/unsubscribe/garbage')).status).toBe(404);
   });
+
+  it('renews an expired suppression entry of the address in place, emitting suppression.added again', async () => {
+    const s = await sendingOrg();
+    const { c, drafts } = await approved(s, undefined, [STEPS[0]]);
+    await send(s, drafts[0].id);
+    await settle(svc);
+    const [m] = await Promise.all(forTo(c.email).map((x) => simpleParser(x.raw)));
+    const url = /^<(.+)>$/.exec(
+      m.headerLines
+        .find((h) => h.key === 'list-unsubscribe')!
+        .line.slice('list-unsubscribe:'.length)
+        .trim(),
+    )![1];
+    const path = new URL(url).pathname;
+    const oneClick = () =>
+      raw(svc.baseUrl, 'POST', path, {
+        body: 'List-Unsubscribe=One-Click',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+    const status = async () =>
+      (await s.api.GET('/suppression', { params: { query: { email: c.email } } })).data as {
+        suppressed: boolean;
+        entry: Record<string, unknown> | null;
+      };
+    expect((await oneClick()).status).toBe(200);
+    const first = (await status()).entry!;
+    await system(svc, (trx) =>
+      trx
+        .updateTable('suppression_entries')
+        .set({ expires_at: new Date(Date.now() - 1000) })
+        .where('organization_id', '=', s.org.id)
+        .where('id', '=', first.id as string)
+        .execute(),
+    );
+    expect((await status()).suppressed).toBe(false);
+    expect((await oneClick()).status).toBe(200);
+    const renewed = await status();
+    expect(renewed.suppressed).toBe(true);
+    expect(renewed.entry).toMatchObject({ id: first.id, reason: 'UNSUBSCRIBE', source: 'one-click unsubscribe', expiresAt: null });
+    const added = (await eventsOf(svc, s.org.id, 'suppression.added')).filter((e) => e.data.reason === 'UNSUBSCRIBE');
+    expect(added.map((e) => [e.resource_id, e.data])).toEqual([
+      [first.id, { email: c.email.toLowerCase(), level: 'ADDRESS', reason: 'UNSUBSCRIBE', source: 'one-click unsubscribe' }],
+      [first.id, { email: c.email.toLowerCase(), level: 'ADDRESS', reason: 'UNSUBSCRIBE', source: 'one-click unsubscribe' }],
+    ]);
+  });
 });
 
 describe('tracking (opt-in)', () => {

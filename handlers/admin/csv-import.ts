@@ -2,9 +2,9 @@
 
 import { withOrg } from '../../db/database.js';
 import { requireOrgExists } from '../../src/account/organizations.js';
-import { importCsv } from '../../src/crm/contact-import.js';
+import { importListCsv } from '../../src/crm/contact-import.js';
 import type { AdminHandler } from '../../src/http/handler.js';
-import { notFound, ProblemError } from '../../src/http/problems.js';
+import { ProblemError } from '../../src/http/problems.js';
 
 /** Media types read as CSV (a CSV file is often sent as plain text). */
 const CSV_TYPES = /^(text\/csv|application\/csv|text\/plain)\b/i;
@@ -20,18 +20,9 @@ const adminImportListCsv: AdminHandler<'adminImportListCsv'> = async ({ db, conf
       /* no body */
     })();
   // Bound to the organization (like a keyed request), so the search views used to match companies by name apply.
-  const result = await withOrg(db, params.orgId, async (trx) => {
-    const list = await trx
-      .selectFrom('contact_lists')
-      .select(['id', 'user_id'])
-      .where('organization_id', '=', params.orgId)
-      .where('id', '=', params.listId)
-      .where('deleted_at', 'is', null)
-      .forShare()
-      .executeTakeFirst();
-    if (!list) throw notFound('list');
-    return importCsv(trx, params.orgId, { id: list.id, ownerId: list.user_id }, body, config.erasureHashSecret);
-  }).catch((e: unknown) => {
+  const result = await withOrg(db, params.orgId, (trx) =>
+    importListCsv(trx, params.orgId, params.listId, body, config.erasureHashSecret),
+  ).catch((e: unknown) => {
     // A refusal may come before the body was read to its end: the connection cannot carry another request.
     if (e instanceof ProblemError) throw new ProblemError(e.slug, e.message, e.extra, { ...e.headers, Connection: 'close' });
     throw e;

@@ -8,6 +8,7 @@ import { defaultDealName, ERASED_DEAL_NAME } from '../leads/deal-name.js';
 import { audit, emit } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
 import type { Services } from '../platform/services.js';
+import { suppressAddress } from './suppression-add.js';
 import { erasureHmac } from './suppression-match.js';
 
 export interface ErasureRequest {
@@ -266,19 +267,7 @@ export async function eraseAddress(trx: Tx, req: ErasureRequest, requestedId: st
     .where('level', '=', 'ADDRESS')
     .where('email', '=', address)
     .execute();
-  await trx
-    .insertInto('suppression_entries')
-    .values({
-      organization_id: org,
-      id: newId('sup'),
-      level: 'ADDRESS',
-      email: null,
-      email_hmac: erasureHmac(req.secret, address),
-      reason: 'ERASURE',
-      source: 'erasure',
-    })
-    .onConflict((oc) => oc.column('organization_id').column('email_hmac').where('email_hmac', 'is not', null).doNothing())
-    .execute();
+  await suppressAddress(trx, org, { erasureHmac: erasureHmac(req.secret, address) });
 
   await audit(trx, org, {
     action: 'contact.erase',

@@ -1,8 +1,8 @@
 // Contact filing: the one implementation of POST /contacts' rules 1-4, set-based for any number of
 // people at once. POST /contacts and lead conversion file one person through it
-// (handlers/contacts.ts fileContact), the operator's CSV import a batch of up to 1,000 rows
+// (fileContact below), the operator's CSV import a batch of up to 1,000 rows
 // (src/crm/contact-import.ts); each caller holds the filing locks first (lockAddress, lockAllAddresses
-// in handlers/contacts.ts), so no other filing of an address interleaves.
+// in src/crm/contact-locks.ts), so no other filing of an address interleaves.
 //
 // Per address, in one lookup: already on the list -> `on-list`; else the oldest live record
 // elsewhere (not deleted nor erased, on a list neither deleted, archived nor a test list) ->
@@ -13,10 +13,16 @@
 // a free mail provider's), as a 200 of POST /contacts ignores it. An address given on several rows
 // is filed as if the rows came one after another: the first row that can create does, the later
 // ones find it on the list. About five statements, whatever the number of rows.
-import { sql } from 'kysely';
+import { type SqlBool, sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { companyDomain, type DomainRefusal } from '../../handlers/companies.js';
+import { organizationOwnerId } from '../account/people.js';
+import { notFound } from '../http/problems.js';
 import { newId } from '../platform/ids.js';
+import { companyDomain, type DomainRefusal, domainProblem } from './companies.js';
+import { lockAddress } from './contact-locks.js';
+import { normalizeEmail } from './domains.js';
+import { activeList } from './lists.js';
+import type { QualificationStatus } from './qualification.js';
 
 /** One person to file; the fields beyond the address are used only when a contact is created. */
 export interface FilingRow {
@@ -172,4 +178,95 @@ async function companiesByDomain(trx: Tx, org: string, wanted: Map<string, strin
     domains = domains.filter((d) => !ids.has(d));
   }
   return ids;
+}
+
+// ---------------------------------------------------------------- one person (POST /contacts, lead conversion)
+
+/** The organization's `CRM import` list, if it has one yet. */
+const findCrmImportList = (trx: Tx, organizationId: string) =>
+  trx
+    .selectFrom('contact_lists')
+    .select(['id', 'name'])
+    .where('organization_id', '=', organizationId)
+    .where('is_crm_import', '=', true)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+
+/** Creates the `CRM import` list on first use; a unique index keeps it single, so a concurrent create finds the other's. */
+async function createCrmImportList(trx: Tx, organizationId: string, userId: string | null) {
+  const owner = userId ?? (await organizationOwnerId(trx, organizationId));
+  const created = await trx
+    .insertInto('contact_lists')
+    .values({
+      organization_id: organizationId,
+      id: newId('lst'),
+      name: 'CRM import',
+      user_id: owner,
+      is_crm_import: true,
+    })
+    .onConflict((oc) => oc.column('organization_id').where(sql<SqlBool>`is_crm_import AND deleted_at IS NULL`).doNothing())
+    .returning(['id', 'name'])
+    .executeTakeFirst();
+  return created ?? (await findCrmImportList(trx, organizationId))!;
+}
+
+export type CompanyInput = { name?: string; domain?: string };
+
+export interface ContactFiling {
+  email: string;
+  name?: string;
+  title?: string | null;
+  company?: CompanyInput | null;
+  qualificationStatus?: QualificationStatus;
+  fitScore?: number | null;
+  urgencyScore?: number | null;
+  leadSource?: string | null;
+  /** The list to file on; absent: the organization's `CRM import` list (created on first use). */
+  listId?: string;
+  /** The contact's owner (the key's user); null: none. */
+  userId: string | null;
+}
+
+/**
+ * Files one person as POST /contacts does (rules 1-4, fileContacts above): `on-list`, `live`
+ * (attached to an explicit list) or `created`. What only single filing has is here: the address
+ * lock, 404 for an unknown listId, the `CRM import` list (created only when a contact is), and the
+ * 400 of a refused company domain. Shared by POST /contacts and inbound lead conversion.
+ */
+export async function fileContact(
+  trx: Tx,
+  organizationId: string,
+  input: ContactFiling,
+): Promise<{ id: string; outcome: 'on-list' | 'live' | 'created' }> {
+  const org = organizationId;
+  const email = normalizeEmail(input.email);
+  // Concurrent creates of one person queue here, so each sees the other's record (rules 1-2).
+  await lockAddress(trx, org, email);
+  // The CRM import list is only looked up here: a 200 must not leave a new, empty list behind.
+  const requested = input.listId !== undefined ? await activeList(trx, org, input.listId) : await findCrmImportList(trx, org);
+  if (input.listId !== undefined && !requested) throw notFound('list');
+  const [filed] = await fileContacts(
+    trx,
+    org,
+    {
+      listId: requested?.id ?? null,
+      attach: input.listId !== undefined,
+      listForNew: async () => requested?.id ?? (await createCrmImportList(trx, org, input.userId)).id,
+      ownerId: input.userId,
+      leadSource: input.leadSource ?? null,
+    },
+    [
+      {
+        email,
+        name: input.name,
+        title: input.title,
+        company: input.company,
+        qualificationStatus: input.qualificationStatus,
+        fitScore: input.fitScore,
+        urgencyScore: input.urgencyScore,
+      },
+    ],
+  );
+  if (filed.outcome === 'refused') throw domainProblem(filed, 'body.company.domain');
+  return filed;
 }

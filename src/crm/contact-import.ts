@@ -20,12 +20,12 @@ import { pipeline } from 'node:stream/promises';
 import { CsvError, parse } from 'csv-parse';
 import type { Tx } from '../../db/database.js';
 import bodyValidators from '../../generated/bodies.cjs';
-import type { DomainRefusal } from '../../handlers/companies.js';
-import { lockAllAddresses } from '../../handlers/contacts.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
-import { ProblemError } from '../http/problems.js';
+import { notFound, ProblemError } from '../http/problems.js';
 import { emit } from '../platform/events.js';
+import type { DomainRefusal } from './companies.js';
 import { fileContacts } from './contact-filing.js';
+import { lockAllAddresses } from './contact-locks.js';
 import { normalizeEmail } from './domains.js';
 
 /** The body limit of the import route (x-body-limit-bytes in spec/admin). */
@@ -360,4 +360,27 @@ export async function importCsv(
   const { outcomes: _o, outcomesTruncated: _t, ...counts } = t.result;
   await emit(trx, org, { type: 'list.uploaded', resource: { type: 'ContactList', id: list.id }, data: counts });
   return t.result;
+}
+
+/**
+ * The operator row's import: the list (live, held FOR SHARE so it is not deleted meanwhile; 404
+ * otherwise), then importCsv with the list's owner as the owner of new contacts.
+ */
+export async function importListCsv(
+  trx: Tx,
+  org: string,
+  listId: string,
+  body: AsyncIterable<Uint8Array>,
+  suppressionSecret: string | null,
+): Promise<ImportResult> {
+  const list = await trx
+    .selectFrom('contact_lists')
+    .select(['id', 'user_id'])
+    .where('organization_id', '=', org)
+    .where('id', '=', listId)
+    .where('deleted_at', 'is', null)
+    .forShare()
+    .executeTakeFirst();
+  if (!list) throw notFound('list');
+  return importCsv(trx, org, { id: list.id, ownerId: list.user_id }, body, suppressionSecret);
 }

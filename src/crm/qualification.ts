@@ -5,6 +5,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
+import { isLiveContact } from './live-contacts.js';
 
 export type QualificationStatus = 'NEW' | 'CONTACTED' | 'QUALIFIED' | 'UNQUALIFIED' | 'NURTURE' | 'CUSTOMER';
 
@@ -56,7 +57,7 @@ export async function setQualificationStatus(
     WITH old AS (
       SELECT id, qualification_status FROM contacts
       WHERE organization_id = ${organizationId} AND id = ANY(${contactIds}::text[])
-        AND deleted_at IS NULL AND erased_at IS NULL AND qualification_status <> ALL(${keep}::text[])
+        AND ${isLiveContact()} AND qualification_status <> ALL(${keep}::text[])
       FOR UPDATE
     )
     UPDATE contacts c SET qualification_status = ${to}, updated_at = now_ms()

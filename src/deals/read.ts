@@ -1,9 +1,11 @@
 // Reading deals: the one select and mapping behind list items, GET by id and the create response
 // (with its straight-to-JSON twin for list pages), the filtered keyset list, and the row reads
 // the writes start from (locked for a change; with its live primary contact for an activity).
+
 import type { Selectable } from 'kysely';
 import { epochMs, type Tx } from '../../db/database.js';
 import type { DealsTable } from '../../db/schema.js';
+import { isLiveContact } from '../crm/live-contacts.js';
 import type { operations } from '../http/handler.js';
 import { jsonPage, keyset } from '../http/paging.js';
 import { invalid, notFound } from '../http/problems.js';
@@ -155,11 +157,7 @@ export async function requireDeal(trx: Tx, orgId: string, id: string) {
   const deal = await trx
     .selectFrom('deals as d')
     .leftJoin('contacts as c', (j) =>
-      j
-        .onRef('c.organization_id', '=', 'd.organization_id')
-        .onRef('c.id', '=', 'd.primary_contact_id')
-        .on('c.deleted_at', 'is', null)
-        .on('c.erased_at', 'is', null),
+      j.onRef('c.organization_id', '=', 'd.organization_id').onRef('c.id', '=', 'd.primary_contact_id').on(isLiveContact('c')),
     )
     .select(['d.id', 'c.id as live_contact_id'])
     .where('d.organization_id', '=', orgId)

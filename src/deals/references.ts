@@ -1,6 +1,8 @@
 // The records a deal points at, checked when a request names them: its primary contact (live, of
 // the organization) and its company (of the organization).
+
 import type { Tx } from '../../db/database.js';
+import { isLiveContact } from '../crm/live-contacts.js';
 import { invalid } from '../http/problems.js';
 
 export async function requireLiveContact(trx: Tx, orgId: string, contactId: string): Promise<void> {
@@ -9,8 +11,7 @@ export async function requireLiveContact(trx: Tx, orgId: string, contactId: stri
     .select('id')
     .where('organization_id', '=', orgId)
     .where('id', '=', contactId)
-    .where('deleted_at', 'is', null)
-    .where('erased_at', 'is', null)
+    .where(isLiveContact())
     .executeTakeFirst();
   if (!c) throw invalid('primaryContactId is not a live contact of this organization.', 'body.primaryContactId');
 }

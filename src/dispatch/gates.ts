@@ -2,9 +2,11 @@
 // batch. A gate that forbids skips the step with its reason; one that defers moves the step's job to
 // when it can pass (src/dispatch/outcomes.ts writeDecisions). Each gate sees only the steps the gates
 // before it let through; each is named for its reason code.
+
 import type { Tx } from '../../db/database.js';
+import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
-import { DO_NOT_CONTACT_TAG } from '../drafting/generate.js';
+import { isLiveContactRow } from '../crm/live-contacts.js';
 import type { Deps } from '../platform/services.js';
 import { type Batch, type Decision, type Mailbox, RECHECK_MS, type Row } from './batch.js';
 import { loadStepData, type StepData, takeStepData } from './claim.js';
@@ -58,7 +60,7 @@ async function killSwitch(trx: Tx, batch: Batch): Promise<void> {
 
 function contactRemoved(r: Row, data: StepData): Decision | null {
   const c = data.contacts.get(r.contact_id);
-  if (!c || c.deleted_at !== null || c.erased_at !== null) return { skip: 'contact_removed', detail: 'the contact was deleted or erased' };
+  if (!c || !isLiveContactRow(c)) return { skip: 'contact_removed', detail: 'the contact was deleted or erased' };
   return null;
 }
 
@@ -105,8 +107,7 @@ function isSuppressed(r: Row, suppressed: Set<string>): Decision | null {
 
 function doNotContact(r: Row, data: StepData): Decision | null {
   const c = data.contacts.get(r.contact_id)!;
-  if (c.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG))
-    return { skip: 'do_not_contact', detail: 'the contact is tagged do-not-contact' };
+  if (isDoNotContact(c.tags)) return { skip: 'do_not_contact', detail: 'the contact is tagged do-not-contact' };
   return null;
 }
 

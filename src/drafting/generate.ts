@@ -8,7 +8,9 @@ import { sql } from 'kysely';
 import { type Tx, withOrg } from '../../db/database.js';
 import { draftsRemaining, takeDrafts } from '../account/usage.js';
 import { heldOutUnits } from '../analytics/holdout.js';
+import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
+import { isLiveContactRow } from '../crm/live-contacts.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
 import type { Deps } from '../platform/services.js';
@@ -37,7 +39,6 @@ export interface GenerationRequest {
 /** Statuses in which a sequence's drafts are (re)written. */
 export const GENERATING_STATUSES = ['NEW', 'DRAFTED', 'APPROVED'];
 const DAY_MS = 86_400_000;
-export const DO_NOT_CONTACT_TAG = 'do-not-contact';
 
 interface ContactResearch {
   runId: string;
@@ -196,11 +197,11 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
     if (steps.length === 0) continue;
     const c = input.contacts.get(s.contact_id);
     const refusal =
-      !c || c.deleted_at !== null || c.erased_at !== null
+      !c || !isLiveContactRow(c)
         ? ['contact_removed', 'the contact was deleted or erased']
         : input.suppressed.has(c.email_normalized)
           ? ['contact_suppressed', "the contact's address is suppressed"]
-          : c.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG)
+          : isDoNotContact(c.tags)
             ? ['contact_do_not_contact', 'the contact is tagged do-not-contact']
             : null;
     if (refusal || !c) {

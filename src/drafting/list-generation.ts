@@ -5,12 +5,14 @@
 // completes when every chunk has committed; at most one run per list is in flight.
 import { sql } from 'kysely';
 import { type Tx, withOrg } from '../../db/database.js';
+import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
+import { isLiveContact } from '../crm/live-contacts.js';
 import { invalid, ProblemError } from '../http/problems.js';
 import { newId } from '../platform/ids.js';
 import type { Deps } from '../platform/services.js';
 import { ACTIVE_SEQUENCE_STATUSES, BUILTIN_TEMPLATE_ID, templateSteps } from '../sequences/lifecycle.js';
-import { DO_NOT_CONTACT_TAG, generateDrafts } from './generate.js';
+import { generateDrafts } from './generate.js';
 
 export const CHUNK_SIZE = 100;
 
@@ -41,7 +43,7 @@ export async function startListGeneration(
   const { rows } = await sql<{ total: number; chunks: number }>`
     WITH own AS (
       SELECT id, (row_number() OVER (ORDER BY created_at, id) - 1) / ${CHUNK_SIZE} AS chunk
-      FROM contacts WHERE organization_id = ${org} AND list_id = ${list.id} AND deleted_at IS NULL AND erased_at IS NULL
+      FROM contacts WHERE organization_id = ${org} AND list_id = ${list.id} AND ${isLiveContact()}
     ), run AS (
       INSERT INTO list_generation_runs (organization_id, id, list_id, template_id, product_id, total_contacts, chunk_count)
       SELECT ${org}, ${runId}, ${list.id}, ${templateId}, ${list.product_id ?? template.productId}, count(*), coalesce(max(chunk) + 1, 0)
@@ -86,8 +88,7 @@ export async function runListChunk(deps: Deps, org: string, runId: string, chunk
       .select(['id', 'email_normalized', 'tags'])
       .where('organization_id', '=', org)
       .where('id', 'in', contactIds)
-      .where('deleted_at', 'is', null)
-      .where('erased_at', 'is', null)
+      .where(isLiveContact())
       .execute();
     const suppressed = await suppressedAmong(
       trx,
@@ -112,7 +113,7 @@ export async function runListChunk(deps: Deps, org: string, runId: string, chunk
     const reuse: string[] = [];
     const create: string[] = [];
     for (const c of contacts) {
-      if (suppressed.has(c.email_normalized) || c.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG)) {
+      if (suppressed.has(c.email_normalized) || isDoNotContact(c.tags)) {
         counts.suppressed += 1;
         continue;
       }

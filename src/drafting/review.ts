@@ -2,13 +2,15 @@
 // needs the flags acknowledged; the approval keeps the evidence approved) and rejection. Approving
 // the last live step of a sequence approves the sequence; a step approved while its sequence is
 // sending joins the send queue. No email is sent here.
+
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { matchSuppression } from '../compliance/suppression-match.js';
+import { isLiveContactRow } from '../crm/live-contacts.js';
 import { queueSteps } from '../dispatch/queue.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
 import { emit } from '../platform/events.js';
-import { DO_NOT_CONTACT_TAG } from './generate.js';
 import type { Flag } from './guardrails.js';
 
 const APPROVABLE = ['DRAFT_GENERATED', 'EDITED', 'REGENERATED'];
@@ -69,15 +71,14 @@ export async function approveDraft(trx: Tx, org: string, id: string, approval: A
     .where('organization_id', '=', org)
     .where('id', '=', d.contact_id)
     .executeTakeFirstOrThrow();
-  if (contact.deleted_at !== null || contact.erased_at !== null)
-    throw invalid("The draft's contact was deleted or erased and cannot be emailed.");
+  if (!isLiveContactRow(contact)) throw invalid("The draft's contact was deleted or erased and cannot be emailed.");
   const suppression = await matchSuppression(trx, org, contact.email_normalized, approval.erasureHashSecret);
   if (suppression.suppressed) {
     throw invalid(
       `The draft's contact cannot be emailed: the address is suppressed${suppression.entry ? ` (${suppression.entry.reason})` : ''}.`,
     );
   }
-  if (contact.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG)) throw invalid("The draft's contact is tagged do-not-contact.");
+  if (isDoNotContact(contact.tags)) throw invalid("The draft's contact is tagged do-not-contact.");
   const flags = (d.guardrail as { flags?: Flag[] } | null)?.flags ?? [];
   if (d.flagged && approval.acknowledgeFlags !== true) {
     throw new ProblemError(

@@ -12,6 +12,7 @@ import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { erasureHmac, usableErasureSecret } from '../compliance/suppression-match.js';
 import { normalizeEmail } from '../crm/domains.js';
+import { isLiveContact } from '../crm/live-contacts.js';
 import { openReplyAddress, type Signer } from '../mail/tokens.js';
 import type { ParsedMail } from './analysis.js';
 
@@ -110,7 +111,7 @@ async function personIn(trx: Tx, org: string, address: string, erasureSecret: st
   const secret = usableErasureSecret(erasureSecret);
   const hmac = secret ? erasureHmac(secret, address) : null;
   const r = await sql<{ contact_id: string | null; erased: boolean }>`
-    SELECT (SELECT id FROM contacts WHERE organization_id = ${org} AND email_normalized = ${address} AND deleted_at IS NULL AND erased_at IS NULL
+    SELECT (SELECT id FROM contacts WHERE organization_id = ${org} AND email_normalized = ${address} AND ${isLiveContact()}
               ORDER BY created_at, id LIMIT 1) AS contact_id,
            ${hmac}::text IS NOT NULL AND EXISTS (SELECT 1 FROM suppression_entries WHERE organization_id = ${org} AND email_hmac = ${hmac}::text) AS erased`.execute(
     trx,
@@ -137,7 +138,7 @@ async function organizationOf(
   const found = (
     await sql<{ organization_id: string; id: string }>`
     SELECT DISTINCT ON (organization_id) organization_id, id FROM contacts
-    WHERE email_normalized = ${person} AND deleted_at IS NULL AND erased_at IS NULL
+    WHERE email_normalized = ${person} AND ${isLiveContact()}
       AND (cardinality(${boxOrgs}::text[]) = 0 OR organization_id = ANY(${boxOrgs}::text[]))
     ORDER BY organization_id, created_at, id LIMIT 2`.execute(trx)
   ).rows;

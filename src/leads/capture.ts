@@ -12,7 +12,7 @@
 // event: `inbound.lead_received` is once per lead.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { lockAddress } from '../../handlers/contacts.js';
+import { lockAddress } from '../crm/contact-locks.js';
 import { normalizeEmail } from '../crm/domains.js';
 import { ProblemError } from '../http/problems.js';
 import { emit } from '../platform/events.js';

@@ -15,8 +15,9 @@
 // the first result.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { fileContact, lockAddress } from '../../handlers/contacts.js';
 import { organizationOwnerId } from '../account/people.js';
+import { fileContact } from '../crm/contact-filing.js';
+import { lockAddress } from '../crm/contact-locks.js';
 import { domainOfEmail, isFreemailDomain, normalizeDomain } from '../crm/domains.js';
 import { setQualificationStatus } from '../crm/qualification.js';
 import { initialStage, insertDeal } from '../deals/create.js';

@@ -9,8 +9,8 @@ import type { Hono } from 'hono';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { type Db, type Tx, withOrg } from '../../db/database.js';
+import { suppressAddress } from '../compliance/suppression-add.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
-import { newId } from '../platform/ids.js';
 import { pauseSequences } from '../sequences/lifecycle.js';
 import type { Signer } from './tokens.js';
 
@@ -43,27 +43,18 @@ async function unsubscribe(trx: Tx, org: string, recordId: string): Promise<bool
   const s = await sendOf(trx, org, recordId);
   if (!s || s.to_email === null) return false; // an erased recipient is suppressed for good already
   const events: EmitInput[] = [];
-  const added = await sql<{ id: string }>`
-    INSERT INTO suppression_entries (organization_id, id, level, email, reason, source)
-    VALUES (${org}, ${newId('sup')}, 'ADDRESS', ${s.to_email}, 'UNSUBSCRIBE', 'one-click unsubscribe')
-    ON CONFLICT (organization_id, level, email) WHERE email IS NOT NULL DO NOTHING RETURNING id`.execute(trx);
-  if (added.rows[0]) {
-    events.push(
-      {
-        type: 'suppression.added',
-        resource: { type: 'SuppressionEntry', id: added.rows[0].id },
-        data: { email: s.to_email, level: 'ADDRESS', reason: 'UNSUBSCRIBE', source: 'one-click unsubscribe' },
-      },
-      {
-        type: 'email.unsubscribed',
-        resource: { type: 'Draft', id: s.draft_id ?? recordId },
-        data: { contactId: s.contact_id, draftId: s.draft_id, sequenceId: s.sequence_id, step: s.step },
-      },
-    );
+  // An expired entry of the address is renewed (suppressAddress), which counts as unsubscribing anew.
+  const added = await suppressAddress(trx, org, { email: s.to_email, reason: 'UNSUBSCRIBE', source: 'one-click unsubscribe' });
+  if (added) {
+    events.push(added.event, {
+      type: 'email.unsubscribed',
+      resource: { type: 'Draft', id: s.draft_id ?? recordId },
+      data: { contactId: s.contact_id, draftId: s.draft_id, sequenceId: s.sequence_id, step: s.step },
+    });
   }
   const paused = s.contact_id ? await pauseSequences(trx, org, [s.contact_id], 'unsubscribed') : 0;
   await emitMany(trx, org, events);
-  return added.rows.length > 0 || paused > 0;
+  return added !== null || paused > 0;
 }
 
 export function mountMailLinks(app: Hono<never>, deps: LinkDeps): void {

@@ -2,6 +2,7 @@
 // budget), then the assessment of the person, stored on the contact with research.completed.
 import { sql } from 'kysely';
 import { withOrg } from '../../db/database.js';
+import { isLiveContact } from '../crm/live-contacts.js';
 import { notFound } from '../http/problems.js';
 import { emit } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
@@ -45,8 +46,7 @@ export async function researchContact(
       .set({ research: JSON.stringify(stored), research_updated_at: sql`now_ms()` } as never)
       .where('organization_id', '=', org)
       .where('id', '=', contact.id)
-      .where('deleted_at', 'is', null)
-      .where('erased_at', 'is', null)
+      .where(isLiveContact())
       .returning('id')
       .executeTakeFirst();
     if (!row) throw notFound('contact');

@@ -7,6 +7,7 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
+import { isLiveContact } from '../crm/live-contacts.js';
 import { cancelQueued } from '../dispatch/queue.js';
 import type { TemplateStep } from '../drafting/context.js';
 import { notFound, ProblemError } from '../http/problems.js';
@@ -136,8 +137,7 @@ export async function createSequence(trx: Tx, organizationId: string, input: New
     .select('id')
     .where('organization_id', '=', org)
     .where('id', '=', input.contactId)
-    .where('deleted_at', 'is', null)
-    .where('erased_at', 'is', null)
+    .where(isLiveContact())
     .executeTakeFirst();
   if (!contact) throw notFound('contact');
   const template = await templateSteps(trx, org, input.templateId);

@@ -2,12 +2,14 @@
 // sequence joins the send queue (src/dispatch/queue.ts), where the dispatcher takes it. A contact
 // who can no longer be emailed, an open deal, or a sequence with nothing left to send is a skip
 // with a stable reason, not an error.
+
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { outboundEntitled } from '../account/plans.js';
+import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { matchSuppression } from '../compliance/suppression-match.js';
+import { isLiveContactRow } from '../crm/live-contacts.js';
 import { queueSteps } from '../dispatch/queue.js';
-import { DO_NOT_CONTACT_TAG } from '../drafting/generate.js';
 import { draftForUpdate } from '../drafting/review.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
 
@@ -46,9 +48,9 @@ export async function sendDraftNow(trx: Tx, org: string, organization: SendingOr
     .where('organization_id', '=', org)
     .where('id', '=', d.contact_id)
     .executeTakeFirstOrThrow();
-  if (contact.deleted_at !== null || contact.erased_at !== null) return skipped('contact_removed');
+  if (!isLiveContactRow(contact)) return skipped('contact_removed');
   if ((await matchSuppression(trx, org, contact.email_normalized, erasureHashSecret)).suppressed) return skipped('suppressed');
-  if (contact.tags.some((t) => t.toLowerCase() === DO_NOT_CONTACT_TAG)) return skipped('do_not_contact');
+  if (isDoNotContact(contact.tags)) return skipped('do_not_contact');
   const openDeal = await sql<{ id: string }>`
     SELECT d.id FROM deals d LEFT JOIN deal_stages s ON s.organization_id = d.organization_id AND s.id = d.stage_id
     WHERE d.organization_id = ${org} AND d.primary_contact_id = ${d.contact_id} AND d.actual_close_date IS NULL AND s.is_terminal IS NOT TRUE

@@ -11,6 +11,7 @@
 import { sql } from 'kysely';
 import { type Tx, withSystem } from '../../db/database.js';
 import { assigneeFor } from '../account/people.js';
+import { isLiveContact } from '../crm/live-contacts.js';
 import { expectedImpactCents, openDealOf } from '../deals/open-deal.js';
 import type { Deps } from '../platform/services.js';
 import { IN_FLIGHT_SEQUENCE_STATUSES } from '../sequences/lifecycle.js';
@@ -60,7 +61,7 @@ async function returnsBatch(trx: Tx): Promise<{ seen: number; opened: number }> 
     CROSS JOIN LATERAL (SELECT 'ooo-return:' || c.id || ':' || (extract(epoch FROM c.out_of_office_until) * 1000)::int8 AS source_key) k
     WHERE c.out_of_office_until IS NOT NULL AND c.out_of_office_until <= now()
       AND c.out_of_office_until > now() - ${sql.lit(RETURN_WINDOW_DAYS)} * interval '1 day'
-      AND c.deleted_at IS NULL AND c.erased_at IS NULL
+      AND ${isLiveContact('c')}
       AND EXISTS (SELECT 1 FROM contact_sequences s WHERE s.organization_id = c.organization_id AND s.contact_id = c.id
                   AND s.status IN (${sql.join(IN_FLIGHT_SEQUENCE_STATUSES)}))
       AND NOT EXISTS (SELECT 1 FROM action_items a WHERE a.organization_id = c.organization_id AND a.source_key = k.source_key)

@@ -1,10 +1,12 @@
 // What every action of POST /actions (src/work/actions.ts) runs in: the contact, locked; the three
 // outcomes (executed, advisory, noop); and degrading to an advisory action item when the operator
 // advisory-locked the action or the plan does not include it.
+
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { assigneeFor } from '../account/people.js';
 import { outboundEntitled } from '../account/plans.js';
+import { isLiveContact } from '../crm/live-contacts.js';
 import type { AuthInfo, operations } from '../http/handler.js';
 import { notFound } from '../http/problems.js';
 import type { Config } from '../platform/config.js';
@@ -39,8 +41,7 @@ export async function lockContact(trx: Tx, org: string, id: string) {
     .select(['id', 'name', 'email', 'email_normalized', 'title', 'tags', 'company_id', 'research'])
     .where('organization_id', '=', org)
     .where('id', '=', id)
-    .where('deleted_at', 'is', null)
-    .where('erased_at', 'is', null)
+    .where(isLiveContact())
     .forUpdate()
     .executeTakeFirst();
   if (!c) throw notFound('contact');

@@ -2,10 +2,10 @@
 // which waits on the language model, is src/work/draft-reply-action.ts). Each first decides
 // whether there is anything to do (noop), then runs unless the action degrades (action-run.ts).
 import { sql } from 'kysely';
+import { isDoNotContactTag } from '../compliance/do-not-contact.js';
 import { suppressAddress } from '../compliance/suppression-add.js';
 import { matchSuppression } from '../compliance/suppression-match.js';
 import { cancelQueued } from '../dispatch/queue.js';
-import { DO_NOT_CONTACT_TAG } from '../drafting/generate.js';
 import { invalid } from '../http/problems.js';
 import { emit } from '../platform/events.js';
 import { IN_FLIGHT_SEQUENCE_STATUSES, pauseSequences, resumeSequences } from '../sequences/lifecycle.js';
@@ -80,7 +80,7 @@ const tagContact: Runner = async (r) => {
       .where('organization_id', '=', r.org)
       .where('id', '=', r.contact.id)
       .execute();
-    const dnc = tag.toLowerCase() === DO_NOT_CONTACT_TAG;
+    const dnc = isDoNotContactTag(tag);
     // A do-not-contact contact is never sent to: its queued steps leave the queue now.
     const stepsCancelled = dnc ? await cancelQueued(r.trx, r.org, { contactId: r.contact.id }, 'do_not_contact') : 0;
     await emit(r.trx, r.org, {
