@@ -1,4 +1,4 @@
-// The schema can be distributed by organization on Citus (issue 18). Citus is not installable
+// The schema can be distributed by organization on Citus. Citus is not installable
 // here, so this reads the catalog of the migrated database and applies Citus's rules to every
 // table: each one is either distributed by organization_id (its primary key, unique indexes and
 // foreign keys include organization_id) or one of the small lookup tables below that Citus would

@@ -1,4 +1,4 @@
-// Holdout lift: the Newcombe vectors of the field notes, GET /analytics/lift (no parameters, the
+// Holdout lift: Newcombe's published vectors, GET /analytics/lift (no parameters, the
 // arms and endpoints on crafted assignments, the cache), the operator's experiments settings, and
 // the two holdouts at work: a held-out account's sequence runs on the plain template with no model
 // call, a held-out deal gets no AI action item; an organization that did not opt in sees nothing
@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 describe('Newcombe hybrid score interval', () => {
-  it('reproduces the published vectors of the field notes (Newcombe 1998, method 10)', () => {
+  it('reproduces the published vectors (Newcombe 1998, method 10)', () => {
     const vectors: Array<[number, number, number, number, number, number, number]> = [
       [56, 70, 48, 80, 0.2, 0.0524, 0.3339],
       [9, 10, 3, 10, 0.6, 0.1705, 0.809],

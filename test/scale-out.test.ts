@@ -1,4 +1,4 @@
-// Scale-out on one machine (issue 18): two API processes (`npm start` with RUN_WORKER=false) and
+// Scale-out on one machine: two API processes (`npm start` with RUN_WORKER=false) and
 // two separate workers (`npm run worker`), started at once on one fresh database, each with a data
 // directory of its own. Whatever must be shared (the rate limit, idempotency keys, the send caps,
 // the analytics cache, the job queue) lives in Postgres, so a request counts, replays, caps and is

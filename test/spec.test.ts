@@ -4,7 +4,7 @@ import { PROBLEMS } from '../src/http/problems.js';
 import { HTTP_METHODS } from '../src/platform/openapi-doc.js';
 import { ALL_SCOPES, adminDoc, EVENT_TYPES, NEVER_EMITTED, publicDoc, publicOperations } from '../src/platform/spec.js';
 
-// Every operation of the endpoint tables of public-api-spec.md section 4.
+// Every operation of the public API's contract (63 operations).
 const SPEC_ENDPOINTS = `
 GET /me
 GET /contacts
@@ -231,7 +231,7 @@ describe('public OpenAPI document', () => {
 });
 
 describe('operator OpenAPI document', () => {
-  it('describes every operator row of HARNESS.md', () => {
+  it('describes every operator row of the operator API', () => {
     const rows = [
       'post /organizations',
       'patch /organizations/{orgId}',
@@ -254,9 +254,9 @@ describe('operator OpenAPI document', () => {
       'get /send-queue',
       'post /organizations/{orgId}/lead-forms',
     ];
-    // Operator rows of our own, beyond HARNESS.md: reading back what the rows above set.
+    // Operator rows beyond the original ones: reading back what the rows above set.
     const ours = ['get /settings', 'get /organizations/{orgId}/mailboxes', 'patch /organizations/{orgId}/mailboxes/{mailboxId}'];
-    // Custom rules (issue 16).
+    // Custom rules.
     ours.push(
       'get /organizations/{orgId}/rule-templates',
       'get /organizations/{orgId}/rules',

@@ -1,4 +1,4 @@
--- Citus-distributable keys (issue 18): every tenant table is distributed by organization_id, so
+-- Citus-distributable keys: every tenant table is distributed by organization_id, so
 -- each of its primary keys, unique indexes and foreign keys must include that column (a unique
 -- index without it cannot be enforced across shards). test/citus-schema.test.ts reads the catalog
 -- and names any table that breaks this; README "Running on Citus" lists the reference tables.

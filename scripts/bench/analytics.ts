@@ -1,4 +1,4 @@
-// Analytics bench (issue 15): an organization with 100,000 sequences started over 2025, 300,000
+// Analytics bench: an organization with 100,000 sequences started over 2025, 300,000
 // sends, 20,000 replies and 50,000 deals (seeded with SQL), then
 //   1. GET /analytics/funnel over the whole year with the cache cold (its entry deleted before each
 //      request), against the very same statement (src/analytics/funnel.ts funnelQuery) run bare

@@ -1,4 +1,4 @@
-// Drafts bench (issue 12): POST /lists/{id}/generate over a 10,000-contact list (one step each),
+// Drafts bench: POST /lists/{id}/generate over a 10,000-contact list (one step each),
 // from the request to the last draft committed:
 //   fallback   no model: the pipeline's own overhead (target >= 500 drafts/s);
 //   model      a fake OpenAI-compatible model answering after 200 ms, LLM_CONCURRENCY=32 (target:

@@ -1,4 +1,4 @@
-// Issue 18 bench: how each hot path's cost grows with the data, 10,000 to 1,000,000 rows. For each
+// Bench: how each hot path's cost grows with the data, 10,000 to 1,000,000 rows. For each
 // size N a fresh organization is seeded with set-based SQL: N contacts; N/3 sequences started over
 // 2025 with three sends each (N send records), N/15 replies and N/6 deals; N send-queue rows, half
 // of them due. Then, at each size:

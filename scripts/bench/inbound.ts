@@ -1,4 +1,4 @@
-// Inbound bench (issue 14):
+// Inbound bench:
 //   1. replies per second through the inbound SMTP listener to classified rows (stored, threaded by
 //      In-Reply-To, classified, effects applied), against a bare smtp-server whose onData parses
 //      each message with mailparser, fed by the same client over the same connections, in the same

@@ -1,4 +1,4 @@
-// Issue 3 bench: GET /api/v1/me through the full pipeline against a bare Hono route doing the
+// Bench: GET /api/v1/me through the full pipeline against a bare Hono route doing the
 // same key lookup, in the same run. Target: full pipeline >= 50% of the bare route, p99 < 20 ms.
 import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';

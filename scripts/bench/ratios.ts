@@ -1,4 +1,4 @@
-// Issue 18 bench: the hot reads against their physical references, in one run. One organization
+// Bench: the hot reads against their physical references, in one run. One organization
 // with 200,000 contacts, 100,000 deals, 100,000 drafts and 100,000 action items (seeded in SQL);
 // for GET /me and each list's first page of 50 (contacts, deals, drafts, action items), at 50
 // connections: the full pipeline, Postgres alone running the request's statements (pgbench

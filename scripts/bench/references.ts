@@ -1,4 +1,4 @@
-// The two references every hot read is measured against in the same run (issue 18):
+// The two references every hot read is measured against in the same run:
 //   (a) Postgres alone: pgbench (prepared statements, the same concurrency) running a script of
 //       exactly the statements the service runs for the request, captured from the real code path;
 //   (b) a bare Node route (node:http + pg + JSON.stringify; no framework, no validation) serving

@@ -1,4 +1,4 @@
-// Research bench (issue 11): POST /companies/{id}/research against a local company site with
+// Research bench: POST /companies/{id}/research against a local company site with
 // realistic page sizes (each HTML page padded to about 60 KB, as marketing pages are) and 50 ms of
 // server latency per answer. A service process of its own reads sites from this bench's site
 // server (RESEARCH_SITE_URL_TEMPLATE). Figures: time per company (median of 5, one at a time),

@@ -1,4 +1,4 @@
-// Sending bench (issue 13): 10,000 queued steps sent by the dispatcher to a loopback SMTP server
+// Sending bench: 10,000 queued steps sent by the dispatcher to a loopback SMTP server
 // (the smtp-server sink of the tests), caps out of the way, against a bare nodemailer loop to the
 // same server in the same run (the same pool size, messages of the same shape and size).
 // Target: the dispatcher at least 50% of the bare loop's messages per second, no step sent twice,

@@ -20,7 +20,7 @@ export interface SuppressionMatch {
   entry: SuppressionRow | null;
 }
 
-/** A secret usable for erasure hashes: at least 32 characters (HARNESS.md, ERASURE_HASH_SECRET). */
+/** A secret usable for erasure hashes: at least 32 characters (ERASURE_HASH_SECRET, docs/configuration.md). */
 export function usableErasureSecret(secret: string | null | undefined): string | null {
   return secret && secret.length >= 32 ? secret : null;
 }

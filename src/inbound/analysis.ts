@@ -52,7 +52,7 @@ export interface ParsedMail {
   text: string;
   /** The text without quoted earlier messages and the signature: what is classified and previewed. */
   strippedText: string;
-  /** Automatic mail recognised from headers and sender (RFC 3834 and the field notes); reason e.g. `auto-submitted:auto-replied`. */
+  /** Automatic mail recognised from headers and sender (RFC 3834 and the markers big providers use); reason e.g. `auto-submitted:auto-replied`. */
   automatic: { automatic: boolean; reason: string | null };
   report: DeliveryReport | ComplaintReport | null;
   /** A few headers by lowercased name (first value), for the record. */

@@ -1,4 +1,4 @@
-// Configuration is read once from the environment (HARNESS.md) and validated at start: a bad
+// Configuration is read once from the environment (docs/configuration.md) and validated at start: a bad
 // value stops the start with one line naming the variable.
 import { isIP } from 'node:net';
 
