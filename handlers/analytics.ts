@@ -2,7 +2,7 @@
 // organization (the funnel per window) in Postgres. The rules are in spec/paths/analytics_*.yaml
 // and spec/DECISIONS.md; the computation in src/analytics/ (served by src/analytics/reports.ts).
 // X-Service-Analytics-Max-Window-Days, a constant header of the funnel's 200 and 400, is added by
-// the pipeline (src/http/app.ts).
+// the pipeline (src/http/pipeline.ts).
 
 import { type FunnelBody, funnelReport, type LiftBody, liftReport } from '../src/analytics/reports.js';
 import type { Handler } from '../src/http/handler.js';

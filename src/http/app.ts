@@ -47,7 +47,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const started = performance.now();
     // Set before the route runs, so the response is built with it. Set on a finished response,
     // Hono rebuilds that response as a stream the server then reads back chunk by chunk: a sixth
-    // of the API node's busy time in the bench's profile (README, Performance).
+    // of the API node's busy time in the bench's profile (docs/performance.md).
     c.header('X-Request-Id', requestId);
     await next();
     if (!c.res.headers.has('X-Request-Id')) c.header('X-Request-Id', requestId);

@@ -23,7 +23,7 @@ async function readRows(db: Db): Promise<Row[]> {
     await sql`SELECT set_config('statement_timeout', ${String(SCRAPE_TIMEOUT_MS)}, true)`.execute(trx);
     // Events and inbound messages are read per organization on their (organization_id, type /
     // direction) indexes; the delivery, queue and draft tables have no state index, so they are
-    // counted by one scan each (see README "Metrics" on scrape cost).
+    // counted by one scan each (see docs/metrics.md on scrape cost).
     const r = await sql<Row>`
       WITH jobs AS (
         SELECT t.identifier AS task, j.run_at,

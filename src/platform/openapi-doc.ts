@@ -22,7 +22,7 @@ export interface OperationInfo {
   /**
    * `x-long-running: true`: the operation waits on the outside world (research). Its handler runs
    * after the request's connection is released, with no transaction around it, and opens its own
-   * short transactions (see src/http/app.ts).
+   * short transactions (see src/http/pipeline.ts).
    */
   longRunning: boolean;
   parameters: Param[];
