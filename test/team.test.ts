@@ -289,6 +289,28 @@ describe('removing a member', () => {
   });
 });
 
+describe('the organization owner', () => {
+  it('is the one person everywhere an owner stands in, however many other OWNER-role people there are', async () => {
+    const org = await svc.newOrg();
+    // Other OWNER-role people: active, invited, and removed. None of them is the organization's owner.
+    await addUser(org.id, { role: 'OWNER' });
+    await addUser(org.id, { role: 'OWNER', invite: true });
+    const leaving = (await addUser(org.id, { role: 'OWNER' })).data!;
+    await remove(org.id, leaving.id);
+    const api = svc.api(await org.key(['contacts.write', 'lists.read', 'lists.write', 'deals.write']));
+    // A list made by an unattributed key, the CRM import list its first contact opens, a deal it
+    // creates, and the operator's view of the organization.
+    const list = (await api.POST('/lists', { body: { name: uid('List ') } })).data!;
+    await mkContact(api);
+    const crmImport = (await api.GET('/lists')).data!.data.find((l) => l.name === 'CRM import')!;
+    const deal = (await api.POST('/deals', { body: { name: uid('Deal ') } })).data!;
+    const organization = (
+      await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: org.id } }, body: { plan: 'starter' } })
+    ).data!;
+    expect([list.userId, crmImport.userId, deal.ownerSalesPersonId, organization.owner.id]).toEqual(Array(4).fill(org.ownerId));
+  });
+});
+
 async function waitForItems(org: TestOrg, contactId: string) {
   return waitFor(
     async () => {
