@@ -24,7 +24,8 @@ const DEFAULT_SNOOZE_DAYS = 1;
 
 /**
  * Only the fields of the state a verb puts the item in stay set (see the operation's table). A
- * snooze of `days` ends that long after the clock's now, which the sweep compares it with.
+ * snooze starts at the clock's now and, for `days`, ends that long after it (the sweep compares
+ * the end with the same clock).
  */
 function changesFor(verb: Verb, body: VerbBody, clock: Clock) {
   const cleared = {
@@ -43,17 +44,19 @@ function changesFor(verb: Verb, body: VerbBody, clock: Clock) {
       return { ...cleared, status: 'dismissed', dismissed_at: now, dismiss_reason: body.reason ?? null };
     case 'reopen':
       return { ...cleared, status: 'pending' };
-    case 'snooze':
+    case 'snooze': {
+      const at = clock.now();
       return {
         ...cleared,
         status: 'pending',
-        snoozed_at: now,
+        snoozed_at: sql<Date>`${at}::timestamptz`,
         snooze_reason: body.reason ?? null,
         snoozed_until_at:
           body.until !== undefined
             ? sql<Date>`${body.until}::timestamptz`
-            : sql<Date>`${clock.now()}::timestamptz + ${body.days ?? DEFAULT_SNOOZE_DAYS} * interval '1 day'`,
+            : sql<Date>`${at}::timestamptz + ${body.days ?? DEFAULT_SNOOZE_DAYS} * interval '1 day'`,
       };
+    }
   }
 }
 
