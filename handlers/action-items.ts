@@ -16,9 +16,9 @@ const getActionItem: Handler<'getActionItem'> = async ({ trx, auth, params }) =>
   body: await readActionItem(trx, auth.organizationId, params.id),
 });
 
-const applyActionItemVerb: Handler<'applyActionItemVerb'> = async ({ trx, auth, params, body }) => ({
+const applyActionItemVerb: Handler<'applyActionItemVerb'> = async ({ trx, auth, params, body, services }) => ({
   status: 200,
-  body: await applyVerb(trx, auth.organizationId, auth, params.id, params.verb, body),
+  body: await applyVerb(trx, auth.organizationId, auth, params.id, params.verb, body, services.clock),
 });
 
 export const actionItemHandlers = { listActionItems, getActionItem, applyActionItemVerb };

@@ -14,13 +14,13 @@ const getFunnelAnalytics: Handler<'getFunnelAnalytics'> = async ({ trx, auth, qu
   return { status: 200, body: new JsonText<FunnelBody>(r.text), headers: { 'X-Service-Cache': r.hit ? 'hit' : 'miss' } };
 };
 
-const getLiftAnalytics: Handler<'getLiftAnalytics'> = async ({ trx, auth, query }) => {
+const getLiftAnalytics: Handler<'getLiftAnalytics'> = async ({ trx, auth, query, services }) => {
   // No parameters are declared; the window parameters of the funnel are refused rather than ignored.
   const q = query as Record<string, string | undefined>;
   for (const name of ['from', 'to']) {
     if (q[name] !== undefined) throw invalid(`GET /analytics/lift takes no ${name}: each experiment has its own fixed horizon.`, name);
   }
-  const r = await liftReport(trx, auth.organizationId);
+  const r = await liftReport(trx, auth.organizationId, services.clock);
   return { status: 200, body: new JsonText<LiftBody>(r.text), headers: { 'X-Service-Cache': r.hit ? 'hit' : 'miss' } };
 };
 

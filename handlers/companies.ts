@@ -20,9 +20,9 @@ const getCompany: Handler<'getCompany'> = async ({ trx, auth, params }) => ({
 });
 
 /** Cached research; 404 until research has been computed (researchUpdatedAt null). */
-const getCompanyResearch: Handler<'getCompanyResearch'> = async ({ trx, auth, params }) => ({
+const getCompanyResearch: Handler<'getCompanyResearch'> = async ({ trx, auth, params, services }) => ({
   status: 200,
-  body: await companyResearch(trx, auth.organizationId, params.id),
+  body: await companyResearch(trx, auth.organizationId, params.id, services.clock),
 });
 
 /** Researches the company's site anew (synchronous; see src/research/). */

@@ -35,14 +35,14 @@ const createContact: Handler<'createContact'> = async ({ trx, auth, body }) => {
     : { status: 200, body: contact };
 };
 
-const getContact: Handler<'getContact'> = async ({ trx, auth, params, query }) => {
+const getContact: Handler<'getContact'> = async ({ trx, auth, params, query, services }) => {
   const include = new Set((query.include ?? '').split(',').map((s) => s.trim().toLowerCase()));
-  return { status: 200, body: await contactDetail(trx, auth.organizationId, params.id, include.has('research')) };
+  return { status: 200, body: await contactDetail(trx, auth.organizationId, params.id, include.has('research'), services.clock) };
 };
 
-const getContactResearch: Handler<'getContactResearch'> = async ({ trx, auth, params }) => ({
+const getContactResearch: Handler<'getContactResearch'> = async ({ trx, auth, params, services }) => ({
   status: 200,
-  body: await contactResearch(trx, auth.organizationId, params.id),
+  body: await contactResearch(trx, auth.organizationId, params.id, services.clock),
 });
 
 /** Researches the contact (synchronous; see src/research/): 404 unknown, 400 no company domain, then the run. */

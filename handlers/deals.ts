@@ -43,9 +43,9 @@ const updateDealHandler: Handler<'updateDeal'> = async ({ trx, auth, params, bod
   body: await updateDeal(trx, auth.organizationId, params.id, body),
 });
 
-const changeDealStage: Handler<'changeDealStage'> = async ({ trx, auth, params, body }) => ({
+const changeDealStage: Handler<'changeDealStage'> = async ({ trx, auth, params, body, services }) => ({
   status: 200,
-  body: await moveDealStage(trx, auth.organizationId, params.id, body as StageBody, actorOf(auth)),
+  body: await moveDealStage(trx, auth.organizationId, params.id, body as StageBody, actorOf(auth), services.clock),
 });
 
 const listDealHistory: Handler<'listDealHistory'> = async ({ trx, auth, params, query }) => ({

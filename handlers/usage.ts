@@ -3,8 +3,8 @@
 import { usageReport } from '../src/account/usage.js';
 import type { Handler } from '../src/http/handler.js';
 
-const getUsage: Handler<'getUsage'> = async ({ trx, auth }) => {
-  return { status: 200, body: await usageReport(trx, auth.organizationId) };
+const getUsage: Handler<'getUsage'> = async ({ trx, auth, services }) => {
+  return { status: 200, body: await usageReport(trx, auth.organizationId, services.clock) };
 };
 
 export const usageHandlers = { getUsage };

@@ -27,13 +27,13 @@ const getWebhook: Handler<'getWebhook'> = async ({ trx, auth, params }) => {
   return { status: 200, body: await getEndpoint(trx, auth.organizationId, params.id) };
 };
 
-const updateWebhook: Handler<'updateWebhook'> = async ({ trx, auth, params, body, config }) => {
-  return { status: 200, body: await updateEndpoint(trx, auth.organizationId, params.id, body, config) };
+const updateWebhook: Handler<'updateWebhook'> = async ({ trx, auth, params, body, config, services }) => {
+  return { status: 200, body: await updateEndpoint(trx, auth.organizationId, params.id, body, config, services.clock) };
 };
 
 /** Hard delete: the delivery history goes with it; queued attempts find nothing and do nothing. */
-const deleteWebhook: Handler<'deleteWebhook'> = async ({ trx, auth, params }) => {
-  await deleteEndpoint(trx, auth.organizationId, params.id);
+const deleteWebhook: Handler<'deleteWebhook'> = async ({ trx, auth, params, services }) => {
+  await deleteEndpoint(trx, auth.organizationId, params.id, services.clock);
   return { status: 200, body: { id: params.id, deleted: true as const } };
 };
 

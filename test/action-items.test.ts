@@ -6,15 +6,7 @@ import { runDealSweep } from '../src/deals/sweep.js';
 import type { Deps } from '../src/platform/services.js';
 import { runActionItemSweep } from '../src/work/action-item-sweep.js';
 import { eventsOf, insertSequence, mkContact, planOf, system, uid } from './crm-support.js';
-import {
-  ALL_SCOPES,
-  awayFromUtcMidnight,
-  type PublicClient,
-  raw,
-  startService,
-  type TestOrg,
-  type TestService,
-} from './support/harness.js';
+import { ALL_SCOPES, type PublicClient, raw, setClock, startService, type TestOrg, type TestService } from './support/harness.js';
 
 let svc: TestService;
 let deps: Deps;
@@ -481,11 +473,11 @@ describe('sweeps', () => {
   });
 
   it('opens one item for the owner of a deal whose next step is overdue, with the expected impact', async () => {
-    await awayFromUtcMidnight();
+    const clock = setClock(svc, '2030-11-01T12:00:00Z');
     const org = await svc.newOrg();
     const rep = await org.user('REP');
     const api = svc.api(await org.key(ALL_SCOPES, { userId: org.ownerId }));
-    const closeDate = new Date(Date.now() - 2 * DAY).toISOString().slice(0, 10);
+    const closeDate = new Date(clock.now().getTime() - 2 * DAY).toISOString().slice(0, 10);
     const deal = (
       await api.POST('/deals', {
         body: { name: 'Rocket fuel', valueCents: 1_000_000, probability: 40, closeDate, ownerSalesPersonId: rep.id },

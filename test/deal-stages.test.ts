@@ -7,7 +7,7 @@ import { runDealSweep } from '../src/deals/sweep.js';
 import type { Deps } from '../src/platform/services.js';
 import { CRONTAB } from '../src/tasks/index.js';
 import { type DealOrg, dealOrg, eventsOf, insertContact, utcDate } from './deal-support.js';
-import { ALL_SCOPES, awayFromUtcMidnight, startService, type TestService } from './support/harness.js';
+import { ALL_SCOPES, setClock, startService, type TestService } from './support/harness.js';
 import { waitFor } from './support/wait.js';
 
 let svc: TestService;
@@ -247,14 +247,15 @@ describe('POST /deals/{id}/stage', () => {
   });
 
   it('closing as won sets actualCloseDate and forecastCategory and emits deal.won with dealId and dealName', async () => {
-    await awayFromUtcMidnight();
+    const clock = setClock(svc, '2030-06-30T12:00:00Z');
+    const day = (n: number) => utcDate(n, clock.now());
     const o = await boardOrg();
     const d = await qualified(o, { name: 'Big win', stage: 'negotiation' });
     const r = await move(o, d.id, { stage: 'closed_won' });
     expect(r.response.status).toBe(200);
     expect(await getDeal(o, d.id)).toMatchObject({
       stageSlug: 'closed_won',
-      actualCloseDate: utcDate(0),
+      actualCloseDate: day(0),
       forecastCategory: 'closed_won',
       lossReason: null,
     });
@@ -263,7 +264,8 @@ describe('POST /deals/{id}/stage', () => {
   });
 
   it('closing as lost needs a reason, stores it as lossReason and emits deal.lost', async () => {
-    await awayFromUtcMidnight();
+    const clock = setClock(svc, '2030-07-01T12:00:00Z');
+    const day = (n: number) => utcDate(n, clock.now());
     const o = await dealOrg(svc);
     const d = await create(o, { name: 'Lost one' });
     for (const body of [{ stage: 'closed_lost' }, { stage: 'closed_lost', reason: '   ' }, { stage: 'closed_lost', overrideReason: 'x' }]) {
@@ -275,7 +277,7 @@ describe('POST /deals/{id}/stage', () => {
     expect(r.response.status).toBe(200);
     expect(await getDeal(o, d.id)).toMatchObject({
       stageSlug: 'closed_lost',
-      actualCloseDate: utcDate(0),
+      actualCloseDate: day(0),
       forecastCategory: 'closed_lost',
       lossReason: 'Chose a competitor',
     });
@@ -361,16 +363,17 @@ describe('GET /deals/{id}/history', () => {
 
 describe('deal sweep', () => {
   it('emits next_step_overdue and slipped once per deal and close date, for open deals only', async () => {
-    await awayFromUtcMidnight();
+    const clock = setClock(svc, '2030-03-05T12:00:00Z');
+    const day = (n: number) => utcDate(n, clock.now());
     const a = await dealOrg(svc);
     const b = await dealOrg(svc);
-    const late = await create(a, { name: 'Late', closeDate: utcDate(-2) });
-    const slipped = await create(a, { name: 'Slipped', closeDate: utcDate(-12) });
-    await create(a, { name: 'Future', closeDate: utcDate(5) });
+    const late = await create(a, { name: 'Late', closeDate: day(-2) });
+    const slipped = await create(a, { name: 'Slipped', closeDate: day(-12) });
+    await create(a, { name: 'Future', closeDate: day(5) });
     await create(a, { name: 'Undated' });
-    const lost = await create(a, { name: 'Closed', closeDate: utcDate(-30) });
+    const lost = await create(a, { name: 'Closed', closeDate: day(-30) });
     await move(a, lost.id, { stage: 'closed_lost', reason: 'Gone' });
-    const other = await create(b, { name: 'Theirs', closeDate: utcDate(-3) });
+    const other = await create(b, { name: 'Theirs', closeDate: day(-3) });
 
     await runDealSweep(deps);
     const overdue = await eventsOf(svc, a.id, 'deal.next_step_overdue');
@@ -378,10 +381,10 @@ describe('deal sweep', () => {
     expect(overdue.find((e) => e.data.dealId === late.id)).toMatchObject({
       resource_type: 'Deal',
       resource_id: late.id,
-      data: { dealId: late.id, dealName: 'Late', closeDate: utcDate(-2), daysOverdue: 2 },
+      data: { dealId: late.id, dealName: 'Late', closeDate: day(-2), daysOverdue: 2 },
     });
     const slips = await eventsOf(svc, a.id, 'deal.slipped');
-    expect(slips.map((e) => e.data)).toEqual([{ dealId: slipped.id, dealName: 'Slipped', closeDate: utcDate(-12), daysOverdue: 12 }]);
+    expect(slips.map((e) => e.data)).toEqual([{ dealId: slipped.id, dealName: 'Slipped', closeDate: day(-12), daysOverdue: 12 }]);
     expect((await eventsOf(svc, b.id, 'deal.next_step_overdue')).map((e) => e.data.dealId)).toEqual([other.id]);
 
     // A second sweep emits nothing new.
@@ -390,9 +393,9 @@ describe('deal sweep', () => {
     expect(await eventsOf(svc, a.id, 'deal.slipped')).toHaveLength(1);
 
     // Moving the close date re-arms; closing the deal stops it.
-    await a.api.PATCH('/deals/{id}', { params: { path: { id: late.id } }, body: { closeDate: utcDate(-9) } });
+    await a.api.PATCH('/deals/{id}', { params: { path: { id: late.id } }, body: { closeDate: day(-9) } });
     await move(a, slipped.id, { stage: 'closed_lost', reason: 'Slipped away' });
-    await a.api.PATCH('/deals/{id}', { params: { path: { id: slipped.id } }, body: { closeDate: utcDate(-20) } });
+    await a.api.PATCH('/deals/{id}', { params: { path: { id: slipped.id } }, body: { closeDate: day(-20) } });
     await runDealSweep(deps);
     expect((await eventsOf(svc, a.id, 'deal.next_step_overdue')).map((e) => e.data.dealId)).toEqual(expect.arrayContaining([late.id]));
     expect(await eventsOf(svc, a.id, 'deal.next_step_overdue')).toHaveLength(3);
@@ -400,18 +403,19 @@ describe('deal sweep', () => {
   });
 
   it('fires overdue from the day after the close date and slipped from the eighth day after', async () => {
-    await awayFromUtcMidnight();
+    const clock = setClock(svc, '2032-03-01T12:00:00Z');
+    const day = (n: number) => utcDate(n, clock.now());
     const o = await dealOrg(svc);
-    const today = await create(o, { name: 'Due today', closeDate: utcDate(0) });
-    const yesterday = await create(o, { name: 'Due yesterday', closeDate: utcDate(-1) });
-    const week = await create(o, { name: 'A week late', closeDate: utcDate(-7) });
-    const eight = await create(o, { name: 'Eight days late', closeDate: utcDate(-8) });
+    const today = await create(o, { name: 'Due today', closeDate: day(0) });
+    const yesterday = await create(o, { name: 'Due yesterday', closeDate: day(-1) });
+    const week = await create(o, { name: 'A week late', closeDate: day(-7) });
+    const eight = await create(o, { name: 'Eight days late', closeDate: day(-8) });
     await runDealSweep(deps);
     expect((await eventsOf(svc, o.id, 'deal.next_step_overdue')).map((e) => e.data.dealId).sort()).toEqual(
       [yesterday.id, week.id, eight.id].sort(),
     );
     expect((await eventsOf(svc, o.id, 'deal.slipped')).map((e) => e.data)).toEqual([
-      { dealId: eight.id, dealName: 'Eight days late', closeDate: utcDate(-8), daysOverdue: 8 },
+      { dealId: eight.id, dealName: 'Eight days late', closeDate: day(-8), daysOverdue: 8 },
     ]);
     expect((await eventsOf(svc, o.id)).filter((e) => e.data.dealId === today.id).map((e) => e.type)).toEqual(['deal.created']);
   });

@@ -97,5 +97,6 @@ export async function eventsOf(svc: TestService, orgId: string, type?: string): 
   });
 }
 
-/** YYYY-MM-DD of today (UTC) shifted by `days`. */
-export const utcDate = (days = 0): string => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10);
+/** YYYY-MM-DD (UTC) of `from` (the wall clock's now unless given, e.g. a test's clock) shifted by `days`. */
+export const utcDate = (days = 0, from: Date = new Date()): string =>
+  new Date(from.getTime() + days * 86_400_000).toISOString().slice(0, 10);

@@ -16,7 +16,7 @@ import {
   settle,
   template,
 } from './drafting-support.js';
-import { awayFromUtcMidnight, raw, startService, type TestService } from './support/harness.js';
+import { raw, setClock, startService, type TestService } from './support/harness.js';
 import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
 
 let svc: TestService;
@@ -178,10 +178,10 @@ describe('generation with the fallback provider', () => {
 
 describe('the monthly draft allowance', () => {
   it('fails generation past the plan limit with draft.failed (quota_exceeded), warns once at 80%, and GET /usage reports it', async () => {
-    await awayFromUtcMidnight();
+    const clock = setClock(svc, '2031-01-31T12:00:00Z');
     const s = await draftingOrg(svc, 'free'); // 50 drafts a month
     const tpl = await template(svc, s.org.id, [STEP_ONE, STEP_TWO]);
-    const period = `${new Date().toISOString().slice(0, 8)}01`;
+    const period = `${clock.today().slice(0, 8)}01`;
     await system(svc, (trx) =>
       sql`INSERT INTO usage_counters (organization_id, period_start, drafts_created, drafts_regenerated) VALUES (${s.org.id}, ${period}, 38, 1)`.execute(
         trx,

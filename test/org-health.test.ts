@@ -8,7 +8,7 @@ import { runOrgHealthSweep } from '../src/account/org-health-sweep.js';
 import type { Deps } from '../src/platform/services.js';
 import { eventsOf, mkContact, system, uid } from './crm-support.js';
 import { settle } from './drafting-support.js';
-import { awayFromUtcMidnight, startService, type TestOrg, type TestService } from './support/harness.js';
+import { setClock, startService, type TestOrg, type TestService } from './support/harness.js';
 import { type Receiver, startReceiver } from './support/receiver.js';
 import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
 import { waitFor } from './support/wait.js';
@@ -276,7 +276,7 @@ describe('webhook endpoints and the research budget', () => {
   });
 
   it('the research budget used up degrades; a larger budget clears it', async () => {
-    await awayFromUtcMidnight();
+    const clock = setClock(svc, '2031-07-31T12:00:00Z');
     const org = await svc.newOrg();
     const company = uid('cmp_');
     await system(svc, (trx) =>
@@ -288,12 +288,20 @@ describe('webhook endpoints and the research budget', () => {
     await system(svc, (trx) =>
       trx
         .insertInto('research_runs')
-        .values([1, 2].map(() => ({ organization_id: org.id, id: uid('rrn_'), company_id: company, status: 'completed' })) as never)
+        .values(
+          [1, 2].map(() => ({
+            organization_id: org.id,
+            id: uid('rrn_'),
+            company_id: company,
+            status: 'completed',
+            started_at: clock.now(),
+          })) as never,
+        )
         .execute(),
     );
     const lowered = await patchOrg(org.id, { researchBudget: 2 });
     expect(lowered.data!.health).toMatchObject({ state: 'degraded', reasons: [{ code: 'research_budget_exhausted', used: 2, budget: 2 }] });
-    expect(Date.parse(String(lowered.data!.health.reasons[0].periodEnd))).toBeGreaterThan(Date.now());
+    expect(Date.parse(String(lowered.data!.health.reasons[0].periodEnd))).toBeGreaterThan(clock.now().getTime());
     expect((await patchOrg(org.id, { researchBudget: 3 })).data!.health).toMatchObject({ state: 'healthy', reasons: [] });
     expect((await changes(org.id)).map((e) => e.data.to)).toEqual(['degraded', 'healthy']);
   });

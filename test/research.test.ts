@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
-import { ALL_SCOPES, awayFromUtcMidnight, raw, startService, type TestService } from './support/harness.js';
+import { ALL_SCOPES, raw, setClock, startService, type TestService } from './support/harness.js';
 import { companySite, type Route, type SiteServer, startSiteServer } from './support/site-server.js';
 
 let site: SiteServer;
@@ -404,7 +404,7 @@ describe('POST /companies/{id}/research', () => {
 
 describe('the research budget', () => {
   it('counts runs that fetch per period; past it both POSTs answer 429 with Retry-After, fetch nothing and store nothing', async () => {
-    await awayFromUtcMidnight();
+    const clock = setClock(svc, '2031-03-12T12:00:00Z');
     const s = await setup();
     await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { researchBudget: 1 } });
     const a = await companyWithSite(s);
@@ -419,10 +419,10 @@ describe('the research budget', () => {
       researchBudget: 1,
       used: 1,
     });
-    const now = new Date();
+    const now = clock.now();
     const periodEnd = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
     const retryAfter = Number(refused.response.headers.get('retry-after'));
-    expect(Math.abs(retryAfter - (periodEnd - Date.now()) / 1000)).toBeLessThan(5);
+    expect(Math.abs(retryAfter - (periodEnd - clock.now().getTime()) / 1000)).toBeLessThan(5);
     expect(refused.response.headers.get('x-ratelimit-limit')).not.toBeNull();
     expect(site.paths(b.domain)).toEqual([]);
     expect((await s.api.GET('/companies/{id}', { params: { path: { id: b.company.id } } })).data!.researchUpdatedAt).toBeNull();

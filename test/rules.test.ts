@@ -16,7 +16,7 @@ import { runRulesTask } from '../src/tasks/run-rules.js';
 import { eventsOf, system, uid } from './crm-support.js';
 import { settle } from './drafting-support.js';
 import { mkLead } from './lead-support.js';
-import { ALL_SCOPES, awayFromUtcMidnight, raw, startService, type TestOrg, type TestService } from './support/harness.js';
+import { ALL_SCOPES, raw, setClock, startService, type TestOrg, type TestService } from './support/harness.js';
 import { type Receiver, startReceiver } from './support/receiver.js';
 
 const DAY = 86_400_000;
@@ -398,10 +398,10 @@ describe('ready-made rules firing', () => {
   });
 
   it('deal_at_risk fires once per deal whose close date passed (overdue, or slipped as well), never for a deal still on time', async () => {
-    await awayFromUtcMidnight();
+    const clock = setClock(svc, '2030-03-05T12:00:00Z');
     const org = await orgWithTemplates('deal_at_risk');
     const api = svc.api(await org.key(ALL_SCOPES, { userId: org.ownerId }));
-    const day = (n: number) => new Date(Date.now() + n * DAY).toISOString().slice(0, 10);
+    const day = (n: number) => new Date(clock.now().getTime() + n * DAY).toISOString().slice(0, 10);
     const overdue = (await api.POST('/deals', { body: { name: 'Overdue', closeDate: day(-2) } })).data!;
     const slipped = (await api.POST('/deals', { body: { name: 'Slipped', closeDate: day(-10) } })).data!;
     const onTime = (await api.POST('/deals', { body: { name: 'On time', closeDate: day(5) } })).data!;

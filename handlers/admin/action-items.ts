@@ -3,9 +3,9 @@
 import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 import { openOperatorActionItem } from '../../src/work/operator-action-item.js';
 
-const adminCreateActionItem: AdminHandler<'adminCreateActionItem'> = async ({ db, params, body }) => ({
+const adminCreateActionItem: AdminHandler<'adminCreateActionItem'> = async ({ db, params, body, services }) => ({
   status: 201 as const,
-  body: { id: await openOperatorActionItem(db, params.orgId, body) },
+  body: { id: await openOperatorActionItem(db, params.orgId, body, services.clock) },
 });
 
 export const adminActionItemHandlers: AdminHandlers = { adminCreateActionItem };

@@ -7,7 +7,7 @@ import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 const adminCreateOrganization: AdminHandler<'adminCreateOrganization'> = async ({ db, body }) =>
   withSystem(db, async (trx) => ({ status: 201 as const, body: await createOrganization(trx, body) }));
 
-const adminUpdateOrganization: AdminHandler<'adminUpdateOrganization'> = async ({ db, params, body }) =>
-  withSystem(db, async (trx) => ({ status: 200 as const, body: await updateOrganization(trx, params.orgId, body) }));
+const adminUpdateOrganization: AdminHandler<'adminUpdateOrganization'> = async ({ db, params, body, services }) =>
+  withSystem(db, async (trx) => ({ status: 200 as const, body: await updateOrganization(trx, params.orgId, body, services.clock) }));
 
 export const organizationHandlers: AdminHandlers = { adminCreateOrganization, adminUpdateOrganization };

@@ -18,7 +18,7 @@ export async function runOrgHealthSweep(deps: Deps): Promise<{ checked: number; 
       const ids = (await trx.selectFrom('organizations').select('id').where('id', '>', after).orderBy('id').limit(BATCH).execute()).map(
         (o) => o.id,
       );
-      const changes = await refreshOrgHealth(trx, ids);
+      const changes = await refreshOrgHealth(trx, ids, deps.services.clock);
       for (const [org, event] of changes) await emitMany(trx, org, [event]);
       out.changed += changes.size;
       if (ids.length) after = ids[ids.length - 1];

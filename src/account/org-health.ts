@@ -7,6 +7,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { notFound } from '../http/problems.js';
+import type { Clock } from '../platform/clock.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import { usagePeriod } from './usage.js';
 
@@ -49,9 +50,12 @@ interface Signals {
   research_used: number;
 }
 
-/** One set-based read of every signal of some organizations (each subquery walks an index of one organization). */
-async function readSignals(trx: Tx, orgIds: string[]): Promise<Signals[]> {
-  const window = sql`now() - ${sql.lit(BOUNCE_WINDOW_DAYS)} * interval '1 day'`;
+/**
+ * One set-based read of every signal of some organizations (each subquery walks an index of one
+ * organization), at `now` (the clock's): the windows end and the research budget's period is there.
+ */
+async function readSignals(trx: Tx, orgIds: string[], now: Date): Promise<Signals[]> {
+  const window = sql`${now}::timestamptz - ${sql.lit(BOUNCE_WINDOW_DAYS)} * interval '1 day'`;
   const r = await sql<Signals>`
     SELECT o.id, o.health, o.health_reasons, o.sending, o.research_budget,
       EXISTS (SELECT 1 FROM mailboxes m WHERE m.organization_id = o.id AND m.status = 'verified') AS has_verified,
@@ -61,7 +65,7 @@ async function readSignals(trx: Tx, orgIds: string[]): Promise<Signals[]> {
       (SELECT count(*)::int FROM events e WHERE e.organization_id = o.id AND e.type = 'email.complained' AND e.created_at > ${window}) AS complaints,
       (SELECT coalesce(json_agg(json_build_object('id', w.id, 'url', w.url) ORDER BY w.id), '[]')
          FROM webhook_endpoints w WHERE w.organization_id = o.id AND w.status = 'disabled') AS disabled_endpoints,
-      (SELECT count(*)::int FROM research_runs r WHERE r.organization_id = o.id AND r.started_at >= ${usagePeriod().start}) AS research_used
+      (SELECT count(*)::int FROM research_runs r WHERE r.organization_id = o.id AND r.started_at >= ${usagePeriod(now).start}) AS research_used
     FROM organizations o
     CROSS JOIN LATERAL (
       SELECT count(*)::int AS sends, count(*) FILTER (WHERE sr.status = 'bounced')::int AS bounces
@@ -74,8 +78,8 @@ async function readSignals(trx: Tx, orgIds: string[]): Promise<Signals[]> {
 
 const pct = (n: number, d: number) => Math.round((10_000 * n) / d) / 100;
 
-/** The reasons the signals give, in a stable order. */
-export function reasonsOf(s: Signals): HealthReason[] {
+/** The reasons the signals read at `now` give, in a stable order. */
+export function reasonsOf(s: Signals, now: Date): HealthReason[] {
   const out: HealthReason[] = [];
   const allowDeployment = s.sending.allowDeploymentSender !== false;
   const deploymentPaused = s.sending.deploymentPaused === true;
@@ -122,7 +126,7 @@ export function reasonsOf(s: Signals): HealthReason[] {
       severity: 'degraded',
       used: s.research_used,
       budget: s.research_budget,
-      periodEnd: usagePeriod().end.toISOString(),
+      periodEnd: usagePeriod(now).end.toISOString(),
     });
   }
   return out;
@@ -146,13 +150,14 @@ const identity = (reasons: HealthReason[]) =>
  * store is a compare-and-set against what was read, so two concurrent recomputations of the same
  * change emit it once.
  */
-export async function refreshOrgHealth(trx: Tx, orgIds: string[]): Promise<Map<string, EmitInput>> {
+export async function refreshOrgHealth(trx: Tx, orgIds: string[], clock: Clock): Promise<Map<string, EmitInput>> {
   const changes = new Map<string, EmitInput>();
   if (orgIds.length === 0) return changes;
-  const rows = await readSignals(trx, orgIds);
+  const now = clock.now();
+  const rows = await readSignals(trx, orgIds, now);
   const writes: { id: string; state: HealthState; reasons: string; was: string; wasReasons: string; changed: boolean }[] = [];
   for (const s of rows) {
-    const reasons = reasonsOf(s);
+    const reasons = reasonsOf(s, now);
     const state = stateOf(reasons);
     const changed = state !== s.health || identity(reasons) !== identity(s.health_reasons);
     writes.push({
@@ -185,8 +190,8 @@ export async function refreshOrgHealth(trx: Tx, orgIds: string[]): Promise<Map<s
 }
 
 /** Recomputes one organization's health in the caller's transaction and emits the change, if any. */
-export async function recheckOrgHealth(trx: Tx, org: string): Promise<void> {
-  const change = (await refreshOrgHealth(trx, [org])).get(org);
+export async function recheckOrgHealth(trx: Tx, org: string, clock: Clock): Promise<void> {
+  const change = (await refreshOrgHealth(trx, [org], clock)).get(org);
   if (change) await emitMany(trx, org, [change]);
 }
 

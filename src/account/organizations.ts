@@ -8,6 +8,7 @@ import { experimentSettings } from '../analytics/holdout.js';
 import { checkedSending, sendingSettings } from '../dispatch/settings.js';
 import type { adminOperations } from '../http/handler.js';
 import { notFound } from '../http/problems.js';
+import type { Clock } from '../platform/clock.js';
 import { emit } from '../platform/events.js';
 import { isoNN, newId } from '../platform/ids.js';
 import { healthBody, recheckOrgHealth } from './org-health.js';
@@ -76,7 +77,7 @@ export async function createOrganization(trx: Tx, body: NewOrganization): Promis
  * Applies the operator's changes (the organization's row locked); a changed research TTL emits
  * org.research_ttl_updated. 404 when there is no such organization. Answers its operator view.
  */
-export async function updateOrganization(trx: Tx, orgId: string, body: OrganizationChanges): Promise<Organization> {
+export async function updateOrganization(trx: Tx, orgId: string, body: OrganizationChanges, clock: Clock): Promise<Organization> {
   const before = await trx
     .selectFrom('organizations')
     .select(['research_ttl_days', 'sending'])
@@ -107,7 +108,7 @@ export async function updateOrganization(trx: Tx, orgId: string, body: Organizat
       .where('id', '=', orgId)
       .execute();
     // Sending settings and the research budget are signals of the organization's health.
-    if (body.sending !== undefined || body.researchBudget !== undefined) await recheckOrgHealth(trx, orgId);
+    if (body.sending !== undefined || body.researchBudget !== undefined) await recheckOrgHealth(trx, orgId, clock);
   }
   return organizationBody(trx, orgId);
 }

@@ -3,11 +3,12 @@
 // allows commit together and no number of workers can overshoot the plan.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import type { Clock } from '../platform/clock.js';
 import { emit } from '../platform/events.js';
 import { draftsPerMonth } from './plans.js';
 
-/** The usage period containing `now`: the calendar month in UTC. */
-export function usagePeriod(now = new Date()): { start: Date; end: Date } {
+/** The usage period containing `now` (the clock's, src/platform/clock.ts): the calendar month in UTC. */
+export function usagePeriod(now: Date): { start: Date; end: Date } {
   const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
   return { start, end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)) };
 }
@@ -25,7 +26,7 @@ export interface UsageRow {
 }
 
 /** The period's counters (zero when nothing was used yet) and the organization's plan and draft allowance. */
-export async function readUsage(trx: Tx, organizationId: string, now = new Date()): Promise<UsageRow & { plan: string; limit: number }> {
+export async function readUsage(trx: Tx, organizationId: string, now: Date): Promise<UsageRow & { plan: string; limit: number }> {
   const r = await sql<UsageRow & { plan: string; drafts_per_month: number | null }>`
     SELECT o.plan, o.drafts_per_month, coalesce(u.drafts_created, 0) AS drafts_created, coalesce(u.drafts_regenerated, 0) AS drafts_regenerated,
            coalesce(u.sends_attempted, 0) AS sends_attempted, coalesce(u.llm_tokens, 0)::int8 AS llm_tokens,
@@ -41,14 +42,15 @@ export async function readUsage(trx: Tx, organizationId: string, now = new Date(
 const remainingOf = (u: UsageRow & { limit: number }): number => Math.max(0, u.limit - u.drafts_created - u.drafts_regenerated);
 
 /** Drafts the allowance still allows this period (a read, not a reservation). */
-export async function draftsRemaining(trx: Tx, organizationId: string): Promise<number> {
-  return remainingOf(await readUsage(trx, organizationId));
+export async function draftsRemaining(trx: Tx, organizationId: string, clock: Clock): Promise<number> {
+  return remainingOf(await readUsage(trx, organizationId, clock.now()));
 }
 
 /** GET /usage: the current period's use against the plan. */
-export async function usageReport(trx: Tx, organizationId: string) {
-  const period = usagePeriod();
-  const u = await readUsage(trx, organizationId);
+export async function usageReport(trx: Tx, organizationId: string, clock: Clock) {
+  const now = clock.now();
+  const period = usagePeriod(now);
+  const u = await readUsage(trx, organizationId, now);
   const limit = u.limit;
   return {
     periodStart: period.start.toISOString(),
@@ -75,8 +77,9 @@ export async function takeDrafts(
   trx: Tx,
   organizationId: string,
   wanted: { created: number; regenerated: number; llmTokens: number; llmCostMillicents: number },
+  clock: Clock,
 ): Promise<{ created: number; regenerated: number }> {
-  const period = usagePeriod();
+  const period = usagePeriod(clock.now());
   const key = periodKey(period);
   await sql`INSERT INTO usage_counters (organization_id, period_start) VALUES (${organizationId}, ${key}) ON CONFLICT DO NOTHING`.execute(
     trx,

@@ -116,8 +116,8 @@ function experiment<U extends 'account' | 'deal'>(
   };
 }
 
-/** Both experiments as GET /analytics/lift answers them, computed at `at`. */
-export async function computeLift(trx: Tx, organizationId: string, at = new Date()) {
+/** Both experiments as GET /analytics/lift answers them, computed at `at` (the clock's now). */
+export async function computeLift(trx: Tx, organizationId: string, at: Date) {
   const [email, actions] = [await emailArms(trx, organizationId, at), await actionArms(trx, organizationId, at)];
   return {
     experiments: {

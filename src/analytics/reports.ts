@@ -2,6 +2,7 @@
 // CACHE_SECONDS per organization (the funnel per window) by cache.ts, as the JSON text sent.
 import type { Tx } from '../../db/database.js';
 import type { operations } from '../http/handler.js';
+import type { Clock } from '../platform/clock.js';
 import { type Memoized, memoized } from './cache.js';
 import { checkWindow, computeFunnel } from './funnel.js';
 import { computeLift } from './lift.js';
@@ -16,7 +17,7 @@ export async function funnelReport(trx: Tx, organizationId: string, from: string
   return memoized(trx, organizationId, `funnel:${from}:${to}`, compute);
 }
 
-export async function liftReport(trx: Tx, organizationId: string): Promise<Memoized> {
-  const compute = async (): Promise<LiftBody> => computeLift(trx, organizationId);
+export async function liftReport(trx: Tx, organizationId: string, clock: Clock): Promise<Memoized> {
+  const compute = async (): Promise<LiftBody> => computeLift(trx, organizationId, clock.now());
   return memoized(trx, organizationId, 'lift', compute);
 }

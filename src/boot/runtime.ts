@@ -18,6 +18,7 @@ import { createIpHasher } from '../leads/client-ip.js';
 import { createModelClient } from '../llm/client.js';
 import { createSigner } from '../mail/tokens.js';
 import { createTransports } from '../mail/transports.js';
+import { type Clock, systemClock } from '../platform/clock.js';
 import type { Config } from '../platform/config.js';
 import { ConfigError, loadConfig } from '../platform/config.js';
 import { createLogger } from '../platform/logger.js';
@@ -53,7 +54,8 @@ export function resolveAdminToken(config: Config): { token: string; file: string
   return { token: fs.readFileSync(file, 'utf8').trim(), file };
 }
 
-export function openRuntime(config: Config, log: Logger, databaseUrl: string, opts: { poolSize?: number } = {}): Runtime {
+/** `opts.clock`: the clock of business dates (src/platform/clock.ts); the system clock unless a test sets one. */
+export function openRuntime(config: Config, log: Logger, databaseUrl: string, opts: { poolSize?: number; clock?: Clock } = {}): Runtime {
   const appPool = createPool(databaseUrl, { role: APP_ROLE, max: 10, name: 'outbound-api', prepare: true });
   const requestPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 40, name: 'outbound-requests', prepare: true });
   const ownerPool = createPool(databaseUrl, { max: 24, name: 'outbound-worker', prepare: true });
@@ -68,6 +70,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
     signer: createSigner(secretKey),
     mail: createTransports(config, secretBox),
     ipHash: createIpHasher(secretKey),
+    clock: opts.clock ?? systemClock,
   };
   const app = createApp({
     config,

@@ -6,6 +6,7 @@ import type { CompaniesTable } from '../../db/schema.js';
 import type { Handler } from '../http/handler.js';
 import { keyset, page } from '../http/paging.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
+import type { Clock } from '../platform/clock.js';
 import { iso, isoNN, newId } from '../platform/ids.js';
 import { isFresh, storedDossier } from '../research/runs.js';
 import { isFreemailDomain, normalizeDomain } from './domains.js';
@@ -27,8 +28,11 @@ export async function researchTtlDays(trx: Tx, organizationId: string): Promise<
   return o.research_ttl_days;
 }
 
-/** Freshness of cached research: updatedAt plus the organization's TTL still in the future. */
-export const freshness = (updatedAt: Date, ttlDays: number) => ({ ttlDays, isFresh: isFresh(updatedAt, ttlDays) });
+/** Freshness of cached research: updatedAt plus the organization's TTL still after the clock's now. */
+export const freshness = (updatedAt: Date, ttlDays: number, clock: Clock) => ({
+  ttlDays,
+  isFresh: isFresh(updatedAt, ttlDays, clock.now()),
+});
 
 export function toCompany(r: CompanyRow) {
   return {
@@ -165,7 +169,7 @@ export async function companyById(trx: Tx, organizationId: string, id: string): 
 }
 
 /** Cached research (CompanyResearch); 404 until research has been computed (researchUpdatedAt null). */
-export async function companyResearch(trx: Tx, organizationId: string, id: string) {
+export async function companyResearch(trx: Tx, organizationId: string, id: string, clock: Clock) {
   const row = await companyById(trx, organizationId, id);
   if (row.research_updated_at === null)
     throw new ProblemError('not-found', 'No research has been computed for this company yet; run POST /companies/{id}/research.');
@@ -179,6 +183,6 @@ export async function companyResearch(trx: Tx, organizationId: string, id: strin
     painPoints: objectArray(r.painPoints),
     coverage: storedDossier(r)?.coverage ?? null,
     updatedAt: isoNN(row.research_updated_at),
-    ...freshness(row.research_updated_at, await researchTtlDays(trx, organizationId)),
+    ...freshness(row.research_updated_at, await researchTtlDays(trx, organizationId), clock),
   };
 }

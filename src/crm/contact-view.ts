@@ -2,6 +2,7 @@
 // GET /contacts' items), a live contact or 404, and the research a contact has cached.
 import { epochMs, type Tx } from '../../db/database.js';
 import { notFound, ProblemError } from '../http/problems.js';
+import type { Clock } from '../platform/clock.js';
 import { isoNN, msIso, msJson } from '../platform/ids.js';
 import { freshness, objectArray, researchTtlDays } from './companies.js';
 import { isLiveContact } from './live-contacts.js';
@@ -91,14 +92,14 @@ export async function contactById(trx: Tx, organizationId: string, id: string) {
 }
 
 /** Cached research as ContactDetail.research shows it (the spec's five keys); null when none. */
-async function toResearch(trx: Tx, organizationId: string, research: unknown, updatedAt: Date | null) {
+async function toResearch(trx: Tx, organizationId: string, research: unknown, updatedAt: Date | null, clock: Clock) {
   if (updatedAt === null) return null;
   const r = research !== null && typeof research === 'object' && !Array.isArray(research) ? (research as Record<string, unknown>) : {};
   return {
     facts: objectArray(r.facts),
     sources: objectArray(r.sources),
     updatedAt: isoNN(updatedAt),
-    ...freshness(updatedAt, await researchTtlDays(trx, organizationId)),
+    ...freshness(updatedAt, await researchTtlDays(trx, organizationId), clock),
   };
 }
 
@@ -115,17 +116,17 @@ export async function liveContact(trx: Tx, organizationId: string, id: string) {
 }
 
 /** GET /contacts/{id}: a live contact, with its cached research when asked (ContactDetail). */
-export async function contactDetail(trx: Tx, organizationId: string, id: string, withResearch: boolean) {
+export async function contactDetail(trx: Tx, organizationId: string, id: string, withResearch: boolean, clock: Clock) {
   const row = await liveContact(trx, organizationId, id);
   const body = toContact(row);
   if (!withResearch) return body;
-  return { ...body, research: await toResearch(trx, organizationId, row.research, row.research_updated_at) };
+  return { ...body, research: await toResearch(trx, organizationId, row.research, row.research_updated_at, clock) };
 }
 
 /** GET /contacts/{id}/research: a live contact's cached research; 404 before the first run. */
-export async function contactResearch(trx: Tx, organizationId: string, id: string) {
+export async function contactResearch(trx: Tx, organizationId: string, id: string, clock: Clock) {
   const row = await liveContact(trx, organizationId, id);
-  const research = await toResearch(trx, organizationId, row.research, row.research_updated_at);
+  const research = await toResearch(trx, organizationId, row.research, row.research_updated_at, clock);
   if (!research) throw new ProblemError('not-found', 'No research has been cached for this contact yet; run POST /contacts/{id}/research.');
   const r = row.research as Record<string, unknown>;
   const assessment = r.contactAssessment;

@@ -3,12 +3,11 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { ProblemError } from '../http/problems.js';
+import type { Clock } from '../platform/clock.js';
 import { emit } from '../platform/events.js';
 import { insertHistory } from './history.js';
 import { DEAL_RESOURCE, type DealRow, lockDeal } from './read.js';
 import { orgStages, resolveStage, type StageRow } from './stages.js';
-
-const todayUtc = sql<string>`(now() AT TIME ZONE 'UTC')::date`;
 
 interface GateResult {
   gate: string;
@@ -58,8 +57,11 @@ export function failedGates(
 
 export type StageBody = { stage?: string; stageId?: string; reason?: string; overrideReason?: string; reasonChips?: string[] };
 
-/** Moves the locked deal to the stage the body names; `by` is who the history row is attributed to. */
-export async function moveDealStage(trx: Tx, org: string, dealId: string, body: StageBody, by: string) {
+/**
+ * Moves the locked deal to the stage the body names; `by` is who the history row is attributed to.
+ * A closing move sets actualCloseDate to the clock's today (UTC).
+ */
+export async function moveDealStage(trx: Tx, org: string, dealId: string, body: StageBody, by: string, clock: Clock) {
   const deal = await lockDeal(trx, org, dealId);
   const stages = await orgStages(trx, org);
   const to = resolveStage(stages, body.stage, body.stageId);
@@ -94,7 +96,7 @@ export async function moveDealStage(trx: Tx, org: string, dealId: string, body: 
     .set({
       stage_id: to.id,
       forecast_category: forecast,
-      actual_close_date: closed ? todayUtc : null,
+      actual_close_date: closed ? clock.today() : null,
       loss_reason: to.category === 'closed_lost' ? reason : null,
       updated_at: sql`now_ms()`,
     })

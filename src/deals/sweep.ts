@@ -1,5 +1,6 @@
 // Periodic deal sweep (crontab, every 15 minutes), across organizations. For an open deal (its
-// stage is not terminal and it is not closed) whose closeDate is before today (UTC):
+// stage is not terminal and it is not closed) whose closeDate is before today (UTC, by the clock of
+// src/platform/clock.ts):
 //   deal.next_step_overdue  once the closeDate has passed;
 //   deal.slipped            once the closeDate is more than 7 days past.
 // Each fires once per (deal, closeDate value): deal_sweep_marks records what was emitted, so
@@ -57,7 +58,7 @@ async function sweepBatch(deps: Deps): Promise<number> {
   return withSystem(deps.db, async (trx) => {
     const rules = sql.join(SWEEP_RULES.map((r) => sql`(${r.kind}, ${r.afterDays}::int)`));
     const { rows } = await sql<Due>`
-      WITH today AS (SELECT (now() AT TIME ZONE 'UTC')::date AS d),
+      WITH today AS (SELECT ${deps.services.clock.today()}::date AS d),
       due AS (
         SELECT d.organization_id, d.id AS deal_id, d.name AS deal_name, r.kind, d.close_date,
                (today.d - d.close_date) AS days_overdue, d.value_cents, d.probability, d.primary_contact_id, u.id AS owner_id

@@ -6,6 +6,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { suppressAddress } from '../compliance/suppression-add.js';
+import type { Clock } from '../platform/clock.js';
 import type { EmitInput } from '../platform/events.js';
 import { checkMailboxHealth } from './health.js';
 import { cancelQueued } from './queue.js';
@@ -33,7 +34,7 @@ export interface HardBounce {
 }
 
 /** Applies a hard bounce; returns its events (none when the record was bounced already). */
-export async function recordHardBounce(trx: Tx, org: string, b: HardBounce): Promise<EmitInput[]> {
+export async function recordHardBounce(trx: Tx, org: string, b: HardBounce, clock: Clock): Promise<EmitInput[]> {
   if (b.recordId !== null) {
     const r = await sql<{ id: string }>`
       UPDATE send_records SET status = 'bounced', smtp_response = ${b.diagnostic.slice(0, 1000)}
@@ -71,6 +72,6 @@ export async function recordHardBounce(trx: Tx, org: string, b: HardBounce): Pro
       data: { sequenceId: p.id, contactId: p.contact_id, reason: 'hard_bounce', pausedFrom: p.paused_from },
     });
   }
-  if (b.mailboxId !== null) events.push(...(await checkMailboxHealth(trx, org, b.mailboxId)));
+  if (b.mailboxId !== null) events.push(...(await checkMailboxHealth(trx, org, b.mailboxId, clock)));
   return events;
 }

@@ -188,7 +188,7 @@ export async function writeClaims(
   }
   await countInHourlyBuckets(trx, org, claims);
   await sql`
-    INSERT INTO usage_counters (organization_id, period_start, sends_attempted) VALUES (${org}, ${usagePeriod().start.toISOString().slice(0, 10)}, ${claims.length})
+    INSERT INTO usage_counters (organization_id, period_start, sends_attempted) VALUES (${org}, ${usagePeriod(deps.services.clock.now()).start.toISOString().slice(0, 10)}, ${claims.length})
     ON CONFLICT (organization_id, period_start) DO UPDATE SET sends_attempted = usage_counters.sends_attempted + EXCLUDED.sends_attempted`.execute(
     trx,
   );

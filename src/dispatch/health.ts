@@ -6,9 +6,11 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { BOUNCE_MAX_RATE, BOUNCE_MIN_SENDS, BOUNCE_WINDOW_DAYS, refreshOrgHealth } from '../account/org-health.js';
+import type { Clock } from '../platform/clock.js';
 import type { EmitInput } from '../platform/events.js';
 
-export async function checkMailboxHealth(trx: Tx, org: string, mailboxId: string): Promise<EmitInput[]> {
+/** Pauses the mailbox when its bounce rate says so; returns the organization's health change (read at the clock's now), if any. */
+export async function checkMailboxHealth(trx: Tx, org: string, mailboxId: string, clock: Clock): Promise<EmitInput[]> {
   const r = await sql<{ sends: number; bounces: number }>`
     SELECT count(*)::int AS sends, count(*) FILTER (WHERE status = 'bounced')::int AS bounces
     FROM send_records WHERE organization_id = ${org} AND mailbox_id = ${mailboxId} AND status IN ('sent', 'possibly_sent', 'bounced')
@@ -24,5 +26,5 @@ export async function checkMailboxHealth(trx: Tx, org: string, mailboxId: string
     }
   }
   // A bounce moves the organization's bounce rate whether or not it paused anything.
-  return [...(await refreshOrgHealth(trx, [org])).values()];
+  return [...(await refreshOrgHealth(trx, [org], clock)).values()];
 }

@@ -79,7 +79,7 @@ export async function createMailbox(db: Db, services: Services, orgId: string, b
       } as never)
       .returningAll()
       .executeTakeFirstOrThrow();
-    await recheckOrgHealth(trx, orgId);
+    await recheckOrgHealth(trx, orgId, services.clock);
     return toMailbox(row);
   });
 }
@@ -127,7 +127,7 @@ export async function updateMailbox(db: Db, services: Services, orgId: string, m
       .where('id', '=', mailboxId)
       .returningAll()
       .executeTakeFirstOrThrow();
-    if (failure !== undefined) await recheckOrgHealth(trx, orgId);
+    if (failure !== undefined) await recheckOrgHealth(trx, orgId, services.clock);
     return toMailbox(row);
   });
 }

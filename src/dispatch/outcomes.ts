@@ -6,6 +6,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import type { SendOutcome } from '../mail/transport.js';
+import type { Clock } from '../platform/clock.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
 import type { Claim, Decision } from './batch.js';
@@ -154,7 +155,7 @@ async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: S
 }
 
 /** Phase 3 for a step the server refused for good (a hard bounce): the shared bounce, and the step failed. */
-async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome): Promise<EmitInput[]> {
+async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome, clock: Clock): Promise<EmitInput[]> {
   const ref = { sequenceId: c.sequenceId, contactId: c.contactId, draftId: c.draftId, step: c.step };
   await trx
     .updateTable('send_queue')
@@ -162,15 +163,20 @@ async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome
     .where('organization_id', '=', org)
     .where('id', '=', c.queueId)
     .execute();
-  const events = await recordHardBounce(trx, org, {
-    ...ref,
-    recordId: c.recordId,
-    email: String((c.message.to as { address: string }).address),
-    mailboxId: c.mailbox.id,
-    code: outcome.code,
-    diagnostic: outcome.response,
-    source: 'dispatcher',
-  });
+  const events = await recordHardBounce(
+    trx,
+    org,
+    {
+      ...ref,
+      recordId: c.recordId,
+      email: String((c.message.to as { address: string }).address),
+      mailboxId: c.mailbox.id,
+      code: outcome.code,
+      diagnostic: outcome.response,
+      source: 'dispatcher',
+    },
+    clock,
+  );
   const failure = { ...ref, code: outcome.code, response: outcome.response };
   events.push(
     { type: 'send.failed', resource: { type: 'Draft', id: c.draftId }, data: { ...failure, permanent: true } },
@@ -226,15 +232,15 @@ async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome)
   ];
 }
 
-/** Phase 3: what the SMTP answers mean for the steps, the sequences, the contacts and the mailboxes. */
-export async function recordOutcomes(trx: Tx, org: string, done: { c: Claim; outcome: SendOutcome }[]): Promise<void> {
+/** Phase 3: what the SMTP answers mean for the steps, the sequences, the contacts and the mailboxes (`clock`: for the organization's health). */
+export async function recordOutcomes(trx: Tx, org: string, done: { c: Claim; outcome: SendOutcome }[], clock: Clock): Promise<void> {
   const events = await recordAccepted(
     trx,
     org,
     done.filter((d) => d.outcome.kind === 'accepted'),
   );
   for (const { c, outcome } of done) {
-    if (outcome.kind === 'permanent') events.push(...(await recordBounce(trx, org, c, outcome)));
+    if (outcome.kind === 'permanent') events.push(...(await recordBounce(trx, org, c, outcome, clock)));
     else if (outcome.kind === 'temporary') events.push(...(await recordRetry(trx, org, c, outcome)));
     else if (outcome.kind === 'unknown') await markPossiblySent(trx, org, c.recordId, outcome.response);
   }

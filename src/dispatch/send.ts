@@ -55,7 +55,7 @@ async function dispatchBatch(deps: Deps, org: string, queueId: string | null): P
     }),
   );
   if (deps.services.faults.has('send:after-smtp')) throw new Error('injected fault: send:after-smtp');
-  await withOrg(deps.db, org, (trx) => recordOutcomes(trx, org, done));
+  await withOrg(deps.db, org, (trx) => recordOutcomes(trx, org, done, deps.services.clock));
 }
 
 /** Phase 1: the gates, then the claims. */

@@ -266,7 +266,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
   // The quota is checked before any model is asked (and taken for real at commit). The accounts
   // about to be written for are then exposed to the AI email holdout (src/analytics/holdout.ts).
   const heldOut = await withOrg(deps.db, org, async (trx) => {
-    const over = items.splice(await draftsRemaining(trx, org));
+    const over = items.splice(await draftsRemaining(trx, org, deps.services.clock));
     for (const it of over)
       failures.push({
         seq: it.seq,
@@ -321,12 +321,17 @@ async function commit(
     tokens: 0,
     cost: 0,
   });
-  const allowed = await takeDrafts(trx, org, {
-    created: firsts.length,
-    regenerated: regens.length,
-    llmTokens: spent.tokens,
-    llmCostMillicents: spent.cost,
-  });
+  const allowed = await takeDrafts(
+    trx,
+    org,
+    {
+      created: firsts.length,
+      regenerated: regens.length,
+      llmTokens: spent.tokens,
+      llmCostMillicents: spent.cost,
+    },
+    deps.services.clock,
+  );
   const go = [...firsts.slice(0, allowed.created), ...regens.slice(0, allowed.regenerated)];
   for (const it of [...firsts.slice(allowed.created), ...regens.slice(allowed.regenerated)]) {
     failures.push({
@@ -417,7 +422,7 @@ async function commit(
         signalReasons: r.signalReasons,
       });
     const stored = await sql<{ id: string }>`
-      UPDATE contacts c SET research = v.research::jsonb, research_updated_at = now_ms()
+      UPDATE contacts c SET research = v.research::jsonb, research_updated_at = ${deps.services.clock.now()}::timestamptz
       FROM unnest(${stage.map(([id]) => id)}::text[], ${stage.map(([id, r]) => researchOf(id, r))}::text[]) AS v(id, research)
       WHERE c.organization_id = ${org} AND c.id = v.id AND c.research IS NULL AND c.erased_at IS NULL
       RETURNING c.id`.execute(trx);

@@ -28,6 +28,7 @@ import { suppressAddress } from '../compliance/suppression-add.js';
 import { normalizeEmail } from '../crm/domains.js';
 import { setQualificationStatus } from '../crm/qualification.js';
 import { recordHardBounce } from '../dispatch/bounce.js';
+import type { Clock } from '../platform/clock.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import type { Deps } from '../platform/services.js';
 import { pauseSequences } from '../sequences/lifecycle.js';
@@ -89,7 +90,16 @@ interface Stored {
 }
 
 /** The effects of a classified message; returns the events to emit (pauses emit their own). */
-async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c: Classification, kind: ReplyKind, oooUntil: Date | null) {
+async function applyEffects(
+  trx: Tx,
+  org: string,
+  m: Stored,
+  mail: ParsedMail,
+  c: Classification,
+  kind: ReplyKind,
+  oooUntil: Date | null,
+  clock: Clock,
+) {
   const events: EmitInput[] = [];
   const done: string[] = [];
   const ref = { messageId: m.id, contactId: m.contactId, sendRecordId: m.sendRecordId, sequenceId: m.sequenceId };
@@ -164,19 +174,24 @@ async function applyEffects(trx: Tx, org: string, m: Stored, mail: ParsedMail, c
     const failed = mail.report.recipients.find((x) => x.permanent)!;
     const email = m.sendRecordId ? m.toEmail : m.contactEmail;
     if (email) {
-      const bounced = await recordHardBounce(trx, org, {
-        recordId: m.sendRecordId,
-        email,
-        contactId: m.contactId,
-        sequenceId: m.sendRecordId ? m.recordSequenceId : null,
-        draftId: m.draftId,
-        step: m.step,
-        mailboxId: m.mailboxId,
-        code: failed.status,
-        diagnostic: [failed.status, failed.diagnostic].filter(Boolean).join(' ') || 'delivery report',
-        source: 'delivery report',
-        extra: { messageId: m.id },
-      });
+      const bounced = await recordHardBounce(
+        trx,
+        org,
+        {
+          recordId: m.sendRecordId,
+          email,
+          contactId: m.contactId,
+          sequenceId: m.sendRecordId ? m.recordSequenceId : null,
+          draftId: m.draftId,
+          step: m.step,
+          mailboxId: m.mailboxId,
+          code: failed.status,
+          diagnostic: [failed.status, failed.diagnostic].filter(Boolean).join(' ') || 'delivery report',
+          source: 'delivery report',
+          extra: { messageId: m.id },
+        },
+        clock,
+      );
       if (bounced.length) done.push('hard_bounce');
       events.push(...bounced);
     }
@@ -229,7 +244,7 @@ export async function classifyReply(deps: Deps, org: string, id: string): Promis
   }
   const mail = await parseMail(row.raw_mime);
   const c = await classify(mail, { model: deps.services.model });
-  await withOrg(deps.db, org, (trx) => recordClassification(trx, org, id, mail, c));
+  await withOrg(deps.db, org, (trx) => recordClassification(trx, org, id, mail, c, deps.services.clock));
 }
 
 /**
@@ -244,6 +259,7 @@ export async function recordClassification(
   id: string,
   mail: ParsedMail,
   classification: Classification,
+  clock: Clock,
 ): Promise<void> {
   const c = sane(classification);
   const kind = kindOf(mail, c);
@@ -289,7 +305,7 @@ export async function recordClassification(
     step: ctx.step,
     recordSequenceId: ctx.record_sequence_id,
   };
-  const { events, done } = await applyEffects(trx, org, m, mail, c, kind, oooUntil);
+  const { events, done } = await applyEffects(trx, org, m, mail, c, kind, oooUntil, clock);
   await emitMany(trx, org, [
     {
       type: 'reply.classified',
@@ -311,5 +327,5 @@ export async function recordClassification(
     ...events,
   ]);
   // A complaint moves the complaint rate (counted from the email.complained events just written).
-  if (kind === 'complaint' && events.some((e) => e.type === 'email.complained')) await recheckOrgHealth(trx, org);
+  if (kind === 'complaint' && events.some((e) => e.type === 'email.complained')) await recheckOrgHealth(trx, org, clock);
 }

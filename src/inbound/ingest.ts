@@ -104,7 +104,7 @@ async function store(deps: Deps, trx: Tx, d: Delivery, mail: ParsedMail, route: 
         }
       : { messageId: id, contactId: null, redacted: true },
   });
-  if (now) await recordClassification(trx, org, id, mail, await classify(mail, { model: deps.services.model }));
+  if (now) await recordClassification(trx, org, id, mail, await classify(mail, { model: deps.services.model }), deps.services.clock);
   return { stored: true, organizationId: org, id, duplicate: false };
 }
 

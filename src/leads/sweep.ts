@@ -2,10 +2,11 @@
 //   1. qualification: NEW leads meeting the rule (src/leads/scoring.ts: fitScore >= 60 and
 //      intentConfidence >= 0.5) become QUALIFIED, the rule and the scores it saw written into the
 //      lead's qualification snapshot; one set-based UPDATE per batch;
-//   2. conversion: QUALIFIED leads captured at least CONVERT_MIN_AGE_MINUTES ago are converted by
-//      the same function as POST /leads/{id}/convert (a contact, a deal, deal.created), one
-//      transaction per lead bound to its organization, so one lead that fails does not hold back
-//      the others; the wait gives a person time to mark a lead spam first;
+//   2. conversion: QUALIFIED leads captured at least CONVERT_MIN_AGE_MINUTES ago (by the clock of
+//      src/platform/clock.ts) are converted by the same function as POST /leads/{id}/convert (a
+//      contact, a deal, deal.created), one transaction per lead bound to its organization, so one
+//      lead that fails does not hold back the others; the wait gives a person time to mark a lead
+//      spam first;
 //   3. capture rate-limit windows that have ended are deleted.
 // Both steps select through partial indexes of exactly the leads they act on (0012_leads.sql),
 // lock what they change, and are safe to run twice at once.
@@ -48,7 +49,7 @@ async function convertBatch(deps: Deps, failed: string[]): Promise<{ picked: num
     sql<{ organization_id: string; id: string }>`
     SELECT organization_id, id FROM inbound_leads
     WHERE status = 'QUALIFIED' AND erased_at IS NULL
-      AND captured_at <= now_ms() - make_interval(mins => ${CONVERT_MIN_AGE_MINUTES})
+      AND captured_at <= ${deps.services.clock.now()}::timestamptz - make_interval(mins => ${CONVERT_MIN_AGE_MINUTES})
       AND NOT (id = ANY(${failed}::text[]))
     ORDER BY captured_at LIMIT ${sql.lit(BATCH)}`.execute(trx),
   );

@@ -5,6 +5,7 @@ import type { ModelClient } from '../llm/client.js';
 import type { Signer } from '../mail/tokens.js';
 import type { Transports } from '../mail/transports.js';
 import type { Lookup } from '../net/address.js';
+import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { SecretBox } from './secret-box.js';
 
@@ -29,6 +30,11 @@ export interface Services {
    * unset, the system resolver. Tests inject one to point names at chosen addresses.
    */
   lookup?: Lookup;
+  /**
+   * The clock of business dates (today, the usage period, overdue days, expiry; see
+   * src/platform/clock.ts): the system clock, a settable one in tests.
+   */
+  clock: Clock;
 }
 
 /** What a piece of domain code needs from the running service: the database, configuration, services and log. */

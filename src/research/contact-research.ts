@@ -1,6 +1,5 @@
 // Contact research: the company dossier (reused while fresh, else researched anew within the
 // budget), then the assessment of the person, stored on the contact with research.completed.
-import { sql } from 'kysely';
 import { withOrg } from '../../db/database.js';
 import { isLiveContact } from '../crm/live-contacts.js';
 import { notFound } from '../http/problems.js';
@@ -43,7 +42,7 @@ export async function researchContact(
     // A contact deleted or erased while the run was out fetching gets nothing stored.
     const row = await trx
       .updateTable('contacts')
-      .set({ research: JSON.stringify(stored), research_updated_at: sql`now_ms()` } as never)
+      .set({ research: JSON.stringify(stored), research_updated_at: deps.services.clock.now() } as never)
       .where('organization_id', '=', org)
       .where('id', '=', contact.id)
       .where(isLiveContact())

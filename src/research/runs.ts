@@ -8,6 +8,7 @@ import { type Db, type Tx, withOrg } from '../../db/database.js';
 import { recheckOrgHealth } from '../account/org-health.js';
 import { usagePeriod } from '../account/usage.js';
 import { notFound, ProblemError } from '../http/problems.js';
+import type { Clock } from '../platform/clock.js';
 import type { Config } from '../platform/config.js';
 import { emit } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
@@ -18,14 +19,19 @@ import { ROBOTS_TOKEN } from './robots.js';
 
 /** How long one crawl may take: well inside the 120 s a client is told to wait. */
 export const CRAWL_BUDGET_MS = 45_000;
-/** A run still marked running after this long belongs to a process that died: it is abandoned. */
+/**
+ * A run still marked running after this long belongs to a process that died: it is abandoned. Its
+ * started_at is written from the clock (the budget counts runs by the clock's period), so its age
+ * is measured on the clock too.
+ */
 const STALE_RUN_MS = 60_000;
 const POLL_MS = 150;
 const DAY_MS = 86_400_000;
 
 export const userAgent = (config: Config) => `${ROBOTS_TOKEN}/1.0 (+${config.publicBaseUrl}/research-bot)`;
 
-export const isFresh = (updatedAt: Date, ttlDays: number, now = Date.now()) => updatedAt.getTime() + ttlDays * DAY_MS > now;
+/** Whether research written at `updatedAt` is still fresh at `now` (the clock's). */
+export const isFresh = (updatedAt: Date, ttlDays: number, now: Date) => updatedAt.getTime() + ttlDays * DAY_MS > now.getTime();
 
 /** A stored dossier this version of the service wrote, or null (legacy or malformed). */
 export function storedDossier(research: unknown): Dossier | null {
@@ -58,14 +64,22 @@ async function companyRow(trx: Tx, org: string, companyId: string) {
 }
 
 /** Takes the company's one running slot; false when another run holds it. */
-async function takeSlot(trx: Tx, org: string, runId: string, companyId: string, contactId: string | null): Promise<boolean> {
+async function takeSlot(trx: Tx, org: string, runId: string, companyId: string, contactId: string | null, clock: Clock): Promise<boolean> {
   const r = await sql<{ id: string }>`
-    INSERT INTO research_runs (organization_id, id, company_id, contact_id) VALUES (${org}, ${runId}, ${companyId}, ${contactId})
+    INSERT INTO research_runs (organization_id, id, company_id, contact_id, started_at)
+    VALUES (${org}, ${runId}, ${companyId}, ${contactId}, ${clock.now()}::timestamptz)
     ON CONFLICT (organization_id, company_id) WHERE status = 'running' DO NOTHING RETURNING id`.execute(trx);
   return r.rows.length > 0;
 }
 
-async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: boolean, contactId: string | null): Promise<Reservation> {
+async function reserve(
+  trx: Tx,
+  org: string,
+  companyId: string,
+  reuseFresh: boolean,
+  contactId: string | null,
+  clock: Clock,
+): Promise<Reservation> {
   // The dossier itself is read only when it may be reused.
   const c = await trx
     .selectFrom('companies as c')
@@ -77,7 +91,7 @@ async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: bool
     .executeTakeFirst();
   if (!c) throw notFound('company');
   const stored = reuseFresh ? storedDossier((c as { research?: unknown }).research) : null;
-  if (stored && c.research_updated_at && isFresh(c.research_updated_at, c.research_ttl_days)) {
+  if (stored && c.research_updated_at && isFresh(c.research_updated_at, c.research_ttl_days, clock.now())) {
     return {
       kind: 'reuse',
       outcome: {
@@ -93,7 +107,7 @@ async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: bool
   // At most one running run per company (a partial unique index): a request that finds one waits
   // for it, unless it is left over from a process that died.
   const runId = newId('rrn');
-  if (!(await takeSlot(trx, org, runId, companyId, contactId))) {
+  if (!(await takeSlot(trx, org, runId, companyId, contactId, clock))) {
     const running = await trx
       .selectFrom('research_runs')
       .select(['id', 'started_at'])
@@ -102,7 +116,7 @@ async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: bool
       .where('status', '=', 'running')
       .forUpdate()
       .executeTakeFirst();
-    if (running && running.started_at.getTime() >= Date.now() - STALE_RUN_MS) return { kind: 'wait', runId: running.id };
+    if (running && running.started_at.getTime() >= clock.now().getTime() - STALE_RUN_MS) return { kind: 'wait', runId: running.id };
     if (running) {
       await trx
         .updateTable('research_runs')
@@ -111,14 +125,15 @@ async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: bool
         .where('id', '=', running.id)
         .execute();
     }
-    if (!(await takeSlot(trx, org, runId, companyId, contactId))) {
+    if (!(await takeSlot(trx, org, runId, companyId, contactId, clock))) {
       throw new ProblemError('internal-error', 'Another research run of this company started at the same moment; retry the request.');
     }
   }
   // The budget is counted with the organization's budget decisions queued on an advisory lock,
   // held from here to COMMIT only: the count sees every run committed before it, and this one.
   await sql`SELECT pg_advisory_xact_lock(hashtextextended('research:' || ${org}, 0))`.execute(trx);
-  const period = usagePeriod();
+  const now = clock.now();
+  const period = usagePeriod(now);
   const used = await trx
     .selectFrom('research_runs')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -126,7 +141,7 @@ async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: bool
     .where('started_at', '>=', period.start)
     .executeTakeFirstOrThrow();
   if (Number(used.n) > c.research_budget) {
-    const retryAfter = Math.max(1, Math.ceil((period.end.getTime() - Date.now()) / 1000));
+    const retryAfter = Math.max(1, Math.ceil((period.end.getTime() - now.getTime()) / 1000));
     throw new ProblemError(
       'research-budget-exhausted',
       `The organization's research budget of ${c.research_budget} run(s) for this period is spent; it resets at ${period.end.toISOString()}.`,
@@ -135,12 +150,12 @@ async function reserve(trx: Tx, org: string, companyId: string, reuseFresh: bool
     );
   }
   // The run that spends the last of the budget makes the organization's health say so.
-  if (Number(used.n) >= c.research_budget) await recheckOrgHealth(trx, org);
+  if (Number(used.n) >= c.research_budget) await recheckOrgHealth(trx, org, clock);
   return { kind: 'run', runId, company: { name: c.name, domain: c.domain_normalized }, ttlDays: c.research_ttl_days };
 }
 
 /** Waits for a running run to end; true when it completed, false when it failed or was abandoned. */
-async function awaitRun(db: Db, org: string, runId: string): Promise<boolean> {
+async function awaitRun(db: Db, org: string, runId: string, clock: Clock): Promise<boolean> {
   for (;;) {
     const r = await withOrg(db, org, (trx) =>
       trx
@@ -151,7 +166,7 @@ async function awaitRun(db: Db, org: string, runId: string): Promise<boolean> {
         .executeTakeFirstOrThrow(),
     );
     if (r.status !== 'running') return r.status === 'completed';
-    if (r.started_at.getTime() < Date.now() - STALE_RUN_MS) return false;
+    if (r.started_at.getTime() < clock.now().getTime() - STALE_RUN_MS) return false;
     await new Promise((res) => setTimeout(res, POLL_MS));
   }
 }
@@ -199,7 +214,7 @@ async function run(deps: Deps, org: string, companyId: string, r: Extract<Reserv
       .updateTable('companies')
       .set({
         research: JSON.stringify(dossier),
-        research_updated_at: sql`now_ms()`,
+        research_updated_at: deps.services.clock.now(),
         sources_count: JSON.stringify(dossier.researchSources.length),
         updated_at: sql`now_ms()`,
       } as never)
@@ -244,11 +259,13 @@ export async function researchCompany(
   opts: { reuseFresh: boolean; contactId?: string },
 ): Promise<CompanyResearchOutcome> {
   for (let attempt = 0; ; attempt += 1) {
-    const r = await withOrg(deps.db, org, (trx) => reserve(trx, org, companyId, opts.reuseFresh, opts.contactId ?? null));
+    const r = await withOrg(deps.db, org, (trx) =>
+      reserve(trx, org, companyId, opts.reuseFresh, opts.contactId ?? null, deps.services.clock),
+    );
     if (r.kind === 'reuse') return r.outcome;
     if (r.kind === 'run') return run(deps, org, companyId, r);
     // Another request is researching this company: its result is this request's result.
-    if (await awaitRun(deps.db, org, r.runId)) {
+    if (await awaitRun(deps.db, org, r.runId, deps.services.clock)) {
       const outcome = await completedOutcome(deps.db, org, companyId);
       if (outcome) return outcome;
     }

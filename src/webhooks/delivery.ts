@@ -147,7 +147,7 @@ async function record(deps: Deps, trx: Tx, organizationId: string, d: LoadedDeli
   if (next && nextAt) await enqueueAttempt(trx, organizationId, d.id, next, nextAt);
   if (!ok && res.rows[0].endpoint_status === 'disabled' && d.endpoint_status === 'active') {
     deps.log.warn({ organizationId, webhookEndpointId: d.webhook_endpoint_id }, 'webhook endpoint disabled after consecutive failures');
-    await recheckOrgHealth(trx, organizationId);
+    await recheckOrgHealth(trx, organizationId, deps.services.clock);
   }
 }
 

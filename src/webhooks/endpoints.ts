@@ -9,6 +9,7 @@ import type { operations } from '../http/handler.js';
 import { keyset, page } from '../http/paging.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
 import { ResolveError, resolveTarget, UnsafeTargetError } from '../net/address.js';
+import type { Clock } from '../platform/clock.js';
 import type { Config } from '../platform/config.js';
 import { iso, isoNN, newId } from '../platform/ids.js';
 import type { SecretBox } from '../platform/secret-box.js';
@@ -146,7 +147,7 @@ export async function registerEndpoint(trx: Tx, orgId: string, body: NewEndpoint
   return { created: true, endpoint: { ...toEndpoint(row), signingSecret: secret.plain } };
 }
 
-export async function updateEndpoint(trx: Tx, orgId: string, id: string, body: EndpointChanges, config: Config) {
+export async function updateEndpoint(trx: Tx, orgId: string, id: string, body: EndpointChanges, config: Config, clock: Clock) {
   const current = await findEndpoint(trx, orgId, id, true);
   const eventTypes = body.eventTypes !== undefined ? checkEventTypes(body.eventTypes) : undefined;
   if (body.url !== undefined && body.url !== current.url) await checkUrl(config, body.url);
@@ -166,12 +167,12 @@ export async function updateEndpoint(trx: Tx, orgId: string, id: string, body: E
     .returningAll()
     .executeTakeFirstOrThrow();
   // A disabled endpoint is a reason of the organization's health; setting it active clears it.
-  if (current.status === 'disabled' && row.status !== 'disabled') await recheckOrgHealth(trx, orgId);
+  if (current.status === 'disabled' && row.status !== 'disabled') await recheckOrgHealth(trx, orgId, clock);
   return toEndpoint(row);
 }
 
 /** Hard delete: the delivery history goes with it; queued attempts find nothing and do nothing. */
-export async function deleteEndpoint(trx: Tx, orgId: string, id: string): Promise<void> {
+export async function deleteEndpoint(trx: Tx, orgId: string, id: string, clock: Clock): Promise<void> {
   const gone = await trx
     .deleteFrom('webhook_endpoints')
     .where('organization_id', '=', orgId)
@@ -180,7 +181,7 @@ export async function deleteEndpoint(trx: Tx, orgId: string, id: string): Promis
     .executeTakeFirst();
   if (!gone) throw notFound('webhook endpoint');
   await trx.deleteFrom('webhook_deliveries').where('organization_id', '=', orgId).where('webhook_endpoint_id', '=', id).execute();
-  if (gone.status === 'disabled') await recheckOrgHealth(trx, orgId);
+  if (gone.status === 'disabled') await recheckOrgHealth(trx, orgId, clock);
 }
 
 export async function rotateEndpointSecret(trx: Tx, orgId: string, id: string, box: SecretBox) {

@@ -4,6 +4,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
+import type { Clock } from '../platform/clock.js';
 import { emit } from '../platform/events.js';
 import { readActionItem } from './action-item-reads.js';
 
@@ -21,8 +22,12 @@ const FIELDS: Record<Verb, readonly string[]> = { complete: [], reopen: [], dism
 const isVerb = (v: string): v is Verb => Object.hasOwn(FIELDS, v);
 const DEFAULT_SNOOZE_DAYS = 1;
 
-/** Only the fields of the state a verb puts the item in stay set (see the operation's table). */
-function changesFor(verb: Verb, body: VerbBody) {
+/**
+ * Only the fields of the state a verb puts the item in stay set (see the operation's table). A
+ * snooze starts at the clock's now and, for `days`, ends that long after it (the sweep compares
+ * the end with the same clock).
+ */
+function changesFor(verb: Verb, body: VerbBody, clock: Clock) {
   const cleared = {
     completed_at: null,
     dismissed_at: null,
@@ -39,17 +44,19 @@ function changesFor(verb: Verb, body: VerbBody) {
       return { ...cleared, status: 'dismissed', dismissed_at: now, dismiss_reason: body.reason ?? null };
     case 'reopen':
       return { ...cleared, status: 'pending' };
-    case 'snooze':
+    case 'snooze': {
+      const at = clock.now();
       return {
         ...cleared,
         status: 'pending',
-        snoozed_at: now,
+        snoozed_at: sql<Date>`${at}::timestamptz`,
         snooze_reason: body.reason ?? null,
         snoozed_until_at:
           body.until !== undefined
             ? sql<Date>`${body.until}::timestamptz`
-            : sql<Date>`now_ms() + ${body.days ?? DEFAULT_SNOOZE_DAYS} * interval '1 day'`,
+            : sql<Date>`${at}::timestamptz + ${body.days ?? DEFAULT_SNOOZE_DAYS} * interval '1 day'`,
       };
+    }
   }
 }
 
@@ -61,6 +68,7 @@ export async function applyVerb(
   id: string,
   verb: string,
   body: VerbBody | undefined,
+  clock: Clock,
 ) {
   if (!isVerb(verb)) throw invalid(`Unknown verb "${verb}": use complete, reopen, dismiss or snooze.`, 'path.verb');
   const b = body ?? {};
@@ -72,7 +80,7 @@ export async function applyVerb(
       );
     }
   }
-  if (b.until !== undefined && !(Date.parse(b.until) > Date.now())) throw invalid('until must be in the future.', 'body.until');
+  if (b.until !== undefined && !(Date.parse(b.until) > clock.now().getTime())) throw invalid('until must be in the future.', 'body.until');
 
   // Locked, so concurrent verbs on one item apply one after the other (one action.resolved at most).
   const item = await trx
@@ -98,7 +106,7 @@ export async function applyVerb(
   if (!repeat) {
     await trx
       .updateTable('action_items')
-      .set({ ...changesFor(verb, b), updated_at: sql<Date>`now_ms()` } as never)
+      .set({ ...changesFor(verb, b, clock), updated_at: sql<Date>`now_ms()` } as never)
       .where('organization_id', '=', org)
       .where('id', '=', item.id)
       .execute();

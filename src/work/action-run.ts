@@ -9,6 +9,7 @@ import { outboundEntitled } from '../account/plans.js';
 import { isLiveContact } from '../crm/live-contacts.js';
 import type { AuthInfo, operations } from '../http/handler.js';
 import { notFound } from '../http/problems.js';
+import type { Clock } from '../platform/clock.js';
 import type { Config } from '../platform/config.js';
 import { openActionItem } from './action-items.js';
 
@@ -57,6 +58,8 @@ export interface Run {
   body: ActionBody;
   contact: Contact;
   config: Config;
+  /** The clock an advisory item's expiry is set by (the expiry sweep compares with it). */
+  clock: Clock;
 }
 
 /** Why the action only advises for this organization, or null when it may run. */
@@ -112,7 +115,7 @@ export async function advise(r: Run, why: string): Promise<Outcome> {
     aiGenerated: true,
     entityType: 'Contact',
     entityId: contact.id,
-    expiresAt: new Date(Date.now() + ADVISORY_TTL_DAYS * 86_400_000),
+    expiresAt: new Date(r.clock.now().getTime() + ADVISORY_TTL_DAYS * 86_400_000),
     details: {
       action: body.action,
       params,

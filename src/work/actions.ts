@@ -33,6 +33,7 @@ export async function runAction(deps: Deps, auth: AuthInfo, body: ActionBody): P
           auth,
           body,
           config: deps.config,
+          clock: deps.services.clock,
           contact: await lockContact(trx, org, body.contactId),
         }),
       );

@@ -44,12 +44,13 @@ const QUOTA_USED = 'the drafts allowance of the period is used up';
 export async function draftReply(deps: Deps, auth: AuthInfo, body: ActionBody): Promise<Outcome> {
   const { db, config } = deps;
   const org = auth.organizationId;
-  const run = (trx: Tx, contact: Contact): Run => ({ trx, org, auth, body, contact, config });
+  const run = (trx: Tx, contact: Contact): Run => ({ trx, org, auth, body, contact, config, clock: deps.services.clock });
   const read = await withOrg(db, org, async (trx) => {
     const contact = await lockContact(trx, org, body.contactId);
     const message = await latestInbound(trx, org, contact.id);
     if (!message) return { done: noop('The contact has sent no message (other than automatic mail) to reply to.') };
-    const why = (await degradedBecause(trx, org, 'draft_reply')) ?? ((await draftsRemaining(trx, org)) < 1 ? QUOTA_USED : null);
+    const why =
+      (await degradedBecause(trx, org, 'draft_reply')) ?? ((await draftsRemaining(trx, org, deps.services.clock)) < 1 ? QUOTA_USED : null);
     if (why) return { done: await advise(run(trx, contact), why) };
     const company =
       contact.company_id === null
@@ -81,7 +82,12 @@ export async function draftReply(deps: Deps, auth: AuthInfo, body: ActionBody): 
 
   return withOrg(db, org, async (trx) => {
     const c = await lockContact(trx, org, body.contactId);
-    const taken = await takeDrafts(trx, org, { created: 1, regenerated: 0, llmTokens: w.tokens, llmCostMillicents: w.costMillicents });
+    const taken = await takeDrafts(
+      trx,
+      org,
+      { created: 1, regenerated: 0, llmTokens: w.tokens, llmCostMillicents: w.costMillicents },
+      deps.services.clock,
+    );
     if (taken.created < 1) return advise(run(trx, c), QUOTA_USED);
     const draftId = newId('drf');
     const flagged = w.flags.length > 0;

@@ -4,13 +4,14 @@ import { type Db, withSystem } from '../../db/database.js';
 import { requireOrg } from '../account/organizations.js';
 import type { adminOperations } from '../http/handler.js';
 import { invalid, notFound } from '../http/problems.js';
+import type { Clock } from '../platform/clock.js';
 import { openActionItem } from './action-items.js';
 
 export type OperatorActionItem = adminOperations['adminCreateActionItem']['requestBody']['content']['application/json'];
 
-/** Opens the item for an active member of the organization; returns its id. */
-export async function openOperatorActionItem(db: Db, orgId: string, body: OperatorActionItem): Promise<string> {
-  if (body.expiresAt !== undefined && !(Date.parse(body.expiresAt) > Date.now()))
+/** Opens the item for an active member of the organization; returns its id. `expiresAt` must be after the clock's now. */
+export async function openOperatorActionItem(db: Db, orgId: string, body: OperatorActionItem, clock: Clock): Promise<string> {
+  if (body.expiresAt !== undefined && !(Date.parse(body.expiresAt) > clock.now().getTime()))
     throw invalid('expiresAt must be in the future.', 'body.expiresAt');
   return withSystem(db, async (trx) => {
     await requireOrg(trx, orgId);

@@ -5,11 +5,12 @@ import crypto from 'node:crypto';
 import type { Runner } from 'graphile-worker';
 import createClient, { type Middleware } from 'openapi-fetch';
 import pg from 'pg';
-import { expect, inject } from 'vitest';
+import { expect, inject, onTestFinished } from 'vitest';
 import type { paths as adminPaths } from '../../generated/admin.js';
 import bodyValidators from '../../generated/bodies.cjs';
 import type { paths } from '../../generated/openapi.js';
 import { openRuntime, type Runtime, runWorker, serveHttp } from '../../src/boot/runtime.js';
+import { SettableClock } from '../../src/platform/clock.js';
 import { type Config, loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import type { OperationInfo } from '../../src/platform/openapi-doc.js';
@@ -93,6 +94,12 @@ export interface TestService extends ServiceClients {
   rt: Runtime;
   /** Owner-role pool of the file's database (bypasses nothing: use for set-up and inspection only). */
   pool: pg.Pool;
+  /**
+   * The service's clock of business dates (src/platform/clock.ts), the wall clock until a test
+   * sets it; the worker a test starts has the same one. Set it with `setClock`, which resets it
+   * when the test ends.
+   */
+  clock: SettableClock;
   startWorker(): Promise<Runner>;
   close(): Promise<void>;
 }
@@ -219,7 +226,8 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     DATA_DIR: dataDir,
     PORT: '0',
   });
-  const rt = openRuntime(config, createLogger(config.logLevel), url, { poolSize: 10 });
+  const clock = new SettableClock();
+  const rt = openRuntime(config, createLogger(config.logLevel), url, { poolSize: 10, clock });
   const http = await serveHttp(rt, 0, '127.0.0.1');
   const baseUrl = `http://127.0.0.1:${http.port}`;
   config = { ...config, publicBaseUrl: baseUrl };
@@ -236,6 +244,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     config,
     rt,
     pool,
+    clock,
     async startWorker() {
       const w = await runWorker(rt, 4);
       workers.push(w);
@@ -301,11 +310,13 @@ export async function raw(
 export { waitFor } from './wait.js';
 
 /**
- * Waits out the last seconds of a UTC day. A test that computes a date from the clock ("today",
- * two days ago, this month) and compares it with the service's own reading of the clock runs
- * wholly inside one day, never across a midnight (nor a month's end) between the two readings.
+ * Sets the service's clock to `instant` for the running test, and back to the wall clock when the
+ * test ends (passed or failed). A test that computes dates ("today", two days ago, this month)
+ * reads them from the clock it set, so it and the service agree whenever it runs; an instant at
+ * noon UTC leaves twelve hours before that day ends. Returns the clock.
  */
-export async function awayFromUtcMidnight(marginMs = 20_000): Promise<void> {
-  const left = 86_400_000 - (Date.now() % 86_400_000);
-  if (left < marginMs) await new Promise((r) => setTimeout(r, left + 100));
+export function setClock(svc: TestService, instant: Date | string): SettableClock {
+  svc.clock.set(instant);
+  onTestFinished(() => svc.clock.reset());
+  return svc.clock;
 }
