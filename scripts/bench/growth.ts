@@ -10,8 +10,7 @@
 import crypto from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { APP_ROLE, createPool, type Db } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
+import { APP_ROLE, createPool, type Database, type Db } from '../../db/database.js';
 import { funnelQuery } from '../../src/analytics/funnel.js';
 import { handlers } from '../../src/boot/runtime.js';
 import { lockBatch } from '../../src/dispatch/claim.js';

@@ -9,9 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
-import { APP_ROLE, createPool, type Db } from '../../db/database.js';
+import { APP_ROLE, createPool, type Database, type Db } from '../../db/database.js';
 import { freePort } from '../../db/embedded.js';
-import type { Database } from '../../db/schema.js';
 import { authenticate } from '../../src/http/auth.js';
 import type { BenchContext, LoadResult } from './types.js';
 
