@@ -142,7 +142,7 @@ const ROUNDS = 2;
 const area: BenchArea = {
   name: `growth: hot paths at ${SIZES.map((s) => s.toLocaleString('en')).join(', ')} rows`,
   async run(ctx) {
-    const url = (ctx as unknown as { serviceEnv: Record<string, string> }).serviceEnv.DATABASE_URL;
+    const url = ctx.serviceEnv.DATABASE_URL;
     const claimSql: Statement[] = [];
     const owner = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: createPool(url, { max: 2, name: 'bench-growth' }) }),
