@@ -29,10 +29,10 @@ const adminRemoveUser: AdminHandler<'adminRemoveUser'> = async ({ db, params }) 
 const adminGetOrganizationHealth: AdminHandler<'adminGetOrganizationHealth'> = async ({ db, params }) =>
   withSystem(db, async (trx) => ({ status: 200 as const, body: await organizationHealth(trx, params.orgId) }));
 
-export const teamHandlers: AdminHandlers = {
+export const teamHandlers = {
   adminCreateUser,
   adminListUsers,
   adminActivateUser,
   adminRemoveUser,
   adminGetOrganizationHealth,
-};
+} satisfies Partial<AdminHandlers>;
