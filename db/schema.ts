@@ -1,656 +1,727 @@
-// Kysely table types, one interface per table of db/migrations. Columns with a database default
-// are Generated so inserts may omit them.
-import type { ColumnType, Generated } from 'kysely';
+// Written by `npm run generate` (scripts/db-types.ts) from the schema that db/migrations build.
+// Do not edit by hand: change a migration (or a JSON shape in scripts/db-types.ts) and regenerate.
+import type { ColumnType } from 'kysely';
 
-type Ts = ColumnType<Date, Date | string | undefined, Date | string>;
-type TsNull = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
-type Json<T = unknown> = ColumnType<T, string | undefined, string>;
-type JsonNull<T = unknown> = ColumnType<T | null, string | null | undefined, string | null>;
+export type Generated<T> =
+  T extends ColumnType<infer S, infer I, infer U> ? ColumnType<S, I | undefined, U> : ColumnType<T, T | undefined, T>;
 
-export interface OrganizationsTable {
+export type Json = ColumnType<JsonValue, string, string>;
+
+export type JsonArray = JsonValue[];
+
+export type JsonObject = {
+  [x: string]: JsonValue | undefined;
+};
+
+export type JsonPrimitive = boolean | number | string | null;
+
+export type JsonValue = JsonArray | JsonObject | JsonPrimitive;
+
+export type Timestamp = ColumnType<Date, Date | string, Date | string>;
+
+export interface ActionItems {
+  action_type: string;
+  ai_generated: Generated<boolean>;
+  completed_at: Timestamp | null;
+  created_at: Generated<Timestamp>;
+  description: string | null;
+  details: Json | null;
+  dismiss_reason: string | null;
+  dismissed_at: Timestamp | null;
+  entity_id: string | null;
+  entity_type: string | null;
+  expected_impact_cents: number | null;
+  expires_at: Timestamp | null;
   id: string;
-  name: string;
-  plan: Generated<string>;
-  flags: ColumnType<{ v1_2_api_send: boolean }, string | undefined, string>;
-  research_budget: Generated<number>;
-  research_ttl_days: Generated<number>;
-  drafts_per_month: number | null;
-  sending: Generated<Record<string, unknown>>;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-  advisory_actions: Generated<string[]>;
-  experiments: Generated<Record<string, unknown>>;
-  health: Generated<string>;
-  health_reasons: Generated<unknown[]>;
-  health_changed_at: TsNull;
-  health_checked_at: TsNull;
-}
-export interface UsersTable {
   organization_id: string;
-  id: string;
-  name: string;
-  email: string;
-  role: string;
-  created_at: Generated<Date>;
+  priority: string;
+  sales_person_id: string;
+  snooze_reason: string | null;
+  snoozed_at: Timestamp | null;
+  snoozed_until_at: Timestamp | null;
+  source_key: string | null;
   status: Generated<string>;
-  invited_at: TsNull;
-  activated_at: TsNull;
-  removed_at: TsNull;
+  title: string;
+  updated_at: Generated<Timestamp>;
 }
-export interface ApiKeysTable {
+
+export interface AnalyticsCache {
+  body: string;
+  cache_key: string;
+  computed_at: Generated<Timestamp>;
   organization_id: string;
+}
+
+export interface ApiKeys {
+  created_at: Generated<Timestamp>;
+  expires_at: Timestamp | null;
   id: string;
   key_hash: Buffer;
   name: string | null;
+  organization_id: string;
+  revoked_at: Timestamp | null;
   scopes: string[];
   user_id: string | null;
-  expires_at: TsNull;
-  revoked_at: TsNull;
-  created_at: Generated<Date>;
 }
-export interface RateLimitsTable {
-  organization_id: string;
-  api_key_id: string;
-  window_start: Ts;
-  count: number;
-}
-export interface IdempotencyKeysTable {
-  organization_id: string;
-  operation_id: string;
-  key: string;
-  request_hash: string;
-  status: number | null;
-  response: JsonNull;
-  created_at: Generated<Date>;
-}
-export interface EventsTable {
-  organization_id: string;
-  id: string;
-  type: string;
-  api_version: string;
-  data: Json<Record<string, unknown>>;
-  resource_type: string;
-  resource_id: string;
-  created_at: Generated<Date>;
-}
-export interface AuditLogTable {
-  organization_id: string;
-  id: string;
+
+export interface AuditLog {
+  action: string;
   actor_key_id: string | null;
   actor_user_id: string | null;
-  action: string;
-  resource_type: string;
+  created_at: Generated<Timestamp>;
+  details: Generated<Json>;
+  id: string;
+  organization_id: string;
   resource_id: string;
-  details: Json<Record<string, unknown>>;
-  created_at: Generated<Date>;
+  resource_type: string;
 }
-export interface ProductsTable {
-  organization_id: string;
-  id: string;
-  name: string;
-  description: string | null;
-  created_at: Generated<Date>;
-}
-export interface SequenceTemplatesTable {
-  organization_id: string;
-  id: string;
-  name: string;
-  product_id: string | null;
-  steps: Json<unknown[]>;
-  created_at: Generated<Date>;
-}
-export interface PublicTemplatesTable {
-  id: string;
-  name: string;
-  use_case: string;
-  industry: string | null;
-  steps: Json<unknown[]>;
-  step_count: number;
-  active: Generated<boolean>;
-  created_at: Generated<Date>;
-}
-export interface CompaniesTable {
-  organization_id: string;
-  id: string;
-  name: string | null;
+
+export interface Companies {
+  company_size: string | null;
+  created_at: Generated<Timestamp>;
   domain: string | null;
   domain_normalized: string;
-  industry: string | null;
-  company_size: string | null;
   headquarters: string | null;
-  tier: string | null;
-  tags: Generated<string[]>;
+  id: string;
+  industry: string | null;
+  name: string | null;
+  organization_id: string;
   owner_sales_person_id: string | null;
-  research: JsonNull;
-  research_updated_at: TsNull;
-  sources_count: JsonNull;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-}
-export interface ContactListsTable {
-  organization_id: string;
-  id: string;
-  user_id: string | null;
-  name: string;
-  source_type: Generated<string>;
-  description: string | null;
-  connection_point: string | null;
-  goal: string | null;
-  use_case_template_id: string | null;
-  product_id: string | null;
-  is_test: Generated<boolean>;
-  is_crm_import: Generated<boolean>;
-  archived_at: TsNull;
-  deleted_at: TsNull;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-}
-export interface ContactsTable {
-  organization_id: string;
-  id: string;
-  list_id: string;
-  owner_user_id: string | null;
-  email: string;
-  email_normalized: string;
-  name: Generated<string>;
-  title: string | null;
-  phone: string | null;
-  notes: string | null;
-  lead_source: string | null;
-  company_id: string | null;
-  qualification_status: Generated<string>;
-  fit_score: number | null;
-  urgency_score: number | null;
-  research: JsonNull;
-  research_updated_at: TsNull;
-  deleted_at: TsNull;
-  erased_at: TsNull;
+  research: Json | null;
+  research_updated_at: Timestamp | null;
+  sources_count: Json | null;
   tags: Generated<string[]>;
-  snoozed_until: TsNull;
-  out_of_office_until: TsNull;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
+  tier: string | null;
+  updated_at: Generated<Timestamp>;
 }
-/** Views of 0002_crm.sql: substring search by trigram index, scoped to app.org_id (see there). */
-export interface ContactsSearchView {
-  organization_id: string;
-  id: string;
-  list_id: string;
-  name: string;
-  email_normalized: string;
-  qualification_status: string;
-  deleted_at: Date | null;
-  erased_at: Date | null;
-  created_at: Date;
-}
-export interface CompaniesSearchView {
-  organization_id: string;
+
+export interface CompaniesSearch {
+  created_at: Timestamp;
+  domain_normalized: string;
   id: string;
   name: string | null;
-  domain_normalized: string;
-  created_at: Date;
-}
-export interface ListMembershipsTable {
   organization_id: string;
+}
+
+export interface ContactLists {
+  archived_at: Timestamp | null;
+  connection_point: string | null;
+  created_at: Generated<Timestamp>;
+  deleted_at: Timestamp | null;
+  description: string | null;
+  goal: string | null;
+  id: string;
+  is_crm_import: Generated<boolean>;
+  is_test: Generated<boolean>;
+  name: string;
+  organization_id: string;
+  product_id: string | null;
+  source_type: Generated<string>;
+  updated_at: Generated<Timestamp>;
+  use_case_template_id: string | null;
+  user_id: string | null;
+}
+
+export interface Contacts {
+  company_id: string | null;
+  created_at: Generated<Timestamp>;
+  deleted_at: Timestamp | null;
+  email: string;
+  email_normalized: string;
+  erased_at: Timestamp | null;
+  fit_score: number | null;
+  id: string;
+  lead_source: string | null;
   list_id: string;
-  contact_id: string;
-  contact_created_at: Date;
-  deleted_at: TsNull;
-  created_at: Generated<Date>;
-}
-export interface SuppressionEntriesTable {
-  organization_id: string;
-  id: string;
-  level: Generated<string>;
-  email: string | null;
-  email_hmac: string | null;
-  reason: string;
-  source: string | null;
+  name: Generated<string>;
   notes: string | null;
-  expires_at: TsNull;
-  created_at: Generated<Date>;
-}
-export interface ContactSequencesTable {
   organization_id: string;
-  id: string;
+  out_of_office_until: Timestamp | null;
+  owner_user_id: string | null;
+  phone: string | null;
+  qualification_status: Generated<string>;
+  research: Json | null;
+  research_updated_at: Timestamp | null;
+  snoozed_until: Timestamp | null;
+  tags: Generated<string[]>;
+  title: string | null;
+  updated_at: Generated<Timestamp>;
+  urgency_score: number | null;
+}
+
+export interface ContactSequences {
+  anchor_at_utc: Timestamp | null;
   contact_id: string;
-  template_id: string;
+  created_at: Generated<Timestamp>;
+  current_step: Generated<number>;
+  generation_run_id: string | null;
+  id: string;
+  list_id: string | null;
+  mailbox_id: string | null;
+  organization_id: string;
+  paused_at: Timestamp | null;
+  paused_from: string | null;
   product_id: string | null;
   status: Generated<string>;
-  anchor_at_utc: TsNull;
-  current_step: Generated<number>;
-  paused_at: TsNull;
-  steps: Json<unknown[]>;
-  paused_from: string | null;
-  list_id: string | null;
-  generation_run_id: string | null;
-  mailbox_id: string | null;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
+  /**
+   * JSON shape (scripts/db-types.ts): the template's numbered steps, copied when the sequence is created; drafting and sending read them.
+   */
+  steps: Generated<ColumnType<{ step: number; dayOffset: number; subject: string; body: string }[], string, string>>;
+  template_id: string;
+  updated_at: Generated<Timestamp>;
 }
-export interface DraftsTable {
-  organization_id: string;
+
+export interface ContactsSearch {
+  created_at: Timestamp;
+  deleted_at: Timestamp | null;
+  email_normalized: string;
+  erased_at: Timestamp | null;
   id: string;
-  contact_id: string;
-  sequence_id: string | null;
-  step: Generated<number>;
-  status: Generated<string>;
-  subject: Generated<string>;
-  body: Generated<string>;
-  evidence: JsonNull;
-  sent_at: TsNull;
-  opened_at: TsNull;
-  replied_at: TsNull;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-  version: Generated<number>;
-  superseded_at: TsNull;
-  scheduled_at: TsNull;
-  provider: string | null;
-  guardrail: JsonNull;
-  flagged: Generated<boolean>;
-  generation_pass: string | null;
-  generation_run_id: string | null;
-  llm_tokens: Generated<number>;
-  approved_at: TsNull;
-  approval: JsonNull;
-}
-export interface MessagesTable {
-  organization_id: string;
-  id: string;
-  contact_id: string | null;
-  direction: string;
-  channel: Generated<string>;
-  from_email: string | null;
-  subject: string | null;
-  body: Generated<string>;
-  intent: string | null;
-  intent_confidence: number | null;
-  created_at: Generated<Date>;
-  message_id: string | null;
-  in_reply_to: string | null;
-  references_ids: Generated<string[]>;
-  to_email: string | null;
-  raw_mime: Buffer | null;
-  stripped_text: string | null;
-  send_record_id: string | null;
-  sequence_id: string | null;
-  thread_method: string | null;
-  status: Generated<string>;
-  intent_source: string | null;
-  intent_reason: string | null;
-  automatic: Generated<boolean>;
-  report: JsonNull;
-  ooo_until: TsNull;
-  classified_at: TsNull;
-}
-export interface SendRecordsTable {
-  organization_id: string;
-  id: string;
-  contact_id: string | null;
-  draft_id: string | null;
-  to_email: string | null;
-  from_email: string | null;
-  subject: string | null;
-  text_body: string | null;
-  html_body: string | null;
-  headers: JsonNull;
-  status: Generated<string>;
-  sent_at: TsNull;
-  created_at: Generated<Date>;
-  queue_id: string | null;
-  sequence_id: string | null;
-  step: number | null;
-  mailbox_id: string | null;
-  recipient_domain: string | null;
-  message_id: string | null;
-  provider_message_id: string | null;
-  smtp_response: string | null;
-  opened_at: TsNull;
-}
-export interface ErasureEvidenceTable {
-  organization_id: string;
-  id: string;
-  contact_id: string;
-  requester_ref: string;
-  reason: string;
-  erased_by_key_id: string;
-  erased_by_user_id: string;
-  erased_at: Ts;
-  created_at: Generated<Date>;
-}
-export interface DealStagesTable {
-  organization_id: string;
-  id: string;
-  slug: string | null;
+  list_id: string;
   name: string;
-  sort_order: number;
-  category: string;
-  is_terminal: Generated<boolean>;
-  forecast_category: string | null;
-  created_at: Generated<Date>;
-}
-export interface DealsTable {
   organization_id: string;
+  qualification_status: string;
+}
+
+export interface DealActivities {
+  contact_id: string | null;
+  created_at: Generated<Timestamp>;
+  created_by: string | null;
+  deal_id: string;
   id: string;
-  name: string;
-  value_cents: number | null;
-  probability: number | null;
-  close_date: string | null;
+  kind: string;
+  occurred_at: Timestamp;
+  organization_id: string;
+  summary: string;
+}
+
+export interface DealContacts {
+  contact_id: string;
+  created_at: Generated<Timestamp>;
+  deal_id: string;
+  organization_id: string;
+}
+
+export interface Deals {
   actual_close_date: string | null;
+  close_date: string | null;
+  company_id: string | null;
+  created_at: Generated<Timestamp>;
+  forecast_category: string | null;
+  id: string;
+  loss_reason: string | null;
+  meddpic: Json | null;
+  name: string;
+  organization_id: string;
   owner_sales_person_id: string;
   primary_contact_id: string | null;
-  company_id: string | null;
-  stage_id: string | null;
-  forecast_category: string | null;
+  probability: number | null;
   readiness_score: number | null;
-  loss_reason: string | null;
-  meddpic: JsonNull;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
+  stage_id: string | null;
+  updated_at: Generated<Timestamp>;
+  value_cents: number | null;
 }
-export interface DealContactsTable {
-  organization_id: string;
-  deal_id: string;
-  contact_id: string;
-  created_at: Generated<Date>;
-}
-export interface DealStageHistoryTable {
-  organization_id: string;
-  id: string;
+
+export interface DealStageHistory {
+  created_at: Generated<Timestamp>;
   deal_id: string;
   from_stage_id: string | null;
   from_stage_name: string | null;
+  id: string;
+  organization_id: string;
+  reason: string | null;
+  reason_chips: Generated<string[]>;
   to_stage_id: string;
   to_stage_name: string | null;
-  reason: string | null;
   transitioned_by: string | null;
-  reason_chips: Generated<string[]>;
-  created_at: Generated<Date>;
-}
-export interface DealActivitiesTable {
-  organization_id: string;
-  id: string;
-  deal_id: string;
-  contact_id: string | null;
-  kind: string;
-  summary: string;
-  occurred_at: Ts;
-  created_by: string | null;
-  created_at: Generated<Date>;
-}
-export interface DealSweepMarksTable {
-  organization_id: string;
-  deal_id: string;
-  kind: string;
-  close_date: string;
-  created_at: Generated<Date>;
-}
-export interface WebhookEndpointsTable {
-  organization_id: string;
-  id: string;
-  url: string;
-  event_types: string[];
-  status: Generated<string>;
-  description: string | null;
-  secret_ciphertext: string;
-  last_delivery_at: TsNull;
-  consecutive_failures: Generated<number>;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-}
-export interface WebhookDeliveriesTable {
-  organization_id: string;
-  id: string;
-  webhook_endpoint_id: string;
-  event_id: string;
-  event_type: string;
-  attempt: Generated<number>;
-  status: Generated<string>;
-  http_status: number | null;
-  error_message: string | null;
-  delivered_at: TsNull;
-  scheduled_at: Generated<Date>;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-}
-export interface ResearchRunsTable {
-  organization_id: string;
-  id: string;
-  company_id: string;
-  contact_id: string | null;
-  status: Generated<string>;
-  pages_fetched: number | null;
-  requests: number | null;
-  error: string | null;
-  started_at: Generated<Date>;
-  finished_at: TsNull;
 }
 
-export interface UsageCountersTable {
-  organization_id: string;
-  period_start: string;
-  drafts_created: Generated<number>;
-  drafts_regenerated: Generated<number>;
-  sends_attempted: Generated<number>;
-  llm_tokens: Generated<number>;
-  llm_cost_millicents: Generated<number>;
-  quota_warned_at: TsNull;
-}
-export interface ListGenerationRunsTable {
-  organization_id: string;
+export interface DealStages {
+  category: string;
+  created_at: Generated<Timestamp>;
+  forecast_category: string | null;
   id: string;
-  list_id: string;
-  template_id: string;
-  product_id: string | null;
-  status: Generated<string>;
-  total_contacts: number;
-  chunk_count: number;
-  done_chunks: Generated<number[]>;
-  sequences_created: Generated<number>;
-  sequences_reused: Generated<number>;
-  drafts_generated: Generated<number>;
-  drafts_failed: Generated<number>;
-  skipped_suppressed: Generated<number>;
-  skipped_collision: Generated<number>;
-  skipped_other: Generated<number>;
-  all_approved_at: TsNull;
-  created_at: Generated<Date>;
-  finished_at: TsNull;
-}
-
-export interface PlatformSettingsTable {
-  id: Generated<boolean>;
-  email_kill_switch: Generated<boolean>;
-  updated_at: Generated<Date>;
-}
-export interface MailboxesTable {
-  organization_id: string;
-  id: string;
-  email: string;
-  name: string | null;
-  daily_cap: number;
-  smtp_url_sealed: string | null;
-  dkim_domain: string | null;
-  dkim_selector: string | null;
-  dkim_key_sealed: string | null;
-  status: string;
-  status_reason: string | null;
-  verified_at: TsNull;
-  paused_at: TsNull;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-}
-export interface SendQueueTable {
-  organization_id: string;
-  id: string;
-  sequence_id: string;
-  step: number;
-  contact_id: string;
-  draft_id: string;
-  scheduled_at: Ts;
-  next_attempt_at: Ts;
-  state: Generated<string>;
-  held_by: string | null;
-  held_detail: string | null;
-  attempts: Generated<number>;
-  send_record_id: string | null;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-}
-
-export interface LeadFormsTable {
-  organization_id: string;
-  id: string;
+  is_terminal: Generated<boolean>;
   name: string;
-  form_key: string;
-  created_at: Generated<Date>;
-}
-export interface LeadCaptureWindowsTable {
   organization_id: string;
-  ip_hash: string;
-  window_start: Ts;
-  count: number;
+  slug: string | null;
+  sort_order: number;
 }
-export interface InboundLeadsTable {
+
+export interface DealSweepMarks {
+  close_date: string;
+  created_at: Generated<Timestamp>;
+  deal_id: string;
+  kind: string;
   organization_id: string;
-  id: string;
-  form_id: string | null;
-  email: string;
-  email_normalized: string;
-  name: string | null;
-  company_name: string | null;
-  source: string | null;
-  status: Generated<string>;
-  fit_score: number | null;
-  intent_confidence: number | null;
-  payload: Json<Record<string, unknown>>;
-  ip_hash: string | null;
-  qual_snapshot: JsonNull;
-  submissions: Generated<number>;
-  last_submitted_at: Generated<Date>;
-  contact_id: string | null;
-  deal_id: string | null;
-  captured_at: Generated<Date>;
-  qualified_at: TsNull;
-  converted_at: TsNull;
-  spam_at: TsNull;
-  erased_at: TsNull;
-  updated_at: Generated<Date>;
 }
-export interface ActionItemsTable {
-  organization_id: string;
-  id: string;
-  action_type: string;
-  title: string;
-  description: string | null;
-  priority: string;
-  status: Generated<string>;
-  entity_type: string | null;
-  entity_id: string | null;
-  sales_person_id: string;
-  ai_generated: Generated<boolean>;
-  expected_impact_cents: number | null;
-  source_key: string | null;
-  details: JsonNull;
-  expires_at: TsNull;
-  completed_at: TsNull;
-  dismissed_at: TsNull;
-  snoozed_until_at: TsNull;
-  snoozed_at: TsNull;
-  dismiss_reason: string | null;
-  snooze_reason: string | null;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-}
-export interface HandoffsTable {
-  organization_id: string;
-  id: string;
+
+export interface Drafts {
+  approval: Json | null;
+  approved_at: Timestamp | null;
+  body: Generated<string>;
   contact_id: string;
+  created_at: Generated<Timestamp>;
+  evidence: Json | null;
+  flagged: Generated<boolean>;
+  generation_pass: string | null;
+  generation_run_id: string | null;
+  guardrail: Json | null;
+  id: string;
+  llm_tokens: Generated<number>;
+  opened_at: Timestamp | null;
+  organization_id: string;
+  provider: string | null;
+  replied_at: Timestamp | null;
+  scheduled_at: Timestamp | null;
+  sent_at: Timestamp | null;
+  sequence_id: string | null;
+  status: Generated<string>;
+  step: Generated<number>;
+  subject: Generated<string>;
+  superseded_at: Timestamp | null;
+  updated_at: Generated<Timestamp>;
+  version: Generated<number>;
+}
+
+export interface ErasureEvidence {
+  contact_id: string;
+  created_at: Generated<Timestamp>;
+  erased_at: Timestamp;
+  erased_by_key_id: string;
+  erased_by_user_id: string;
+  id: string;
+  organization_id: string;
+  reason: string;
+  requester_ref: string;
+}
+
+export interface Events {
+  api_version: string;
+  created_at: Generated<Timestamp>;
+  data: Json;
+  id: string;
+  organization_id: string;
+  resource_id: string;
+  resource_type: string;
+  type: string;
+}
+
+export interface ExperimentAssignments {
+  arm: string;
+  assigned_at: Generated<Timestamp>;
+  experiment: string;
+  organization_id: string;
+  unit_id: string;
+}
+
+export interface Handoffs {
+  contact_id: string;
+  created_at: Generated<Timestamp>;
   deal_id: string | null;
   from_user_id: string | null;
-  to_user_id: string;
+  id: string;
+  organization_id: string;
+  package: Json;
   reason: string | null;
-  package: Json<Record<string, unknown>>;
-  created_at: Generated<Date>;
+  to_user_id: string;
 }
 
-export interface AnalyticsCacheTable {
+export interface IdempotencyKeys {
+  created_at: Generated<Timestamp>;
+  key: string;
+  operation_id: string;
   organization_id: string;
-  cache_key: string;
-  body: string;
-  computed_at: Generated<Date>;
+  request_hash: string;
+  response: Json | null;
+  status: number | null;
 }
-export interface ExperimentAssignmentsTable {
+
+export interface InboundLeads {
+  captured_at: Generated<Timestamp>;
+  company_name: string | null;
+  contact_id: string | null;
+  converted_at: Timestamp | null;
+  deal_id: string | null;
+  email: string;
+  email_normalized: string;
+  erased_at: Timestamp | null;
+  fit_score: number | null;
+  form_id: string | null;
+  id: string;
+  intent_confidence: number | null;
+  ip_hash: string | null;
+  last_submitted_at: Generated<Timestamp>;
+  name: string | null;
   organization_id: string;
-  experiment: string;
-  unit_id: string;
-  arm: string;
-  assigned_at: Generated<Date>;
+  payload: Generated<Json>;
+  qual_snapshot: Json | null;
+  qualified_at: Timestamp | null;
+  source: string | null;
+  spam_at: Timestamp | null;
+  status: Generated<string>;
+  submissions: Generated<number>;
+  updated_at: Generated<Timestamp>;
 }
-export interface RulesTable {
+
+export interface LeadCaptureWindows {
+  count: number;
+  ip_hash: string;
   organization_id: string;
+  window_start: Timestamp;
+}
+
+export interface LeadForms {
+  created_at: Generated<Timestamp>;
+  form_key: string;
   id: string;
   name: string;
-  trigger_event_type: string;
-  conditions: JsonNull<Record<string, unknown>>;
-  actions: Json<Array<{ type: string; emitType?: string }>>;
-  template: string | null;
-  enabled: Generated<boolean>;
-  created_at: Generated<Date>;
-  updated_at: Generated<Date>;
-}
-export interface RuleFiringsTable {
   organization_id: string;
-  rule_id: string;
-  event_id: string;
-  created_at: Generated<Date>;
 }
 
-export interface Database {
-  organizations: OrganizationsTable;
-  users: UsersTable;
-  api_keys: ApiKeysTable;
-  rate_limits: RateLimitsTable;
-  idempotency_keys: IdempotencyKeysTable;
-  events: EventsTable;
-  audit_log: AuditLogTable;
-  products: ProductsTable;
-  sequence_templates: SequenceTemplatesTable;
-  public_templates: PublicTemplatesTable;
-  companies: CompaniesTable;
-  contact_lists: ContactListsTable;
-  contacts: ContactsTable;
-  contacts_search: ContactsSearchView;
-  companies_search: CompaniesSearchView;
-  list_memberships: ListMembershipsTable;
-  suppression_entries: SuppressionEntriesTable;
-  contact_sequences: ContactSequencesTable;
-  drafts: DraftsTable;
-  messages: MessagesTable;
-  send_records: SendRecordsTable;
-  erasure_evidence: ErasureEvidenceTable;
-  deal_stages: DealStagesTable;
-  deals: DealsTable;
-  deal_contacts: DealContactsTable;
-  deal_stage_history: DealStageHistoryTable;
-  deal_activities: DealActivitiesTable;
-  deal_sweep_marks: DealSweepMarksTable;
-  webhook_endpoints: WebhookEndpointsTable;
-  webhook_deliveries: WebhookDeliveriesTable;
-  research_runs: ResearchRunsTable;
-  usage_counters: UsageCountersTable;
-  list_generation_runs: ListGenerationRunsTable;
-  platform_settings: PlatformSettingsTable;
-  mailboxes: MailboxesTable;
-  send_queue: SendQueueTable;
-  lead_forms: LeadFormsTable;
-  lead_capture_windows: LeadCaptureWindowsTable;
-  inbound_leads: InboundLeadsTable;
-  action_items: ActionItemsTable;
-  handoffs: HandoffsTable;
-  analytics_cache: AnalyticsCacheTable;
-  experiment_assignments: ExperimentAssignmentsTable;
-  rules: RulesTable;
-  rule_firings: RuleFiringsTable;
+export interface ListGenerationRuns {
+  all_approved_at: Timestamp | null;
+  chunk_count: number;
+  created_at: Generated<Timestamp>;
+  done_chunks: Generated<number[]>;
+  drafts_failed: Generated<number>;
+  drafts_generated: Generated<number>;
+  finished_at: Timestamp | null;
+  id: string;
+  list_id: string;
+  organization_id: string;
+  product_id: string | null;
+  sequences_created: Generated<number>;
+  sequences_reused: Generated<number>;
+  skipped_collision: Generated<number>;
+  skipped_other: Generated<number>;
+  skipped_suppressed: Generated<number>;
+  status: Generated<string>;
+  template_id: string;
+  total_contacts: number;
+}
+
+export interface ListMemberships {
+  contact_created_at: Timestamp;
+  contact_id: string;
+  created_at: Generated<Timestamp>;
+  deleted_at: Timestamp | null;
+  list_id: string;
+  organization_id: string;
+}
+
+export interface Mailboxes {
+  created_at: Generated<Timestamp>;
+  daily_cap: number;
+  dkim_domain: string | null;
+  dkim_key_sealed: string | null;
+  dkim_selector: string | null;
+  email: string;
+  id: string;
+  name: string | null;
+  organization_id: string;
+  paused_at: Timestamp | null;
+  smtp_url_sealed: string | null;
+  status: string;
+  status_reason: string | null;
+  updated_at: Generated<Timestamp>;
+  verified_at: Timestamp | null;
+}
+
+export interface Messages {
+  automatic: Generated<boolean>;
+  body: Generated<string>;
+  channel: Generated<string>;
+  classified_at: Timestamp | null;
+  contact_id: string | null;
+  created_at: Generated<Timestamp>;
+  direction: string;
+  from_email: string | null;
+  id: string;
+  in_reply_to: string | null;
+  intent: string | null;
+  intent_confidence: number | null;
+  intent_reason: string | null;
+  intent_source: string | null;
+  message_id: string | null;
+  ooo_until: Timestamp | null;
+  organization_id: string;
+  raw_mime: Buffer | null;
+  references_ids: Generated<string[]>;
+  report: Json | null;
+  send_record_id: string | null;
+  sequence_id: string | null;
+  status: Generated<string>;
+  stripped_text: string | null;
+  subject: string | null;
+  thread_method: string | null;
+  to_email: string | null;
+}
+
+export interface Organizations {
+  advisory_actions: Generated<string[]>;
+  created_at: Generated<Timestamp>;
+  drafts_per_month: number | null;
+  experiments: Generated<Json>;
+  /**
+   * JSON shape (scripts/db-types.ts): defaults to {"v1_2_api_send": false}; the operator API only merges in a new value of that flag.
+   */
+  flags: Generated<ColumnType<{ v1_2_api_send: boolean }, string, string>>;
+  health: Generated<string>;
+  health_changed_at: Timestamp | null;
+  health_checked_at: Timestamp | null;
+  health_reasons: Generated<Json>;
+  id: string;
+  name: string;
+  plan: Generated<string>;
+  research_budget: Generated<number>;
+  research_ttl_days: Generated<number>;
+  sending: Generated<Json>;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface PlatformSettings {
+  email_kill_switch: Generated<boolean>;
+  id: Generated<boolean>;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface Products {
+  created_at: Generated<Timestamp>;
+  description: string | null;
+  id: string;
+  name: string;
+  organization_id: string;
+}
+
+export interface PublicTemplates {
+  active: Generated<boolean>;
+  created_at: Generated<Timestamp>;
+  id: string;
+  industry: string | null;
+  name: string;
+  step_count: number;
+  /**
+   * JSON shape (scripts/db-types.ts): the validated steps of a public template, in order (numbered from 1 when read).
+   */
+  steps: ColumnType<{ dayOffset: number; subject: string; body: string }[], string, string>;
+  use_case: string;
+}
+
+export interface RateLimits {
+  api_key_id: string;
+  count: number;
+  organization_id: string;
+  window_start: Timestamp;
+}
+
+export interface ResearchRuns {
+  company_id: string;
+  contact_id: string | null;
+  error: string | null;
+  finished_at: Timestamp | null;
+  id: string;
+  organization_id: string;
+  pages_fetched: number | null;
+  requests: number | null;
+  started_at: Generated<Timestamp>;
+  status: Generated<string>;
+}
+
+export interface RuleFirings {
+  created_at: Generated<Timestamp>;
+  event_id: string;
+  organization_id: string;
+  rule_id: string;
+}
+
+export interface Rules {
+  actions: Json;
+  conditions: Json | null;
+  created_at: Generated<Timestamp>;
+  enabled: Generated<boolean>;
+  id: string;
+  name: string;
+  organization_id: string;
+  template: string | null;
+  trigger_event_type: string;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface SendLedgerHours {
+  hour: Timestamp;
+  organization_id: string;
+  scope: string;
+  sends: number;
+}
+
+export interface SendQueue {
+  attempts: Generated<number>;
+  contact_id: string;
+  created_at: Generated<Timestamp>;
+  draft_id: string;
+  held_by: string | null;
+  held_detail: string | null;
+  id: string;
+  next_attempt_at: Timestamp;
+  organization_id: string;
+  scheduled_at: Timestamp;
+  send_record_id: string | null;
+  sequence_id: string;
+  state: Generated<string>;
+  step: number;
+  updated_at: Generated<Timestamp>;
+}
+
+export interface SendRecords {
+  contact_id: string | null;
+  created_at: Generated<Timestamp>;
+  draft_id: string | null;
+  from_email: string | null;
+  headers: Json | null;
+  html_body: string | null;
+  id: string;
+  mailbox_id: string | null;
+  message_id: string | null;
+  opened_at: Timestamp | null;
+  organization_id: string;
+  provider_message_id: string | null;
+  queue_id: string | null;
+  recipient_domain: string | null;
+  sent_at: Timestamp | null;
+  sequence_id: string | null;
+  smtp_response: string | null;
+  status: Generated<string>;
+  step: number | null;
+  subject: string | null;
+  text_body: string | null;
+  to_email: string | null;
+}
+
+export interface SequenceTemplates {
+  created_at: Generated<Timestamp>;
+  id: string;
+  name: string;
+  organization_id: string;
+  product_id: string | null;
+  /**
+   * JSON shape (scripts/db-types.ts): the validated steps of the operator's template, in order (numbered from 1 when read).
+   */
+  steps: ColumnType<{ dayOffset: number; subject: string; body: string }[], string, string>;
+}
+
+export interface SuppressionEntries {
+  created_at: Generated<Timestamp>;
+  email: string | null;
+  email_hmac: string | null;
+  expires_at: Timestamp | null;
+  id: string;
+  level: Generated<string>;
+  notes: string | null;
+  organization_id: string;
+  reason: string;
+  source: string | null;
+}
+
+export interface UsageCounters {
+  drafts_created: Generated<number>;
+  drafts_regenerated: Generated<number>;
+  llm_cost_millicents: Generated<number>;
+  llm_tokens: Generated<number>;
+  organization_id: string;
+  period_start: string;
+  quota_warned_at: Timestamp | null;
+  sends_attempted: Generated<number>;
+}
+
+export interface Users {
+  activated_at: Generated<Timestamp | null>;
+  created_at: Generated<Timestamp>;
+  email: string;
+  id: string;
+  invited_at: Timestamp | null;
+  name: string;
+  organization_id: string;
+  removed_at: Timestamp | null;
+  role: string;
+  status: Generated<string>;
+}
+
+export interface WebhookDeliveries {
+  attempt: Generated<number>;
+  created_at: Generated<Timestamp>;
+  delivered_at: Timestamp | null;
+  error_message: string | null;
+  event_id: string;
+  event_type: string;
+  http_status: number | null;
+  id: string;
+  organization_id: string;
+  scheduled_at: Generated<Timestamp>;
+  status: Generated<string>;
+  updated_at: Generated<Timestamp>;
+  webhook_endpoint_id: string;
+}
+
+export interface WebhookEndpoints {
+  consecutive_failures: Generated<number>;
+  created_at: Generated<Timestamp>;
+  description: string | null;
+  event_types: string[];
+  id: string;
+  last_delivery_at: Timestamp | null;
+  organization_id: string;
+  secret_ciphertext: string;
+  status: Generated<string>;
+  updated_at: Generated<Timestamp>;
+  url: string;
+}
+
+export interface DB {
+  action_items: ActionItems;
+  analytics_cache: AnalyticsCache;
+  api_keys: ApiKeys;
+  audit_log: AuditLog;
+  companies: Companies;
+  companies_search: CompaniesSearch;
+  contact_lists: ContactLists;
+  contact_sequences: ContactSequences;
+  contacts: Contacts;
+  contacts_search: ContactsSearch;
+  deal_activities: DealActivities;
+  deal_contacts: DealContacts;
+  deal_stage_history: DealStageHistory;
+  deal_stages: DealStages;
+  deal_sweep_marks: DealSweepMarks;
+  deals: Deals;
+  drafts: Drafts;
+  erasure_evidence: ErasureEvidence;
+  events: Events;
+  experiment_assignments: ExperimentAssignments;
+  handoffs: Handoffs;
+  idempotency_keys: IdempotencyKeys;
+  inbound_leads: InboundLeads;
+  lead_capture_windows: LeadCaptureWindows;
+  lead_forms: LeadForms;
+  list_generation_runs: ListGenerationRuns;
+  list_memberships: ListMemberships;
+  mailboxes: Mailboxes;
+  messages: Messages;
+  organizations: Organizations;
+  platform_settings: PlatformSettings;
+  products: Products;
+  public_templates: PublicTemplates;
+  rate_limits: RateLimits;
+  research_runs: ResearchRuns;
+  rule_firings: RuleFirings;
+  rules: Rules;
+  send_ledger_hours: SendLedgerHours;
+  send_queue: SendQueue;
+  send_records: SendRecords;
+  sequence_templates: SequenceTemplates;
+  suppression_entries: SuppressionEntries;
+  usage_counters: UsageCounters;
+  users: Users;
+  webhook_deliveries: WebhookDeliveries;
+  webhook_endpoints: WebhookEndpoints;
 }

@@ -2,7 +2,7 @@
 // dismiss, snooze) with their ownership rule (src/work/action-item-reads.ts,
 // src/work/action-item-verbs.ts). Items are opened by signals through src/work/action-items.ts
 // (openActionItem); the sweeps are src/work/action-item-sweep.ts.
-import type { Handler } from '../src/http/handler.js';
+import type { Handler, Handlers } from '../src/http/handler.js';
 import { actionItemsPage, readActionItem } from '../src/work/action-item-reads.js';
 import { applyVerb } from '../src/work/action-item-verbs.js';
 
@@ -21,4 +21,4 @@ const applyActionItemVerb: Handler<'applyActionItemVerb'> = async ({ trx, auth, 
   body: await applyVerb(trx, auth.organizationId, auth, params.id, params.verb, body, services.clock),
 });
 
-export const actionItemHandlers = { listActionItems, getActionItem, applyActionItemVerb };
+export const actionItemHandlers = { listActionItems, getActionItem, applyActionItemVerb } satisfies Partial<Handlers>;

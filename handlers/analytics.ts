@@ -5,7 +5,7 @@
 // the pipeline (src/http/pipeline.ts).
 
 import { type FunnelBody, funnelReport, type LiftBody, liftReport } from '../src/analytics/reports.js';
-import type { Handler } from '../src/http/handler.js';
+import type { Handler, Handlers } from '../src/http/handler.js';
 import { JsonText } from '../src/http/paging.js';
 import { invalid } from '../src/http/problems.js';
 
@@ -24,4 +24,4 @@ const getLiftAnalytics: Handler<'getLiftAnalytics'> = async ({ trx, auth, query,
   return { status: 200, body: new JsonText<LiftBody>(r.text), headers: { 'X-Service-Cache': r.hit ? 'hit' : 'miss' } };
 };
 
-export const analyticsHandlers = { getFunnelAnalytics, getLiftAnalytics };
+export const analyticsHandlers = { getFunnelAnalytics, getLiftAnalytics } satisfies Partial<Handlers>;

@@ -1,6 +1,6 @@
 // Companies (src/crm/companies.ts): identity by normalized domain; research (src/research/).
 import { companyById, companyPage, companyResearch, findOrCreateCompany, toCompany } from '../src/crm/companies.js';
-import type { Handler, LongHandler } from '../src/http/handler.js';
+import type { Handler, Handlers, LongHandler } from '../src/http/handler.js';
 import { isoNN } from '../src/platform/ids.js';
 import { researchCompany as runCompanyResearch } from '../src/research/runs.js';
 
@@ -46,4 +46,10 @@ const researchCompany: LongHandler<'researchCompany'> = async ({ config, db, log
   };
 };
 
-export const companyHandlers = { createCompany, listCompanies, getCompany, getCompanyResearch, researchCompany };
+export const companyHandlers = {
+  createCompany,
+  listCompanies,
+  getCompany,
+  getCompanyResearch,
+  researchCompany,
+} satisfies Partial<Handlers>;

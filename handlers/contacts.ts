@@ -8,7 +8,7 @@ import { contactPage } from '../src/crm/contact-search.js';
 import { pauseContactSequences } from '../src/crm/contact-sequences.js';
 import { changeContact } from '../src/crm/contact-update.js';
 import { contactById, contactDetail, contactResearch } from '../src/crm/contact-view.js';
-import type { Handler, LongHandler } from '../src/http/handler.js';
+import type { Handler, Handlers, LongHandler } from '../src/http/handler.js';
 
 const listContacts: Handler<'listContacts'> = async ({ trx, auth, query }) => ({
   status: 200,
@@ -85,4 +85,4 @@ export const contactHandlers = {
   getContactResearch,
   researchContact,
   pauseContactSequence,
-};
+} satisfies Partial<Handlers>;

@@ -7,7 +7,7 @@ import { dealsPage, readDeal } from '../src/deals/read.js';
 import { moveDealStage, type StageBody } from '../src/deals/stage-move.js';
 import { orgStages, toStage } from '../src/deals/stages.js';
 import { updateDeal } from '../src/deals/update.js';
-import type { AuthInfo, Handler } from '../src/http/handler.js';
+import type { AuthInfo, Handler, Handlers } from '../src/http/handler.js';
 
 /** Who a change is attributed to: the key's user, else the key itself. */
 const actorOf = (auth: AuthInfo): string => auth.userId ?? auth.keyId;
@@ -67,4 +67,4 @@ export const dealHandlers = {
   changeDealStage,
   listDealHistory,
   createDealActivity,
-};
+} satisfies Partial<Handlers>;

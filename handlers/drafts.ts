@@ -4,7 +4,7 @@
 // src/sequences/send-now.ts.
 import { getDraft as readDraft, listDrafts as readDrafts } from '../src/drafting/draft-reads.js';
 import { approveDraft as approve, rejectDraft as reject } from '../src/drafting/review.js';
-import type { Handler } from '../src/http/handler.js';
+import type { Handler, Handlers } from '../src/http/handler.js';
 import { sendDraftNow } from '../src/sequences/send-now.js';
 
 const listDrafts: Handler<'listDrafts'> = async ({ trx, auth, query }) => {
@@ -39,4 +39,4 @@ const sendDraft: Handler<'sendDraft'> = async ({ trx, auth, params, config }) =>
   return { status: 200, body: await sendDraftNow(trx, auth.organizationId, auth.org, params.id, config.erasureHashSecret) };
 };
 
-export const draftHandlers = { listDrafts, getDraft, approveDraft, rejectDraft, sendDraft };
+export const draftHandlers = { listDrafts, getDraft, approveDraft, rejectDraft, sendDraft } satisfies Partial<Handlers>;

@@ -1,5 +1,5 @@
-// Every public operation's handler, keyed by operationId; one module per tag. Operations without
-// a handler answer 501 not-implemented.
+// Every public operation's handler, keyed by operationId; one module per tag. Handlers is
+// complete: an operation of the document without a handler here does not compile.
 import type { Handlers } from '../src/http/handler.js';
 import { actionItemHandlers } from './action-items.js';
 import { actionHandlers } from './actions.js';

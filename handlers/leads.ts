@@ -1,7 +1,7 @@
 // Inbound leads (tag leads): the list, conversion on demand and marking spam (src/leads/list.ts,
 // src/leads/convert.ts, src/leads/spam.ts). Capture is in src/leads/ (the public form endpoint and
 // the operator row); the periodic qualification and conversion sweep in src/leads/sweep.ts.
-import type { Handler } from '../src/http/handler.js';
+import type { Handler, Handlers } from '../src/http/handler.js';
 import { convertLead } from '../src/leads/convert.js';
 import { leadsPage } from '../src/leads/list.js';
 import { markLeadSpam } from '../src/leads/spam.js';
@@ -27,4 +27,4 @@ const markLeadSpamHandler: Handler<'markLeadSpam'> = async ({ trx, auth, params 
   body: await markLeadSpam(trx, auth.organizationId, params.id),
 });
 
-export const leadHandlers = { listLeads, convertLead: convertLeadHandler, markLeadSpam: markLeadSpamHandler };
+export const leadHandlers = { listLeads, convertLead: convertLeadHandler, markLeadSpam: markLeadSpamHandler } satisfies Partial<Handlers>;

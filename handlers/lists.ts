@@ -1,6 +1,6 @@
 // Contact lists (src/crm/lists.ts): create, read, soft delete, draft generation.
 import { contactList, createContactList, listContactLists, softDeleteList, startDraftGeneration } from '../src/crm/lists.js';
-import type { Handler } from '../src/http/handler.js';
+import type { Handler, Handlers } from '../src/http/handler.js';
 
 const createList: Handler<'createList'> = async ({ trx, auth, body }) => ({
   status: 201,
@@ -28,4 +28,4 @@ const generateListDrafts: Handler<'generateListDrafts'> = async ({ trx, auth, pa
   body: await startDraftGeneration(trx, auth.organizationId, auth.org.plan, params.id),
 });
 
-export const listHandlers = { createList, listLists, getList, deleteList, generateListDrafts };
+export const listHandlers = { createList, listLists, getList, deleteList, generateListDrafts } satisfies Partial<Handlers>;

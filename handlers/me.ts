@@ -1,4 +1,4 @@
-import type { Handler } from '../src/http/handler.js';
+import type { Handler, Handlers } from '../src/http/handler.js';
 import { iso, isoNN } from '../src/platform/ids.js';
 
 // The key lookup already read the organization: no query is needed.
@@ -27,4 +27,4 @@ const getMe: Handler<'getMe'> = async ({ auth }) => {
   };
 };
 
-export const meHandlers = { getMe };
+export const meHandlers = { getMe } satisfies Partial<Handlers>;

@@ -1,6 +1,6 @@
 // Conversation messages (tag messages): the keyset list of inbound and outbound messages
 // (src/inbound/messages.ts).
-import type { Handler } from '../src/http/handler.js';
+import type { Handler, Handlers } from '../src/http/handler.js';
 import { messagesPage } from '../src/inbound/messages.js';
 
 const listMessages: Handler<'listMessages'> = async ({ trx, auth, query }) => ({
@@ -8,4 +8,4 @@ const listMessages: Handler<'listMessages'> = async ({ trx, auth, query }) => ({
   body: await messagesPage(trx, auth.organizationId, query),
 });
 
-export const messageHandlers = { listMessages };
+export const messageHandlers = { listMessages } satisfies Partial<Handlers>;

@@ -1,6 +1,6 @@
 // Sequences: creation (asynchronous draft generation follows), listing and reading. The life of a
 // sequence is in src/sequences/lifecycle.ts, the reads in src/sequences/sequence-reads.ts.
-import type { Handler } from '../src/http/handler.js';
+import type { Handler, Handlers } from '../src/http/handler.js';
 import { createSequence as create, toSequence } from '../src/sequences/lifecycle.js';
 import { getSequence as readSequence, listSequences as readSequences } from '../src/sequences/sequence-reads.js';
 
@@ -17,4 +17,4 @@ const getSequence: Handler<'getSequence'> = async ({ trx, auth, params }) => {
   return { status: 200, body: await readSequence(trx, auth.organizationId, params.id) };
 };
 
-export const sequenceHandlers = { createSequence, listSequences, getSequence };
+export const sequenceHandlers = { createSequence, listSequences, getSequence } satisfies Partial<Handlers>;

@@ -2,7 +2,7 @@
 // is suppressed is decided by the one matching rule of src/compliance/suppression-match.ts; the
 // operations are src/compliance/suppression-list.ts.
 import { blockAddress, liftAddress, suppressionOf, suppressionPage } from '../src/compliance/suppression-list.js';
-import type { Handler } from '../src/http/handler.js';
+import type { Handler, Handlers } from '../src/http/handler.js';
 
 const getSuppression: Handler<'getSuppression'> = async ({ trx, auth, query, config }) => {
   const org = auth.organizationId;
@@ -22,4 +22,4 @@ const removeSuppression: Handler<'removeSuppression'> = async ({ trx, auth, quer
   body: await liftAddress(trx, auth.organizationId, query.email, config.erasureHashSecret),
 });
 
-export const suppressionHandlers = { getSuppression, addSuppression, removeSuppression };
+export const suppressionHandlers = { getSuppression, addSuppression, removeSuppression } satisfies Partial<Handlers>;

@@ -1,6 +1,6 @@
 // Webhook endpoints, their deliveries, and the event-type catalogue (tag webhooks). Endpoints are
 // managed in src/webhooks/endpoints.ts, deliveries read and replayed in src/webhooks/delivery-log.ts.
-import type { Handler } from '../src/http/handler.js';
+import type { Handler, Handlers } from '../src/http/handler.js';
 import { getDelivery, listDeliveries, replayDelivery } from '../src/webhooks/delivery-log.js';
 import {
   deleteEndpoint,
@@ -75,4 +75,4 @@ export const webhookHandlers = {
   getWebhookDelivery,
   replayWebhookDelivery,
   listWebhookEventTypes,
-};
+} satisfies Partial<Handlers>;

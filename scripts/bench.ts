@@ -119,13 +119,13 @@ async function main() {
         console.log(`[${row.area}] ${row.case}: ${figures}${row.target ? ` (target ${row.target}: ${row.met ? 'met' : 'NOT met'})` : ''}`);
       },
       log: (m) => console.log(`  ${m}`),
+      serviceEnv,
+      startProcess: (s, e) => {
+        const c = startProcess(s, e);
+        children.push(c);
+        return c;
+      },
     };
-    (ctx as unknown as { startProcess: typeof startProcess; serviceEnv: Record<string, string> }).startProcess = (s, e) => {
-      const c = startProcess(s, e);
-      children.push(c);
-      return c;
-    };
-    (ctx as unknown as { serviceEnv: Record<string, string> }).serviceEnv = serviceEnv;
     for (const name of areas) {
       const file = path.join(root, 'scripts/bench', `${name}.ts`);
       if (!fs.existsSync(file)) {

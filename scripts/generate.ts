@@ -1,8 +1,9 @@
 // npm run generate: bundles spec/ with Redocly, then writes into generated/ the openapi-typescript
 // types of both documents and precompiled ajv validators (JSON Schema 2020-12, with formats) for
 // every request part and every JSON response body, and copies the public types into the client SDK
-// (clients/typescript/src/openapi.ts). The output is deterministic; CI regenerates it and fails
-// when the committed files differ.
+// (clients/typescript/src/openapi.ts). It also writes the database table types, db/schema.ts, from
+// the migrated schema (scripts/db-types.ts). The output is deterministic; CI regenerates it and
+// fails when the committed files differ.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import standaloneCode from 'ajv/dist/standalone/index.js';
 import addFormats from 'ajv-formats';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { collectOperations, DOC_ID, type OpenApiDoc } from '../src/platform/openapi-doc.js';
+import { generateDbTypes } from './db-types.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const out = path.join(root, 'generated');
@@ -86,7 +88,7 @@ declare const validators: Record<string, ValidateFunction | undefined>;
 export = validators;
 `;
 
-async function main() {
+async function openapi() {
   fs.rmSync(out, { recursive: true, force: true });
   fs.mkdirSync(out, { recursive: true });
   const pub = bundle('spec/openapi.yaml', path.join(out, 'openapi.json'));
@@ -95,6 +97,7 @@ async function main() {
     ['openapi', pub],
     ['admin', adm],
   ] as const) {
+    // Our OpenApiDoc reads only what the service needs; openapi-typescript's OpenAPI3 type asks for more.
     const ast = await openapiTS(doc as never, { alphabetize: true });
     fs.writeFileSync(path.join(out, `${name}.ts`), HEADER + astToString(ast));
   }
@@ -107,6 +110,13 @@ async function main() {
   fs.writeFileSync(path.join(out, 'bodies.cjs'), v.bodies);
   fs.writeFileSync(path.join(out, 'bodies.d.cts'), DTS);
   fs.writeFileSync(path.join(out, 'README.md'), 'Everything here is written by `npm run generate` from `spec/`. Do not edit by hand.\n');
+}
+
+async function main() {
+  // The database types (db/schema.ts) need a Postgres started and migrated: that runs alongside
+  // the rest, and both finish (the temporary cluster is removed) before a failure is reported.
+  const results = await Promise.allSettled([openapi(), generateDbTypes(root)]);
+  for (const r of results) if (r.status === 'rejected') throw r.reason;
 }
 
 main().catch((e) => {

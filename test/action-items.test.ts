@@ -1,7 +1,9 @@
 // The action-item work queue: the list (order, paging, filters, fields), one item, the verbs with
 // their resulting state, bodies, events and role rules, the operator row, the expiry and snooze
 // sweeps, and the items opened by signals (an overdue deal next step, an out-of-office return).
+import type { UpdateObject } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from '../db/database.js';
 import { runDealSweep } from '../src/deals/sweep.js';
 import type { Deps } from '../src/platform/services.js';
 import { runActionItemSweep } from '../src/work/action-item-sweep.js';
@@ -53,15 +55,8 @@ const verb = (api: PublicClient, id: string, v: string, body?: Record<string, un
   api.POST('/action-items/{id}/{verb}', { params: { path: { id, verb: v } }, ...(body ? { body: body as never } : {}) });
 const getItem = async (api: PublicClient, id: string) => (await api.GET('/action-items/{id}', { params: { path: { id } } })).data!;
 const list = (api: PublicClient, query: Record<string, unknown> = {}) => api.GET('/action-items', { params: { query: query as never } });
-const setRow = (orgId: string, id: string, values: Record<string, unknown>) =>
-  system(svc, (trx) =>
-    trx
-      .updateTable('action_items')
-      .set(values as never)
-      .where('organization_id', '=', orgId)
-      .where('id', '=', id)
-      .execute(),
-  );
+const setRow = (orgId: string, id: string, values: UpdateObject<Database, 'action_items'>) =>
+  system(svc, (trx) => trx.updateTable('action_items').set(values).where('organization_id', '=', orgId).where('id', '=', id).execute());
 const rowOf = (orgId: string, id: string) =>
   system(svc, (trx) =>
     trx.selectFrom('action_items').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow(),

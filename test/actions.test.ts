@@ -98,7 +98,7 @@ async function message(
         automatic: m.automatic ?? false,
         created_at: m.at ?? new Date(),
         message_id: m.messageId ?? null,
-      } as never)
+      })
       .execute(),
   );
   return id;
@@ -321,7 +321,7 @@ describe('contacts', () => {
     await system(svc, (trx) =>
       trx
         .updateTable('contacts')
-        .set({ tags: Array.from({ length: 100 }, (_, i) => `t${i}`) } as never)
+        .set({ tags: Array.from({ length: 100 }, (_, i) => `t${i}`) })
         .where('organization_id', '=', x.org.id)
         .where('id', '=', full.id)
         .execute(),
@@ -661,7 +661,7 @@ describe('degrading to an advisory action item', () => {
     await system(svc, (trx) =>
       trx
         .insertInto('contact_sequences')
-        .values({ organization_id: x.org.id, id: uid('seq_'), contact_id: c.id, template_id: 'tpl_x', status: 'PAUSED' } as never)
+        .values({ organization_id: x.org.id, id: uid('seq_'), contact_id: c.id, template_id: 'tpl_x', status: 'PAUSED' })
         .execute(),
     );
     await message(svc, x.org.id, c.id, { body: 'Interested!' });

@@ -390,7 +390,7 @@ describe('crash safety', () => {
     // is killed (SIGKILL) while the receiver holds the request, so nothing is recorded and the
     // job stays locked by the dead worker.
     const crash = await startService({ WEBHOOK_RETRY_DELAYS_SECONDS: '1,1,1,1,1,1' });
-    const dbUrl = (crash.pool as unknown as { options: { connectionString: string } }).options.connectionString;
+    const dbUrl = crash.pool.options.connectionString;
     // Node itself (tsx as a loader): the tsx CLI runs the script in a child of its own, which a
     // SIGKILL of the CLI leaves running (an orphan worker that keeps the job and polls on).
     const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/boot/worker-main.ts')], {

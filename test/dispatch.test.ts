@@ -117,7 +117,7 @@ describe('POST /drafts/{id}/send', () => {
           await system(svc, (trx) =>
             trx
               .updateTable('contacts')
-              .set({ tags: ['do-not-contact'] } as never)
+              .set({ tags: ['do-not-contact'] })
               .where('id', '=', c.id)
               .execute(),
           );
@@ -259,7 +259,7 @@ describe('sending', () => {
     expect(await eventsOf(svc, s.org.id, 'send.failed')).toEqual([]);
     // The last attempt (the earlier ones simulated), now.
     await system(svc, (trx) => sql`UPDATE send_queue SET attempts = 4, next_attempt_at = now() WHERE id = ${q.id}`.execute(trx));
-    await sendStep(svc.rt as never, s.org.id, q.id);
+    await sendStep(svc.rt, s.org.id, q.id);
     [q] = await queueOf(s.org.id);
     expect(q).toMatchObject({ state: 'failed', heldBy: 'transport_failed', attempts: 5 });
     expect((await eventsOf(svc, s.org.id, 'send.failed'))[0].data).toMatchObject({ permanent: false, attempts: 5 });
@@ -436,7 +436,7 @@ describe('gates', () => {
       const [q] = await queueOf(s.org.id);
       expect(q).toMatchObject({ state: 'deferred', heldBy: 'kill_switch' });
       await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
-      await sendStep(svc.rt as never, s.org.id, q.id);
+      await sendStep(svc.rt, s.org.id, q.id);
       expect(forTo(c.email)).toHaveLength(1);
     } finally {
       await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
@@ -487,15 +487,9 @@ describe('gates', () => {
     await settle(svc);
     await s.api.POST('/suppression', { body: { email: a.c.email, reason: 'asked' } });
     const until = new Date(Date.now() + 3 * 86_400_000);
-    await system(svc, (trx) =>
-      trx
-        .updateTable('contacts')
-        .set({ snoozed_until: until } as never)
-        .where('id', '=', b.c.id)
-        .execute(),
-    );
+    await system(svc, (trx) => trx.updateTable('contacts').set({ snoozed_until: until }).where('id', '=', b.c.id).execute());
     await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
-    for (const q of await queueOf(s.org.id)) await sendStep(svc.rt as never, s.org.id, q.id);
+    for (const q of await queueOf(s.org.id)) await sendStep(svc.rt, s.org.id, q.id);
     const rows = await queueOf(s.org.id);
     expect(rows.find((r) => r.contactId === a.c.id)).toMatchObject({ state: 'skipped', heldBy: 'suppressed' });
     expect(rows.find((r) => r.contactId === b.c.id)).toMatchObject({
@@ -628,7 +622,7 @@ describe('lifecycle', () => {
       ['skipped', 'contact_removed'],
       ['skipped', 'contact_removed'],
     ]);
-    for (const q of rows) await sendStep(svc.rt as never, s.org.id, q.id);
+    for (const q of rows) await sendStep(svc.rt, s.org.id, q.id);
     expect(forTo(c.email)).toEqual([]);
   });
 
@@ -651,7 +645,7 @@ describe('lifecycle', () => {
             status: 'sent',
             sent_at: new Date(Date.now() - (i + 1) * 3_600_000),
             to_email: `x${i}@a.example`,
-          })) as never,
+          })),
         )
         .execute(),
     );
@@ -686,7 +680,7 @@ describe('lifecycle', () => {
 describe('crash safety', () => {
   it('a worker killed between the SMTP hand-over and the record: the step is marked possibly sent and never sent again', async () => {
     const crash = await startService({ SMTP_URL: sink.url, RATE_LIMIT_PER_MINUTE: '100000' });
-    const dbUrl = (crash.pool as unknown as { options: { connectionString: string } }).options.connectionString;
+    const dbUrl = crash.pool.options.connectionString;
     // Node itself (tsx as a loader), so the kill reaches the process that holds the connection.
     const child = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/boot/worker-main.ts')], {
       env: { ...process.env, DATABASE_URL: dbUrl, DATA_DIR: crash.config.dataDir, SMTP_URL: sink.url, LOG_LEVEL: 'silent' },
@@ -738,7 +732,7 @@ describe('crash safety', () => {
       const box = (await crash.admin.GET('/outbox', { params: { query: { organizationId: org.id } } })).data!.data;
       expect(box).toMatchObject([{ status: 'possibly_sent', to: email.toLowerCase() }]);
       // Its job, run again (as after its lock expires), sends nothing.
-      await sendStep(crash.rt as never, org.id, marked[0].id);
+      await sendStep(crash.rt, org.id, marked[0].id);
       // The dead worker's job lock lapses (graphile-worker frees it after four hours; here at once).
       await crash.pool.query(`SELECT graphile_worker.force_unlock_workers(array_agg(DISTINCT locked_by))
         FROM graphile_worker._private_jobs WHERE locked_by IS NOT NULL`);

@@ -157,7 +157,7 @@ describe('generation with the fallback provider', () => {
     await system(svc, (trx) =>
       trx
         .updateTable('contacts')
-        .set({ tags: ['VIP', 'Do-Not-Contact'] } as never)
+        .set({ tags: ['VIP', 'Do-Not-Contact'] })
         .where('id', '=', d.id)
         .execute(),
     );
@@ -310,7 +310,7 @@ describe('approve and reject', () => {
         await system(svc, (trx) =>
           trx
             .updateTable('contacts')
-            .set({ tags: ['do-not-contact'] } as never)
+            .set({ tags: ['do-not-contact'] })
             .where('id', '=', c.id)
             .execute(),
         );
@@ -330,7 +330,7 @@ describe('approve and reject', () => {
         .set({
           flagged: true,
           guardrail: JSON.stringify({ clean: false, attempts: 3, repaired: [], advisories: ['unsupported-claim: ...'], flags }),
-        } as never)
+        })
         .where('id', '=', d.id)
         .execute(),
     );

@@ -45,7 +45,7 @@ describe('replies with a model configured', () => {
     const before = (await eventsOf(svc, s.org.id)).map((e) => e.type).sort();
     expect(before.filter((t) => t === 'meeting.booked')).toHaveLength(1);
     expect(before.filter((t) => t === 'reply.classified')).toHaveLength(1);
-    await classifyReply(svc.rt as never, s.org.id, id);
+    await classifyReply(svc.rt, s.org.id, id);
     expect((await eventsOf(svc, s.org.id)).map((e) => e.type).sort()).toEqual(before);
   });
 

@@ -373,7 +373,7 @@ describe('replies over SMTP', () => {
     await system(svc, (trx) =>
       sql`UPDATE send_queue SET scheduled_at = now(), next_attempt_at = now() WHERE id = ${step2.id}`.execute(trx),
     );
-    await sendStep(svc.rt as never, sent.s.org.id, step2.id);
+    await sendStep(svc.rt, sent.s.org.id, step2.id);
     expect((await queueOf(sent.s.org.id)).find((q) => q.step === 2)).toMatchObject({
       state: 'deferred',
       heldBy: 'contact_out_of_office',
@@ -559,7 +559,7 @@ describe('replies over SMTP', () => {
     const before = await types(sent.s.org.id);
     expect(before.filter((t) => t === 'reply.received')).toHaveLength(1);
     expect(before.filter((t) => t === 'reply.classified')).toHaveLength(1);
-    await classifyReply(svc.rt as never, sent.s.org.id, ms[0].id);
+    await classifyReply(svc.rt, sent.s.org.id, ms[0].id);
     expect(await types(sent.s.org.id)).toEqual(before);
     expect(await itemsOf(sent.s.org.id)).toHaveLength(1);
   });

@@ -167,7 +167,7 @@ describe('POST /lists/{id}/generate', () => {
     const stale = await system(svc, (trx) =>
       trx
         .insertInto('contact_lists')
-        .values({ organization_id: s.org.id, id: newId('lst'), name: 'Stale', use_case_template_id: gone.data!.id } as never)
+        .values({ organization_id: s.org.id, id: newId('lst'), name: 'Stale', use_case_template_id: gone.data!.id })
         .returning('id')
         .executeTakeFirstOrThrow(),
     );

@@ -61,7 +61,7 @@ async function sendHistory(orgId: string, sent: number, bounced = 0, mailboxId =
           status: i < bounced ? 'bounced' : 'sent',
           sent_at: new Date(Date.now() - ((i % 20) + 1) * 3_600_000),
           to_email: `x${i}@history.example`,
-        })) as never,
+        })),
       )
       .execute(),
   );
@@ -106,13 +106,7 @@ describe('mailboxes and senders', () => {
     await runOrgHealthSweep(deps);
     expect(await changes(org.id)).toHaveLength(1);
     // The operator fixes it (here: the row as a successful handshake leaves it) and verifies.
-    await system(svc, (trx) =>
-      trx
-        .updateTable('mailboxes')
-        .set({ smtp_url_sealed: null } as never)
-        .where('id', '=', mb.data!.id)
-        .execute(),
-    );
+    await system(svc, (trx) => trx.updateTable('mailboxes').set({ smtp_url_sealed: null }).where('id', '=', mb.data!.id).execute());
     const fixed = await svc.admin.PATCH('/organizations/{orgId}/mailboxes/{mailboxId}', {
       params: { path: { orgId: org.id, mailboxId: mb.data!.id } },
       body: { verify: true },
@@ -156,11 +150,7 @@ describe('mailboxes and senders', () => {
     await patchOrg(org.id, { sending: { deploymentPaused: true } });
     expect(await health(org.id)).toMatchObject({ state: 'degraded', reasons: [{ code: 'mailbox_paused', mailboxId: 'deployment' }] });
     await system(svc, (trx) =>
-      trx
-        .updateTable('mailboxes')
-        .set({ status: 'paused', status_reason: 'bounce_rate' } as never)
-        .where('id', '=', b.id)
-        .execute(),
+      trx.updateTable('mailboxes').set({ status: 'paused', status_reason: 'bounce_rate' }).where('id', '=', b.id).execute(),
     );
     await runOrgHealthSweep(deps);
     const h = await health(org.id);
@@ -203,7 +193,7 @@ describe('bounce and complaint rates', () => {
             status: 'bounced',
             sent_at: new Date(Date.now() - 40 * DAY),
             to_email: `old${i}@history.example`,
-          })) as never,
+          })),
         )
         .execute(),
     );
@@ -282,7 +272,7 @@ describe('webhook endpoints and the research budget', () => {
     await system(svc, (trx) =>
       trx
         .insertInto('companies')
-        .values({ organization_id: org.id, id: company, domain: 'h1.example', domain_normalized: 'h1.example' } as never)
+        .values({ organization_id: org.id, id: company, domain: 'h1.example', domain_normalized: 'h1.example' })
         .execute(),
     );
     await system(svc, (trx) =>
@@ -295,7 +285,7 @@ describe('webhook endpoints and the research budget', () => {
             company_id: company,
             status: 'completed',
             started_at: clock.now(),
-          })) as never,
+          })),
         )
         .execute(),
     );

@@ -174,13 +174,7 @@ describe('removing a member', () => {
     const open1 = (await newItem(org.id, rep.id)).data!.id;
     const open2 = (await newItem(org.id, rep.id)).data!.id;
     const done = (await newItem(org.id, rep.id)).data!.id;
-    await system(svc, (trx) =>
-      trx
-        .updateTable('action_items')
-        .set({ status: 'completed' } as never)
-        .where('id', '=', done)
-        .execute(),
-    );
+    await system(svc, (trx) => trx.updateTable('action_items').set({ status: 'completed' }).where('id', '=', done).execute());
     return { org, rep, key1, key2, other, open1, open2, done };
   }
 

@@ -8,4 +8,4 @@ const adminCreateActionItem: AdminHandler<'adminCreateActionItem'> = async ({ db
   body: { id: await openOperatorActionItem(db, params.orgId, body, services.clock) },
 });
 
-export const adminActionItemHandlers: AdminHandlers = { adminCreateActionItem };
+export const adminActionItemHandlers = { adminCreateActionItem } satisfies Partial<AdminHandlers>;

@@ -14,4 +14,4 @@ const adminCreateApiKey: AdminHandler<'adminCreateApiKey'> = async ({ db, params
 const adminRevokeApiKey: AdminHandler<'adminRevokeApiKey'> = async ({ db, params }) =>
   withSystem(db, async (trx) => ({ status: 200 as const, body: await revokeApiKey(trx, params.keyId) }));
 
-export const apiKeyHandlers: AdminHandlers = { adminCreateApiKey, adminRevokeApiKey };
+export const apiKeyHandlers = { adminCreateApiKey, adminRevokeApiKey } satisfies Partial<AdminHandlers>;

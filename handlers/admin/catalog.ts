@@ -22,4 +22,8 @@ const adminCreatePublicTemplate: AdminHandler<'adminCreatePublicTemplate'> = asy
   return { status: 201 as const, body: await createPublicTemplate(db, body) };
 };
 
-export const catalogHandlers: AdminHandlers = { adminCreateProduct, adminCreateSequenceTemplate, adminCreatePublicTemplate };
+export const catalogHandlers = {
+  adminCreateProduct,
+  adminCreateSequenceTemplate,
+  adminCreatePublicTemplate,
+} satisfies Partial<AdminHandlers>;

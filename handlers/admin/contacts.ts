@@ -2,7 +2,7 @@
 import { withSystem } from '../../db/database.js';
 import { requireOrg } from '../../src/account/organizations.js';
 import { restoreContact } from '../../src/crm/contact-deletion.js';
-import type { AdminHandler } from '../../src/http/handler.js';
+import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 
 const adminRestoreContact: AdminHandler<'adminRestoreContact'> = async ({ db, params }) =>
   withSystem(db, async (trx) => {
@@ -10,4 +10,4 @@ const adminRestoreContact: AdminHandler<'adminRestoreContact'> = async ({ db, pa
     return { status: 200 as const, body: await restoreContact(trx, params.orgId, params.contactId) };
   });
 
-export const adminContactHandlers = { adminRestoreContact };
+export const adminContactHandlers = { adminRestoreContact } satisfies Partial<AdminHandlers>;

@@ -3,7 +3,7 @@
 import { withOrg } from '../../db/database.js';
 import { requireOrgExists } from '../../src/account/organizations.js';
 import { importListCsv } from '../../src/crm/contact-import.js';
-import type { AdminHandler } from '../../src/http/handler.js';
+import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 import { ProblemError } from '../../src/http/problems.js';
 
 /** Media types read as CSV (a CSV file is often sent as plain text). */
@@ -30,4 +30,4 @@ const adminImportListCsv: AdminHandler<'adminImportListCsv'> = async ({ db, conf
   return { status: 200 as const, body: result };
 };
 
-export const csvImportHandlers = { adminImportListCsv };
+export const csvImportHandlers = { adminImportListCsv } satisfies Partial<AdminHandlers>;

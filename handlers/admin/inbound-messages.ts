@@ -9,4 +9,4 @@ const adminCreateInboundMessage: AdminHandler<'adminCreateInboundMessage'> = asy
   return r.duplicate ? { status: 200 as const, body: { id: r.id } } : { status: 201 as const, body: { id: r.id } };
 };
 
-export const inboundMessageHandlers: AdminHandlers = { adminCreateInboundMessage };
+export const inboundMessageHandlers = { adminCreateInboundMessage } satisfies Partial<AdminHandlers>;

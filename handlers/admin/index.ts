@@ -1,4 +1,5 @@
-// The operator API: every operation's handler, keyed by operationId; one module per concern.
+// The operator API: every operation's handler, keyed by operationId; one module per concern
+// (AdminHandlers is complete: an operation without a handler here does not compile).
 // Operator work spans organizations, so it runs with row-level security in system mode; the
 // organization is always named in the path.
 import type { AdminHandlers } from '../../src/http/handler.js';

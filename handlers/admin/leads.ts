@@ -13,4 +13,4 @@ const adminCreateInboundLead: AdminHandler<'adminCreateInboundLead'> = async ({ 
   body: { id: await captureOperatorLead(db, params.orgId, body) },
 });
 
-export const leadAdminHandlers: AdminHandlers = { adminCreateLeadForm, adminCreateInboundLead };
+export const leadAdminHandlers = { adminCreateLeadForm, adminCreateInboundLead } satisfies Partial<AdminHandlers>;

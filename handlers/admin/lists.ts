@@ -10,4 +10,4 @@ const adminUpdateList: AdminHandler<'adminUpdateList'> = async ({ db, params, bo
     return { status: 200 as const, body: await updateListByOperator(trx, params.orgId, params.listId, body) };
   });
 
-export const adminListHandlers: AdminHandlers = { adminUpdateList };
+export const adminListHandlers = { adminUpdateList } satisfies Partial<AdminHandlers>;

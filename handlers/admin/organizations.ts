@@ -10,4 +10,4 @@ const adminCreateOrganization: AdminHandler<'adminCreateOrganization'> = async (
 const adminUpdateOrganization: AdminHandler<'adminUpdateOrganization'> = async ({ db, params, body, services }) =>
   withSystem(db, async (trx) => ({ status: 200 as const, body: await updateOrganization(trx, params.orgId, body, services.clock) }));
 
-export const organizationHandlers: AdminHandlers = { adminCreateOrganization, adminUpdateOrganization };
+export const organizationHandlers = { adminCreateOrganization, adminUpdateOrganization } satisfies Partial<AdminHandlers>;

@@ -7,4 +7,4 @@ const adminGetQueue: AdminHandler<'adminGetQueue'> = async ({ db }) => {
   return { status: 200 as const, body: await jobQueueCounts(db) };
 };
 
-export const queueHandlers: AdminHandlers = { adminGetQueue };
+export const queueHandlers = { adminGetQueue } satisfies Partial<AdminHandlers>;

@@ -33,11 +33,11 @@ const adminListRuleTemplates: AdminHandler<'adminListRuleTemplates'> = async ({ 
   body: { data: await ruleTemplates(db, params.orgId) },
 });
 
-export const ruleHandlers: AdminHandlers = {
+export const ruleHandlers = {
   adminCreateRule,
   adminListRules,
   adminGetRule,
   adminUpdateRule,
   adminDeleteRule,
   adminListRuleTemplates,
-};
+} satisfies Partial<AdminHandlers>;

@@ -44,7 +44,7 @@ const adminListOutbox: AdminHandler<'adminListOutbox'> = async ({ db, query }) =
     return { status: 200 as const, body: await outboxMessages(trx, query.organizationId) };
   });
 
-export const sendingHandlers: AdminHandlers = {
+export const sendingHandlers = {
   adminCreateMailbox,
   adminListMailboxes,
   adminUpdateMailbox,
@@ -52,4 +52,4 @@ export const sendingHandlers: AdminHandlers = {
   adminUpdateSettings,
   adminListSendQueue,
   adminListOutbox,
-};
+} satisfies Partial<AdminHandlers>;

@@ -16,4 +16,4 @@ const adminCreateSuppressionDomain: AdminHandler<'adminCreateSuppressionDomain'>
   });
 };
 
-export const adminSuppressionHandlers: AdminHandlers = { adminCreateSuppressionDomain };
+export const adminSuppressionHandlers = { adminCreateSuppressionDomain } satisfies Partial<AdminHandlers>;

@@ -27,12 +27,12 @@ const adminRemoveUser: AdminHandler<'adminRemoveUser'> = async ({ db, params }) 
   withSystem(db, async (trx) => ({ status: 200 as const, body: await removeTeamMember(trx, params.orgId, params.userId) }));
 
 const adminGetOrganizationHealth: AdminHandler<'adminGetOrganizationHealth'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => ({ status: 200 as const, body: (await organizationHealth(trx, params.orgId)) as never }));
+  withSystem(db, async (trx) => ({ status: 200 as const, body: await organizationHealth(trx, params.orgId) }));
 
-export const teamHandlers: AdminHandlers = {
+export const teamHandlers = {
   adminCreateUser,
   adminListUsers,
   adminActivateUser,
   adminRemoveUser,
   adminGetOrganizationHealth,
-};
+} satisfies Partial<AdminHandlers>;

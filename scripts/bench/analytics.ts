@@ -109,7 +109,7 @@ const area: BenchArea = {
     // The bare statement on a connection of its own, as the application role (row-level security
     // applies, as to the service) bound to the organization as a request's connection is.
     const bare = new pg.Client({
-      connectionString: (ctx.pool as unknown as { options: { connectionString: string } }).options.connectionString,
+      connectionString: ctx.pool.options.connectionString,
       options: `-c role=${APP_ROLE}`,
     });
     await bare.connect();

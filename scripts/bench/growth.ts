@@ -10,8 +10,7 @@
 import crypto from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { APP_ROLE, createPool, type Db } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
+import { APP_ROLE, createPool, type Database, type Db } from '../../db/database.js';
 import { funnelQuery } from '../../src/analytics/funnel.js';
 import { handlers } from '../../src/boot/runtime.js';
 import { lockBatch } from '../../src/dispatch/claim.js';
@@ -143,7 +142,7 @@ const ROUNDS = 2;
 const area: BenchArea = {
   name: `growth: hot paths at ${SIZES.map((s) => s.toLocaleString('en')).join(', ')} rows`,
   async run(ctx) {
-    const url = (ctx as unknown as { serviceEnv: Record<string, string> }).serviceEnv.DATABASE_URL;
+    const url = ctx.serviceEnv.DATABASE_URL;
     const claimSql: Statement[] = [];
     const owner = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: createPool(url, { max: 2, name: 'bench-growth' }) }),

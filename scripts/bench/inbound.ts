@@ -57,7 +57,7 @@ async function sendAll(port: number): Promise<void> {
     pool: true,
     maxConnections: CONNECTIONS,
     maxMessages: Infinity,
-  } as never);
+  });
   let next = 0;
   await Promise.all(
     Array.from({ length: CONNECTIONS * 4 }, async () => {

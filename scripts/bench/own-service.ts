@@ -7,17 +7,14 @@ import { migrate } from '../../db/database.js';
 import { freePort } from '../../db/embedded.js';
 import type { BenchContext } from './types.js';
 
-type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
-
 /** Drops and creates database `name` in the bench cluster, migrated; returns its URL. */
 export async function ownDatabase(ctx: BenchContext, name: string): Promise<string> {
-  const extra = ctx as unknown as Extra;
-  const admin = new pg.Client({ connectionString: extra.serviceEnv.DATABASE_URL });
+  const admin = new pg.Client({ connectionString: ctx.serviceEnv.DATABASE_URL });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin.query(`CREATE DATABASE ${name}`);
   await admin.end();
-  const u = new URL(extra.serviceEnv.DATABASE_URL);
+  const u = new URL(ctx.serviceEnv.DATABASE_URL);
   u.pathname = `/${name}`;
   await migrate(u.toString());
   return u.toString();
@@ -29,11 +26,10 @@ export async function startOwnService(
   url: string,
   env: Record<string, string> = {},
 ): Promise<{ origin: string; child: ChildProcess }> {
-  const extra = ctx as unknown as Extra;
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  const child = extra.startProcess('src/boot/main.ts', {
-    ...extra.serviceEnv,
+  const child = ctx.startProcess('src/boot/main.ts', {
+    ...ctx.serviceEnv,
     DATABASE_URL: url,
     PORT: String(port),
     PUBLIC_BASE_URL: origin,

@@ -1,10 +1,7 @@
 // Bench: GET /api/v1/me through the full pipeline against a bare Hono route doing the
 // same key lookup, in the same run. Target: full pipeline >= 50% of the bare route, p99 < 20 ms.
-import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import type { BenchArea, BenchContext } from './types.js';
-
-type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -20,9 +17,8 @@ const area: BenchArea = {
   name: 'platform: GET /me',
   async run(ctx: BenchContext) {
     const { key } = await ctx.newOrg();
-    const extra = ctx as unknown as Extra;
     const port = await freePort();
-    extra.startProcess('scripts/bench/bare-server.ts', { ...extra.serviceEnv, PORT: String(port) });
+    ctx.startProcess('scripts/bench/bare-server.ts', { ...ctx.serviceEnv, PORT: String(port) });
     const bareUrl = `http://127.0.0.1:${port}/bare/me`;
     for (let i = 0; i < 100; i += 1) {
       try {

@@ -72,7 +72,7 @@ const LISTS: { op: ListOp; path: string; label: string }[] = [
 const area: BenchArea = {
   name: 'ratios: hot reads against Postgres alone and a bare Node route',
   async run(ctx) {
-    const url = (ctx as unknown as { serviceEnv: Record<string, string> }).serviceEnv.DATABASE_URL;
+    const url = ctx.serviceEnv.DATABASE_URL;
     const { orgId, key, ownerId } = await ctx.newOrg('growth');
     // The first deal opens the board (seeds the default stages) through the API.
     const contact = (await call(ctx.origin, key, 'POST', '/api/v1/contacts', {

@@ -4,18 +4,15 @@
 //   (b) a bare Node route (node:http + pg + JSON.stringify; no framework, no validation) serving
 //       the same page with the same statements (scripts/bench/bare-route-server.ts).
 // `compare` measures the full pipeline and both references and reports the ratios.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
-import { APP_ROLE, createPool, type Db } from '../../db/database.js';
+import { APP_ROLE, createPool, type Database, type Db } from '../../db/database.js';
 import { freePort } from '../../db/embedded.js';
-import type { Database } from '../../db/schema.js';
 import { authenticate } from '../../src/http/auth.js';
 import type { BenchContext, LoadResult } from './types.js';
-
-type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
 /** One statement as the service sends it: text with $n placeholders and its values. */
 export interface Statement {
@@ -141,11 +138,10 @@ export interface BareCase {
 
 /** Starts the bare route server (its own process) serving `cases`; resolves with its origin once up. */
 export async function startBareRoutes(ctx: BenchContext, cases: BareCase[], key: string): Promise<string> {
-  const extra = ctx as unknown as Extra;
   const port = await freePort();
   const encoded = cases.map((c) => ({ ...c, statements: c.statements.map((s) => ({ sql: s.sql, params: s.params.map(paramText) })) }));
-  extra.startProcess('scripts/bench/bare-route-server.ts', {
-    ...extra.serviceEnv,
+  ctx.startProcess('scripts/bench/bare-route-server.ts', {
+    ...ctx.serviceEnv,
     PORT: String(port),
     BARE_CASES: JSON.stringify(encoded),
   });
@@ -204,7 +200,7 @@ export async function compare(
   },
 ): Promise<void> {
   const headers = { authorization: `Bearer ${o.key}` };
-  const url = (ctx as unknown as Extra).serviceEnv.DATABASE_URL;
+  const url = ctx.serviceEnv.DATABASE_URL;
   await ctx.load({ path: o.path, headers, durationSeconds: 3 }); // warm-up
   await ctx.load({ path: `${o.bareOrigin}${o.barePath}`, headers, durationSeconds: 3 });
   // The machine is shared: the three are measured in turns, ROUNDS times, and each figure is the

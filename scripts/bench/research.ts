@@ -6,12 +6,9 @@
 // run is the critical path of a crawl: its sequential fetch rounds (robots.txt, home page, sales
 // pages and feed, articles) times the latency. Targets: one company well under 5 s; 20 in
 // parallel within 2x of one.
-import type { ChildProcess } from 'node:child_process';
 import { freePort } from '../../db/embedded.js';
 import { companySite, startSiteServer } from '../../test/support/site-server.js';
 import type { BenchArea, BenchContext } from './types.js';
-
-type Extra = { startProcess(script: string, env: Record<string, string>): ChildProcess; serviceEnv: Record<string, string> };
 
 const LATENCY_MS = 50;
 const PAD_BYTES = 60 * 1024;
@@ -24,12 +21,11 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const area: BenchArea = {
   name: `research: one company and ${PARALLEL} in parallel, ${LATENCY_MS} ms per page`,
   async run(ctx: BenchContext) {
-    const extra = ctx as unknown as Extra;
     const site = await startSiteServer({ latencyMs: LATENCY_MS });
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
-    const child = extra.startProcess('src/boot/main.ts', {
-      ...extra.serviceEnv,
+    const child = ctx.startProcess('src/boot/main.ts', {
+      ...ctx.serviceEnv,
       PORT: String(port),
       PUBLIC_BASE_URL: origin,
       RESEARCH_SITE_URL_TEMPLATE: site.template,

@@ -42,7 +42,7 @@ function cpuOf(match: (cmd: string, pid: number) => boolean): number {
 
 /** The bare reference: nodemailer's pool, CONNECTIONS connections kept busy, the same text and HTML. */
 async function bareLoop(url: string, n: number): Promise<number> {
-  const t = nodemailer.createTransport({ url, pool: true, maxConnections: CONNECTIONS, maxMessages: 500 } as never);
+  const t = nodemailer.createTransport({ url, pool: true, maxConnections: CONNECTIONS, maxMessages: 500 });
   const html = `<p>${BODY.replace(/\n\n/g, '</p><p>').replace(/\n/g, '<br>')}</p>`;
   let next = 0;
   const t0 = performance.now();

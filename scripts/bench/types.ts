@@ -1,5 +1,6 @@
 // The interface between `npm run bench` (scripts/bench.ts) and the per-area bench modules
 // (scripts/bench/<area>.ts). Each area module default-exports a BenchArea.
+import type { ChildProcess } from 'node:child_process';
 import type pg from 'pg';
 
 export interface LoadResult {
@@ -35,6 +36,10 @@ export interface BenchContext {
   /** Adds a row to the printed report and the README table. */
   report(row: { area: string; case: string; figures: Record<string, string | number>; target?: string; met?: boolean }): void;
   log(message: string): void;
+  /** The environment the service under test runs with (its DATABASE_URL names the bench database). */
+  serviceEnv: Record<string, string>;
+  /** Starts a script (with tsx) as a process of its own, stopped when the bench ends. */
+  startProcess(script: string, env: Record<string, string>): ChildProcess;
 }
 
 export interface BenchArea {

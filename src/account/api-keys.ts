@@ -22,7 +22,7 @@ export async function createApiKey(trx: Tx, orgId: string, body: NewApiKey) {
     if (!u) throw invalid('userId names no sales person of this organization.', 'body.userId');
     if (u.status !== 'active') throw invalid(`userId names a person who is ${u.status}, not an active member.`, 'body.userId');
   }
-  const scopes = body.scopes.includes('*') ? [...ALL_SCOPES] : [...new Set(body.scopes as string[])];
+  const scopes = body.scopes.includes('*') ? [...ALL_SCOPES] : [...new Set(body.scopes)];
   const key = newApiKey();
   const id = newId('key');
   const row = await trx
@@ -41,7 +41,7 @@ export async function createApiKey(trx: Tx, orgId: string, body: NewApiKey) {
   return {
     id,
     key,
-    scopes: scopes as never,
+    scopes,
     userId: body.userId ?? null,
     expiresAt: iso(row.expires_at),
     createdAt: isoNN(row.created_at),
@@ -52,7 +52,7 @@ export async function createApiKey(trx: Tx, orgId: string, body: NewApiKey) {
 export async function revokeApiKey(trx: Tx, keyId: string) {
   const r = await trx
     .updateTable('api_keys')
-    .set({ revoked_at: sql`coalesce(revoked_at, now_ms())` as never })
+    .set({ revoked_at: sql<Date>`coalesce(revoked_at, now_ms())` })
     .where('id', '=', keyId)
     .returning('id')
     .executeTakeFirst();

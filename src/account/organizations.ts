@@ -1,8 +1,8 @@
 // An organization as the operator sees it, the one check that an organization named in an
 // operator path exists, and the operator's changes: creation (with its OWNER) and changes to plan,
 // flags, budgets, sending settings and experiments.
-import { sql } from 'kysely';
-import type { Db, Tx } from '../../db/database.js';
+import { sql, type UpdateObject } from 'kysely';
+import type { Database, Db, Tx } from '../../db/database.js';
 import { withSystem } from '../../db/database.js';
 import { experimentSettings } from '../analytics/holdout.js';
 import { checkedSending, sendingSettings } from '../dispatch/settings.js';
@@ -47,7 +47,7 @@ export async function organizationBody(trx: Tx, orgId: string): Promise<Organiza
     advisoryActions: o.advisory_actions as Organization['advisoryActions'],
     experiments: experimentSettings(o.experiments),
     owner: { ...owner, role: owner.role as Organization['owner']['role'] },
-    health: healthBody(o) as never,
+    health: healthBody(o),
     createdAt: isoNN(o.created_at),
   };
 }
@@ -85,7 +85,7 @@ export async function updateOrganization(trx: Tx, orgId: string, body: Organizat
     .forUpdate()
     .executeTakeFirst();
   if (!before) throw notFound('organization');
-  const set: Record<string, unknown> = {};
+  const set: UpdateObject<Database, 'organizations'> = {};
   if (body.plan !== undefined) set.plan = body.plan;
   if (body.researchBudget !== undefined) set.research_budget = body.researchBudget;
   if (body.draftsPerMonth !== undefined) set.drafts_per_month = body.draftsPerMonth;
@@ -99,12 +99,12 @@ export async function updateOrganization(trx: Tx, orgId: string, body: Organizat
     });
   }
   if (body.advisoryActions !== undefined) set.advisory_actions = body.advisoryActions;
-  if (body.flags !== undefined) set.flags = sql`flags || ${JSON.stringify(body.flags)}::jsonb`;
-  if (body.experiments !== undefined) set.experiments = sql`experiments || ${JSON.stringify(body.experiments)}::jsonb`;
+  if (body.flags !== undefined) set.flags = sql<string>`flags || ${JSON.stringify(body.flags)}::jsonb`;
+  if (body.experiments !== undefined) set.experiments = sql<string>`experiments || ${JSON.stringify(body.experiments)}::jsonb`;
   if (Object.keys(set).length > 0) {
     await trx
       .updateTable('organizations')
-      .set({ ...set, updated_at: sql`now_ms()` } as never)
+      .set({ ...set, updated_at: sql<Date>`now_ms()` })
       .where('id', '=', orgId)
       .execute();
     // Sending settings and the research budget are signals of the organization's health.

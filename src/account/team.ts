@@ -6,7 +6,7 @@
 import type { Selectable } from 'kysely';
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { UsersTable } from '../../db/schema.js';
+import type { Users } from '../../db/schema.js';
 import type { adminOperations } from '../http/handler.js';
 import { keyset, page } from '../http/paging.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
@@ -17,7 +17,7 @@ import { organizationOwnerId } from './people.js';
 
 type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
 type Status = 'invited' | 'active' | 'removed';
-type UserRow = Selectable<UsersTable>;
+type UserRow = Selectable<Users>;
 type NewMember = adminOperations['adminCreateUser']['requestBody']['content']['application/json'];
 export type TeamFilter = NonNullable<adminOperations['adminListUsers']['parameters']['query']>;
 
@@ -77,9 +77,9 @@ export async function addTeamMember(trx: Tx, orgId: string, body: NewMember) {
       email,
       role: body.role,
       status: invite ? 'invited' : 'active',
-      invited_at: invite ? sql`now_ms()` : null,
-      activated_at: invite ? null : sql`now_ms()`,
-    } as never)
+      invited_at: invite ? sql<Date>`now_ms()` : null,
+      activated_at: invite ? null : sql<Date>`now_ms()`,
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
   await emit(
@@ -109,7 +109,7 @@ export async function activateTeamMember(trx: Tx, orgId: string, userId: string)
   if (u.status === 'active') return toAdminUser(u);
   const a = await trx
     .updateTable('users')
-    .set({ status: 'active', activated_at: sql`now_ms()` } as never)
+    .set({ status: 'active', activated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', orgId)
     .where('id', '=', u.id)
     .returningAll()
@@ -141,14 +141,14 @@ export async function removeTeamMember(trx: Tx, orgId: string, userId: string) {
   }
   const removed = await trx
     .updateTable('users')
-    .set({ status: 'removed', removed_at: sql`now_ms()` } as never)
+    .set({ status: 'removed', removed_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', orgId)
     .where('id', '=', u.id)
     .returningAll()
     .executeTakeFirstOrThrow();
   const keys = await trx
     .updateTable('api_keys')
-    .set({ revoked_at: sql`now_ms()` } as never)
+    .set({ revoked_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', orgId)
     .where('user_id', '=', u.id)
     .where('revoked_at', 'is', null)
@@ -157,7 +157,7 @@ export async function removeTeamMember(trx: Tx, orgId: string, userId: string) {
   // Open work goes to the owner; closed items keep the person who closed them.
   const items = await trx
     .updateTable('action_items')
-    .set({ sales_person_id: ownerId, updated_at: sql`now_ms()` } as never)
+    .set({ sales_person_id: ownerId, updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', orgId)
     .where('sales_person_id', '=', u.id)
     .where('status', '=', 'pending')

@@ -111,8 +111,8 @@ export async function takeDrafts(
       drafts_regenerated: sql`drafts_regenerated + ${regenerated}`,
       llm_tokens: sql`llm_tokens + ${wanted.llmTokens}`,
       llm_cost_millicents: sql`llm_cost_millicents + ${Math.round(wanted.llmCostMillicents)}`,
-      ...(warn ? { quota_warned_at: sql`now_ms()` } : {}),
-    } as never)
+      ...(warn ? { quota_warned_at: sql<Date>`now_ms()` } : {}),
+    })
     .where('organization_id', '=', organizationId)
     .where('period_start', '=', key)
     .execute();

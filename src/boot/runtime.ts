@@ -116,7 +116,7 @@ export async function serveHttp(
           new Promise<void>((r) => {
             server.close(() => r());
             // Idle keep-alive sockets would hold the drain open.
-            (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+            if ('closeIdleConnections' in server) server.closeIdleConnections();
           }),
       });
     });

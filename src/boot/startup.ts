@@ -67,7 +67,7 @@ export async function bindHttp(config: Config, baseUrl: string): Promise<HttpLis
       new Promise<void>((r) => {
         server.close(() => r());
         // Idle keep-alive sockets would hold the drain open.
-        (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+        if ('closeIdleConnections' in server) server.closeIdleConnections();
       }),
   };
 }

@@ -79,7 +79,7 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
       erased_at: at,
       deleted_at: sql`coalesce(deleted_at, ${at}::timestamptz)`,
       updated_at: at,
-    } as never)
+    })
     .where('organization_id', '=', org)
     .where('id', '=', contactId)
     .execute();
@@ -96,7 +96,7 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
   // A draft's evidence, guardrail report and approval quote its sentences: they go with the text.
   await trx
     .updateTable('drafts')
-    .set({ subject: '', body: '', evidence: null, guardrail: null, approval: null, updated_at: at } as never)
+    .set({ subject: '', body: '', evidence: null, guardrail: null, approval: null, updated_at: at })
     .where('organization_id', '=', org)
     .where('contact_id', '=', contactId)
     .execute();
@@ -111,7 +111,7 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
       dismiss_reason: null,
       snooze_reason: null,
       updated_at: at,
-    } as never)
+    })
     .where('organization_id', '=', org)
     .where('entity_type', '=', 'Contact')
     .where('entity_id', '=', contactId)
@@ -120,7 +120,7 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
   // address (in a message, say) loses the address.
   await trx
     .updateTable('handoffs')
-    .set({ package: JSON.stringify({ version: 1, erased: true }), reason: null } as never)
+    .set({ package: JSON.stringify({ version: 1, erased: true }), reason: null })
     .where('organization_id', '=', org)
     .where('contact_id', '=', contactId)
     .execute();
@@ -138,7 +138,7 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
   // kind and time (the deal's history) but not what was said with or about the person.
   await trx
     .updateTable('deals')
-    .set({ primary_contact_id: null, updated_at: at } as never)
+    .set({ primary_contact_id: null, updated_at: at })
     .where('organization_id', '=', org)
     .where('primary_contact_id', '=', contactId)
     .execute();

@@ -1,9 +1,9 @@
 // A suppression entry as the API shows it (SuppressionEntry).
 import type { Selectable } from 'kysely';
-import type { SuppressionEntriesTable } from '../../db/schema.js';
+import type { SuppressionEntries } from '../../db/schema.js';
 import { iso, isoNN } from '../platform/ids.js';
 
-export type SuppressionRow = Selectable<SuppressionEntriesTable>;
+export type SuppressionRow = Selectable<SuppressionEntries>;
 type Reason = 'MANUAL_BLOCK' | 'UNSUBSCRIBE' | 'HARD_BOUNCE' | 'COMPLAINT' | 'ERASURE';
 
 /** DOMAIN entries show their domain as `@domain` in `email`; hash-only (erased) entries show "". */

@@ -9,10 +9,11 @@
 // answer's entry; a hash-only match has no entry to show (the address is not stored).
 import crypto from 'node:crypto';
 import { type Kysely, type Selectable, sql } from 'kysely';
-import type { Database, SuppressionEntriesTable } from '../../db/schema.js';
+import type { Database } from '../../db/database.js';
+import type { SuppressionEntries } from '../../db/schema.js';
 import { domainOfEmail, normalizeEmail, stripPlusTag } from '../crm/domains.js';
 
-export type SuppressionRow = Selectable<SuppressionEntriesTable>;
+export type SuppressionRow = Selectable<SuppressionEntries>;
 
 export interface SuppressionMatch {
   suppressed: boolean;

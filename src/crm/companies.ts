@@ -2,7 +2,7 @@
 // never overwrites a curated name; it only backfills a name onto an unnamed company.
 import { type Selectable, sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { CompaniesTable } from '../../db/schema.js';
+import type { Companies } from '../../db/schema.js';
 import type { Handler } from '../http/handler.js';
 import { keyset, page } from '../http/paging.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
@@ -11,7 +11,7 @@ import { iso, isoNN, newId } from '../platform/ids.js';
 import { isFresh, storedDossier } from '../research/runs.js';
 import { isFreemailDomain, normalizeDomain } from './domains.js';
 
-export type CompanyRow = Selectable<CompaniesTable>;
+export type CompanyRow = Selectable<Companies>;
 
 /** Escapes LIKE wildcards so user text matches literally (backslash is Postgres's default escape). */
 export const likeEscape = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);

@@ -1,8 +1,7 @@
 // GET /contacts: the filtered keyset listing of contacts, with a substring search that decides by
 // looking how to find its term, and the page of a list (its own contacts and attached ones).
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { type Expression, type SqlBool, sql } from 'kysely';
 import { type Tx, withGenericPlan } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
 import type { Handler } from '../http/handler.js';
 import { decodeCursor, jsonPage, keyset } from '../http/paging.js';
 import { likeEscape } from './companies.js';
@@ -14,8 +13,6 @@ import { isLiveContact } from './live-contacts.js';
 type ListQuery = Parameters<Handler<'listContacts'>>[0]['query'];
 /** An item of GET /contacts, as contactListItemJson writes it. */
 type ContactListItem = ReturnType<typeof toContact> & { deletedAt: string | null; erasedAt: string | null };
-// The search view and the table have the same columns as far as listing goes; typed loosely.
-type SearchDb = Kysely<Database & { src: Database['contacts_search'] }>;
 
 /** Rows a search examines in list order to learn how common its term is. */
 const PROBE_ROWS = 300;
@@ -83,11 +80,11 @@ function searchIds(organizationId: string, query: ListQuery, search: string, lim
  * index walk of at most limit+1 rows, merged (optionally with a substring search).
  */
 function listPageIds(trx: Tx, organizationId: string, query: ListQuery & { listId: string }, search: string | null, limit: number) {
-  const db = trx as unknown as SearchDb;
   const opts = { cursor: query.cursor, limit, createdCol: 'c.created_at', idCol: 'c.id' };
   const base = () => {
-    const q = db
-      .selectFrom(`${search !== null ? 'contacts_search' : 'contacts'} as c` as 'src as c')
+    // The search view's columns are the table's, with the same types: either source is typed as the view.
+    const q = trx
+      .selectFrom(`${search !== null ? 'contacts_search' : 'contacts'} as c` as 'contacts_search as c')
       .select(['c.id', 'c.created_at'])
       .where(filters(organizationId, query));
     return search !== null ? q.where(matches('c', search)) : q;
@@ -103,10 +100,10 @@ function listPageIds(trx: Tx, organizationId: string, query: ListQuery & { listI
       .where('c.list_id', '<>', query.listId),
     { ...opts, createdCol: 'm.contact_created_at', idCol: 'm.contact_id' },
   );
-  return db
+  return trx
     .selectFrom(own.as('o'))
     .select('o.id')
-    .unionAll(db.selectFrom(attached.as('a')).select('a.id'));
+    .unionAll(trx.selectFrom(attached.as('a')).select('a.id'));
 }
 
 /** A page of GET /contacts, its items written straight to JSON. */

@@ -1,9 +1,9 @@
 // Contact lists: the public ContactList shape and the list operations. Archiving (operator API)
 // and soft-deleting are different things: an archived list is still readable by id; a deleted one
 // is 404, keeps its contacts, and emits no event.
-import { type Selectable, sql } from 'kysely';
-import type { Tx } from '../../db/database.js';
-import type { ContactListsTable } from '../../db/schema.js';
+import { type Selectable, sql, type UpdateObject } from 'kysely';
+import type { Database, Tx } from '../../db/database.js';
+import type { ContactLists } from '../../db/schema.js';
 import { organizationOwnerId } from '../account/people.js';
 import { outboundEntitled } from '../account/plans.js';
 import { startListGeneration } from '../drafting/list-generation.js';
@@ -15,7 +15,7 @@ import { iso, isoNN, newId } from '../platform/ids.js';
 import { IN_FLIGHT_SEQUENCE_STATUSES, pauseSequences } from '../sequences/lifecycle.js';
 import { isLiveContact } from './live-contacts.js';
 
-export type ListRow = Selectable<ContactListsTable>;
+export type ListRow = Selectable<ContactLists>;
 
 /** The public ContactList shape; `userId` falls back to the organization owner for unattributed keys. */
 export function toContactList(r: ListRow, ownerId: string) {
@@ -243,8 +243,8 @@ type OperatorListChange = Parameters<AdminHandler<'adminUpdateList'>>[0]['body']
  * from); a context change emits list.context_updated. 404 for a deleted or unknown list.
  */
 export async function updateListByOperator(trx: Tx, organizationId: string, listId: string, body: OperatorListChange) {
-  const set: Record<string, unknown> = {};
-  if (body.archived !== undefined) set.archived_at = body.archived ? sql`coalesce(archived_at, now_ms())` : null;
+  const set: UpdateObject<Database, 'contact_lists'> = {};
+  if (body.archived !== undefined) set.archived_at = body.archived ? sql<Date>`coalesce(archived_at, now_ms())` : null;
   if (body.isTest !== undefined) set.is_test = body.isTest;
   const sent = Object.entries(LIST_CONTEXT).filter(([field]) => body[field as keyof typeof LIST_CONTEXT] !== undefined);
   if (sent.length > 0) {
@@ -277,7 +277,7 @@ export async function updateListByOperator(trx: Tx, organizationId: string, list
   }
   const r = await trx
     .updateTable('contact_lists')
-    .set({ ...set, updated_at: sql`now_ms()` } as never)
+    .set({ ...set, updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', organizationId)
     .where('id', '=', listId)
     .where('deleted_at', 'is', null)

@@ -2,13 +2,13 @@
 // keyset list of GET /deals/{id}/history.
 import { type Selectable, sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { DealStageHistoryTable } from '../../db/schema.js';
+import type { DealStageHistory } from '../../db/schema.js';
 import { keyset, page } from '../http/paging.js';
 import { isoNN, newId } from '../platform/ids.js';
 import { requireDeal } from './read.js';
 import type { StageRow } from './stages.js';
 
-type HistoryRow = Selectable<DealStageHistoryTable>;
+type HistoryRow = Selectable<DealStageHistory>;
 
 /**
  * Writes a stage-history row. Its createdAt is kept strictly after the deal's previous row so

@@ -4,7 +4,7 @@
 
 import type { Selectable } from 'kysely';
 import { epochMs, type Tx } from '../../db/database.js';
-import type { DealsTable } from '../../db/schema.js';
+import type { Deals } from '../../db/schema.js';
 import { isLiveContact } from '../crm/live-contacts.js';
 import type { operations } from '../http/handler.js';
 import { jsonPage, keyset } from '../http/paging.js';
@@ -12,7 +12,7 @@ import { invalid, notFound } from '../http/problems.js';
 import { msJson } from '../platform/ids.js';
 import type { ForecastCategory } from './stages.js';
 
-export type DealRow = Selectable<DealsTable>;
+export type DealRow = Selectable<Deals>;
 export type Deal = operations['getDeal']['responses'][200]['content']['application/json'];
 
 /** The resource type of the deal.* events. */

@@ -2,12 +2,12 @@
 // resolving the stage a request names, and the DealStage shape.
 import { type Selectable, sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { DealStagesTable } from '../../db/schema.js';
+import type { DealStages } from '../../db/schema.js';
 import type { operations } from '../http/handler.js';
 import { invalid, ProblemError } from '../http/problems.js';
 import { newId } from '../platform/ids.js';
 
-export type StageRow = Selectable<DealStagesTable>;
+export type StageRow = Selectable<DealStages>;
 export type ForecastCategory = NonNullable<operations['getDeal']['responses'][200]['content']['application/json']['forecastCategory']>;
 export type Category = 'active' | 'closed_won' | 'closed_lost';
 

@@ -51,7 +51,7 @@ export async function recordHardBounce(trx: Tx, org: string, b: HardBounce, cloc
   if (added) events.push(added.event);
   let pause = trx
     .updateTable('contact_sequences')
-    .set({ status: 'PAUSED', paused_from: sql`status`, paused_at: sql`now_ms()`, updated_at: sql`now_ms()` } as never)
+    .set({ status: 'PAUSED', paused_from: sql`status`, paused_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', org)
     .where('status', 'in', ['QUEUED', 'ACTIVE']);
   if (b.sequenceId !== null) pause = pause.where('id', '=', b.sequenceId);

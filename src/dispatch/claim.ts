@@ -120,7 +120,7 @@ export function takeStepData(rows: Row[], data: StepData): void {
       draftId: d.id,
       subject: d.subject,
       body: d.body,
-      stepCount: (s.steps as unknown[]).length,
+      stepCount: s.steps.length,
       seqMailbox: s.mailbox_id,
       seqStatus: s.status,
     });
@@ -162,7 +162,7 @@ export async function writeClaims(
           html_body: String(m.html),
           headers: JSON.stringify(headers),
           status: 'sending',
-          sent_at: sql`now_ms()`,
+          sent_at: sql<Date>`now_ms()`,
           queue_id: c.queueId,
           sequence_id: c.sequenceId,
           step: c.step,
@@ -170,7 +170,7 @@ export async function writeClaims(
           recipient_domain: domainOfEmail(to),
           message_id: String(m.messageId),
         };
-      }) as never,
+      }),
     )
     .execute();
   await sql`

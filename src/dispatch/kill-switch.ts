@@ -11,7 +11,7 @@ export async function killSwitch(db: Db): Promise<{ emailKillSwitch: boolean }> 
 export async function setKillSwitch(db: Db, on: boolean): Promise<{ emailKillSwitch: boolean }> {
   const r = await db
     .updateTable('platform_settings')
-    .set({ email_kill_switch: on, updated_at: sql`now_ms()` } as never)
+    .set({ email_kill_switch: on, updated_at: sql<Date>`now_ms()` })
     .returning('email_kill_switch')
     .executeTakeFirstOrThrow();
   return { emailKillSwitch: r.email_kill_switch };

@@ -2,8 +2,8 @@
 // through the mailbox's own server, or the deployment's), changed and verified again, listed. The
 // SMTP URL and the DKIM key are stored sealed. A mailbox's state is a signal of the
 // organization's health.
-import { sql } from 'kysely';
-import { type Db, type Tx, withSystem } from '../../db/database.js';
+import { sql, type UpdateObject } from 'kysely';
+import { type Database, type Db, type Tx, withSystem } from '../../db/database.js';
 import { recheckOrgHealth } from '../account/org-health.js';
 import type { adminOperations } from '../http/handler.js';
 import { invalid, notFound } from '../http/problems.js';
@@ -75,8 +75,8 @@ export async function createMailbox(db: Db, services: Services, orgId: string, b
         dkim_key_sealed: body.dkim ? services.secretBox.seal(body.dkim.privateKey) : null,
         status: failure === null ? 'verified' : 'failed',
         status_reason: failure,
-        verified_at: failure === null ? sql`now_ms()` : null,
-      } as never)
+        verified_at: failure === null ? sql<Date>`now_ms()` : null,
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
     await recheckOrgHealth(trx, orgId, services.clock);
@@ -109,20 +109,20 @@ export async function updateMailbox(db: Db, services: Services, orgId: string, m
       ? 'the SMTP URL cannot be read (the secret key changed): add the mailbox again'
       : await handshake(services, url);
   return withSystem(db, async (trx) => {
-    const set: Record<string, unknown> = { updated_at: sql`now_ms()` };
+    const set: UpdateObject<Database, 'mailboxes'> = { updated_at: sql<Date>`now_ms()` };
     if (body.name !== undefined) set.name = body.name;
     if (body.dailyCap !== undefined) set.daily_cap = body.dailyCap;
     if (failure !== undefined) {
       Object.assign(
         set,
         failure === null
-          ? { status: 'verified', status_reason: null, verified_at: sql`now_ms()`, paused_at: null }
+          ? { status: 'verified', status_reason: null, verified_at: sql<Date>`now_ms()`, paused_at: null }
           : { status: 'failed', status_reason: failure },
       );
     }
     const row = await trx
       .updateTable('mailboxes')
-      .set(set as never)
+      .set(set)
       .where('organization_id', '=', orgId)
       .where('id', '=', mailboxId)
       .returningAll()

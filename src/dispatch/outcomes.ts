@@ -66,7 +66,7 @@ async function releaseNext(trx: Tx, org: string, after: { sequenceId: string; st
 export async function markPossiblySent(trx: Tx, org: string, recordId: string, detail: string): Promise<boolean> {
   const r = await trx
     .updateTable('send_records')
-    .set({ status: 'possibly_sent', smtp_response: detail.slice(0, 1000) } as never)
+    .set({ status: 'possibly_sent', smtp_response: detail.slice(0, 1000) })
     .where('organization_id', '=', org)
     .where('id', '=', recordId)
     .where('status', '=', 'sending')
@@ -75,7 +75,7 @@ export async function markPossiblySent(trx: Tx, org: string, recordId: string, d
   if (!r) return false;
   await trx
     .updateTable('send_queue')
-    .set({ state: 'possibly_sent', held_by: 'possibly_sent', held_detail: detail.slice(0, 500), updated_at: sql`now_ms()` } as never)
+    .set({ state: 'possibly_sent', held_by: 'possibly_sent', held_detail: detail.slice(0, 500), updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', org)
     .where('id', '=', r.queue_id!)
     .where('state', '=', 'sending')
@@ -159,7 +159,7 @@ async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome
   const ref = { sequenceId: c.sequenceId, contactId: c.contactId, draftId: c.draftId, step: c.step };
   await trx
     .updateTable('send_queue')
-    .set({ state: 'failed', held_by: 'hard_bounce', held_detail: outcome.response.slice(0, 500), updated_at: sql`now_ms()` } as never)
+    .set({ state: 'failed', held_by: 'hard_bounce', held_detail: outcome.response.slice(0, 500), updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', org)
     .where('id', '=', c.queueId)
     .execute();
@@ -189,7 +189,7 @@ async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome
 async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome): Promise<EmitInput[]> {
   await trx
     .updateTable('send_records')
-    .set({ status: 'failed', smtp_response: outcome.response } as never)
+    .set({ status: 'failed', smtp_response: outcome.response })
     .where('organization_id', '=', org)
     .where('id', '=', c.recordId)
     .execute();
@@ -213,7 +213,7 @@ async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome)
   }
   await trx
     .updateTable('send_queue')
-    .set({ state: 'failed', held_by: 'transport_failed', held_detail: outcome.response.slice(0, 500), updated_at: sql`now_ms()` } as never)
+    .set({ state: 'failed', held_by: 'transport_failed', held_detail: outcome.response.slice(0, 500), updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', org)
     .where('id', '=', c.queueId)
     .execute();

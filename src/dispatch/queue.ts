@@ -52,7 +52,7 @@ export async function queueSteps(trx: Tx, organizationId: string, sequenceId: st
   if (queued.rows.length > 0) {
     await trx
       .updateTable('contact_sequences')
-      .set({ status: 'QUEUED', updated_at: sql`now_ms()` } as never)
+      .set({ status: 'QUEUED', updated_at: sql<Date>`now_ms()` })
       .where('organization_id', '=', org)
       .where('id', '=', sequenceId)
       .where('status', 'in', ['DRAFTED', 'APPROVED'])
@@ -70,7 +70,7 @@ export async function cancelQueued(
 ): Promise<number> {
   let q = trx
     .updateTable('send_queue')
-    .set({ state: 'skipped', held_by: reason, updated_at: sql`now_ms()` } as never)
+    .set({ state: 'skipped', held_by: reason, updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', organizationId)
     .where('state', 'in', ['queued', 'deferred']);
   if (where.sequenceIds) q = q.where('sequence_id', 'in', where.sequenceIds.length ? where.sequenceIds : ['']);

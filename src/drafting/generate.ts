@@ -193,7 +193,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
   const derived = new Map<string, Derived>();
   for (const s of input.sequences) {
     if (!GENERATING_STATUSES.includes(s.status)) continue;
-    const steps = (s.steps as TemplateStep[]).filter((st) => wanted(req.mode, req.pass, input.drafts.live.get(`${s.id}:${st.step}`)));
+    const steps = s.steps.filter((st) => wanted(req.mode, req.pass, input.drafts.live.get(`${s.id}:${st.step}`)));
     if (steps.length === 0) continue;
     const c = input.contacts.get(s.contact_id);
     const refusal =
@@ -240,11 +240,11 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
         contact: c.id,
         account: c.company_id,
         step: st,
-        stepCount: (s.steps as TemplateStep[]).length,
+        stepCount: s.steps.length,
         scheduledAt: new Date(anchor.getTime() + st.dayOffset * DAY_MS),
         ctx: {
           step: st,
-          stepCount: (s.steps as TemplateStep[]).length,
+          stepCount: s.steps.length,
           research,
           known,
           contactFunction: functionOf(c.title),
@@ -446,7 +446,7 @@ async function commit(
   const changed: Array<{ id: string; status: string }> = [];
   for (const s of seqs) {
     if (!GENERATING_STATUSES.includes(s.status)) continue;
-    const steps = s.steps as TemplateStep[];
+    const steps = s.steps;
     const drafts = steps.map((st) => live.get(`${s.id}:${st.step}`));
     if (drafts.some((d) => !d)) continue;
     const next = drafts.every((d) => d!.status === 'APPROVED') ? 'APPROVED' : 'DRAFTED';
@@ -480,7 +480,7 @@ async function commit(
       .set({
         drafts_generated: sql`drafts_generated + ${go.length}`,
         drafts_failed: sql`drafts_failed + ${failures.length}`,
-      } as never)
+      })
       .where('organization_id', '=', org)
       .where('id', '=', req.runId)
       .execute();

@@ -153,7 +153,7 @@ export async function runListChunk(deps: Deps, org: string, runId: string, chunk
     if (reuse.length > 0) {
       await trx
         .updateTable('contact_sequences')
-        .set({ list_id: run.list_id, generation_run_id: runId } as never)
+        .set({ list_id: run.list_id, generation_run_id: runId })
         .where('organization_id', '=', org)
         .where('id', 'in', reuse)
         .execute();
@@ -166,7 +166,7 @@ export async function runListChunk(deps: Deps, org: string, runId: string, chunk
         skipped_suppressed: sql`skipped_suppressed + ${counts.suppressed}`,
         skipped_collision: sql`skipped_collision + ${counts.collision}`,
         skipped_other: sql`skipped_other + ${counts.other}`,
-      } as never)
+      })
       .where('organization_id', '=', org)
       .where('id', '=', runId)
       .execute();

@@ -141,7 +141,7 @@ export async function draftWithModel(req: ModelDraftRequest, model: ModelClient)
       system: req.system,
       user: followUp ? `${req.user}\n\n${followUp}` : req.user,
       schemaName: req.schemaName,
-      schema: DRAFT_SCHEMA as unknown as Record<string, unknown>,
+      schema: DRAFT_SCHEMA,
     });
     tokens += r.usage.totalTokens;
     costCents += r.usage.costCents;

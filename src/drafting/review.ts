@@ -92,8 +92,8 @@ export async function approveDraft(trx: Tx, org: string, id: string, approval: A
     .updateTable('drafts')
     .set({
       status: 'APPROVED',
-      approved_at: sql`now_ms()`,
-      updated_at: sql`now_ms()`,
+      approved_at: sql<Date>`now_ms()`,
+      updated_at: sql<Date>`now_ms()`,
       approval: JSON.stringify({
         keyId: approval.keyId,
         userId: approval.userId,
@@ -101,7 +101,7 @@ export async function approveDraft(trx: Tx, org: string, id: string, approval: A
         evidence: d.evidence,
         guardrail: d.guardrail,
       }),
-    } as never)
+    })
     .where('organization_id', '=', org)
     .where('id', '=', d.id)
     .execute();
@@ -114,7 +114,7 @@ export async function approveDraft(trx: Tx, org: string, id: string, approval: A
   if (all && d.sequence_id !== null) {
     await trx
       .updateTable('contact_sequences')
-      .set({ status: 'APPROVED', updated_at: sql`now_ms()` } as never)
+      .set({ status: 'APPROVED', updated_at: sql<Date>`now_ms()` })
       .where('organization_id', '=', org)
       .where('id', '=', d.sequence_id)
       .where('status', 'in', ['NEW', 'DRAFTED'])
@@ -163,7 +163,7 @@ export async function rejectDraft(trx: Tx, org: string, id: string) {
     throw invalid(`A ${d.status} draft cannot be rejected (only DRAFT_GENERATED, EDITED or REGENERATED ones can).`);
   await trx
     .updateTable('drafts')
-    .set({ status: 'REJECTED', updated_at: sql`now_ms()` } as never)
+    .set({ status: 'REJECTED', updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', org)
     .where('id', '=', d.id)
     .execute();

@@ -25,7 +25,7 @@ export interface AppDeps extends PipelineDeps {
 export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   const { config, db, services, log } = deps;
   const app = new Hono<{ Variables: Vars }>();
-  mountMetrics(app as unknown as Hono<never>, { config, db: deps.metricsDb });
+  mountMetrics(app, { config, db: deps.metricsDb });
   const servedPublicDoc = JSON.stringify(publicDoc);
   const servedAdminDoc = JSON.stringify(adminDoc);
 
@@ -94,7 +94,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   app.get('/api-docs/openapi.json', (c) => c.body(servedPublicDoc, 200, { 'Content-Type': 'application/json' }));
   app.get('/admin/api-docs/openapi.json', (c) => c.body(servedAdminDoc, 200, { 'Content-Type': 'application/json' }));
   // The reference pages (/docs, /admin/docs) and their security headers, also on problem pages.
-  mountDocs(app as unknown as Hono<never>);
+  mountDocs(app);
   app.get('/problems/:slug', (c) => {
     const html = problemPage(c.req.param('slug'));
     if (html === null) throw new ProblemError('not-found', 'No such problem type.');
@@ -103,9 +103,9 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   // The page the research crawler's User-Agent names, for site owners.
   app.get('/research-bot', (c) => c.html(botPage()));
   // Unsubscribe and tracking links of sent messages (no API key: their signed token is the proof).
-  mountMailLinks(app as unknown as Hono<never>, { db, signer: services.signer, log });
+  mountMailLinks(app, { db, signer: services.signer, log });
   // Public lead form submissions (no API key: the form key in the path is the credential; any origin).
-  mountLeadCapture(app as unknown as Hono, { db, config, services, log });
+  mountLeadCapture(app, { db, config, services, log });
   app.get('/problems', (c) =>
     c.json({ data: Object.entries(PROBLEMS).map(([slug, p]) => ({ slug, ...p, type: `${config.publicBaseUrl}/problems/${slug}` })) }),
   );

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import type { Context, Hono, MiddlewareHandler } from 'hono';
+import type { Context, Env, Hono, MiddlewareHandler } from 'hono';
 import { PROBLEMS, ProblemError } from './problems.js';
 
 const require = createRequire(import.meta.url);
@@ -173,7 +173,7 @@ ${problemTable()}
 }
 
 /** Mounts the pages and their assets; call before the problem-page route so it gets the headers too. */
-export function mountDocs(app: Hono<never>): void {
+export function mountDocs<E extends Env>(app: Hono<E>): void {
   const pages = { public: page('public'), admin: page('admin') };
   app.use('/docs', pageHeaders);
   app.use('/admin/docs', pageHeaders);

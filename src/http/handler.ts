@@ -2,14 +2,23 @@
 // operations of the generated OpenAPI types, so a handler cannot answer a shape the spec lacks.
 import type { Logger } from 'pino';
 import type { Db, Tx } from '../../db/database.js';
-import type { operations as adminOperations } from '../../generated/admin.js';
-import type { operations } from '../../generated/openapi.js';
+import type { operations as adminOperations, paths as adminPaths } from '../../generated/admin.js';
+import type { operations, paths } from '../../generated/openapi.js';
 import type { Config } from '../platform/config.js';
+import type { HTTP_METHODS } from '../platform/openapi-doc.js';
 import type { Services } from '../platform/services.js';
 import type { JsonText } from './paging.js';
 
 export type OperationId = keyof operations;
 export type AdminOperationId = keyof adminOperations;
+
+/** The operation objects that a document's paths serve. */
+type PathOperation<P> = { [U in keyof P]: P[U][(typeof HTTP_METHODS)[number] & keyof P[U]] }[keyof P];
+/**
+ * The operations that a document's paths serve, by operationId: not those of its `webhooks` section
+ * (deliverPlatformEvent, which the subscriber's receiver implements, not this service).
+ */
+type Served<O, P> = { [K in keyof O]: O[K] extends PathOperation<P> ? K : never }[keyof O];
 
 type Empty = Record<string, never>;
 type Part<P, W extends string> = P extends { [K in W]?: infer X } ? ([NonNullable<X>] extends [never] ? Empty : NonNullable<X>) : Empty;
@@ -81,8 +90,14 @@ export type Handler<K extends OperationId> = (ctx: Context<operations[K]>) => Pr
  * its own short transactions bound to `auth.organizationId` (withOrg) around its slow work.
  */
 export type LongHandler<K extends OperationId> = (ctx: Omit<Context<operations[K]>, 'trx'>) => Promise<Reply<operations[K]>>;
-export type Handlers = { [K in OperationId]?: Handler<K> };
+/**
+ * Every public operation's handler. The registry (handlers/index.ts) is typed with it, so an
+ * operation of the document without a handler does not compile; a tag's module types its part
+ * `satisfies Partial<Handlers>`.
+ */
+export type Handlers = { [K in Served<operations, paths>]: Handler<K> };
 export type PublicHandler<K extends OperationId> = (ctx: PublicContext<operations[K]>) => Promise<Reply<operations[K]>>;
 export type AdminHandler<K extends AdminOperationId> = (ctx: AdminContext<adminOperations[K]>) => Promise<Reply<adminOperations[K]>>;
-export type AdminHandlers = { [K in AdminOperationId]?: AdminHandler<K> };
+/** Every operator operation's handler, complete like Handlers (handlers/admin/index.ts). */
+export type AdminHandlers = { [K in Served<adminOperations, adminPaths>]: AdminHandler<K> };
 export type { adminOperations, operations };

@@ -1,7 +1,7 @@
 // Which operation a request names: openapi-backend's router over one loaded OpenAPI document (it
 // only matches; requests are checked by our generated validators, src/http/request.ts), the raw
 // path, the path parameters, and the 404 / 405 problems of a request that names none.
-import { type Request as OABRequest, OpenAPIBackend } from 'openapi-backend';
+import { type Document, type Request as OABRequest, OpenAPIBackend } from 'openapi-backend';
 import type { OpenApiDoc, OperationInfo } from '../platform/openapi-doc.js';
 import { ProblemError } from './problems.js';
 
@@ -14,7 +14,13 @@ class Router extends OpenAPIBackend {
 }
 
 function makeRouter(doc: OpenApiDoc, apiRoot: string): Router {
-  const r = new Router({ definition: structuredClone(doc) as never, apiRoot, validate: false, quick: true, ignoreTrailingSlashes: true });
+  const r = new Router({
+    definition: structuredClone(doc) as Document,
+    apiRoot,
+    validate: false,
+    quick: true,
+    ignoreTrailingSlashes: true,
+  });
   void r.init();
   // The router rebuilds its operation list with lodash on every match; the document never
   // changes after start, so the list is computed once.

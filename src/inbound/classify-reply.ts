@@ -164,7 +164,7 @@ async function applyEffects(
   } else if (kind === 'out_of_office' && m.contactId && oooUntil) {
     await trx
       .updateTable('contacts')
-      .set({ out_of_office_until: oooUntil, updated_at: sql`now_ms()` } as never)
+      .set({ out_of_office_until: oooUntil, updated_at: sql<Date>`now_ms()` })
       .where('organization_id', '=', org)
       .where('id', '=', m.contactId)
       .execute();
@@ -234,7 +234,7 @@ export async function classifyReply(deps: Deps, org: string, id: string): Promis
     await withOrg(deps.db, org, (trx) =>
       trx
         .updateTable('messages')
-        .set({ status: 'redacted', classified_at: sql`now_ms()` } as never)
+        .set({ status: 'redacted', classified_at: sql<Date>`now_ms()` })
         .where('organization_id', '=', org)
         .where('id', '=', id)
         .where('status', '=', 'received')

@@ -11,7 +11,7 @@
 
 import crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Context, Hono } from 'hono';
+import type { Context, Env, Hono } from 'hono';
 import { sql } from 'kysely';
 import { type Db, withOrg, withSystem } from '../../db/database.js';
 import { normalizeDomain } from '../crm/domains.js';
@@ -182,10 +182,10 @@ async function formAndCount(db: Db, formKey: string, ipHash: string): Promise<Fo
   );
 }
 
-export function mountLeadCapture(app: Hono, deps: Deps): void {
+export function mountLeadCapture<E extends Env>(app: Hono<E>, deps: Deps): void {
   const { config, log } = deps;
   const wantsHtml = (c: Context) => /text\/html/i.test(c.req.header('accept') ?? '');
-  const requestId = (c: Context) => String((c as unknown as { get(k: string): unknown }).get('requestId') ?? '');
+  const requestId = (c: Context) => String(c.get('requestId') ?? '');
 
   const received = (c: Context) =>
     wantsHtml(c)

@@ -2,7 +2,7 @@
 // keyset-paged, as the InboundLead shape.
 import type { Selectable } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { InboundLeadsTable } from '../../db/schema.js';
+import type { InboundLeads } from '../../db/schema.js';
 import type { operations } from '../http/handler.js';
 import { keyset, page } from '../http/paging.js';
 import { iso, isoNN } from '../platform/ids.js';
@@ -26,7 +26,7 @@ const LEAD_COLUMNS = [
   'converted_at',
   'updated_at',
 ] as const;
-type LeadRow = Pick<Selectable<InboundLeadsTable>, (typeof LEAD_COLUMNS)[number]>;
+type LeadRow = Pick<Selectable<InboundLeads>, (typeof LEAD_COLUMNS)[number]>;
 
 function toLead(r: LeadRow) {
   return {

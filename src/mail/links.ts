@@ -5,7 +5,7 @@
 //                              contact's sequences stopped, email.unsubscribed; idempotent;
 //   GET  /t/o/{token}          the open pixel (only when the organization turned tracking on);
 //   GET  /t/c/{token}          a click: recorded, then redirected to the signed target URL.
-import type { Hono } from 'hono';
+import type { Env, Hono } from 'hono';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { type Db, type Tx, withOrg } from '../../db/database.js';
@@ -57,7 +57,7 @@ async function unsubscribe(trx: Tx, org: string, recordId: string): Promise<bool
   return added !== null || paused > 0;
 }
 
-export function mountMailLinks(app: Hono<never>, deps: LinkDeps): void {
+export function mountMailLinks<E extends Env>(app: Hono<E>, deps: LinkDeps): void {
   const verified = (purpose: 'unsubscribe' | 'open' | 'click', token: string) => {
     const p = deps.signer.verify(purpose, token);
     return p && typeof p.o === 'string' && typeof p.r === 'string' ? p : null;
@@ -90,7 +90,7 @@ export function mountMailLinks(app: Hono<never>, deps: LinkDeps): void {
       await withOrg(deps.db, p.o, async (trx) => {
         const s = await trx
           .updateTable('send_records')
-          .set({ opened_at: sql`now_ms()` } as never)
+          .set({ opened_at: sql<Date>`now_ms()` })
           .where('organization_id', '=', p.o)
           .where('id', '=', p.r)
           .where('opened_at', 'is', null)
@@ -100,7 +100,7 @@ export function mountMailLinks(app: Hono<never>, deps: LinkDeps): void {
         if (s.draft_id) {
           await trx
             .updateTable('drafts')
-            .set({ opened_at: sql`now_ms()` } as never)
+            .set({ opened_at: sql<Date>`now_ms()` })
             .where('organization_id', '=', p.o)
             .where('id', '=', s.draft_id)
             .where('opened_at', 'is', null)

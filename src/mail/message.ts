@@ -66,7 +66,8 @@ export function htmlOf(text: string, unsubscribeUrl: string, tracking: OutgoingM
     .split(/\n{2,}/)
     .map((p) => `<p>${escapeHtml(p).replace(/\n/g, '<br>')}</p>`)
     .join('\n');
-  let html = linkifyHtml(paragraphs, { defaultProtocol: 'https', target: null, rel: 'noopener' } as never);
+  // linkifyjs's option types leave out the null it accepts for `target` (no target attribute).
+  let html = linkifyHtml(paragraphs, { defaultProtocol: 'https', target: null as never, rel: 'noopener' });
   if (tracking) {
     html = html.replace(/href="([^"]+)"/g, (_, href: string) => `href="${escapeHtml(tracking.click(href.replace(/&amp;/g, '&')))}"`);
   }

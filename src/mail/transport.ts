@@ -43,19 +43,10 @@ const HANDOVER = 'outboundHandOver';
  * message to the socket, which it does after the server answered DATA.
  */
 function watchHandOver(mailer: Mail): void {
-  const pool = (
-    mailer as unknown as {
-      transporter: {
-        send(
-          mail: { data: Record<string, unknown>; message: { processFunc(f: (s: NodeJS.ReadableStream) => NodeJS.ReadableStream): void } },
-          cb: unknown,
-        ): void;
-      };
-    }
-  ).transporter;
+  const pool = mailer.transporter;
   const send = pool.send.bind(pool);
   pool.send = (mail, cb) => {
-    const flag = mail.data[HANDOVER] as HandOver | undefined;
+    const flag = (mail.data as { [HANDOVER]?: HandOver })[HANDOVER];
     if (flag) {
       mail.message.processFunc((input) => {
         const parts: Buffer[] = [];
@@ -102,7 +93,7 @@ export function smtpTransport(url: string, opts: { timeoutMs?: number; maxConnec
     connectionTimeout: timeout,
     greetingTimeout: timeout,
     socketTimeout: timeout,
-  } as never) as unknown as Mail;
+  });
   watchHandOver(t);
   const host = (() => {
     try {

@@ -1,7 +1,7 @@
 // GET /metrics: Prometheus text format for the operator, behind the operator token (ADMIN_TOKEN)
 // or METRICS_TOKEN. Request series are this process's own; the stored series are read from the
 // database at scrape time (src/metrics/stored.ts), so they are exact across processes.
-import type { Hono } from 'hono';
+import type { Env, Hono } from 'hono';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Db } from '../../db/database.js';
 import { bearerToken, tokenMatches } from '../http/auth.js';
@@ -15,7 +15,7 @@ import { storedMetrics } from './stored.js';
  * must be the owner connection: the job queue's tables are not granted to the application role.
  * Without it the stored series are left out.
  */
-export function mountMetrics(app: Hono<never>, deps: { config: Config; db?: Db }): void {
+export function mountMetrics<E extends Env>(app: Hono<E>, deps: { config: Config; db?: Db }): void {
   const register = new Registry();
   collectDefaultMetrics({ register });
   app.use('*', requestMetrics(register));

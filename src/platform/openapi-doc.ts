@@ -75,11 +75,11 @@ export function collectOperations(doc: OpenApiDoc): OperationInfo[] {
       const params = new Map<string, { param: Param; pointer: string }>();
       shared.forEach((raw, i) => {
         const r = resolve(doc, raw, `${itemPtr}/parameters/${i}`);
-        params.set(`${r.value.in}:${r.value.name}`, { param: r.value as unknown as Param, pointer: r.pointer });
+        params.set(`${r.value.in}:${r.value.name}`, { param: r.value as Param, pointer: r.pointer });
       });
       ((op.parameters as unknown[] | undefined) ?? []).forEach((raw, i) => {
         const r = resolve(doc, raw, `${opPtr}/parameters/${i}`);
-        params.set(`${r.value.in}:${r.value.name}`, { param: r.value as unknown as Param, pointer: r.pointer });
+        params.set(`${r.value.in}:${r.value.name}`, { param: r.value as Param, pointer: r.pointer });
       });
       let bodyPointer: string | null = null;
       let bodyRequired = false;

@@ -2,6 +2,7 @@
 // requests, and the event catalogue (the single list used by GET /webhooks/events, subscription
 // validation and the dispatcher).
 import { createRequire } from 'node:module';
+import type { components as adminComponents } from '../../generated/admin.js';
 import { collectOperations, type OpenApiDoc, type OperationInfo } from './openapi-doc.js';
 
 const require = createRequire(import.meta.url);
@@ -21,9 +22,11 @@ export const EVENT_GROUP: ReadonlyMap<string, string> = new Map(
 );
 export const isEventType = (t: string): boolean => EVENT_TYPES.includes(t);
 
+/** A key scope of the operator document's enum (`*` grants every scope). */
+export type KeyScope = adminComponents['schemas']['AdminApiKeyScope'];
 /** The 17 scope names: the operator document's key-scope enum without its `*` wildcard. */
-const scopeSchema = (adminDoc.components!.schemas as Record<string, { enum: string[] }>).AdminApiKeyScope;
-export const ALL_SCOPES: readonly string[] = scopeSchema.enum.filter((s) => s !== '*');
+const scopeSchema = (adminDoc.components!.schemas as Record<string, { enum: KeyScope[] }>).AdminApiKeyScope;
+export const ALL_SCOPES: readonly KeyScope[] = scopeSchema.enum.filter((s) => s !== '*');
 
 /** The scope each action of POST /actions needs: the operation's `x-action-scopes` map, read from the document. */
 const dispatchOp = (publicDoc.paths['/actions'] as Record<string, Record<string, unknown>>).post;

@@ -42,7 +42,7 @@ export async function researchContact(
     // A contact deleted or erased while the run was out fetching gets nothing stored.
     const row = await trx
       .updateTable('contacts')
-      .set({ research: JSON.stringify(stored), research_updated_at: deps.services.clock.now() } as never)
+      .set({ research: JSON.stringify(stored), research_updated_at: deps.services.clock.now() })
       .where('organization_id', '=', org)
       .where('id', '=', contact.id)
       .where(isLiveContact())

@@ -291,18 +291,18 @@ export function extractPage(body: Buffer, charset: string | null, baseUrl: strin
     organization: organizationOf(nodes),
     publishedAt,
     headings,
-    blocks: blocksOf(container.toArray() as unknown as DomNode[]),
+    blocks: blocksOf(container.toArray()),
     links,
     feeds,
     articles,
   };
 }
 
-const childText = (el: cheerio.Cheerio<never>, ...names: string[]): string | null => {
+const childText = (el: ReturnType<CheerioAPI>, ...names: string[]): string | null => {
   for (const name of names) {
     const c = el
       .children()
-      .filter((_, x) => (x as unknown as DomNode).name?.toLowerCase() === name)
+      .filter((_, x) => x.name?.toLowerCase() === name)
       .first();
     const t = collapse(c.text());
     if (t) return t;
@@ -323,17 +323,17 @@ export function extractFeed(body: Buffer, baseUrl: string): Article[] {
   const out: Article[] = [];
   $('item, entry').each((_, node) => {
     if (out.length >= MAX_ARTICLES) return;
-    const el = $(node) as unknown as cheerio.Cheerio<never>;
+    const el = $(node);
     const title = childText(el, 'title');
-    const links = el.children().filter((_, x) => (x as unknown as DomNode).name?.toLowerCase() === 'link');
+    const links = el.children().filter((_, x) => x.name?.toLowerCase() === 'link');
     const alternate = links
       .filter((_, x) => {
-        const rel = (x as unknown as DomNode).attribs?.rel;
+        const rel = x.attribs?.rel;
         return !rel || rel === 'alternate';
       })
       .first();
-    const href = alternate.attr('href') ?? collapse(alternate.text()) ?? (node as unknown as DomNode).attribs?.['rdf:about'];
-    const url = absolute(href || (node as unknown as DomNode).attribs?.['rdf:about'], baseUrl);
+    const href = alternate.attr('href') ?? collapse(alternate.text()) ?? node.attribs?.['rdf:about'];
+    const url = absolute(href || node.attribs?.['rdf:about'], baseUrl);
     if (!title || !url) return;
     out.push({
       title,
@@ -354,12 +354,12 @@ export function extractSitemap(
   const pages: Array<{ url: string; lastmod: string | null }> = [];
   $('url').each((_, node) => {
     if (pages.length >= MAX_SITEMAP_ENTRIES) return;
-    const el = $(node) as unknown as cheerio.Cheerio<never>;
+    const el = $(node);
     const url = absolute(childText(el, 'loc') ?? undefined, baseUrl);
     if (url) pages.push({ url, lastmod: parseDate(childText(el, 'lastmod')) });
   });
   const sitemaps = $('sitemap')
-    .map((_, node) => absolute(childText($(node) as unknown as cheerio.Cheerio<never>, 'loc') ?? undefined, baseUrl))
+    .map((_, node) => absolute(childText($(node), 'loc') ?? undefined, baseUrl))
     .get()
     .filter((u): u is string => u !== null);
   return { pages, sitemaps };

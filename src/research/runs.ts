@@ -120,7 +120,7 @@ async function reserve(
     if (running) {
       await trx
         .updateTable('research_runs')
-        .set({ status: 'abandoned', finished_at: sql`now_ms()`, error: 'the process running it stopped' } as never)
+        .set({ status: 'abandoned', finished_at: sql<Date>`now_ms()`, error: 'the process running it stopped' })
         .where('organization_id', '=', org)
         .where('id', '=', running.id)
         .execute();
@@ -202,7 +202,7 @@ async function run(deps: Deps, org: string, companyId: string, r: Extract<Reserv
     await withOrg(deps.db, org, (trx) =>
       trx
         .updateTable('research_runs')
-        .set({ status: 'failed', error: String((e as Error).message).slice(0, 500), finished_at: sql`now_ms()` } as never)
+        .set({ status: 'failed', error: String((e as Error).message).slice(0, 500), finished_at: sql<Date>`now_ms()` })
         .where('organization_id', '=', org)
         .where('id', '=', r.runId)
         .execute(),
@@ -216,8 +216,8 @@ async function run(deps: Deps, org: string, companyId: string, r: Extract<Reserv
         research: JSON.stringify(dossier),
         research_updated_at: deps.services.clock.now(),
         sources_count: JSON.stringify(dossier.researchSources.length),
-        updated_at: sql`now_ms()`,
-      } as never)
+        updated_at: sql<Date>`now_ms()`,
+      })
       .where('organization_id', '=', org)
       .where('id', '=', companyId)
       .returning('research_updated_at')
@@ -226,10 +226,10 @@ async function run(deps: Deps, org: string, companyId: string, r: Extract<Reserv
       .updateTable('research_runs')
       .set({
         status: 'completed',
-        finished_at: sql`now_ms()`,
+        finished_at: sql<Date>`now_ms()`,
         pages_fetched: dossier.coverage.pagesFetched,
         requests: dossier.coverage.requests,
-      } as never)
+      })
       .where('organization_id', '=', org)
       .where('id', '=', r.runId)
       .execute();

@@ -2,8 +2,8 @@
 // from a ready-made template), read, change, delete, and the templates. Every write checks the
 // rule as it will stand (checkRule), so a rule that could not run is refused here and never fails
 // in its job.
-import { sql } from 'kysely';
-import { type Db, type Tx, withSystem } from '../../db/database.js';
+import { sql, type UpdateObject } from 'kysely';
+import { type Database, type Db, type Tx, withSystem } from '../../db/database.js';
 import { requireOrg } from '../account/organizations.js';
 import type { adminOperations } from '../http/handler.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
@@ -127,7 +127,7 @@ export const updateRule = (db: Db, orgId: string, ruleId: string, body: RuleChan
       actions: (body.actions ?? before.actions) as RuleAction[],
     };
     checkRule(after);
-    const set: Record<string, unknown> = {};
+    const set: UpdateObject<Database, 'rules'> = {};
     if (body.name !== undefined) set.name = body.name;
     if (body.enabled !== undefined) set.enabled = body.enabled;
     if (body.triggerEventType !== undefined) set.trigger_event_type = body.triggerEventType;
@@ -135,7 +135,7 @@ export const updateRule = (db: Db, orgId: string, ruleId: string, body: RuleChan
     if (body.actions !== undefined) set.actions = JSON.stringify(body.actions);
     const row = await trx
       .updateTable('rules')
-      .set({ ...set, updated_at: sql`now_ms()` } as never)
+      .set({ ...set, updated_at: sql<Date>`now_ms()` })
       .where('organization_id', '=', orgId)
       .where('id', '=', ruleId)
       .returningAll()
@@ -160,5 +160,6 @@ export const deleteRule = (db: Db, orgId: string, ruleId: string): Promise<strin
 export const ruleTemplates = (db: Db, orgId: string) =>
   withSystem(db, async (trx) => {
     await requireOrg(trx, orgId);
+    // openapi-typescript types the property-less AdminRuleConditions object as Record<string, never>.
     return RULE_TEMPLATES.map((t) => ({ ...t, conditions: t.conditions as never, actions: [...t.actions] }));
   });

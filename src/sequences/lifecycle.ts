@@ -5,8 +5,7 @@
 // status it left in pausedFrom; resuming supersedes every unsent step's draft, regenerates them as REGENERATED
 // versions and returns the sequence to DRAFTED, awaiting approval. Sent steps stay sent.
 import { type SelectQueryBuilder, sql } from 'kysely';
-import type { Tx } from '../../db/database.js';
-import type { Database } from '../../db/schema.js';
+import type { Database, Tx } from '../../db/database.js';
 import { isLiveContact } from '../crm/live-contacts.js';
 import { cancelQueued } from '../dispatch/queue.js';
 import type { TemplateStep } from '../drafting/context.js';
@@ -78,8 +77,8 @@ const BUILTIN_STEPS: TemplateStep[] = [
 ];
 
 /** Stored template steps ({dayOffset, subject, body} in order) numbered from 1. */
-const numbered = (steps: unknown): TemplateStep[] =>
-  (steps as Array<Omit<TemplateStep, 'step'>>).map((s, i) => ({ step: i + 1, dayOffset: s.dayOffset, subject: s.subject, body: s.body }));
+const numbered = (steps: Array<Omit<TemplateStep, 'step'>>): TemplateStep[] =>
+  steps.map((s, i) => ({ step: i + 1, dayOffset: s.dayOffset, subject: s.subject, body: s.body }));
 
 /** A template the organization may use: the built-in one, its own sequence template, else an active public one. */
 export async function templateSteps(
@@ -190,7 +189,7 @@ export async function createSequence(trx: Tx, organizationId: string, input: New
       anchor_at_utc: input.anchorAtUtc ?? sql<Date>`now_ms()`,
       steps: JSON.stringify(template.steps),
       status: 'NEW',
-    } as never)
+    })
     .returning(SEQUENCE_COLUMNS)
     .executeTakeFirstOrThrow();
   await enqueueGeneration(trx, org, [row.id], 'missing');
@@ -209,7 +208,7 @@ export async function pauseSequences(
 ): Promise<number> {
   const paused = await trx
     .updateTable('contact_sequences')
-    .set({ status: 'PAUSED', paused_from: sql`status`, paused_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` } as never)
+    .set({ status: 'PAUSED', paused_from: sql`status`, paused_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', organizationId)
     .where('contact_id', 'in', contactIds as string[]) // ids or a subquery of ids
     .where('status', 'in', IN_FLIGHT_SEQUENCE_STATUSES)
@@ -237,7 +236,7 @@ export async function pauseSequences(
 export async function resumeSequences(trx: Tx, organizationId: string, contactId: string, reason: string | null): Promise<string[]> {
   const resumed = await trx
     .updateTable('contact_sequences')
-    .set({ status: 'DRAFTED', paused_at: null, updated_at: sql<Date>`now_ms()` } as never)
+    .set({ status: 'DRAFTED', paused_at: null, updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', organizationId)
     .where('contact_id', '=', contactId)
     .where('status', '=', 'PAUSED')
@@ -247,7 +246,7 @@ export async function resumeSequences(trx: Tx, organizationId: string, contactId
   if (ids.length === 0) return [];
   await trx
     .updateTable('drafts')
-    .set({ superseded_at: sql`now_ms()`, updated_at: sql`now_ms()` } as never)
+    .set({ superseded_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', organizationId)
     .where('sequence_id', 'in', ids)
     .where('superseded_at', 'is', null)

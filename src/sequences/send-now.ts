@@ -71,7 +71,7 @@ export async function sendDraftNow(trx: Tx, org: string, organization: SendingOr
     .where('superseded_at', 'is', null)
     .where('sent_at', 'is not', null)
     .executeTakeFirstOrThrow();
-  if (Number(sent.n) >= (seq.steps as unknown[]).length) return skipped('all_steps_sent');
+  if (Number(sent.n) >= seq.steps.length) return skipped('all_steps_sent');
   if (!['DRAFTED', 'APPROVED', 'QUEUED', 'ACTIVE'].includes(seq.status)) return skipped('sequence_not_active');
   const queued = await queueSteps(trx, org, d.sequence_id);
   if (queued === 0) return skipped('already_queued');

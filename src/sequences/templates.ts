@@ -18,7 +18,7 @@ export function toPublicTemplate(r: {
   name: string;
   use_case: string;
   industry: string | null;
-  steps: unknown;
+  steps: Step[];
   created_at: Date;
 }) {
   return {
@@ -26,7 +26,7 @@ export function toPublicTemplate(r: {
     name: r.name,
     useCase: r.use_case,
     industry: r.industry,
-    steps: (r.steps as Step[]).map((s, i) => ({ step: i + 1, dayOffset: s.dayOffset, subject: s.subject, body: s.body })),
+    steps: r.steps.map((s, i) => ({ step: i + 1, dayOffset: s.dayOffset, subject: s.subject, body: s.body })),
     createdAt: isoNN(r.created_at),
   };
 }

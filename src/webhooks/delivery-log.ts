@@ -2,7 +2,7 @@
 // due now) for the same event; the original row is left as it is.
 import type { Selectable } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { WebhookDeliveriesTable } from '../../db/schema.js';
+import type { WebhookDeliveries } from '../../db/schema.js';
 import type { operations } from '../http/handler.js';
 import { keyset, page } from '../http/paging.js';
 import { notFound } from '../http/problems.js';
@@ -10,7 +10,7 @@ import { iso, isoNN, newId } from '../platform/ids.js';
 import { enqueueAttempt } from './delivery.js';
 import { type EventType, findEndpoint } from './endpoints.js';
 
-type DeliveryRow = Selectable<WebhookDeliveriesTable>;
+type DeliveryRow = Selectable<WebhookDeliveries>;
 type DeliveryStatus = operations['getWebhookDelivery']['responses'][200]['content']['application/json']['status'];
 
 export function toDelivery(r: DeliveryRow) {

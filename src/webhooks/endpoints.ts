@@ -3,7 +3,7 @@
 // when it is made.
 import { type Selectable, sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import type { WebhookEndpointsTable } from '../../db/schema.js';
+import type { WebhookEndpoints } from '../../db/schema.js';
 import { recheckOrgHealth } from '../account/org-health.js';
 import type { operations } from '../http/handler.js';
 import { keyset, page } from '../http/paging.js';
@@ -16,7 +16,7 @@ import type { SecretBox } from '../platform/secret-box.js';
 import { isEventType } from '../platform/spec.js';
 import { newSigningSecret } from './signing.js';
 
-export type EndpointRow = Selectable<WebhookEndpointsTable>;
+export type EndpointRow = Selectable<WebhookEndpoints>;
 type Schemas = operations['getWebhook']['responses'][200]['content']['application/json'];
 export type EventType = Schemas['eventTypes'][number];
 type NewEndpoint = operations['createWebhook']['requestBody']['content']['application/json'];

@@ -106,7 +106,7 @@ export async function applyVerb(
   if (!repeat) {
     await trx
       .updateTable('action_items')
-      .set({ ...changesFor(verb, b, clock), updated_at: sql<Date>`now_ms()` } as never)
+      .set({ ...changesFor(verb, b, clock), updated_at: sql<Date>`now_ms()` })
       .where('organization_id', '=', org)
       .where('id', '=', item.id)
       .execute();

@@ -54,7 +54,7 @@ const snoozeContact: Runner = (r) =>
     const days = r.body.days!;
     const row = await r.trx
       .updateTable('contacts')
-      .set({ snoozed_until: sql<Date>`now_ms() + ${days} * interval '1 day'`, updated_at: sql<Date>`now_ms()` } as never)
+      .set({ snoozed_until: sql<Date>`now_ms() + ${days} * interval '1 day'`, updated_at: sql<Date>`now_ms()` })
       .where('organization_id', '=', r.org)
       .where('id', '=', r.contact.id)
       .returning('snoozed_until')
@@ -76,7 +76,7 @@ const tagContact: Runner = async (r) => {
   return unlessDegraded(r, async () => {
     await r.trx
       .updateTable('contacts')
-      .set({ tags: sql`array_append(tags, ${tag}::text)`, updated_at: sql<Date>`now_ms()` } as never)
+      .set({ tags: sql`array_append(tags, ${tag}::text)`, updated_at: sql<Date>`now_ms()` })
       .where('organization_id', '=', r.org)
       .where('id', '=', r.contact.id)
       .execute();

@@ -203,7 +203,7 @@ async function fromModel(mail: ParsedMail, model: ModelClient, reference: Date):
     const r = await model.complete<ModelAnswer>({
       ...prompt(mail, reference),
       schemaName: 'reply_intent',
-      schema: INTENT_SCHEMA as unknown as Record<string, unknown>,
+      schema: INTENT_SCHEMA,
       maxTokens: 200,
       temperature: 0,
     });
