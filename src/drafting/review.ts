@@ -5,9 +5,7 @@
 
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
-import { isDoNotContact } from '../compliance/do-not-contact.js';
-import { matchSuppression } from '../compliance/suppression-match.js';
-import { isLiveContactRow } from '../crm/live-contacts.js';
+import { contactBlock } from '../compliance/contact-block.js';
 import { queueSteps } from '../dispatch/queue.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
 import { emit } from '../platform/events.js';
@@ -65,20 +63,12 @@ export async function approveDraft(trx: Tx, org: string, id: string, approval: A
   }
   if (!APPROVABLE.includes(d.status))
     throw invalid(`A ${d.status} draft cannot be approved (only DRAFT_GENERATED, EDITED or REGENERATED ones can).`);
-  const contact = await trx
-    .selectFrom('contacts')
-    .select(['email_normalized', 'deleted_at', 'erased_at', 'tags'])
-    .where('organization_id', '=', org)
-    .where('id', '=', d.contact_id)
-    .executeTakeFirstOrThrow();
-  if (!isLiveContactRow(contact)) throw invalid("The draft's contact was deleted or erased and cannot be emailed.");
-  const suppression = await matchSuppression(trx, org, contact.email_normalized, approval.erasureHashSecret);
-  if (suppression.suppressed) {
-    throw invalid(
-      `The draft's contact cannot be emailed: the address is suppressed${suppression.entry ? ` (${suppression.entry.reason})` : ''}.`,
-    );
+  const block = await contactBlock(trx, org, d.contact_id, approval.erasureHashSecret);
+  if (block?.reason === 'contact_removed') throw invalid("The draft's contact was deleted or erased and cannot be emailed.");
+  if (block?.reason === 'suppressed') {
+    throw invalid(`The draft's contact cannot be emailed: the address is suppressed${block.entry ? ` (${block.entry.reason})` : ''}.`);
   }
-  if (isDoNotContact(contact.tags)) throw invalid("The draft's contact is tagged do-not-contact.");
+  if (block?.reason === 'do_not_contact') throw invalid("The draft's contact is tagged do-not-contact.");
   const flags = (d.guardrail as { flags?: Flag[] } | null)?.flags ?? [];
   if (d.flagged && approval.acknowledgeFlags !== true) {
     throw new ProblemError(

@@ -6,9 +6,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { outboundEntitled } from '../account/plans.js';
-import { isDoNotContact } from '../compliance/do-not-contact.js';
-import { matchSuppression } from '../compliance/suppression-match.js';
-import { isLiveContactRow } from '../crm/live-contacts.js';
+import { contactBlock } from '../compliance/contact-block.js';
 import { queueSteps } from '../dispatch/queue.js';
 import { draftForUpdate } from '../drafting/review.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
@@ -42,15 +40,8 @@ export async function sendDraftNow(trx: Tx, org: string, organization: SendingOr
     throw invalid(`Only the live APPROVED version of a step can be sent; this draft is ${d.superseded_at ? 'superseded' : d.status}.`);
   if (d.sequence_id === null) throw invalid('The draft is not part of a sequence; only sequence steps are sent.');
   const skipped = (reason: SkipReason) => ({ draftId: d.id, queued: false, queuedJobCount: 0, skippedReason: reason });
-  const contact = await trx
-    .selectFrom('contacts')
-    .select(['email_normalized', 'deleted_at', 'erased_at', 'tags'])
-    .where('organization_id', '=', org)
-    .where('id', '=', d.contact_id)
-    .executeTakeFirstOrThrow();
-  if (!isLiveContactRow(contact)) return skipped('contact_removed');
-  if ((await matchSuppression(trx, org, contact.email_normalized, erasureHashSecret)).suppressed) return skipped('suppressed');
-  if (isDoNotContact(contact.tags)) return skipped('do_not_contact');
+  const block = await contactBlock(trx, org, d.contact_id, erasureHashSecret);
+  if (block) return skipped(block.reason);
   const openDeal = await sql<{ id: string }>`
     SELECT d.id FROM deals d LEFT JOIN deal_stages s ON s.organization_id = d.organization_id AND s.id = d.stage_id
     WHERE d.organization_id = ${org} AND d.primary_contact_id = ${d.contact_id} AND d.actual_close_date IS NULL AND s.is_terminal IS NOT TRUE
