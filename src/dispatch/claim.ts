@@ -13,15 +13,7 @@ import type { SendingSettings } from './settings.js';
 
 /** The batch: the job's own step first (when it is still open), then other due steps nobody holds. */
 export async function lockBatch(trx: Tx, org: string, ownId: string | null) {
-  type Locked = {
-    id: string;
-    sequence_id: string;
-    step: number;
-    contact_id: string;
-    draft_id: string;
-    scheduled_at: Date;
-    attempts: number;
-  };
+  type Locked = Pick<Row, 'id' | 'sequence_id' | 'step' | 'contact_id' | 'draft_id' | 'scheduled_at' | 'attempts'>;
   // Two statements, each on an index (the primary key; state and due time), not one that scans every open step.
   const own =
     ownId === null
