@@ -1,5 +1,6 @@
 // The SSRF guard itself (src/net/address.ts) over the shared address table; webhooks and research
 // run the same table through their own paths (test/webhooks.test.ts, test/research.test.ts).
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { forbiddenReason, resolveTarget, UnsafeTargetError } from '../src/net/address.js';
 import { ADDRESS_CASES, urlOf } from './support/ssrf-addresses.js';
@@ -10,6 +11,34 @@ const allowed = ADDRESS_CASES.filter((c) => c.reason === null);
 describe('the SSRF guard', () => {
   it('classifies every address of the shared table: IPv4, IPv6, and IPv6 embedding IPv4 (mapped, translated, compatible, NAT64, 6to4, Teredo)', () => {
     for (const c of ADDRESS_CASES) expect.soft(forbiddenReason(c.address), `${c.form} (${c.address})`).toBe(c.reason);
+  });
+
+  it('judges an IPv4 address the same in every mapped and NAT64 spelling, refuses the other embeddings of any IPv4, and reads every spelling of an IPv6 address alike', () => {
+    const hex = (v4: string) => {
+      const [a, b, c, d] = v4.split('.').map(Number);
+      return `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+    };
+    fc.assert(
+      fc.property(fc.ipV4(), (v4) => {
+        const verdict = forbiddenReason(v4);
+        for (const form of [`::ffff:${v4}`, `::ffff:${hex(v4)}`, `0:0:0:0:0:FFFF:${v4}`, `64:ff9b::${v4}`, `64:ff9b:0:0:0:0:${hex(v4)}`])
+          expect(forbiddenReason(form), form).toBe(verdict);
+        for (const form of [`::ffff:0:${v4}`, `::${hex(v4)}`, `64:ff9b:1::${v4}`, `2002:${hex(v4)}::1`, `2001:0:${hex(v4)}::1`])
+          expect(forbiddenReason(form), form).not.toBeNull();
+      }),
+      { numRuns: 500 },
+    );
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 8, maxLength: 8 }), (groups) => {
+        const full = groups.map((g) => g.toString(16)).join(':');
+        const verdict = forbiddenReason(full);
+        expect(verdict).not.toBe('not an IP address');
+        const padded = groups.map((g) => g.toString(16).padStart(4, '0').toUpperCase()).join(':');
+        const compressed = new URL(`http://[${full}]/`).hostname.slice(1, -1);
+        for (const form of [padded, compressed, `${full}%eth0`]) expect(forbiddenReason(form), form).toBe(verdict);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('refuses a name when any address it resolves to is refused, naming that address and why, and answers the addresses of a public one', async () => {

@@ -66,12 +66,15 @@ function blockList(ranges: Range[], family: 'ipv4' | 'ipv6'): Array<[net.BlockLi
 }
 const V4_LISTS = blockList(V4, 'ipv4');
 const V6_LISTS = blockList(V6, 'ipv6');
-const [[GLOBAL_UNICAST]] = blockList([['2000::', 3, 'global unicast']], 'ipv6');
+const GLOBAL_UNICAST = new net.BlockList();
+GLOBAL_UNICAST.addSubnet('2000::', 3, 'ipv6');
 
 /**
  * The canonical text of an IPv6 address (which net.isIP accepted) and its eight 16-bit groups.
  * The WHATWG URL parser reads every written form (dotted tails, upper case, uncompressed) and
  * writes one; the zone (%eth0) names an interface, not an address, so it is dropped first.
+ * (ipaddr.js, the usual package for this, reads the IPv4-compatible ::a.b.c.d as the IPv4-mapped
+ * ::ffff:a.b.c.d, a different address, so it is not used here.)
  */
 function canonicalV6(address: string): { text: string; groups: number[] } {
   const text = new URL(`http://[${address.split('%')[0]}]/`).hostname.slice(1, -1);
