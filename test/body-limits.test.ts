@@ -247,6 +247,7 @@ describe('request bodies streamed without a length', () => {
         expect(JSON.parse(r.text), c.what).toMatchObject({ status: 413, type: expect.stringMatching(/\/problems\/payload-too-large$/) });
       }
     }
+    console.log(`bodies streamed chunked (status, MiB sent before the answer, RSS growth in MiB): ${JSON.stringify(seen)}`);
     for (const c of cases) {
       const s = seen[c.what];
       const all = JSON.stringify(seen);
