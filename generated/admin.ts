@@ -1500,7 +1500,18 @@ export interface components {
         };
     };
     responses: {
-        /** @description Invalid input: malformed JSON (`malformed-json`), wrong types, missing, unknown or out-of-range fields (`validation-failed`); nothing was changed. */
+        /** @description Too many failed authentications from this source address (`authentication-throttled`): more than 10 in a 10-minute window. The right operator token is still accepted. */
+        AuthenticationThrottled: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Invalid input: malformed JSON (`malformed-json`), a body nested deeper than 64 levels, wrong types, missing, unknown or out-of-range fields (`validation-failed`); nothing was changed. */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1552,7 +1563,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The request body exceeds 1 MiB (`payload-too-large`). */
+        /** @description The request body exceeds 1 MiB (`payload-too-large`), counted as it arrives, chunked or not. */
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1562,7 +1573,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Missing or wrong operator token (`unauthorized`). */
+        /** @description Missing or wrong operator token (`unauthorized`), answered after a fixed short delay. */
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1595,6 +1606,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description Seconds until the rate-limit window resets. */
+        "Retry-After": number;
         /** @description Requests allowed per API key in a fixed 60-second window. */
         "X-RateLimit-Limit": number;
         /** @description Unix time in seconds at which the current rate-limit window ends. */
@@ -1635,6 +1648,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1674,6 +1688,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1733,6 +1748,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1785,6 +1801,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1839,6 +1856,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1870,6 +1888,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1898,6 +1917,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1954,6 +1974,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2009,6 +2030,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2050,6 +2072,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2099,6 +2122,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2157,6 +2181,7 @@ export interface operations {
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2186,6 +2211,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2232,6 +2258,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2271,6 +2298,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2315,6 +2343,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2345,6 +2374,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2375,6 +2405,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2426,6 +2457,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2455,6 +2487,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2488,6 +2521,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2533,6 +2567,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2588,6 +2623,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2631,6 +2667,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2669,6 +2706,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2716,6 +2754,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2747,6 +2786,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict-2"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2778,6 +2818,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict-2"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2808,6 +2849,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2860,6 +2902,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2883,6 +2926,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2927,6 +2971,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2950,6 +2995,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2981,6 +3027,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };

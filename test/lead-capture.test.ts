@@ -3,9 +3,9 @@
 // that create forms and capture leads through the same path.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withSystem } from '../db/database.js';
-import { clientIp, rateKeyOf } from '../src/leads/client-ip.js';
 import { isAddress } from '../src/leads/endpoint.js';
 import { fitOf, intentOf, parseCompanySize } from '../src/leads/scoring.js';
+import { clientIp, rateKeyOf } from '../src/net/client-ip.js';
 import { eventsOf, uid } from './crm-support.js';
 import { backdate, businessEmail, leadRow, leadRows, mkForm, mkLead } from './lead-support.js';
 import { ALL_SCOPES, startService, type TestService } from './support/harness.js';

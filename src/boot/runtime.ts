@@ -13,11 +13,12 @@ import { APP_ROLE, createDb, createPool, type Db, migrate } from '../../db/datab
 import { adminHandlers } from '../../handlers/admin/index.js';
 import { handlers } from '../../handlers/index.js';
 import { createApp } from '../http/app.js';
+import { installCursorKey } from '../http/paging.js';
 import { type InboundListener, startInboundSmtp } from '../inbound/smtp-listener.js';
-import { createIpHasher } from '../leads/client-ip.js';
 import { createModelClient } from '../llm/client.js';
 import { createSigner } from '../mail/tokens.js';
 import { createTransports } from '../mail/transports.js';
+import { createIpHasher } from '../net/client-ip.js';
 import { type Clock, systemClock } from '../platform/clock.js';
 import type { Config } from '../platform/config.js';
 import { ConfigError, loadConfig } from '../platform/config.js';
@@ -62,6 +63,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
   const db = createDb(appPool);
   const ownerDb = createDb(ownerPool);
   const secretKey = loadSecretKey(config.webhookSecretKey, config.dataDir);
+  installCursorKey(secretKey);
   const secretBox = createSecretBox(secretKey);
   const services: Services = {
     secretBox,

@@ -10,6 +10,7 @@ import { mountMailLinks } from '../mail/links.js';
 import { mountMetrics } from '../metrics/index.js';
 import { adminDoc, publicDoc } from '../platform/spec.js';
 import { botPage } from '../research/robots.js';
+import { authThrottle } from './auth-throttle.js';
 import { mountDocs } from './docs.js';
 import { mountOperatorApi, mountPublicApi, type PipelineDeps } from './pipeline.js';
 import { PROBLEMS, ProblemError, problemBody, problemPage } from './problems.js';
@@ -25,7 +26,9 @@ export interface AppDeps extends PipelineDeps {
 export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   const { config, db, services, log } = deps;
   const app = new Hono<{ Variables: Vars }>();
-  mountMetrics(app, { config, db: deps.metricsDb });
+  // Failed authentications with the operator token, on the operator API and GET /metrics alike.
+  const throttle = authThrottle({ trustProxy: config.trustProxy });
+  mountMetrics(app, { config, db: deps.metricsDb, throttle });
   const servedPublicDoc = JSON.stringify(publicDoc);
   const servedAdminDoc = JSON.stringify(adminDoc);
 
@@ -112,7 +115,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
 
   // The API operations: the public API (keyed, and the one operation without a key) and the operator API.
   mountPublicApi(app, deps);
-  mountOperatorApi(app, deps);
+  mountOperatorApi(app, deps, throttle);
 
   return app;
 }

@@ -12,6 +12,7 @@ import type { OperationInfo } from '../platform/openapi-doc.js';
 import type { Services } from '../platform/services.js';
 import { adminDoc, adminOperations, publicDoc, publicOperations } from '../platform/spec.js';
 import { authenticate, bearerToken, enforceRate, rateHeaders, tokenMatches } from './auth.js';
+import type { AuthThrottle } from './auth-throttle.js';
 import type { AdminHandlers, AuthInfo, Handlers } from './handler.js';
 import { idempotent } from './idempotency.js';
 import { JsonText } from './paging.js';
@@ -140,14 +141,17 @@ async function keyedRequest(deps: PipelineDeps, c: C, op: OperationInfo, params:
   return respond(c, reply, rh);
 }
 
-/** The operator API: the operator token, the operation, its input (a CSV import's body as a stream, within its own limit), its handler. */
-export function mountOperatorApi(app: Hono<{ Variables: Vars }>, deps: PipelineDeps): void {
+/**
+ * The operator API: the operator token (a failure slowed and limited per address by `throttle`),
+ * the operation, its input (a CSV import's body as a stream, within its own limit), its handler.
+ */
+export function mountOperatorApi(app: Hono<{ Variables: Vars }>, deps: PipelineDeps, throttle: AuthThrottle): void {
   const { config, services, log, db } = deps;
   const api = apiRoutes(adminDoc, adminOperations, '/admin/api');
   app.all('/admin/api/*', limitBody(api), async (c) => {
     const token = bearerToken(header(c, 'authorization')) ?? '';
     if (!tokenMatches(token, config.adminToken))
-      throw new ProblemError('unauthorized', 'Send the operator token as `Authorization: Bearer <ADMIN_TOKEN>`.');
+      await throttle.refuse(c, new ProblemError('unauthorized', 'Send the operator token as `Authorization: Bearer <ADMIN_TOKEN>`.'));
     const pathname = rawPathname(c.req.url);
     const op = matchOperation(api, c.req.method.toLowerCase(), pathname);
     c.set('operationId', op.operationId);
