@@ -105,7 +105,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   // Unsubscribe and tracking links of sent messages (no API key: their signed token is the proof).
   mountMailLinks(app, { db, signer: services.signer, log });
   // Public lead form submissions (no API key: the form key in the path is the credential; any origin).
-  mountLeadCapture(app, { db, config, services, log });
+  mountLeadCapture(app, { db, systemDb: deps.systemDb, config, services, log });
   app.get('/problems', (c) =>
     c.json({ data: Object.entries(PROBLEMS).map(([slug, p]) => ({ slug, ...p, type: `${config.publicBaseUrl}/problems/${slug}` })) }),
   );

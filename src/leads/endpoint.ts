@@ -17,7 +17,7 @@ import { type Db, withOrg, withSystem } from '../../db/database.js';
 import { normalizeDomain } from '../crm/domains.js';
 import { PROBLEMS, ProblemError, problemBody } from '../http/problems.js';
 import { page } from '../mail/links.js';
-import type { Deps } from '../platform/services.js';
+import type { SystemDeps } from '../platform/services.js';
 import { captureLead } from './capture.js';
 import { clientIp, rateKeyOf } from './client-ip.js';
 
@@ -161,7 +161,10 @@ interface FormHit {
   start_ms: string;
 }
 
-/** The form of the key, with the submission counted in its source address's window (one statement). */
+/**
+ * The form of the key, with the submission counted in its source address's window (one statement),
+ * on the cross-organization role: the form's organization is not known before.
+ */
 async function formAndCount(db: Db, formKey: string, ipHash: string): Promise<FormHit | undefined> {
   return withSystem(
     db,
@@ -182,7 +185,7 @@ async function formAndCount(db: Db, formKey: string, ipHash: string): Promise<Fo
   );
 }
 
-export function mountLeadCapture<E extends Env>(app: Hono<E>, deps: Deps): void {
+export function mountLeadCapture<E extends Env>(app: Hono<E>, deps: SystemDeps): void {
   const { config, log } = deps;
   const wantsHtml = (c: Context) => /text\/html/i.test(c.req.header('accept') ?? '');
   const requestId = (c: Context) => String(c.get('requestId') ?? '');
@@ -227,7 +230,7 @@ export function mountLeadCapture<E extends Env>(app: Hono<E>, deps: Deps): void 
       const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
       const ip = clientIp(incoming?.socket?.remoteAddress, c.req.header('x-forwarded-for'), config.trustProxy) ?? 'unknown';
       const ipHash = deps.services.ipHash(rateKeyOf(ip));
-      const form = await formAndCount(deps.db, formKey, ipHash);
+      const form = await formAndCount(deps.systemDb, formKey, ipHash);
       if (!form) throw new ProblemError('not-found', 'No lead form with that key.');
       if (form.count > config.leadCaptureRateLimit) {
         const retryAfter = Math.max(1, Math.ceil((Number(form.start_ms) + CAPTURE_WINDOW_SECONDS * 1000 - Date.now()) / 1000));
