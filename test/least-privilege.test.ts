@@ -8,7 +8,7 @@ import path from 'node:path';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Database, type Db, migrate, roleUrl, SYSTEM_ROLE, withOrg, withSystem } from '../db/database.js';
+import { APP_ROLE, type Database, type Db, migrate, roleUrl, SYSTEM_ROLE, WORKER_ROLE, withOrg, withSystem } from '../db/database.js';
 import { startEmbedded } from '../db/embedded.js';
 import { openRuntime, runWorker, serveHttp } from '../src/boot/runtime.js';
 import { loadConfig } from '../src/platform/config.js';
@@ -162,6 +162,27 @@ describe('row-level security by role', () => {
     );
     const counts = await sql<{ pending: number }>`select * from job_queue_counts()`.execute(svc.rt.systemDb);
     expect(counts.rows).toHaveLength(1);
+  });
+});
+
+describe("the roles' passwords", () => {
+  it("are derived from the URL's password, one per role, none the URL's, and a URL without a password is refused", () => {
+    const url = 'postgres://admin:s3cret@db.internal:5432/outbound?sslmode=require';
+    const urls = ([APP_ROLE, WORKER_ROLE, SYSTEM_ROLE] as const).map((r) => new URL(roleUrl(url, r)));
+    expect(urls.map((u) => u.username)).toEqual(['outbound_app', 'outbound_worker', 'outbound_system']);
+    expect(urls.map((u) => `${u.host}${u.pathname}${u.search}`)).toEqual(Array(3).fill('db.internal:5432/outbound?sslmode=require'));
+    const passwords = urls.map((u) => decodeURIComponent(u.password));
+    expect(new Set(passwords).size).toBe(3);
+    for (const p of passwords) expect(p).not.toContain('s3cret');
+    expect(roleUrl(url, APP_ROLE)).toBe(roleUrl(url, APP_ROLE));
+    expect(roleUrl(url.replace('s3cret', 'other'), APP_ROLE)).not.toBe(roleUrl(url, APP_ROLE));
+    const saved = process.env.PGPASSWORD;
+    delete process.env.PGPASSWORD;
+    try {
+      expect(() => roleUrl('postgres://admin@db.internal/outbound', APP_ROLE)).toThrow(/carries no password/);
+    } finally {
+      if (saved !== undefined) process.env.PGPASSWORD = saved;
+    }
   });
 });
 

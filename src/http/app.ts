@@ -18,7 +18,7 @@ import { type C, header, type Vars } from './request.js';
 export interface AppDeps extends PipelineDeps {
   /** Reports whether the database is reachable and migrated (GET /healthz). */
   health: () => Promise<boolean>;
-  /** The owner connection GET /metrics reads the job queue and stored series on; without it they are left out. */
+  /** The cross-organization connection GET /metrics reads the job queue and stored series on; without it they are left out. */
   metricsDb?: Db;
 }
 
