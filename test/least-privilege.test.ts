@@ -13,6 +13,7 @@ import { startEmbedded } from '../db/embedded.js';
 import { openRuntime, runWorker, serveHttp } from '../src/boot/runtime.js';
 import { loadConfig } from '../src/platform/config.js';
 import { createLogger } from '../src/platform/logger.js';
+import { CRONTAB } from '../src/tasks/index.js';
 import { serviceClients, startService, type TestService, waitFor } from './support/harness.js';
 
 let svc: TestService;
@@ -162,6 +163,32 @@ describe('row-level security by role', () => {
     );
     const counts = await sql<{ pending: number }>`select * from job_queue_counts()`.execute(svc.rt.systemDb);
     expect(counts.rows).toHaveLength(1);
+  });
+});
+
+describe('the sweeps', () => {
+  it('every crontab task runs to completion on the roles the worker gives it', async () => {
+    await twoOrganizations();
+    const worker = await svc.startWorker();
+    try {
+      const tasks = CRONTAB.trim()
+        .split('\n')
+        .map((line) => line.trim().split(/\s+/)[5]);
+      expect(tasks).toHaveLength(6);
+      for (const task of tasks) await worker.addJob(task, {});
+      const left = await waitFor(async () => {
+        const r = await svc.pool.query<{ task: string; last_error: string | null }>(
+          `
+          select t.identifier as task, j.last_error from graphile_worker._private_jobs j
+          join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = any($1)`,
+          [tasks],
+        );
+        return r.rows.length === 0 || r.rows.some((j) => j.last_error !== null) ? r.rows : null;
+      });
+      expect(left).toEqual([]);
+    } finally {
+      await worker.stop();
+    }
   });
 });
 
