@@ -2,10 +2,10 @@
 // (POST /admin/api/organizations/{orgId}/inbound-messages): parse the raw MIME, route it
 // (src/inbound/route.ts), and store it (INBOUND, status `received`, raw MIME kept so it can be
 // reprocessed) with reply.received, in one transaction bound to its organization (over SMTP the
-// routing reads across organizations first, in a read-only transaction of the cross-organization
-// role). In the same transaction it is classified
-// and its effects applied when no model is configured (the rules decide at once; no job, no second
-// parse); with a model, a classification job does that later (the model may be slow). Idempotent on
+// routing reads across organizations first, in a transaction of the cross-organization role that
+// only reads). In the same transaction it is classified and its effects applied when no model is
+// configured (the rules decide at once; no job, no second parse); with a model, a classification
+// job does that later (the model may be slow). Idempotent on
 // the Message-ID (a message without one gets a stable id from a hash of its bytes): a duplicate
 // delivery stores nothing new, emits nothing and enqueues nothing.
 // A message from an erased contact is not linked to the erased record and keeps neither its text
