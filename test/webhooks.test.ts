@@ -30,7 +30,7 @@ async function client(s = svc, scopes: readonly string[] = ['webhooks.manage']) 
 }
 
 async function endpointRow(id: string) {
-  return withSystem(svc.rt.db, (trx) => trx.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
+  return withSystem(svc.ownerDb, (trx) => trx.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
 }
 
 describe('registration', () => {
@@ -84,7 +84,7 @@ describe('registration', () => {
     const url = 'https://hooks.example.com/lost-key';
     const { data: first } = await api.POST('/webhooks', { body: { url, eventTypes: ['deal.won'] } });
     // As if the encryption key had changed since the secret was stored.
-    await withSystem(svc.rt.db, (trx) =>
+    await withSystem(svc.ownerDb, (trx) =>
       trx.updateTable('webhook_endpoints').set({ secret_ciphertext: 'v1.AAAA.AAAA.AAAA' }).where('id', '=', first!.id).execute(),
     );
     const { data: again, response } = await api.POST('/webhooks', { body: { url, eventTypes: ['deal.won'] } });
@@ -169,7 +169,7 @@ describe('reading, changing and deleting', () => {
       description: null,
       status: 'paused',
     });
-    await withSystem(svc.rt.db, (trx) =>
+    await withSystem(svc.ownerDb, (trx) =>
       trx.updateTable('webhook_endpoints').set({ consecutive_failures: 9, status: 'disabled' }).where('id', '=', id).execute(),
     );
     const { data: active } = await api.PATCH('/webhooks/{id}', { params: { path: { id } }, body: { status: 'active' } });
@@ -218,7 +218,7 @@ describe('reading, changing and deleting', () => {
     expect(del.data).toEqual({ id: ep!.id, deleted: true });
     expect((await api.DELETE('/webhooks/{id}', { params: { path: { id: ep!.id } } })).response.status).toBe(404);
     expect((await api.GET('/webhooks/{id}', { params: { path: { id: ep!.id } } })).response.status).toBe(404);
-    const left = await withSystem(svc.rt.db, (trx) =>
+    const left = await withSystem(svc.ownerDb, (trx) =>
       trx.selectFrom('webhook_deliveries').select('id').where('webhook_endpoint_id', '=', ep!.id).execute(),
     );
     expect(left).toEqual([]);
@@ -347,7 +347,7 @@ describe('SSRF protection (private targets refused)', () => {
     const { org, api } = await client(strict);
     const { data: ep } = await api.POST('/webhooks', { body: { url: 'https://93.184.215.14/hook', eventTypes: ['deal.won'] } });
     // As if the URL had been stored before the deployment refused private targets.
-    await withSystem(strict.rt.db, (trx) => trx.updateTable('webhook_endpoints').set({ url: rx.url }).where('id', '=', ep!.id).execute());
+    await withSystem(strict.ownerDb, (trx) => trx.updateTable('webhook_endpoints').set({ url: rx.url }).where('id', '=', ep!.id).execute());
     const test = await api.POST('/webhooks/{id}/test-deliver', { params: { path: { id: ep!.id } } });
     expect(test.data).toMatchObject({
       delivered: false,

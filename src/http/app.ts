@@ -19,7 +19,7 @@ import { type C, header, type Vars } from './request.js';
 export interface AppDeps extends PipelineDeps {
   /** Reports whether the database is reachable and migrated (GET /healthz). */
   health: () => Promise<boolean>;
-  /** The owner connection GET /metrics reads the job queue and stored series on; without it they are left out. */
+  /** The cross-organization connection GET /metrics reads the job queue and stored series on; without it they are left out. */
   metricsDb?: Db;
 }
 
@@ -108,7 +108,7 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   // Unsubscribe and tracking links of sent messages (no API key: their signed token is the proof).
   mountMailLinks(app, { db, signer: services.signer, log });
   // Public lead form submissions (no API key: the form key in the path is the credential; any origin).
-  mountLeadCapture(app, { db, config, services, log });
+  mountLeadCapture(app, { db, systemDb: deps.systemDb, config, services, log });
   app.get('/problems', (c) =>
     c.json({ data: Object.entries(PROBLEMS).map(([slug, p]) => ({ slug, ...p, type: `${config.publicBaseUrl}/problems/${slug}` })) }),
   );

@@ -27,6 +27,8 @@ export interface PipelineDeps {
   db: Db;
   /** The pool keyed requests run on: each checkout is bound to its key's organization by authentication. */
   requestDb: Db;
+  /** The cross-organization role's connection (outbound_system): the operator's work across organizations, the lead capture's form lookup. */
+  systemDb: Db;
   services: Services;
   log: Logger;
   /**
@@ -146,7 +148,7 @@ async function keyedRequest(deps: PipelineDeps, c: C, op: OperationInfo, params:
  * the operation, its input (a CSV import's body as a stream, within its own limit), its handler.
  */
 export function mountOperatorApi(app: Hono<{ Variables: Vars }>, deps: PipelineDeps, throttle: AuthThrottle): void {
-  const { config, services, log, db } = deps;
+  const { config, services, log, db, systemDb } = deps;
   const api = apiRoutes(adminDoc, adminOperations, '/admin/api');
   app.all('/admin/api/*', limitBody(api), async (c) => {
     const token = bearerToken(header(c, 'authorization')) ?? '';
@@ -161,7 +163,10 @@ export function mountOperatorApi(app: Hono<{ Variables: Vars }>, deps: PipelineD
     const stream = op.streamBody
       ? { bodyStream: c.req.raw.body as AsyncIterable<Uint8Array> | null, contentType: c.req.header('content-type') }
       : {};
-    const reply = await handlerFor(deps.adminHandlers, op)({ config, services, log, requestId: c.get('requestId'), db, ...req, ...stream });
+    const reply = await handlerFor(
+      deps.adminHandlers,
+      op,
+    )({ config, services, log, requestId: c.get('requestId'), db, systemDb, ...req, ...stream });
     return respond(c, reply, {});
   });
 }

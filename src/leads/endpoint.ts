@@ -20,7 +20,7 @@ import { readBody } from '../http/body.js';
 import { PROBLEMS, ProblemError, problemBody } from '../http/problems.js';
 import { page } from '../mail/links.js';
 import { clientIp, rateKeyOf } from '../net/client-ip.js';
-import type { Deps } from '../platform/services.js';
+import type { SystemDeps } from '../platform/services.js';
 import { captureLead } from './capture.js';
 
 export const CAPTURE_MAX_BODY_BYTES = 32 * 1024;
@@ -144,7 +144,10 @@ interface FormHit {
   start_ms: string;
 }
 
-/** The form of the key, with the submission counted in its source address's window (one statement). */
+/**
+ * The form of the key, with the submission counted in its source address's window (one statement),
+ * on the cross-organization role: the form's organization is not known before.
+ */
 async function formAndCount(db: Db, formKey: string, ipHash: string): Promise<FormHit | undefined> {
   return withSystem(
     db,
@@ -165,7 +168,7 @@ async function formAndCount(db: Db, formKey: string, ipHash: string): Promise<Fo
   );
 }
 
-export function mountLeadCapture<E extends Env>(app: Hono<E>, deps: Deps): void {
+export function mountLeadCapture<E extends Env>(app: Hono<E>, deps: SystemDeps): void {
   const { config, log } = deps;
   const wantsHtml = (c: Context) => /text\/html/i.test(c.req.header('accept') ?? '');
   const requestId = (c: Context) => String(c.get('requestId') ?? '');
@@ -210,7 +213,7 @@ export function mountLeadCapture<E extends Env>(app: Hono<E>, deps: Deps): void 
       const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
       const ip = clientIp(incoming?.socket?.remoteAddress, c.req.header('x-forwarded-for'), config.trustProxy) ?? 'unknown';
       const ipHash = deps.services.ipHash(rateKeyOf(ip));
-      const form = await formAndCount(deps.db, formKey, ipHash);
+      const form = await formAndCount(deps.systemDb, formKey, ipHash);
       if (!form) throw new ProblemError('not-found', 'No lead form with that key.');
       if (form.count > config.leadCaptureRateLimit) {
         const retryAfter = Math.max(1, Math.ceil((Number(form.start_ms) + CAPTURE_WINDOW_SECONDS * 1000 - Date.now()) / 1000));
