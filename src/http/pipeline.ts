@@ -10,7 +10,7 @@ import { type Db, transactionOn } from '../../db/database.js';
 import type { Config } from '../platform/config.js';
 import type { OperationInfo } from '../platform/openapi-doc.js';
 import type { Services } from '../platform/services.js';
-import { adminDoc, adminOperations, publicDoc, publicOperations } from '../platform/spec.js';
+import { adminOperations, publicOperations } from '../platform/spec.js';
 import { authenticate, bearerToken, enforceRate, rateHeaders, tokenMatches } from './auth.js';
 import type { AdminHandlers, AuthInfo, Handlers } from './handler.js';
 import { idempotent } from './idempotency.js';
@@ -61,7 +61,7 @@ function handlerFor(map: object, op: OperationInfo): AnyHandler {
 
 /** The public API: each request to the operation it names, keyed or (the one operation that needs no key) public. */
 export function mountPublicApi(app: Hono<{ Variables: Vars }>, deps: PipelineDeps): void {
-  const api = apiRoutes(publicDoc, publicOperations, '/api/v1');
+  const api = apiRoutes(publicOperations, '/api/v1');
   app.options('/api/v1/public-templates', publicPreflight);
   // Not async: the pipeline's promise is the route's, with no further one around it (a route's
   // synchronous throw reaches onError like a rejection).
@@ -143,7 +143,7 @@ async function keyedRequest(deps: PipelineDeps, c: C, op: OperationInfo, params:
 /** The operator API: the operator token, the operation, its input (a CSV import's body as a stream, within its own limit), its handler. */
 export function mountOperatorApi(app: Hono<{ Variables: Vars }>, deps: PipelineDeps): void {
   const { config, services, log, db } = deps;
-  const api = apiRoutes(adminDoc, adminOperations, '/admin/api');
+  const api = apiRoutes(adminOperations, '/admin/api');
   app.all('/admin/api/*', limitBody(api), async (c) => {
     const token = bearerToken(header(c, 'authorization')) ?? '';
     if (!tokenMatches(token, config.adminToken))
