@@ -16,7 +16,7 @@ import type { AdminHandlers, AuthInfo, Handlers } from './handler.js';
 import { idempotent } from './idempotency.js';
 import { JsonText } from './paging.js';
 import { ProblemError } from './problems.js';
-import { type C, header, limitBody, parseRequest, type Vars } from './request.js';
+import { type C, header, limitBody, parseRequest, receiveBody, type Vars } from './request.js';
 import { apiRoutes, matchOperation, rawPathname } from './routing.js';
 
 /** What the pipelines run handlers with. */
@@ -113,6 +113,7 @@ async function admit(deps: PipelineDeps, c: C, op: OperationInfo, params: Record
 /** A request with an API key. */
 async function keyedRequest(deps: PipelineDeps, c: C, op: OperationInfo, params: Record<string, string>): Promise<Response> {
   const { config, requestDb, services, log, db } = deps;
+  await receiveBody(c, op);
   // A long-running operation (research) gives its connection back before its slow work, so
   // waiting on the outside world holds no connection and no transaction.
   if (op.longRunning) {
