@@ -70,10 +70,15 @@ async function checkUrl(config: Config, url: string, lookup: Lookup | undefined)
   }
 }
 
-/** The endpoint (locked with `lock`); 404 when unknown or foreign. */
-export async function findEndpoint(trx: Tx, orgId: string, id: string, lock = false): Promise<EndpointRow> {
+/**
+ * The endpoint; 404 when unknown or foreign. `lock`: `change` to change it (FOR NO KEY UPDATE),
+ * `keep` to keep it from being deleted while rows of it are written (FOR KEY SHARE). Either is the
+ * first lock of its transaction's lock order (src/webhooks/delivery.ts).
+ */
+export async function findEndpoint(trx: Tx, orgId: string, id: string, lock?: 'change' | 'keep'): Promise<EndpointRow> {
   let q = trx.selectFrom('webhook_endpoints').selectAll().where('organization_id', '=', orgId).where('id', '=', id);
-  if (lock) q = q.forUpdate();
+  if (lock === 'change') q = q.forNoKeyUpdate();
+  if (lock === 'keep') q = q.forKeyShare();
   const row = await q.executeTakeFirst();
   if (!row) throw notFound('webhook endpoint');
   return row;
@@ -118,7 +123,7 @@ async function storeRegistration(trx: Tx, orgId: string, body: NewEndpoint, even
     .orderBy('created_at')
     .orderBy('id')
     .limit(1)
-    .forUpdate()
+    .forNoKeyUpdate()
     .executeTakeFirst();
   if (existing) {
     let secret = box.open(existing.secret_ciphertext);
@@ -162,7 +167,7 @@ export async function updateEndpoint(db: Db, orgId: string, id: string, body: En
 }
 
 async function storeChanges(trx: Tx, orgId: string, id: string, body: EndpointChanges, eventTypes: string[] | undefined, clock: Clock) {
-  const current = await findEndpoint(trx, orgId, id, true);
+  const current = await findEndpoint(trx, orgId, id, 'change');
   const row = await trx
     .updateTable('webhook_endpoints')
     .set({
@@ -197,7 +202,7 @@ export async function deleteEndpoint(trx: Tx, orgId: string, id: string, clock: 
 }
 
 export async function rotateEndpointSecret(trx: Tx, orgId: string, id: string, box: SecretBox) {
-  await findEndpoint(trx, orgId, id, true);
+  await findEndpoint(trx, orgId, id, 'change');
   const secret = freshSecret(box);
   const row = await trx
     .updateTable('webhook_endpoints')
