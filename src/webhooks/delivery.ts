@@ -15,13 +15,15 @@
 // Lock order (every job and request that touches webhook endpoints and organizations keeps it,
 // so none waits in a cycle; spec/decisions/webhooks-events.md):
 //   1. webhook_endpoints rows, several in ascending id: FOR KEY SHARE where the endpoint only has
-//      to stay (fan-out and recording lock their endpoints this way first, which only a delete
-//      waits for), FOR NO KEY UPDATE or the UPDATE itself to change one, the DELETE to remove one;
+//      to stay (a fan-out locks its endpoints so first, which only a delete waits for; a replay),
+//      FOR NO KEY UPDATE or the UPDATE itself to change one (recording, PATCH, rotate-secret,
+//      re-registration), the DELETE to remove one;
 //   2. webhook_deliveries rows;
 //   3. the organization's row (its health), last and once per transaction.
+// Recording locks and updates the endpoints whose count changes (id order) before its deliveries,
+// and rechecks the organization's health once, after them all, not as each endpoint is disabled.
 // The requests (src/webhooks/endpoints.ts, delivery-log.ts) each lock one endpoint before its
-// deliveries and recheck the organization's health at their end; recording disables endpoints
-// in id order and rechecks the health once, after the last.
+// deliveries and recheck the organization's health at their end.
 import { type RawBuilder, sql } from 'kysely';
 import { type Tx, withOrg } from '../../db/database.js';
 import { recheckOrgHealth } from '../account/org-health.js';
@@ -112,12 +114,6 @@ class HeldByAnotherRun extends Error {
   }
 }
 
-/** Locks endpoints FOR KEY SHARE in id order: the first step of the lock order (see the top of this file). */
-async function lockEndpoints(trx: Tx, organizationId: string, ids: string[]): Promise<void> {
-  await sql`SELECT id FROM webhook_endpoints WHERE organization_id = ${organizationId} AND id = ANY (${[...new Set(ids)].sort()}::text[])
-    ORDER BY id FOR KEY SHARE`.execute(trx);
-}
-
 /** Enqueues one attempt of a delivery row (inside the caller's transaction). */
 export async function enqueueAttempt(trx: Tx, organizationId: string, deliveryId: string, attempt: number, runAt?: Date): Promise<void> {
   await sql`SELECT enqueue_job('deliver_webhook',
@@ -152,72 +148,100 @@ async function attempt(deps: Deps, d: LoadedDelivery): Promise<AttemptResult> {
   });
 }
 
-/** Records one attempt's outcome under this run's claim; true when it disabled the endpoint. */
-async function record(deps: Deps, trx: Tx, organizationId: string, d: LoadedDelivery, r: AttemptResult): Promise<boolean> {
-  const guard = sql`organization_id = ${organizationId} AND id = ${d.id} AND attempt = ${d.attempt} AND status IN ('pending', 'retrying')
-    AND claimed_at = ${d.claimed_at}::timestamptz`;
-  if (r.outcome === 'skip') {
-    await sql`UPDATE webhook_deliveries SET status = 'failed', http_status = NULL, error_message = ${r.error}, claimed_at = NULL, updated_at = now_ms()
-      WHERE ${guard}`.execute(trx);
-    return false;
+/**
+ * Records the outcomes in one transaction, in the lock order: (1) the endpoints whose failure
+ * count or lastDeliveryAt changes, locked in id order and updated; (2) the deliveries, each only
+ * while this run still holds its claim, with the next attempt's job; (3) the organization's
+ * health, once, when an endpoint was disabled. A batch holds at most one delivery per endpoint (a
+ * fan-out makes one row per endpoint; a scheduled attempt is one row).
+ */
+async function recordAll(deps: Deps, trx: Tx, org: string, rows: LoadedDelivery[], results: AttemptResult[]): Promise<void> {
+  const counted = rows.map((d, i) => ({ d, r: results[i] })).filter((x) => x.r.outcome !== 'skip');
+  const ok = (r: AttemptResult) => r.outcome === 'success';
+  // (1) A failure counts, a success resets the count; only outcomes this run still holds the
+  // claim of. Every delivery of an endpoint would otherwise lock its one row: a success touches it
+  // only to reset the count or to move lastDeliveryAt on by at least a second. The endpoints are
+  // locked by one statement, in id order, then changed by another.
+  const o = sql`unnest(${counted.map((x) => x.d.id)}::text[], ${counted.map((x) => x.d.webhook_endpoint_id)}::text[],
+    ${counted.map((x) => x.d.attempt)}::int[], ${counted.map((x) => x.d.claimed_at)}::timestamptz[], ${counted.map((x) => ok(x.r))}::boolean[])
+    AS o(id, ep, attempt, claimed_at, ok)`;
+  const locked =
+    counted.length === 0
+      ? []
+      : (
+          await sql<{ id: string }>`
+    SELECT w.id FROM webhook_endpoints w
+    JOIN ${o} ON o.ep = w.id
+    JOIN webhook_deliveries d ON d.organization_id = ${org} AND d.id = o.id AND d.attempt = o.attempt
+      AND d.status IN ('pending', 'retrying') AND d.claimed_at = o.claimed_at
+    WHERE w.organization_id = ${org}
+      AND (NOT o.ok OR w.consecutive_failures <> 0 OR w.last_delivery_at IS NULL OR w.last_delivery_at < now_ms() - interval '1 second')
+    ORDER BY w.id FOR NO KEY UPDATE OF w`.execute(trx)
+        ).rows.map((w) => w.id);
+  const endpoints =
+    locked.length === 0
+      ? []
+      : (
+          await sql<{ id: string; status: string }>`
+    UPDATE webhook_endpoints w SET
+      consecutive_failures = CASE WHEN o.ok THEN 0 ELSE w.consecutive_failures + 1 END,
+      last_delivery_at = CASE WHEN o.ok THEN now_ms() ELSE w.last_delivery_at END,
+      status = CASE WHEN NOT o.ok AND w.status = 'active' AND w.consecutive_failures + 1 >= ${deps.config.webhookDisableAfterFailures}
+               THEN 'disabled' ELSE w.status END,
+      updated_at = now_ms()
+    FROM ${o} WHERE w.organization_id = ${org} AND w.id = ANY (${locked}::text[]) AND w.id = o.ep
+    RETURNING w.id, w.status`.execute(trx)
+        ).rows;
+  const disabled = counted.filter(
+    (x) =>
+      !ok(x.r) && x.d.endpoint_status === 'active' && endpoints.some((w) => w.id === x.d.webhook_endpoint_id && w.status === 'disabled'),
+  );
+  for (const x of disabled) {
+    deps.log.warn(
+      { organizationId: org, webhookEndpointId: x.d.webhook_endpoint_id },
+      'webhook endpoint disabled after consecutive failures',
+    );
   }
-  const ok = r.outcome === 'success';
-  const next = r.outcome === 'retry' && d.attempt < MAX_ATTEMPTS ? d.attempt + 1 : null;
-  const nextAt = next ? new Date(Date.now() + retryDelayMs(deps.config, next)) : null;
-  const status = ok ? 'succeeded' : next ? 'retrying' : 'failed';
-  const threshold = deps.config.webhookDisableAfterFailures;
-  const res = await sql<{ id: string; endpoint_status: string | null }>`
-    WITH d AS (
-      UPDATE webhook_deliveries SET
-        status = ${status}, attempt = ${next ?? d.attempt}, http_status = ${r.httpStatus}, error_message = ${r.error},
-        delivered_at = CASE WHEN ${ok} THEN now_ms() ELSE NULL END,
-        scheduled_at = COALESCE(${nextAt}::timestamptz, scheduled_at), claimed_at = NULL, updated_at = now_ms()
-      WHERE ${guard}
-      RETURNING id, webhook_endpoint_id
-    ), w AS (
-      UPDATE webhook_endpoints w SET
-        consecutive_failures = CASE WHEN ${ok} THEN 0 ELSE w.consecutive_failures + 1 END,
-        last_delivery_at = CASE WHEN ${ok} THEN now_ms() ELSE w.last_delivery_at END,
-        status = CASE WHEN NOT ${ok} AND w.status = 'active' AND w.consecutive_failures + 1 >= ${threshold} THEN 'disabled' ELSE w.status END,
-        updated_at = now_ms()
-      FROM d WHERE w.organization_id = ${organizationId} AND w.id = d.webhook_endpoint_id
-        -- Every delivery of an endpoint would otherwise lock its one row: a success touches it
-        -- only to reset the count or to move lastDeliveryAt on by at least a second.
-        AND (NOT ${ok} OR w.consecutive_failures <> 0 OR w.last_delivery_at IS NULL OR w.last_delivery_at < now_ms() - interval '1 second')
-      RETURNING w.status, w.consecutive_failures
-    )
-    SELECT d.id, (SELECT status FROM w) AS endpoint_status FROM d`.execute(trx);
-  if (res.rows.length === 0) return false; // another run of this attempt already recorded it
-  if (next && nextAt) await enqueueAttempt(trx, organizationId, d.id, next, nextAt);
-  if (!ok && res.rows[0].endpoint_status === 'disabled' && d.endpoint_status === 'active') {
-    deps.log.warn({ organizationId, webhookEndpointId: d.webhook_endpoint_id }, 'webhook endpoint disabled after consecutive failures');
-    return true;
-  }
-  return false;
+  // (2) Each delivery: its status, attempt number (the next one when retried), answer and due time.
+  const out = rows.map((d, i) => {
+    const r = results[i];
+    if (r.outcome === 'skip') return { d, status: 'failed', attempt: d.attempt, httpStatus: null, error: r.error, ok: false, nextAt: null };
+    const next = r.outcome === 'retry' && d.attempt < MAX_ATTEMPTS ? d.attempt + 1 : null;
+    return {
+      d,
+      status: ok(r) ? 'succeeded' : next ? 'retrying' : 'failed',
+      attempt: next ?? d.attempt,
+      httpStatus: r.httpStatus,
+      error: r.error,
+      ok: ok(r),
+      nextAt: next ? new Date(Date.now() + retryDelayMs(deps.config, next)) : null,
+    };
+  });
+  const recorded = await sql<{ id: string; attempt: number; next_at: Date | null }>`
+    UPDATE webhook_deliveries d SET
+      status = v.status, attempt = v.next_attempt, http_status = v.http_status, error_message = v.error,
+      delivered_at = CASE WHEN v.ok THEN now_ms() ELSE NULL END, scheduled_at = COALESCE(v.next_at, d.scheduled_at),
+      claimed_at = NULL, updated_at = now_ms()
+    FROM unnest(${out.map((o) => o.d.id)}::text[], ${out.map((o) => o.d.attempt)}::int[], ${out.map((o) => o.d.claimed_at)}::timestamptz[],
+                ${out.map((o) => o.status)}::text[], ${out.map((o) => o.attempt)}::int[], ${out.map((o) => o.httpStatus)}::int[],
+                ${out.map((o) => o.error)}::text[], ${out.map((o) => o.ok)}::boolean[], ${out.map((o) => o.nextAt)}::timestamptz[])
+         AS v(id, attempt, claimed_at, status, next_attempt, http_status, error, ok, next_at)
+    WHERE d.organization_id = ${org} AND d.id = v.id AND d.attempt = v.attempt AND d.status IN ('pending', 'retrying')
+      AND d.claimed_at = v.claimed_at
+    RETURNING d.id, d.attempt, v.next_at`.execute(trx);
+  // (A row not returned was recorded by another run of this attempt, whose claim replaced this one's.)
+  for (const r of recorded.rows) if (r.next_at) await enqueueAttempt(trx, org, r.id, r.attempt, r.next_at);
+  // (3) Last, once.
+  if (disabled.length > 0) await recheckOrgHealth(trx, org, deps.services.clock);
 }
 
-/**
- * Attempts the claimed deliveries in parallel, then records every outcome in one transaction, in
- * the lock order: the endpoints (KEY SHARE, by id), each delivery with its endpoint's count (by
- * endpoint id), and the organization's health once at the end if an endpoint was disabled.
- */
+/** Attempts the claimed deliveries in parallel, then records every outcome in one transaction. */
 async function attemptAll(deps: Deps, organizationId: string, rows: LoadedDelivery[]): Promise<void> {
   if (rows.length === 0) return;
   const results = await Promise.all(rows.map((d) => attempt(deps, d)));
   // Fault point for tests: a run that stops after sending, before recording.
   if (deps.services.faults.has('webhook:after-send')) throw new Error('injected fault: webhook:after-send');
-  const key = (d: LoadedDelivery) => `${d.webhook_endpoint_id} ${d.id}`;
-  const order = rows.map((_, i) => i).sort((a, b) => (key(rows[a]) < key(rows[b]) ? -1 : 1));
-  await withOrg(deps.db, organizationId, async (trx) => {
-    await lockEndpoints(
-      trx,
-      organizationId,
-      rows.map((d) => d.webhook_endpoint_id),
-    );
-    let disabled = false;
-    for (const i of order) disabled = (await record(deps, trx, organizationId, rows[i], results[i])) || disabled;
-    if (disabled) await recheckOrgHealth(trx, organizationId, deps.services.clock);
-  });
+  await withOrg(deps.db, organizationId, (trx) => recordAll(deps, trx, organizationId, rows, results));
 }
 
 /**
