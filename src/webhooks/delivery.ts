@@ -14,10 +14,10 @@
 //
 // Lock order (every job and request that touches webhook endpoints and organizations keeps it,
 // so none waits in a cycle; spec/decisions/webhooks-events.md):
-//   1. webhook_endpoints rows, several in ascending id: FOR KEY SHARE where the endpoint only has
-//      to stay (a fan-out locks its endpoints so first, which only a delete waits for; a replay),
-//      FOR NO KEY UPDATE or the UPDATE itself to change one (recording, PATCH, rotate-secret,
-//      re-registration), the DELETE to remove one;
+//   1. webhook_endpoints rows, several in ascending id: FOR NO KEY UPDATE to change one
+//      (recording, PATCH, rotate-secret, re-registration), FOR KEY SHARE to keep one while rows of
+//      it are written (a fan-out's claim, a replay: only a delete waits for it), the DELETE to
+//      remove one;
 //   2. webhook_deliveries rows;
 //   3. the organization's row (its health), last and once per transaction.
 // Recording locks and updates the endpoints whose count changes (id order) before its deliveries,
@@ -253,36 +253,38 @@ async function attemptAll(deps: Deps, organizationId: string, rows: LoadedDelive
  */
 export async function fanOut(deps: Deps, organizationId: string, eventId: string): Promise<void> {
   const lease = claimLease(deps.config);
-  const { rows, held } = await withOrg(deps.db, organizationId, async (trx) => {
-    // The subscribed active endpoints, locked first (the lock order), so none is deleted under the new rows.
-    const endpoints = await sql<{ id: string }>`
-      SELECT w.id FROM webhook_endpoints w
-      JOIN events e ON e.organization_id = w.organization_id AND e.id = ${eventId} AND e.type = ANY (w.event_types)
-      WHERE w.organization_id = ${organizationId} AND w.status = 'active'
-      ORDER BY w.id FOR KEY SHARE OF w`.execute(trx);
-    const ids = endpoints.rows.map((w) => w.id);
-    // One statement: the new rows (RETURNING, claimed as they are made), the rows an earlier run
-    // made but did not record whose claim is absent or stale (claimed now), and those whose claim
-    // holds. The scans see the table as it was before this statement's insert and update, so
-    // nothing twice.
-    return claim(
+  // One statement: the endpoints it writes rows of, locked first (KEY SHARE, by id: a delete of
+  // one waits, so no row is left behind it); the new rows, one per active endpoint subscribed to
+  // the type (RETURNING, claimed as they are made); the rows an earlier run made but did not
+  // record whose claim is absent or stale (claimed now, each after its endpoint's lock: they are
+  // joined to the locked endpoints); and those whose claim holds. The scans see the table as it
+  // was before this statement's insert and update, so nothing twice.
+  const { rows, held } = await withOrg(deps.db, organizationId, (trx) =>
+    claim(
       trx,
       organizationId,
       sql`
-    ins AS (
+    unrecorded AS (
+      SELECT id, webhook_endpoint_id, claimed_at FROM webhook_deliveries d
+      WHERE d.organization_id = ${organizationId} AND d.event_id = ${eventId} AND d.status = 'pending' AND d.attempt = 1
+        AND d.id = ${FANOUT_ID(sql`d.event_id`, sql`d.webhook_endpoint_id`)}
+    ), eps AS (
+      SELECT w.id, w.status = 'active' AND e.type = ANY (w.event_types) AS subscribed
+      FROM webhook_endpoints w
+      JOIN events e ON e.organization_id = w.organization_id AND e.id = ${eventId}
+      WHERE w.organization_id = ${organizationId}
+        AND ((w.status = 'active' AND e.type = ANY (w.event_types)) OR w.id IN (SELECT webhook_endpoint_id FROM unrecorded))
+      ORDER BY w.id FOR KEY SHARE OF w
+    ), ins AS (
       INSERT INTO webhook_deliveries (organization_id, id, webhook_endpoint_id, event_id, event_type, claimed_at)
-      SELECT e.organization_id, ${FANOUT_ID(sql`e.id`, sql`w`)}, w, e.id, e.type, now_ms()
-      FROM events e CROSS JOIN unnest(${ids}::text[]) AS w
+      SELECT e.organization_id, ${FANOUT_ID(sql`e.id`, sql`w.id`)}, w.id, e.id, e.type, now_ms()
+      FROM events e JOIN eps w ON w.subscribed
       WHERE e.organization_id = ${organizationId} AND e.id = ${eventId}
       ON CONFLICT DO NOTHING
       RETURNING id, attempt, webhook_endpoint_id, event_id, claimed_at
-    ), unrecorded AS (
-      SELECT id, claimed_at FROM webhook_deliveries d
-      WHERE d.organization_id = ${organizationId} AND d.event_id = ${eventId} AND d.status = 'pending' AND d.attempt = 1
-        AND d.id = ${FANOUT_ID(sql`d.event_id`, sql`d.webhook_endpoint_id`)}
     ), mine AS (
       UPDATE webhook_deliveries d SET claimed_at = now_ms()
-      FROM unrecorded u
+      FROM unrecorded u JOIN eps ON eps.id = u.webhook_endpoint_id
       WHERE d.organization_id = ${organizationId} AND d.id = u.id AND (d.claimed_at IS NULL OR d.claimed_at < now_ms() - ${lease})
         AND d.status = 'pending' AND d.attempt = 1
       RETURNING d.id, d.attempt, d.webhook_endpoint_id, d.event_id, d.claimed_at
@@ -293,8 +295,8 @@ export async function fanOut(deps: Deps, organizationId: string, eventId: string
       UNION ALL
       SELECT * FROM mine
     )`,
-    );
-  });
+    ),
+  );
   await attemptAll(deps, organizationId, rows);
   if (held > 0) throw new HeldByAnotherRun(held);
 }
