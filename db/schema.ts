@@ -649,6 +649,7 @@ export interface Users {
 
 export interface WebhookDeliveries {
   attempt: Generated<number>;
+  claimed_at: Timestamp | null;
   created_at: Generated<Timestamp>;
   delivered_at: Timestamp | null;
   error_message: string | null;

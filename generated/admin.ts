@@ -412,7 +412,7 @@ export interface paths {
          *     `verified`, or `failed` with the reason. The SMTP URL and the DKIM private key are sealed at
          *     rest and never shown again. Several verified mailboxes rotate: a sequence's first step goes
          *     from the one with most cap left, every later step from the same one. A second mailbox with the
-         *     same address is 400.
+         *     same address, or an `smtpUrl` that cannot be parsed, is 400.
          */
         post: operations["adminCreateMailbox"];
         delete?: never;
@@ -2239,6 +2239,11 @@ export interface operations {
                     /** Format: email */
                     email: string;
                     name?: string;
+                    /**
+                     * @description The mailbox's own SMTP server, `smtp://user:password@host:port` (STARTTLS when the
+                     *     server offers it) or `smtps://…` (TLS from the start). A URL that cannot be parsed
+                     *     (`smtp://[`) is 400 `validation-failed` on `body.smtpUrl` and adds nothing.
+                     */
                     smtpUrl?: string;
                 };
             };

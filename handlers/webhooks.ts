@@ -1,6 +1,9 @@
 // Webhook endpoints, their deliveries, and the event-type catalogue (tag webhooks). Endpoints are
 // managed in src/webhooks/endpoints.ts, deliveries read and replayed in src/webhooks/delivery-log.ts.
-import type { Handler, Handlers } from '../src/http/handler.js';
+// The operations that wait on the outside world (registration and changes resolve the URL's host,
+// a test delivery POSTs to it) are `x-long-running`: they get no request connection and open
+// their own short transactions.
+import type { Handler, Handlers, LongHandler } from '../src/http/handler.js';
 import { getDelivery, listDeliveries, replayDelivery } from '../src/webhooks/delivery-log.js';
 import {
   deleteEndpoint,
@@ -17,9 +20,12 @@ const listWebhooks: Handler<'listWebhooks'> = async ({ trx, auth, query }) => {
   return { status: 200, body: await listEndpoints(trx, auth.organizationId, query) };
 };
 
-/** Registers an endpoint, or re-registers the oldest ACTIVE one with the same URL (200). */
-const createWebhook: Handler<'createWebhook'> = async ({ trx, auth, body, config, services }) => {
-  const r = await registerEndpoint(trx, auth.organizationId, body, config, services.secretBox);
+/**
+ * Registers an endpoint, or re-registers the oldest ACTIVE one with the same URL (200).
+ * `x-long-running`: the URL's host is resolved before the registration's own transaction.
+ */
+const createWebhook: LongHandler<'createWebhook'> = async ({ db, auth, body, config, services }) => {
+  const r = await registerEndpoint(db, auth.organizationId, body, config, services);
   return r.created ? { status: 201, body: r.endpoint } : { status: 200, body: r.endpoint };
 };
 
@@ -27,8 +33,9 @@ const getWebhook: Handler<'getWebhook'> = async ({ trx, auth, params }) => {
   return { status: 200, body: await getEndpoint(trx, auth.organizationId, params.id) };
 };
 
-const updateWebhook: Handler<'updateWebhook'> = async ({ trx, auth, params, body, config, services }) => {
-  return { status: 200, body: await updateEndpoint(trx, auth.organizationId, params.id, body, config, services.clock) };
+/** `x-long-running`: a new URL's host is resolved before the change's own transaction. */
+const updateWebhook: LongHandler<'updateWebhook'> = async ({ db, auth, params, body, config, services }) => {
+  return { status: 200, body: await updateEndpoint(db, auth.organizationId, params.id, body, config, services) };
 };
 
 /** Hard delete: the delivery history goes with it; queued attempts find nothing and do nothing. */
@@ -41,9 +48,9 @@ const rotateWebhookSecret: Handler<'rotateWebhookSecret'> = async ({ trx, auth, 
   return { status: 200, body: await rotateEndpointSecret(trx, auth.organizationId, params.id, services.secretBox) };
 };
 
-/** A signed synthetic event, sent now and reported; nothing is stored or counted. */
-const testDeliverWebhook: Handler<'testDeliverWebhook'> = async ({ trx, auth, params, config, services }) => {
-  return { status: 200, body: await testDeliver(trx, auth.organizationId, params.id, config, services.secretBox) };
+/** A signed synthetic event, sent now and reported; nothing is stored or counted. `x-long-running`: the POST holds no connection. */
+const testDeliverWebhook: LongHandler<'testDeliverWebhook'> = async ({ db, auth, params, config, services }) => {
+  return { status: 200, body: await testDeliver(db, auth.organizationId, params.id, config, services.secretBox) };
 };
 
 const listWebhookDeliveries: Handler<'listWebhookDeliveries'> = async ({ trx, auth, params, query }) => {

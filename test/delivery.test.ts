@@ -2,6 +2,7 @@
 // retry delays, a one-second attempt timeout and a low disable threshold.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg, withSystem } from '../db/database.js';
 import { emit } from '../src/platform/events.js';
@@ -65,6 +66,15 @@ async function waitDeliveries(
     },
     20_000,
     what,
+  );
+}
+
+/** Moves the claims of an event's deliveries back in time (time passing for them). */
+async function ageClaims(s: TestService, eventId: string, by: string) {
+  await withSystem(s.rt.db, (trx) =>
+    sql`UPDATE webhook_deliveries SET claimed_at = claimed_at - ${by}::interval WHERE event_id = ${eventId} AND claimed_at IS NOT NULL`.execute(
+      trx,
+    ),
   );
 }
 
@@ -300,6 +310,142 @@ describe('disabling', () => {
   });
 });
 
+describe('lock order', () => {
+  it('fans events out while many endpoints are disabled, reactivated and deleted, with several workers: no deadlock, each delivery sent once', async () => {
+    // Every delivery fails, an endpoint is disabled at its third failure, retries are an hour
+    // away: each (event, endpoint) pair gets at most one request, and every disabling rechecks
+    // the organization's health while other fan-outs record failures on the same endpoints.
+    const busy = await startService({
+      WEBHOOK_RETRY_DELAYS_SECONDS: '3600,3600,3600,3600,3600,3600',
+      WEBHOOK_TIMEOUT_MS: '3000',
+      WEBHOOK_DISABLE_AFTER_FAILURES: '3',
+      RATE_LIMIT_PER_MINUTE: '100000',
+    });
+    try {
+      const org = await busy.newOrg();
+      const api = busy.api(await org.key(['webhooks.manage']));
+      // Answers once a few requests arrived together, so the fan-outs record their outcomes at once.
+      const rx = await receiver(async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        return 500;
+      });
+      const endpoints: string[] = [];
+      for (let i = 0; i < 24; i += 1) {
+        const { data } = await api.POST('/webhooks', { body: { url: `${rx.url}?e=${i}`, eventTypes: ['deal.won'] } });
+        endpoints.push(data!.id);
+      }
+      const errors: string[] = [];
+      for (let w = 0; w < 3; w += 1) {
+        const worker = await busy.startWorker();
+        worker.events.on('job:error', ({ job, error }) => errors.push(`${job.task_identifier}: ${(error as Error).message}`));
+      }
+      const events: string[] = [];
+      const requests: Promise<unknown>[] = [];
+      for (let round = 0; round < 6; round += 1) {
+        for (let i = 0; i < 8; i += 1) {
+          events.push(
+            await withOrg(busy.rt.db, org.id, (trx) =>
+              emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} }),
+            ),
+          );
+        }
+        // Meanwhile the client sets disabled endpoints active again (which rechecks health) and
+        // deletes some.
+        for (const id of endpoints.slice(round * 4, round * 4 + 4)) {
+          requests.push(api.PATCH('/webhooks/{id}', { params: { path: { id } }, body: { status: 'active' } }));
+        }
+        requests.push(api.DELETE('/webhooks/{id}', { params: { path: { id: endpoints[round * 4 + 3] } } }));
+        await new Promise((r) => setTimeout(r, 150));
+      }
+      const answers = (await Promise.all(requests)) as { response: Response }[];
+      const failedRequests = answers.filter((a) => a.response.status >= 500).map((a) => `${a.response.url}: ${a.response.status}`);
+      await waitFor(
+        async () => {
+          const r = await busy.pool.query(
+            `SELECT count(*)::int AS n FROM graphile_worker._private_jobs j JOIN graphile_worker._private_tasks t ON t.id = j.task_id
+             WHERE t.identifier = 'fanout_event'`,
+          );
+          return r.rows[0].n === 0 || errors.length > 0;
+        },
+        30_000,
+        'every fan-out job done',
+      );
+      expect({ jobErrors: errors, failedRequests }).toEqual({ jobErrors: [], failedRequests: [] });
+      // Each (event, endpoint) pair was sent at most once, and every request sent is recorded.
+      const sent = new Map<string, number>();
+      for (const r of rx.received) {
+        const k = `${r.body!.id} ${r.url}`;
+        sent.set(k, (sent.get(k) ?? 0) + 1);
+      }
+      expect([...sent.values()].filter((n) => n > 1)).toEqual([]);
+      const recorded = await withSystem(busy.rt.db, (trx) =>
+        trx
+          .selectFrom('webhook_deliveries')
+          .select(['status', 'http_status'])
+          .where('organization_id', '=', org.id)
+          .where('event_id', 'in', events)
+          .execute(),
+      );
+      expect(recorded.filter((d) => d.status === 'pending')).toEqual([]);
+      // The deleted endpoints' rows went with them.
+      const deleted = new Set(Array.from({ length: 6 }, (_, round) => `/hook?e=${round * 4 + 3}`));
+      const kept = rx.received.filter((r) => !deleted.has(r.url));
+      expect(recorded.filter((d) => d.http_status === 500)).toHaveLength(kept.length);
+      expect(kept.length).toBeGreaterThan(18);
+    } finally {
+      await busy.close();
+    }
+  });
+});
+
+describe('a retried job', () => {
+  it('a fan-out retried after it sent but before it recorded sends nothing again while the claims hold; once stale, the attempts are made again and recorded', async () => {
+    const org = await svc.newOrg();
+    const api = svc.api(await org.key(['webhooks.manage']));
+    const rx = await receiver();
+    const eps: string[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const { data } = await api.POST('/webhooks', { body: { url: `${rx.url}?retried=${i}`, eventTypes: ['deal.lost'] } });
+      eps.push(data!.id);
+    }
+    const job = async (eventId: string) =>
+      (
+        await svc.pool.query<{ attempts: number; last_error: string | null }>(
+          `SELECT attempts, last_error FROM graphile_worker._private_jobs WHERE payload->>'eventId' = $1`,
+          [eventId],
+        )
+      ).rows[0];
+    svc.rt.services.faults.add('webhook:after-send');
+    let eventId: string;
+    try {
+      eventId = await emitEvent(org.id, 'deal.lost');
+      await rx.waitFor(3, (r) => r.body?.id === eventId);
+      // The job failed after sending; graphile-worker runs it again a few seconds later, and that
+      // run finds the attempts claimed by the first.
+      const retried = await waitFor(
+        async () => {
+          const j = await job(eventId);
+          return j?.last_error?.includes('claimed by an earlier run') ? j : null;
+        },
+        20_000,
+        'the job run again, finding the claims',
+      );
+      expect(retried.attempts).toBeGreaterThanOrEqual(2);
+    } finally {
+      svc.rt.services.faults.delete('webhook:after-send');
+    }
+    expect(rx.received.filter((r) => r.body?.id === eventId)).toHaveLength(3);
+    for (const id of eps) expect(await deliveries(api, id)).toMatchObject([{ eventId, status: 'pending', attempt: 1 }]);
+
+    // A minute later the claims are stale (their run stopped): the next run makes the attempts again and records them.
+    await ageClaims(svc, eventId, '2 minutes');
+    await svc.pool.query(`UPDATE graphile_worker._private_jobs SET run_at = now() WHERE payload->>'eventId' = $1`, [eventId]);
+    for (const id of eps) await waitDeliveries(api, id, (rows) => rows[0]?.status === 'succeeded', 'the attempt recorded');
+    expect(rx.received.filter((r) => r.body?.id === eventId)).toHaveLength(6);
+    expect(await job(eventId)).toBeUndefined();
+  });
+});
+
 describe('replay, rotation and test delivery', () => {
   it('replay inserts a new row (attempt 1, due now) and re-sends the same envelope; the original is untouched', async () => {
     const { org, api, rx, ep } = await setup();
@@ -422,12 +568,13 @@ describe('crash safety', () => {
       ]);
       expect(locked.rows).toHaveLength(1);
       expect(locked.rows[0].locked_by).not.toBeNull();
-      // Four hours later graphile-worker clears the dead worker's lock; simulate that, then let a
-      // new worker take over.
+      // Four hours later graphile-worker clears the dead worker's lock (and the dead run's claim of
+      // the attempt is long stale); simulate that, then let a new worker take over.
       await crash.pool.query(
         `UPDATE graphile_worker._private_jobs SET locked_at = now() - interval '4 hours 1 minute' WHERE payload->>'eventId' = $1`,
         [eventId],
       );
+      await ageClaims(crash, eventId, '4 hours 1 minute');
       await crash.pool.query(
         `UPDATE graphile_worker._private_jobs SET locked_at = NULL, locked_by = NULL WHERE locked_at < now() - interval '4 hours'`,
       );

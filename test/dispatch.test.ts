@@ -514,6 +514,23 @@ describe('gates', () => {
     expect(failed.data).toMatchObject({ status: 'failed', statusReason: expect.stringMatching(/ECONNREFUSED|connect/) });
   });
 
+  it('refuses an smtpUrl that cannot be parsed with 400 on body.smtpUrl, adding nothing', async () => {
+    const org = await svc.newOrg();
+    for (const smtpUrl of ['smtp://[', 'smtps://[::1', 'smtp://exa mple.test:25']) {
+      const r = await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+        params: { path: { orgId: org.id } },
+        body: { email: 'rep@unparsable.test', smtpUrl },
+      });
+      expect(r.response.status, smtpUrl).toBe(400);
+      expect(r.error, smtpUrl).toMatchObject({
+        type: `${svc.baseUrl}/problems/validation-failed`,
+        errors: [{ field: 'body.smtpUrl', message: expect.stringContaining('cannot be parsed') }],
+      });
+    }
+    const list = await svc.admin.GET('/organizations/{orgId}/mailboxes', { params: { path: { orgId: org.id } } });
+    expect(list.data!.data).toEqual([]);
+  });
+
   it('keeps a mailbox within its daily cap, a recipient domain within its cap, and the minimum gap', async () => {
     const s = await sendingOrg({ recipientDomainDailyCap: 2, minGapSeconds: 0 });
     await svc.admin.POST('/organizations/{orgId}/mailboxes', {

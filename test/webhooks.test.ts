@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg, withSystem } from '../db/database.js';
 import { resolveTarget, UnsafeTargetError } from '../src/net/address.js';
 import { emit } from '../src/platform/events.js';
-import { EVENT_TYPES, NEVER_EMITTED } from '../src/platform/spec.js';
-import { ALL_SCOPES, raw, startService, type TestService, waitFor } from './support/harness.js';
+import type { OperationInfo } from '../src/platform/openapi-doc.js';
+import { adminOperations, EVENT_TYPES, NEVER_EMITTED, publicOperations } from '../src/platform/spec.js';
+import { ALL_SCOPES, checkResponse, raw, startService, type TestService, waitFor } from './support/harness.js';
 import { type Receiver, startReceiver } from './support/receiver.js';
 import { ADDRESS_CASES, urlOf } from './support/ssrf-addresses.js';
 
@@ -290,6 +291,72 @@ describe('event catalogue', () => {
     expect(data!.data.find((t) => t.type === 'rule.hot_reply')).toEqual({ type: 'rule.hot_reply', group: 'Custom rules', emitted: true });
     expect(data!.data.find((t) => t.type === 'email.opened')?.group).toBe('Email telemetry');
     expect(data!.data.every((t) => t.group.length > 0)).toBe(true);
+  });
+});
+
+describe('routing of literal paths beside templates', () => {
+  /**
+   * Every pair of a document's paths where the first is the second with a literal in place of a
+   * parameter (`/webhooks/events` beside `/webhooks/{id}`), the literal path with its own
+   * parameters filled in.
+   */
+  function literalTemplatePairs(ops: Map<string, OperationInfo>) {
+    const methods = new Map<string, Set<string>>();
+    for (const op of ops.values()) methods.set(op.path, new Set([...(methods.get(op.path) ?? []), op.method]));
+    const pairs: { literal: string; template: string; url: string; methods: Set<string> }[] = [];
+    for (const a of methods.keys())
+      for (const b of methods.keys()) {
+        const [sa, sb] = [a.split('/'), b.split('/')];
+        if (a === b || sa.length !== sb.length) continue;
+        const param = (s: string) => s.startsWith('{');
+        const covers = sa.every((s, i) => s === sb[i] || param(sb[i]));
+        if (covers && sa.some((s, i) => !param(s) && param(sb[i])))
+          pairs.push({ literal: a, template: b, url: a.replace(/\{[^}]+\}/g, 'x_1'), methods: methods.get(a)! });
+      }
+    return pairs;
+  }
+
+  it('a literal segment wins over a template for every method: a method the literal path lacks is 405 with its Allow', async () => {
+    const { org, api } = await client(svc, ALL_SCOPES);
+    const key = await org.key(ALL_SCOPES);
+    const apis = [
+      { ops: publicOperations, root: '/api/v1', auth: `Bearer ${key}` },
+      { ops: adminOperations, root: '/admin/api', auth: `Bearer ${svc.config.adminToken}` },
+    ];
+    const seen: string[] = [];
+    for (const { ops, root, auth } of apis) {
+      for (const pair of literalTemplatePairs(ops)) {
+        seen.push(`${root}${pair.literal}`);
+        const allow = ['get', 'post', 'put', 'patch', 'delete']
+          .filter((m) => pair.methods.has(m))
+          .map((m) => m.toUpperCase())
+          .join(', ');
+        for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
+          const r = await fetch(`${svc.baseUrl}${root}${pair.url}`, {
+            method,
+            headers: { authorization: auth, 'content-type': 'application/json' },
+            body: ['POST', 'PUT', 'PATCH'].includes(method) ? '{}' : undefined,
+          });
+          const what = `${method} ${root}${pair.url} (beside ${pair.template})`;
+          if (pair.methods.has(method.toLowerCase())) {
+            // Served by the literal path's own operation: an answer it documents.
+            await checkResponse(ops, method, pair.literal, r);
+            expect(r.status, what).not.toBe(405);
+          } else {
+            expect(r.status, what).toBe(405);
+            expect(r.headers.get('allow'), what).toBe(allow);
+            expect(await r.json(), what).toMatchObject({ type: `${svc.baseUrl}/problems/method-not-allowed`, status: 405 });
+          }
+        }
+      }
+    }
+    expect(seen).toContain('/api/v1/webhooks/events');
+    // The template itself still answers its own methods.
+    const { data: ep } = await api.POST('/webhooks', { body: { url: 'http://127.0.0.1:9/h', eventTypes: ['deal.won'] } });
+    expect((await api.PATCH('/webhooks/{id}', { params: { path: { id: ep!.id } }, body: { description: 'd' } })).response.status).toBe(200);
+    const options = await raw(svc.baseUrl, 'OPTIONS', `/api/v1/webhooks/${ep!.id}`, { key });
+    expect(options.status).toBe(405);
+    expect(options.headers.get('allow')).toBe('GET, PATCH, DELETE');
   });
 });
 

@@ -7,7 +7,7 @@ import { type Database, type Db, type Tx, withOrg } from '../../db/database.js';
 import { recheckOrgHealth } from '../account/org-health.js';
 import type { adminOperations } from '../http/handler.js';
 import { invalid, notFound } from '../http/problems.js';
-import { smtpTransport } from '../mail/transport.js';
+import { smtpTransport, type Transport } from '../mail/transport.js';
 import { isoNN, newId } from '../platform/ids.js';
 import type { Services } from '../platform/services.js';
 import { DEFAULT_MAILBOX_DAILY_CAP } from './settings.js';
@@ -34,10 +34,34 @@ const toMailbox = (m: MailboxRow) => ({
   createdAt: isoNN(m.created_at),
 });
 
+/** How long a handshake waits on the mailbox's server. */
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+class UnreadableSmtpUrl extends Error {}
+
+/**
+ * The transport of a mailbox's own SMTP URL, made for one handshake. nodemailer parses the URL
+ * as it makes the transport and throws on one it cannot read (`smtp://[`: "Invalid URL").
+ */
+function ownTransport(smtpUrl: string): Transport {
+  try {
+    return smtpTransport(smtpUrl, { timeoutMs: HANDSHAKE_TIMEOUT_MS });
+  } catch (e) {
+    throw new UnreadableSmtpUrl((e as Error).message);
+  }
+}
+
 /** An SMTP handshake through the mailbox's transport: null when it succeeded, else why not. */
 async function handshake(services: Services, smtpUrl: string | null): Promise<string | null> {
   if (smtpUrl === null) return services.mail.deployment.verify();
-  const t = smtpTransport(smtpUrl, { timeoutMs: 10_000 });
+  let t: Transport;
+  try {
+    t = ownTransport(smtpUrl);
+  } catch (e) {
+    // Only a URL stored before it was checked at creation: the mailbox cannot be verified.
+    if (e instanceof UnreadableSmtpUrl) return `the SMTP URL cannot be parsed (${e.message}): add the mailbox again`;
+    throw e;
+  }
   try {
     return await t.verify();
   } finally {
@@ -50,6 +74,14 @@ async function handshake(services: Services, smtpUrl: string | null): Promise<st
  * address. The caller has checked that the organization exists.
  */
 export async function createMailbox(db: Db, services: Services, orgId: string, body: NewMailbox) {
+  if (body.smtpUrl !== undefined) {
+    try {
+      ownTransport(body.smtpUrl).close();
+    } catch (e) {
+      if (e instanceof UnreadableSmtpUrl) throw invalid(`smtpUrl cannot be parsed as a URL (${e.message}).`, 'body.smtpUrl');
+      throw e;
+    }
+  }
   // The handshake runs outside any transaction (it waits on the network).
   const failure = await handshake(services, body.smtpUrl ?? null);
   return withOrg(db, orgId, async (trx) => {

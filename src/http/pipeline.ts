@@ -10,14 +10,14 @@ import { type Db, transactionOn } from '../../db/database.js';
 import type { Config } from '../platform/config.js';
 import type { OperationInfo } from '../platform/openapi-doc.js';
 import type { Services } from '../platform/services.js';
-import { adminDoc, adminOperations, publicDoc, publicOperations } from '../platform/spec.js';
+import { adminOperations, publicOperations } from '../platform/spec.js';
 import { authenticate, bearerToken, enforceRate, rateHeaders, tokenMatches } from './auth.js';
 import type { AuthThrottle } from './auth-throttle.js';
 import type { AdminHandlers, AuthInfo, Handlers } from './handler.js';
 import { idempotent } from './idempotency.js';
 import { JsonText } from './paging.js';
 import { ProblemError } from './problems.js';
-import { type C, header, limitBody, parseRequest, type Vars } from './request.js';
+import { type C, header, limitBody, parseRequest, receiveBody, type Vars } from './request.js';
 import { apiRoutes, matchOperation, rawPathname } from './routing.js';
 
 /** What the pipelines run handlers with. */
@@ -64,7 +64,7 @@ function handlerFor(map: object, op: OperationInfo): AnyHandler {
 
 /** The public API: each request to the operation it names, keyed or (the one operation that needs no key) public. */
 export function mountPublicApi(app: Hono<{ Variables: Vars }>, deps: PipelineDeps): void {
-  const api = apiRoutes(publicDoc, publicOperations, '/api/v1');
+  const api = apiRoutes(publicOperations, '/api/v1');
   app.options('/api/v1/public-templates', publicPreflight);
   // Not async: the pipeline's promise is the route's, with no further one around it (a route's
   // synchronous throw reaches onError like a rejection).
@@ -116,6 +116,7 @@ async function admit(deps: PipelineDeps, c: C, op: OperationInfo, params: Record
 /** A request with an API key. */
 async function keyedRequest(deps: PipelineDeps, c: C, op: OperationInfo, params: Record<string, string>): Promise<Response> {
   const { config, requestDb, services, log, db } = deps;
+  await receiveBody(c, op);
   // A long-running operation (research) gives its connection back before its slow work, so
   // waiting on the outside world holds no connection and no transaction.
   if (op.longRunning) {
@@ -149,7 +150,7 @@ async function keyedRequest(deps: PipelineDeps, c: C, op: OperationInfo, params:
  */
 export function mountOperatorApi(app: Hono<{ Variables: Vars }>, deps: PipelineDeps, throttle: AuthThrottle): void {
   const { config, services, log, db, systemDb } = deps;
-  const api = apiRoutes(adminDoc, adminOperations, '/admin/api');
+  const api = apiRoutes(adminOperations, '/admin/api');
   app.all('/admin/api/*', limitBody(api), async (c) => {
     const token = bearerToken(header(c, 'authorization')) ?? '';
     if (!tokenMatches(token, config.adminToken))

@@ -139,7 +139,29 @@ function rejectNul(part: string, value: unknown): void {
   }
 }
 
-async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }> {
+type JsonBody = { present: boolean; value: unknown };
+/** Each request's JSON body, read once: received early (receiveBody), used by parseRequest. */
+const jsonBodies = new WeakMap<Request, Promise<JsonBody>>();
+
+function jsonBodyOf(c: C): Promise<JsonBody> {
+  let body = jsonBodies.get(c.req.raw);
+  if (body === undefined) {
+    body = readJsonBody(c);
+    jsonBodies.set(c.req.raw, body);
+  }
+  return body;
+}
+
+/**
+ * Receives the whole JSON body before the pipeline takes a database connection, so a client that
+ * sends its body slowly holds no connection meanwhile. A refusal of the body (too large, not
+ * JSON) is kept for parseRequest, so it comes in the same order as before (after 401 and 403).
+ */
+export async function receiveBody(c: C, op: OperationInfo): Promise<void> {
+  if (!op.streamBody) await jsonBodyOf(c).catch(() => {});
+}
+
+async function readJsonBody(c: C): Promise<JsonBody> {
   // GET and HEAD carry no body; asking the request for its stream would build a full Request.
   if (c.req.method === 'GET' || c.req.method === 'HEAD') return { present: false, value: undefined };
   const bytes = await readBody(c.req.raw, MAX_BODY_BYTES);
@@ -218,7 +240,7 @@ export async function parseRequest(c: C, op: OperationInfo, params: Record<strin
   validate(vq, 'query', query);
   validate(vh, 'header', headers);
   // A body that is not JSON (a CSV import) is left unread: its handler streams it.
-  const body = op.streamBody ? { present: false, value: undefined } : await readJsonBody(c);
+  const body = op.streamBody ? { present: false, value: undefined } : await jsonBodyOf(c);
   if (body.present && !op.bodyPointer) {
     // Clients commonly send `{}` to a POST that takes no body: it says nothing, so it is no body.
     if (!isEmptyObject(body.value))

@@ -20,9 +20,9 @@ export interface OperationInfo {
   tag: string | null;
   requiredScope: string | null;
   /**
-   * `x-long-running: true`: the operation waits on the outside world (research). Its handler runs
-   * after the request's connection is released, with no transaction around it, and opens its own
-   * short transactions (see src/http/pipeline.ts).
+   * `x-long-running: true`: the operation waits on the outside world (a crawl, a model, DNS, a
+   * webhook receiver). Its handler runs after the request's connection is released, with no
+   * transaction around it, and opens its own short transactions (see src/http/pipeline.ts).
    */
   longRunning: boolean;
   parameters: Param[];

@@ -26,8 +26,9 @@ export interface Services {
   /** The keyed hash of a lead capture's source address (the address itself is never stored). */
   ipHash: (ip: string) => string;
   /**
-   * The DNS lookup research connects through (the SSRF guard checks every address it returns);
-   * unset, the system resolver. Tests inject one to point names at chosen addresses.
+   * The DNS lookup research connects through and webhook registration vets a URL's host with (the
+   * SSRF guard checks every address it returns); unset, the system resolver. Tests inject one to
+   * point names at chosen addresses, or to answer slowly.
    */
   lookup?: Lookup;
   /**

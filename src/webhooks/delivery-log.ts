@@ -58,8 +58,13 @@ export async function getDelivery(trx: Tx, orgId: string, endpointId: string, de
   return toDelivery(await findDelivery(trx, orgId, endpointId, deliveryId));
 }
 
-/** A new row (attempt 1, due now) for the same event; the original row is left as it is. */
+/**
+ * A new row (attempt 1, due now) for the same event; the original row is left as it is. The
+ * endpoint is locked first (KEY SHARE: the lock order of src/webhooks/delivery.ts), so a delete
+ * of it cannot leave the new row behind.
+ */
 export async function replayDelivery(trx: Tx, orgId: string, endpointId: string, deliveryId: string) {
+  await findEndpoint(trx, orgId, endpointId, 'keep');
   const original = await findDelivery(trx, orgId, endpointId, deliveryId);
   const row = await trx
     .insertInto('webhook_deliveries')

@@ -2,17 +2,18 @@
 // it), changes, deletion and secret rotation. The signing secret is stored sealed and shown only
 // when it is made.
 import { type Selectable, sql } from 'kysely';
-import type { Tx } from '../../db/database.js';
+import { type Db, type Tx, withOrg } from '../../db/database.js';
 import type { WebhookEndpoints } from '../../db/schema.js';
 import { recheckOrgHealth } from '../account/org-health.js';
 import type { operations } from '../http/handler.js';
 import { keyset, page } from '../http/paging.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
-import { ResolveError, resolveTarget, UnsafeTargetError } from '../net/address.js';
+import { type Lookup, ResolveError, resolveTarget, UnsafeTargetError } from '../net/address.js';
 import type { Clock } from '../platform/clock.js';
 import type { Config } from '../platform/config.js';
 import { iso, isoNN, newId } from '../platform/ids.js';
 import type { SecretBox } from '../platform/secret-box.js';
+import type { Services } from '../platform/services.js';
 import { isEventType } from '../platform/spec.js';
 import { newSigningSecret } from './signing.js';
 
@@ -47,9 +48,11 @@ function checkEventTypes(types: string[]): string[] {
 
 /**
  * Refuses URLs whose host is, or resolves to, an address webhooks may not reach. A host that does
- * not resolve now is accepted: every delivery resolves and checks it again before connecting.
+ * not resolve now is accepted: every delivery resolves and checks it again before connecting. It
+ * waits on DNS, so it runs before any transaction is opened (the caller's handler is
+ * `x-long-running`).
  */
-async function checkUrl(config: Config, url: string): Promise<void> {
+async function checkUrl(config: Config, url: string, lookup: Lookup | undefined): Promise<void> {
   let u: URL;
   try {
     u = new URL(url);
@@ -60,17 +63,22 @@ async function checkUrl(config: Config, url: string): Promise<void> {
   if (u.hostname === '') throw invalid('url has no host.', 'body.url');
   if (config.webhookAllowPrivateTargets) return;
   try {
-    await resolveTarget(u, false, REGISTRATION_DNS_TIMEOUT_MS);
+    await resolveTarget(u, false, REGISTRATION_DNS_TIMEOUT_MS, { lookup });
   } catch (e) {
     if (e instanceof UnsafeTargetError) throw new ProblemError('unsafe-webhook-url', `Refused webhook URL: ${e.message}.`);
     if (!(e instanceof ResolveError)) throw e;
   }
 }
 
-/** The endpoint (locked with `lock`); 404 when unknown or foreign. */
-export async function findEndpoint(trx: Tx, orgId: string, id: string, lock = false): Promise<EndpointRow> {
+/**
+ * The endpoint; 404 when unknown or foreign. `lock`: `change` to change it (FOR NO KEY UPDATE),
+ * `keep` to keep it from being deleted while rows of it are written (FOR KEY SHARE). Either is the
+ * first lock of its transaction's lock order (src/webhooks/delivery.ts).
+ */
+export async function findEndpoint(trx: Tx, orgId: string, id: string, lock?: 'change' | 'keep'): Promise<EndpointRow> {
   let q = trx.selectFrom('webhook_endpoints').selectAll().where('organization_id', '=', orgId).where('id', '=', id);
-  if (lock) q = q.forUpdate();
+  if (lock === 'change') q = q.forNoKeyUpdate();
+  if (lock === 'keep') q = q.forKeyShare();
   const row = await q.executeTakeFirst();
   if (!row) throw notFound('webhook endpoint');
   return row;
@@ -97,9 +105,13 @@ export async function getEndpoint(trx: Tx, orgId: string, id: string) {
  * Registers an endpoint (created: true), or re-registers the oldest ACTIVE one with the same URL
  * (created: false); either way with its signing secret in clear.
  */
-export async function registerEndpoint(trx: Tx, orgId: string, body: NewEndpoint, config: Config, box: SecretBox) {
+export async function registerEndpoint(db: Db, orgId: string, body: NewEndpoint, config: Config, services: Services) {
   const eventTypes = checkEventTypes(body.eventTypes);
-  await checkUrl(config, body.url);
+  await checkUrl(config, body.url, services.lookup);
+  return withOrg(db, orgId, (trx) => storeRegistration(trx, orgId, body, eventTypes, services.secretBox));
+}
+
+async function storeRegistration(trx: Tx, orgId: string, body: NewEndpoint, eventTypes: string[], box: SecretBox) {
   // Serializes registrations of one URL in one organization, so two concurrent ones make one endpoint.
   await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`webhook-url:${orgId}:${body.url}`}, 0))`.execute(trx);
   const existing = await trx
@@ -111,7 +123,7 @@ export async function registerEndpoint(trx: Tx, orgId: string, body: NewEndpoint
     .orderBy('created_at')
     .orderBy('id')
     .limit(1)
-    .forUpdate()
+    .forNoKeyUpdate()
     .executeTakeFirst();
   if (existing) {
     let secret = box.open(existing.secret_ciphertext);
@@ -147,10 +159,15 @@ export async function registerEndpoint(trx: Tx, orgId: string, body: NewEndpoint
   return { created: true, endpoint: { ...toEndpoint(row), signingSecret: secret.plain } };
 }
 
-export async function updateEndpoint(trx: Tx, orgId: string, id: string, body: EndpointChanges, config: Config, clock: Clock) {
-  const current = await findEndpoint(trx, orgId, id, true);
+/** A URL sent is checked (DNS included) before the endpoint is locked and changed in a transaction of its own. */
+export async function updateEndpoint(db: Db, orgId: string, id: string, body: EndpointChanges, config: Config, services: Services) {
   const eventTypes = body.eventTypes !== undefined ? checkEventTypes(body.eventTypes) : undefined;
-  if (body.url !== undefined && body.url !== current.url) await checkUrl(config, body.url);
+  if (body.url !== undefined) await checkUrl(config, body.url, services.lookup);
+  return withOrg(db, orgId, (trx) => storeChanges(trx, orgId, id, body, eventTypes, services.clock));
+}
+
+async function storeChanges(trx: Tx, orgId: string, id: string, body: EndpointChanges, eventTypes: string[] | undefined, clock: Clock) {
+  const current = await findEndpoint(trx, orgId, id, 'change');
   const row = await trx
     .updateTable('webhook_endpoints')
     .set({
@@ -185,7 +202,7 @@ export async function deleteEndpoint(trx: Tx, orgId: string, id: string, clock: 
 }
 
 export async function rotateEndpointSecret(trx: Tx, orgId: string, id: string, box: SecretBox) {
-  await findEndpoint(trx, orgId, id, true);
+  await findEndpoint(trx, orgId, id, 'change');
   const secret = freshSecret(box);
   const row = await trx
     .updateTable('webhook_endpoints')

@@ -1,6 +1,8 @@
 // A test delivery (POST /webhooks/{id}/test): a signed synthetic event, sent now and reported;
-// nothing is stored or counted.
-import type { Tx } from '../../db/database.js';
+// nothing is stored or counted. The endpoint is read in a short transaction of its own and the
+// POST waits outside any (the operation is `x-long-running`), so a receiver that never answers
+// holds no database connection.
+import { type Db, withOrg } from '../../db/database.js';
 import type { Config } from '../platform/config.js';
 import { newId } from '../platform/ids.js';
 import type { SecretBox } from '../platform/secret-box.js';
@@ -9,8 +11,8 @@ import { findEndpoint } from './endpoints.js';
 import { postWebhook } from './http.js';
 import { SIGNATURE_HEADER, signatureHeader } from './signing.js';
 
-export async function testDeliver(trx: Tx, orgId: string, id: string, config: Config, box: SecretBox) {
-  const ep = await findEndpoint(trx, orgId, id);
+export async function testDeliver(db: Db, orgId: string, id: string, config: Config, box: SecretBox) {
+  const ep = await withOrg(db, orgId, (trx) => findEndpoint(trx, orgId, id));
   const eventId = newId('evt');
   const secret = box.open(ep.secret_ciphertext);
   if (secret === null) {

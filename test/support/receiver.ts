@@ -1,7 +1,8 @@
 // A webhook receiver on loopback for tests: records every request (raw body bytes included) and
-// answers with whatever `respond` returns: a status code, or 'hang' to never answer.
+// answers with whatever `respond` returns: a status code, or 'hang' to never answer. And a silent
+// server, which accepts connections and never answers anything.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { waitFor } from './harness.js';
 
 export interface Received {
@@ -62,6 +63,36 @@ export async function startReceiver(respond: Respond = () => 200): Promise<Recei
     close: () =>
       new Promise<void>((r) => {
         server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+/** A TCP server on loopback that accepts every connection and never sends a byte (no HTTP answer, no SMTP greeting). */
+export interface SilentServer {
+  port: number;
+  /** Connections accepted so far. */
+  accepted(): number;
+  close(): Promise<void>;
+}
+
+export async function startSilentServer(): Promise<SilentServer> {
+  const sockets = new Set<net.Socket>();
+  let accepted = 0;
+  const server = net.createServer((socket) => {
+    accepted += 1;
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+    socket.resume();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    accepted: () => accepted,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
         server.close(() => r());
       }),
   };

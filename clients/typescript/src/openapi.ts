@@ -1791,7 +1791,8 @@ export interface webhooks {
          *     the request when `|now - t|` exceeds a tolerance (300 seconds recommended) to stop replays.
          *     After `rotate-secret` only the new secret signs.
          *
-         *     **Idempotency.** An event can arrive more than once (retries, replays): deduplicate on the
+         *     **Idempotency.** An event can arrive more than once (retries, replays, and an attempt whose
+         *     outcome the service could not record, made again a minute or more later): deduplicate on the
          *     envelope `id`.
          *
          *     **Answers and retries.** Each attempt times out after 10 seconds; redirects are not followed.
