@@ -1402,6 +1402,17 @@ export interface components {
             /** @description The user who owns the list. */
             userId: string;
         };
+        /**
+         * Format: email
+         * @description An email address as the service accepts it, stricter than `format: email` alone: ASCII only,
+         *     `local@domain`, the local part one or more dot-separated runs of letters, digits and
+         *     ``!#$%&'*+/=?^_`{|}~-`` (no quoted local part, no leading, trailing or double dot), the domain
+         *     two or more dot-separated labels of letters, digits and inner hyphens (no IP literal such as
+         *     `[127.0.0.1]`, no single-label host such as `localhost`, no internationalized domain: send its
+         *     `xn--` form). Anything else is refused with 400 `validation-failed`. At most 320 characters.
+         * @example ada@example.com
+         */
+        EmailAddress: string;
         /** @description Opaque cursor of the next page, to be passed back as `cursor`; null on the last page. */
         PageCursor: string | null;
         /** @description RFC 7807 problem details. `type` is `$PUBLIC_BASE_URL/problems/<slug>`; that URL serves a page saying what the problem means and whether a retry can succeed. `x-problem-types` lists every slug the service answers with its status, title and whether a retry can succeed (the same catalogue is served as JSON at `/problems`). */
@@ -1925,8 +1936,7 @@ export interface operations {
                  */
                 "application/json": {
                     companyName?: string;
-                    /** Format: email */
-                    email: string;
+                    email: components["schemas"]["EmailAddress"];
                     fitScore?: number;
                     intentConfidence?: number;
                     name?: string;
@@ -1974,8 +1984,7 @@ export interface operations {
                     body?: string;
                     /** @default email */
                     channel?: string;
-                    /** Format: email */
-                    fromEmail?: string;
+                    fromEmail?: components["schemas"]["EmailAddress"];
                     /** @description The Message-ID the composed message answers (`In-Reply-To` and `References`), with or without angle brackets. */
                     inReplyTo?: string;
                     /** @description A whole RFC 5322 message (headers, a blank line, the body), as text; used instead of the other fields. */
@@ -2210,8 +2219,7 @@ export interface operations {
                         /** @description PEM of the RSA private key. */
                         privateKey: string;
                     };
-                    /** Format: email */
-                    email: string;
+                    email: components["schemas"]["EmailAddress"];
                     name?: string;
                     smtpUrl?: string;
                 };
@@ -2692,8 +2700,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** Format: email */
-                    email: string;
+                    email: components["schemas"]["EmailAddress"];
                     /** @description Invite the person (status `invited`) instead of adding an active member. */
                     invite?: boolean;
                     name: string;

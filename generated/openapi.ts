@@ -1470,8 +1470,9 @@ export interface paths {
          *     - Without `email`: the organization's suppression list as SuppressionEntry items,
          *       cursor-paginated, newest first (createdAt DESC, id DESC).
          *
-         *     Distinguish the two shapes by the presence of `data`. A malformed parameter is 400
-         *     `validation-failed`; a cursor not issued by the service is 400 `invalid-cursor`.
+         *     Distinguish the two shapes by the presence of `data`. A malformed parameter (an `email` that
+         *     is not an address included) is 400 `validation-failed`; a cursor not issued by the service is
+         *     400 `invalid-cursor`.
          */
         get: operations["getSuppression"];
         put?: never;
@@ -1492,8 +1493,9 @@ export interface paths {
         post: operations["addSuppression"];
         /**
          * Lift an address's suppression
-         * @description Removes the address's own suppression entry. Always 200, also when no entry existed; emits
-         *     `suppression.removed` only when a row was actually deleted.
+         * @description Removes the address's own suppression entry. Always 200 for an address, also when no entry
+         *     existed; emits `suppression.removed` only when a row was actually deleted. An `email` that is
+         *     not an address (see EmailAddress) is 400 `validation-failed` and changes nothing.
          *
          *     Only the address-level entry is lifted: a DOMAIN entry covering the address, an entry of its
          *     plus-tag-stripped form and the permanent hash-backed entry of an erased address stay in force,
@@ -2654,6 +2656,17 @@ export interface components {
          * @enum {string}
          */
         DraftStatus: "DRAFT_GENERATED" | "EDITED" | "REGENERATED" | "APPROVED" | "REJECTED";
+        /**
+         * Format: email
+         * @description An email address as the service accepts it, stricter than `format: email` alone: ASCII only,
+         *     `local@domain`, the local part one or more dot-separated runs of letters, digits and
+         *     ``!#$%&'*+/=?^_`{|}~-`` (no quoted local part, no leading, trailing or double dot), the domain
+         *     two or more dot-separated labels of letters, digits and inner hyphens (no IP literal such as
+         *     `[127.0.0.1]`, no single-label host such as `localhost`, no internationalized domain: send its
+         *     `xn--` form). Anything else is refused with 400 `validation-failed`. At most 320 characters.
+         * @example ada@example.com
+         */
+        EmailAddress: string;
         /**
          * @description Platform event envelope, as stored in the event log (`GET /events`) and as POSTed to webhook
          *     endpoints (see `EventDelivery`). The same event can be delivered more than once (retries,
@@ -4177,11 +4190,8 @@ export interface operations {
                         domain?: string;
                         name?: string;
                     };
-                    /**
-                     * Format: email
-                     * @description The person's address; compared after normalization (trimmed, lowercased).
-                     */
-                    email: string;
+                    /** @description The person's address; compared after normalization (trimmed, lowercased). */
+                    email: components["schemas"]["EmailAddress"];
                     fitScore?: number;
                     /** @description The list to file the contact on (or to attach an existing contact to). Omitted - the `CRM import` list. */
                     listId?: string;
@@ -5686,10 +5696,10 @@ export interface operations {
                 /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
                 cursor?: components["parameters"]["Cursor"];
                 /**
-                 * @description The address to check (compared normalized - trimmed, lowercased). A query parameter, not a path segment, so that `+` and `.` are not mis-encoded; a `+` sent unencoded is kept as a plus (an address has no spaces).
+                 * @description The address to check, compared lowercased. Checked as sent (after percent-decoding) like POST's `email`, at most 320 characters; a value that is not an address (blank, surrounded by spaces, a control character) is 400 `validation-failed` with an `errors` item for `email`. A query parameter, not a path segment, so that `+` and `.` are not mis-encoded; a `+` sent unencoded is kept as a plus (an address has no spaces).
                  * @example ada@example.com
                  */
-                email?: string;
+                email?: components["schemas"]["EmailAddress"];
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
@@ -5728,11 +5738,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /**
-                     * Format: email
-                     * @description The address to suppress; stored normalized (trimmed, lowercased).
-                     */
-                    email: string;
+                    /** @description The address to suppress; stored lowercased. */
+                    email: components["schemas"]["EmailAddress"];
                     /** @description Free-text notes stored on the entry. */
                     notes?: string | null;
                     /** @description Why the address is suppressed; stored as the entry's `source`. */
@@ -5765,10 +5772,10 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description The address to lift (compared normalized - trimmed, lowercased). A query parameter, not a path segment, so that `+` and `.` are not mis-encoded; a `+` sent unencoded is kept as a plus (an address has no spaces).
+                 * @description The address to lift, compared lowercased. Checked as sent (after percent-decoding) like POST's `email`, at most 320 characters; a value that is not an address (blank, surrounded by spaces, a control character) is 400 `validation-failed` with an `errors` item for `email`. A query parameter, not a path segment, so that `+` and `.` are not mis-encoded; a `+` sent unencoded is kept as a plus (an address has no spaces).
                  * @example ada@example.com
                  */
-                email: string;
+                email: components["schemas"]["EmailAddress"];
             };
             header?: never;
             path?: never;
