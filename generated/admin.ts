@@ -1261,18 +1261,18 @@ export interface components {
             deploymentDailyCap?: number;
             /** @description Set by bounce-rate protection when the deployment sender's bounces for this organization pass the threshold; set it to false to resume. */
             deploymentPaused?: boolean;
-            /** @description Local opening time. Default 00:00. */
+            /** @description Local opening time, before `to` (as stored after the change, so a PATCH sending only one of them is checked against the other). Default 00:00. */
             from?: string;
             /** @description Least seconds between two sends of one mailbox (plus a random extra of up to a fifth). Default 0. */
             minGapSeconds?: number;
             /** @description Most messages to one recipient domain per rolling 24 hours, across the organization's mailboxes. Default 25. */
             recipientDomainDailyCap?: number;
             /**
-             * @description IANA time zone the sending window is read in (daylight-saving time included). Default UTC.
+             * @description IANA time zone the sending window is read in (daylight-saving time included); a name the time-zone database does not know is 400 `validation-failed`. Default UTC.
              * @example Europe/Berlin
              */
             timeZone?: string;
-            /** @description Local closing time, after `from` (24:00 is the end of the day). Default 24:00. */
+            /** @description Local closing time, after `from` (24:00 is the end of the day); a window that does not open before it closes is 400 `validation-failed`. Default 24:00. */
             to?: string;
             /** @description Open and click tracking (a signed pixel and signed click redirects). Off by default, because it hurts deliverability. */
             tracking?: boolean;
@@ -1511,7 +1511,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Invalid input: malformed JSON (`malformed-json`), wrong types, missing, unknown or out-of-range fields (`validation-failed`); nothing was changed. */
+        /** @description Invalid input: malformed JSON (`malformed-json`), wrong types, missing, unknown or out-of-range fields, a string holding U+0000 (`validation-failed`); nothing was changed. */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2399,12 +2399,19 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Required without `template`; refused with one. */
                     actions?: components["schemas"]["AdminRuleAction"][];
+                    /** @description Optional without `template`; refused with one. */
                     conditions?: components["schemas"]["AdminRuleConditions"];
                     enabled?: boolean;
+                    /** @description Required without `template` (400 `validation-failed` when missing); with one, defaults to the template's name. */
                     name?: string;
-                    /** @enum {string} */
+                    /**
+                     * @description A ready-made rule; it brings its own `triggerEventType`, `conditions` and `actions`, so sending any of them with it is 400 `validation-failed` (`name` and `enabled` may be sent).
+                     * @enum {string}
+                     */
                     template?: "hot_reply" | "objection" | "lead_qualified" | "deal_at_risk";
+                    /** @description Required without `template`; refused with one. */
                     triggerEventType?: string;
                 };
             };

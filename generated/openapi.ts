@@ -62,7 +62,8 @@ export interface paths {
                 /**
                  * @description What to do with the item: one of `complete`, `reopen`, `dismiss`, `snooze` (ActionItemVerb).
                  *     Declared as a plain string so that an unknown verb is a 400 `validation-failed` naming the
-                 *     accepted ones, not a 404.
+                 *     accepted ones, not a 404. The body fields each verb takes are listed in the request body's
+                 *     description; its examples are named after the verb they are for.
                  */
                 verb: string;
             };
@@ -90,10 +91,19 @@ export interface paths {
          *     sweep (every minute) clears the snooze fields once `snoozedUntilAt` has passed, and moves a
          *     pending item whose `expiresAt` has passed to `expired`.
          *
-         *     The optional body (absent, empty or `{}` are the same) carries `reason` (dismiss, snooze) and
-         *     `until` or `days` (snooze only); a field the verb does not use, both `until` and `days`, or an
-         *     `until` not in the future is refused with 400 `validation-failed`. An unknown verb is 400
-         *     `validation-failed`.
+         *     The optional body (absent, empty or `{}` are the same, and accepted by every verb) carries only
+         *     the fields of the verb in the path:
+         *
+         *     | verb | body fields it takes |
+         *     |---|---|
+         *     | `complete` | none |
+         *     | `reopen` | none |
+         *     | `dismiss` | `reason` |
+         *     | `snooze` | `reason`, and `until` or `days` (not both) |
+         *
+         *     A field the verb does not take (`reason` with `complete`, say), both `until` and `days`, or an
+         *     `until` not in the future is refused with 400 `validation-failed` naming the field. An unknown
+         *     verb is 400 `validation-failed`.
          *
          *     Errors: 403 `role-required` when the item is not owned by the key's sales person and that person
          *     is not a MANAGER, ADMIN or OWNER (a key attributed to no sales person owns nothing and is no
@@ -1928,14 +1938,16 @@ export interface components {
          */
         ActionItemVerb: "complete" | "reopen" | "dismiss" | "snooze";
         /**
-         * @description Optional body of POST /action-items/{id}/{verb}. `reason` applies to `dismiss` and `snooze`;
-         *     `until` and `days` apply to `snooze` only and are mutually exclusive (without either, a snooze lasts
-         *     1 day). A field the verb does not use is refused with 400 `validation-failed`.
+         * @description Optional body of POST /action-items/{id}/{verb}; which fields it may hold depends on the verb in
+         *     the path: `complete` and `reopen` take none (send no body, or `{}`); `dismiss` takes `reason`;
+         *     `snooze` takes `reason` and `until` or `days`, which are mutually exclusive (without either, a
+         *     snooze lasts 1 day). A field the verb does not take is refused with 400 `validation-failed`.
+         * @example {}
          */
         ActionItemVerbRequest: {
             /** @description Snooze only. Snooze for this many days from now. */
             days?: number;
-            /** @description Why the item is dismissed or snoozed; stored as `dismissReason` or `snoozeReason`. */
+            /** @description `dismiss` and `snooze` only (refused with `complete` and `reopen`): why the item is dismissed or snoozed; stored as `dismissReason` or `snoozeReason`. */
             reason?: string;
             /**
              * Format: date-time
@@ -3516,7 +3528,7 @@ export interface components {
         WebhookUrl: string;
     };
     responses: {
-        /** @description Invalid input (malformed JSON, wrong types, missing or out-of-range fields, a tampered cursor, or a rule of the operation); nothing was changed. */
+        /** @description Invalid input (malformed JSON, wrong types, missing or out-of-range fields, a string holding U+0000, a tampered cursor, or a rule of the operation); nothing was changed. */
         BadRequest: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3754,7 +3766,8 @@ export interface operations {
                 /**
                  * @description What to do with the item: one of `complete`, `reopen`, `dismiss`, `snooze` (ActionItemVerb).
                  *     Declared as a plain string so that an unknown verb is a 400 `validation-failed` naming the
-                 *     accepted ones, not a 404.
+                 *     accepted ones, not a 404. The body fields each verb takes are listed in the request body's
+                 *     description; its examples are named after the verb they are for.
                  */
                 verb: string;
             };
@@ -3825,12 +3838,12 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description First day of the window (UTC, inclusive), YYYY-MM-DD.
+                 * @description First day of the window (UTC, inclusive), YYYY-MM-DD; on or before `to` (a later `from` is 400 `validation-failed`).
                  * @example 2026-01-01
                  */
                 from: string;
                 /**
-                 * @description Last day of the window (UTC, inclusive), YYYY-MM-DD; at most 365 days after `from`.
+                 * @description Last day of the window (UTC, inclusive), YYYY-MM-DD; on or after `from` and at most 365 days after it (a window of more than 366 days, both ends counted, is 400 `validation-failed`).
                  * @example 2026-03-31
                  */
                 to: string;
@@ -4549,9 +4562,9 @@ export interface operations {
                 include?: string;
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
-                /** @description Only deals with `valueCents` less than or equal to this. */
+                /** @description Only deals with `valueCents` less than or equal to this. With `minValueCents`, at least `minValueCents` (400 `validation-failed` otherwise). */
                 maxValueCents?: number;
-                /** @description Only deals with `valueCents` greater than or equal to this. */
+                /** @description Only deals with `valueCents` greater than or equal to this. With `maxValueCents`, at most `maxValueCents` (a greater one is 400 `validation-failed`). */
                 minValueCents?: number;
                 /** @description Only deals whose current stage has this slug. */
                 stageSlug?: string;
@@ -5083,9 +5096,9 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description Only events with `createdAt` >= this instant (inclusive). */
+                /** @description Only events with `createdAt` >= this instant (inclusive). With `createdBefore`, it must be earlier than `createdBefore` (an equal or later one is 400 `validation-failed`). */
                 createdAfter?: string;
-                /** @description Only events with `createdAt` < this instant (exclusive). */
+                /** @description Only events with `createdAt` < this instant (exclusive). With `createdAfter`, it must be later than `createdAfter` (400 `validation-failed` otherwise). */
                 createdBefore?: string;
                 /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
                 cursor?: components["parameters"]["Cursor"];
@@ -5524,7 +5537,7 @@ export interface operations {
                  * @example conference-follow-up
                  */
                 useCase?: string;
-                /** @description Alias of `useCase`. */
+                /** @description Alias of `useCase`. When both are sent they must be equal (case-insensitively); differing ones are 400 `validation-failed`. */
                 useCaseSlug?: string;
             };
             header?: never;

@@ -4311,7 +4311,7 @@ return errors === 0;
 }
 validate115.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema75 = {"type":"string","minLength":1,"examples":["complete"]};
+const schema75 = {"type":"string","minLength":1};
 
 function validate117(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
