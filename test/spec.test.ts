@@ -255,8 +255,9 @@ describe('public OpenAPI document', () => {
     // No email in either document is left with `format: email` alone.
     const loose: string[] = [];
     const walk = (v: unknown, at: string) => {
-      if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${at}/${i}`));
-      else if (v && typeof v === 'object') {
+      if (Array.isArray(v)) {
+        for (const [i, x] of v.entries()) walk(x, `${at}/${i}`);
+      } else if (v && typeof v === 'object') {
         const o = v as Op;
         if (o.format === 'email' && o.pattern === undefined) loose.push(at);
         for (const [k, x] of Object.entries(o)) walk(x, `${at}/${k}`);
