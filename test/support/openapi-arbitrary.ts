@@ -85,8 +85,31 @@ export const HOSTILE_STRINGS: readonly string[] = [
   `https://example.com/${'a'.repeat(3000)}`,
 ];
 
-/** Values of the wrong JSON type for whatever they replace. */
-const WRONG_TYPES: readonly unknown[] = [null, true, false, 0, -1, 1.5, '', 'x', [], [null], {}, { $ne: null }, [[[[[]]]]]];
+/** An array nested `depth` deep, around `inner`. */
+function nested(depth: number, inner: unknown): unknown {
+  let v = inner;
+  for (let i = 0; i < depth; i += 1) v = [v];
+  return v;
+}
+
+/** Values of the wrong JSON type for whatever they replace (deep nesting included). */
+const WRONG_TYPES: readonly unknown[] = [
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1.5,
+  '',
+  'x',
+  [],
+  [null],
+  {},
+  { $ne: null },
+  nested(5, []),
+  nested(2000, 'deep'),
+  { a: { b: { c: nested(1000, { d: 1 }) } } },
+];
 
 const HUGE_NUMBERS: readonly number[] = [
   Number.MAX_VALUE,
