@@ -34,7 +34,7 @@ import { type Receiver, startReceiver } from './support/receiver.js';
 import { type SiteServer, startSiteServer } from './support/site-server.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 240_024);
-const RUNS = Number(process.env.FUZZ_RUNS ?? 40);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 30);
 
 let svc: TestService;
 let site: SiteServer;
