@@ -1,5 +1,6 @@
-// Connections: an owner pool (migrations, the worker) and an application pool whose sessions
-// run as the `outbound_app` role, to which row-level security applies (no BYPASSRLS, not owner).
+// Connections, the organization binding and migrations. The service's pools log in as the roles of
+// db/roles.ts (row-level security applies to each; none owns a table); only migrate() connects as
+// the database URL's own user.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -7,9 +8,11 @@ import { fileURLToPath } from 'node:url';
 import { Logger, runMigrations } from 'graphile-worker';
 import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
+import { APP_ROLE, ensureRoleLogins, LOGIN_ROLES, SYSTEM_ROLE, WORKER_ROLE } from './roles.js';
 import type { DB } from './schema.js';
 
-export const APP_ROLE = 'outbound_app';
+export { APP_ROLE, type LoginRole, roleUrl, SYSTEM_ROLE, WORKER_ROLE } from './roles.js';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 // Counts and cents come back as numbers, dates as their YYYY-MM-DD text.
@@ -58,13 +61,8 @@ function prepareStatements(client: pg.PoolClient): void {
   };
 }
 
-export function createPool(url: string, opts: { role?: string; max?: number; name?: string; prepare?: boolean } = {}): pg.Pool {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: opts.max ?? 20,
-    application_name: opts.name ?? 'outbound',
-    ...(opts.role ? { options: `-c role=${opts.role}` } : {}),
-  });
+export function createPool(url: string, opts: { max?: number; name?: string; prepare?: boolean } = {}): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 20, application_name: opts.name ?? 'outbound' });
   // A client losing its server connection must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   pool.on('connect', (client) => {
@@ -107,17 +105,29 @@ export async function withGenericPlan<T>(conn: Tx, fn: () => Promise<T>): Promis
 
 /**
  * Runs fn in a transaction bound to one organization (row-level security sees only its rows).
- * BEGIN and the binding go in one round trip: the id is one of ours, checked against SAFE_ID, so
- * it can be inlined as a literal.
+ * BEGIN and the binding go in one round trip: an id of ours matches SAFE_ID, so it can be inlined
+ * as a literal. Any other id (an operator path's segment, say) names no organization; it is bound
+ * as a parameter, and the transaction sees no row.
  */
 export async function withOrg<T>(db: Db, organizationId: string, fn: (trx: Tx) => Promise<T>): Promise<T> {
-  if (!SAFE_ID.test(organizationId)) throw new Error('withOrg: malformed organization id');
+  if (!SAFE_ID.test(organizationId)) {
+    return db.connection().execute((conn) =>
+      transactionOn(conn, async () => {
+        await sql`SELECT set_config('app.org_id', ${organizationId}, true)`.execute(conn);
+        return fn(conn);
+      }),
+    );
+  }
   return db
     .connection()
     .execute((conn) => transactionOn(conn, () => fn(conn), `SELECT set_config('app.org_id', '${organizationId}', true)`));
 }
 
-/** Runs fn in a transaction that may see every organization: background sweeps and operator work. */
+/**
+ * Runs fn in a transaction that may see every organization, on a connection of the outbound_system
+ * role (the sweeps, the operator's cross-organization reads, the lookups made before an
+ * organization is known). For any other role app.system = 'on' changes nothing: it sees no rows.
+ */
 export async function withSystem<T>(db: Db, fn: (trx: Tx) => Promise<T>): Promise<T> {
   return db.connection().execute((conn) => transactionOn(conn, () => fn(conn), `SELECT set_config('app.system', 'on', true)`));
 }
@@ -141,10 +151,50 @@ class SqlFileProvider implements MigrationProvider {
   }
 }
 
+// graphile-worker's schema belongs to outbound_worker, which runs the library (its tables have
+// row-level security without policies: only their owner reads them). Its migrations create the
+// schema (which needs CREATE on the database) as the migrating user, who then hands the schema
+// over with everything in it; tables first (their sequences go with them). The migrating user
+// stays a member of outbound_worker, so the library's later migrations can change what it owns.
+const JOB_SCHEMA_OWNER = `
+DO $$
+DECLARE r record;
+BEGIN
+  IF (SELECT nspowner FROM pg_namespace WHERE nspname = 'graphile_worker') <> '${WORKER_ROLE}'::regrole THEN
+    ALTER SCHEMA graphile_worker OWNER TO ${WORKER_ROLE};
+  END IF;
+  FOR r IN SELECT c.oid::regclass AS obj, c.relkind FROM pg_class c
+           WHERE c.relnamespace = 'graphile_worker'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'c')
+             AND c.relowner <> '${WORKER_ROLE}'::regrole
+           ORDER BY c.relkind DESC LOOP
+    EXECUTE format('ALTER %s %s OWNER TO ${WORKER_ROLE}',
+      CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'c' THEN 'TYPE' ELSE 'TABLE' END, r.obj);
+  END LOOP;
+  FOR r IN SELECT c.oid::regclass AS obj FROM pg_class c
+           WHERE c.relnamespace = 'graphile_worker'::regnamespace AND c.relkind = 'S' AND c.relowner <> '${WORKER_ROLE}'::regrole LOOP
+    EXECUTE format('ALTER SEQUENCE %s OWNER TO ${WORKER_ROLE}', r.obj);
+  END LOOP;
+  FOR r IN SELECT p.oid::regprocedure AS obj FROM pg_proc p
+           WHERE p.pronamespace = 'graphile_worker'::regnamespace AND p.proowner <> '${WORKER_ROLE}'::regrole LOOP
+    EXECUTE format('ALTER ROUTINE %s OWNER TO ${WORKER_ROLE}', r.obj);
+  END LOOP;
+END $$`;
+
+// Table privileges, granted after every migration so that new tables are covered. The API and the
+// worker read and write every table (row-level security decides which rows); outbound_system reads
+// every table and writes only what 0021_least_privilege.sql grants it. The migrator's own
+// bookkeeping is no role's business.
+const ROLE_GRANTS = `
+GRANT USAGE ON SCHEMA public TO ${LOGIN_ROLES.join(', ')};
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${APP_ROLE}, ${WORKER_ROLE};
+GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${SYSTEM_ROLE};
+REVOKE ALL ON kysely_migration, kysely_migration_lock FROM ${LOGIN_ROLES.join(', ')}`;
+
 /**
- * Applies our migrations and graphile-worker's, then grants the application role what it needs.
- * Processes started together on one database (API nodes and workers) take turns: the whole of it
- * runs under a session advisory lock, since concurrent GRANTs fail ("tuple concurrently updated").
+ * Applies our migrations and graphile-worker's (then handed to the role that runs it), makes the
+ * service's roles able to log in (db/roles.ts) and grants them what they need. Processes started
+ * together on one database (API nodes and workers) take turns: the whole of it runs under a
+ * session advisory lock, since concurrent GRANTs fail ("tuple concurrently updated").
  */
 export async function migrate(url: string): Promise<void> {
   const pool = createPool(url, { max: 3, name: 'outbound-migrate' });
@@ -157,24 +207,10 @@ export async function migrate(url: string): Promise<void> {
       const failed = results?.find((r) => r.status === 'Error');
       throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`);
     }
+    await ensureRoleLogins(url, lock);
     await runMigrations({ connectionString: url, logger: silentWorkerLogger() });
-    await sql
-      .raw(`
-      DO $$ BEGIN
-        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${APP_ROLE}') THEN
-          CREATE ROLE ${APP_ROLE} NOLOGIN NOBYPASSRLS;
-        END IF;
-      END $$;
-      DO $$ BEGIN
-        IF NOT pg_has_role(current_user, '${APP_ROLE}', 'MEMBER') THEN
-          EXECUTE format('GRANT ${APP_ROLE} TO %I', current_user);
-        END IF;
-      END $$;
-      GRANT USAGE ON SCHEMA public TO ${APP_ROLE};
-      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${APP_ROLE};
-      GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO ${APP_ROLE};
-    `)
-      .execute(db);
+    await lock.query(JOB_SCHEMA_OWNER);
+    await lock.query(ROLE_GRANTS);
   } finally {
     await lock.query(`SELECT pg_advisory_unlock(hashtext('outbound:migrate'))`).catch(() => {});
     lock.release();

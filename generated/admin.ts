@@ -1511,7 +1511,18 @@ export interface components {
         };
     };
     responses: {
-        /** @description Invalid input: malformed JSON (`malformed-json`), wrong types, missing, unknown or out-of-range fields, a string holding U+0000 (`validation-failed`); nothing was changed. */
+        /** @description Too many failed authentications from this source address (`authentication-throttled`): more than 10 in a 10-minute window. The right operator token is still accepted. */
+        AuthenticationThrottled: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Invalid input: malformed JSON (`malformed-json`), a body nested deeper than 64 levels, wrong types, missing, unknown or out-of-range fields, a string holding U+0000 (`validation-failed`); nothing was changed. */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1563,7 +1574,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The request body exceeds 1 MiB (`payload-too-large`). */
+        /** @description The request body exceeds 1 MiB (`payload-too-large`), counted as it arrives, chunked or not. */
         PayloadTooLarge: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1573,7 +1584,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Missing or wrong operator token (`unauthorized`). */
+        /** @description Missing or wrong operator token (`unauthorized`), answered after a fixed short delay. */
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1606,6 +1617,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description Seconds until the rate-limit window resets. */
+        "Retry-After": number;
         /** @description Requests allowed per API key in a fixed 60-second window. */
         "X-RateLimit-Limit": number;
         /** @description Unix time in seconds at which the current rate-limit window ends. */
@@ -1646,6 +1659,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1685,6 +1699,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1744,6 +1759,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1796,6 +1812,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1850,6 +1867,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1881,6 +1899,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1909,6 +1928,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1964,6 +1984,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2018,6 +2039,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2059,6 +2081,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2108,6 +2131,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2166,6 +2190,7 @@ export interface operations {
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2195,6 +2220,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2240,6 +2266,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2279,6 +2306,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2323,6 +2351,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2353,6 +2382,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2383,6 +2413,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2441,6 +2472,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2470,6 +2502,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2503,6 +2536,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2548,6 +2582,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2603,6 +2638,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2646,6 +2682,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2684,6 +2721,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2730,6 +2768,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2761,6 +2800,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict-2"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2792,6 +2832,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict-2"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2822,6 +2863,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2874,6 +2916,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2897,6 +2940,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2941,6 +2985,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2964,6 +3009,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -2995,6 +3041,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };
     };

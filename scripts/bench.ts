@@ -64,6 +64,8 @@ async function main() {
     PORT: String(port),
     ADMIN_TOKEN: adminToken,
     DATA_DIR: path.join(work, 'files'),
+    // Known to the bench too: the crm area signs the cursors of deep pages with it.
+    WEBHOOK_SECRET_KEY: crypto.randomBytes(32).toString('hex'),
     RATE_LIMIT_PER_MINUTE: '10000000',
     LOG_LEVEL: 'warn',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',

@@ -5,17 +5,17 @@ import type { UpdateObject } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../db/database.js';
 import { runDealSweep } from '../src/deals/sweep.js';
-import type { Deps } from '../src/platform/services.js';
+import type { SystemDeps } from '../src/platform/services.js';
 import { publicDoc } from '../src/platform/spec.js';
 import { runActionItemSweep } from '../src/work/action-item-sweep.js';
 import { eventsOf, insertSequence, mkContact, planOf, system, uid } from './crm-support.js';
 import { ALL_SCOPES, type PublicClient, raw, setClock, startService, type TestOrg, type TestService } from './support/harness.js';
 
 let svc: TestService;
-let deps: Deps;
+let deps: SystemDeps;
 beforeAll(async () => {
   svc = await startService();
-  deps = { db: svc.rt.db, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
+  deps = { db: svc.rt.workerDb, systemDb: svc.rt.systemDb, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
 });
 afterAll(async () => {
   await svc?.close();

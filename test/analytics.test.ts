@@ -493,8 +493,18 @@ describe('GET /analytics/funnel cache', () => {
 
   it('is shared by every API node: a second node answers hit for what the first computed', async () => {
     const { key } = await analyticsOrg();
-    const { config, db, services, log } = svc.rt;
-    const secondNode = createApp({ config, db, requestDb: db, services, log, handlers, adminHandlers: {}, health: async () => true });
+    const { config, db, systemDb, services, log } = svc.rt;
+    const secondNode = createApp({
+      config,
+      db,
+      requestDb: db,
+      systemDb,
+      services,
+      log,
+      handlers,
+      adminHandlers: {},
+      health: async () => true,
+    });
     const path = '/api/v1/analytics/funnel?from=2025-11-01&to=2025-11-30';
     const a = await raw(svc.baseUrl, 'GET', path, { key });
     expect(a.headers.get('x-service-cache')).toBe('miss');

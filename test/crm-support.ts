@@ -19,7 +19,7 @@ export interface EventRow {
 
 /** The organization's events, oldest first, optionally of one type. */
 export async function eventsOf(svc: TestService, orgId: string, type?: string): Promise<EventRow[]> {
-  return withSystem(svc.rt.db, async (trx) => {
+  return withSystem(svc.ownerDb, async (trx) => {
     let q = trx.selectFrom('events').select(['id', 'type', 'data', 'resource_type', 'resource_id']).where('organization_id', '=', orgId);
     if (type) q = q.where('type', '=', type);
     return q.orderBy('created_at').orderBy('id').execute() as Promise<EventRow[]>;
@@ -28,7 +28,7 @@ export async function eventsOf(svc: TestService, orgId: string, type?: string): 
 
 /** Runs SQL with row-level security in system mode (set-up and inspection). */
 export async function system<T>(svc: TestService, fn: Parameters<typeof withSystem<T>>[1]): Promise<T> {
-  return withSystem(svc.rt.db, fn);
+  return withSystem(svc.ownerDb, fn);
 }
 
 /** A sequence row for a contact (sequences have no create endpoint in this area). */

@@ -4,17 +4,17 @@ import { parseCrontab } from 'graphile-worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg } from '../db/database.js';
 import { runDealSweep } from '../src/deals/sweep.js';
-import type { Deps } from '../src/platform/services.js';
+import type { SystemDeps } from '../src/platform/services.js';
 import { CRONTAB } from '../src/tasks/index.js';
 import { type DealOrg, dealOrg, eventsOf, insertContact, utcDate } from './deal-support.js';
 import { ALL_SCOPES, setClock, startService, type TestService } from './support/harness.js';
 import { waitFor } from './support/wait.js';
 
 let svc: TestService;
-let deps: Deps;
+let deps: SystemDeps;
 beforeAll(async () => {
   svc = await startService();
-  deps = { db: svc.rt.db, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
+  deps = { db: svc.rt.workerDb, systemDb: svc.rt.systemDb, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
 });
 afterAll(async () => {
   await svc?.close();

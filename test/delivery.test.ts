@@ -135,7 +135,7 @@ describe('delivery format', () => {
     const [b] = await rx2.waitFor();
     expect(a.body!.id).toBe(eventId);
     expect(b.body!.id).toBe(eventId);
-    const rows = await withSystem(svc.rt.db, (trx) =>
+    const rows = await withSystem(svc.ownerDb, (trx) =>
       trx.selectFrom('webhook_deliveries').selectAll().where('event_id', '=', eventId).execute(),
     );
     expect(rows).toHaveLength(2);
@@ -368,7 +368,7 @@ describe('replay, rotation and test delivery', () => {
     const failed = await api.POST('/webhooks/{id}/test-deliver', { params: { path: { id: ep.id } } });
     expect(failed.data).toMatchObject({ delivered: false, httpStatus: 503, errorMessage: 'HTTP 503' });
     expect(await deliveries(api, ep.id)).toEqual([]);
-    const events = await withSystem(svc.rt.db, (trx) =>
+    const events = await withSystem(svc.ownerDb, (trx) =>
       trx.selectFrom('events').select('id').where('organization_id', '=', org.id).execute(),
     );
     expect(events).toEqual([]);

@@ -726,7 +726,7 @@ describe('crash safety', () => {
       const q = (await crash.admin.GET('/send-queue', { params: { query: { organizationId: org.id } } })).data!.data;
       expect(q).toMatchObject([{ state: 'sending' }]);
       // The recovery sweep (every minute; here at once, with no waiting period) marks it.
-      expect(await sweepStaleSends(crash.rt.db, 0)).toBe(1);
+      expect(await sweepStaleSends(crash.rt.systemDb, 0)).toBe(1);
       const marked = (await crash.admin.GET('/send-queue', { params: { query: { organizationId: org.id } } })).data!.data;
       expect(marked).toMatchObject([{ state: 'possibly_sent', heldBy: 'possibly_sent' }]);
       const box = (await crash.admin.GET('/outbox', { params: { query: { organizationId: org.id } } })).data!.data;

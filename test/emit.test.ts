@@ -17,7 +17,7 @@ const fanoutJobs = async (eventId: string) =>
   (
     await sql<{ n: number }>`
   select count(*)::int as n from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
-  where t.identifier = 'fanout_event' and j.payload->>'eventId' = ${eventId}`.execute(svc.rt.ownerDb)
+  where t.identifier = 'fanout_event' and j.payload->>'eventId' = ${eventId}`.execute(svc.ownerDb)
   ).rows[0].n;
 
 async function subscribe(orgId: string, types: string[]) {

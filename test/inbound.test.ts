@@ -695,7 +695,13 @@ describe('recipients', () => {
   it('without a reply domain every recipient is taken (mail forwarded to the listener), and the headers or the sender route it', async () => {
     const sent = await outreach();
     const open = await startInboundSmtp(
-      { db: svc.rt.db, config: { ...svc.rt.config, inboundReplyDomain: null }, services: svc.rt.services, log: svc.rt.log },
+      {
+        db: svc.rt.db,
+        systemDb: svc.rt.systemDb,
+        config: { ...svc.rt.config, inboundReplyDomain: null },
+        services: svc.rt.services,
+        log: svc.rt.log,
+      },
       { port: 0, host: '127.0.0.1' },
     );
     try {

@@ -3,9 +3,9 @@
 // that create forms and capture leads through the same path.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withSystem } from '../db/database.js';
-import { clientIp, rateKeyOf } from '../src/leads/client-ip.js';
 import { isAddress } from '../src/leads/endpoint.js';
 import { fitOf, intentOf, parseCompanySize } from '../src/leads/scoring.js';
+import { clientIp, rateKeyOf } from '../src/net/client-ip.js';
 import { eventsOf, uid } from './crm-support.js';
 import { backdate, businessEmail, leadRow, leadRows, mkForm, mkLead } from './lead-support.js';
 import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
@@ -78,7 +78,7 @@ describe('POST /admin/api/organizations/{orgId}/lead-forms', () => {
     expect(a.formKey).toMatch(/^lf_[A-Za-z0-9_-]{32}$/);
     expect(b.formKey).not.toBe(a.formKey);
     expect(a.captureUrl).toBe(`${svc.baseUrl}/capture/${a.formKey}`);
-    const row = await withSystem(svc.rt.db, (trx) =>
+    const row = await withSystem(svc.ownerDb, (trx) =>
       trx.selectFrom('lead_forms').selectAll().where('id', '=', a.id).executeTakeFirstOrThrow(),
     );
     expect(row).toMatchObject({ organization_id: org.id, name: 'pricing-page', form_key: a.formKey });
@@ -250,7 +250,7 @@ describe('POST /capture/{formKey}', () => {
     expectReceived(await json(other.url, { email: businessEmail() }));
 
     // Only the keyed hash of the address is stored.
-    const windows = await withSystem(svc.rt.db, (trx) =>
+    const windows = await withSystem(svc.ownerDb, (trx) =>
       trx.selectFrom('lead_capture_windows').selectAll().where('organization_id', '=', org.id).execute(),
     );
     expect(windows).toHaveLength(1);

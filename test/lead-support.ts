@@ -64,7 +64,7 @@ export async function mkLead(
 
 /** The organization's lead rows (every column), oldest first. */
 export async function leadRows(svc: TestService, orgId: string): Promise<LeadRow[]> {
-  return withSystem(svc.rt.db, (trx) =>
+  return withSystem(svc.ownerDb, (trx) =>
     trx.selectFrom('inbound_leads').selectAll().where('organization_id', '=', orgId).orderBy('captured_at').orderBy('id').execute(),
   ) as Promise<LeadRow[]>;
 }
@@ -77,7 +77,7 @@ export async function leadRow(svc: TestService, orgId: string, id: string): Prom
 
 /** Moves a lead's capture time back by `minutes` (the sweep's minimum age, the dedupe window). */
 export async function backdate(svc: TestService, orgId: string, id: string, minutes: number): Promise<void> {
-  await withSystem(svc.rt.db, (trx) =>
+  await withSystem(svc.ownerDb, (trx) =>
     sql`UPDATE inbound_leads SET captured_at = captured_at - make_interval(mins => ${minutes})
     WHERE organization_id = ${orgId} AND id = ${id}`.execute(trx),
   );

@@ -7,17 +7,17 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withSystem } from '../db/database.js';
 import { runLeadSweep, SWEEP_ACTOR } from '../src/leads/sweep.js';
-import type { Deps } from '../src/platform/services.js';
+import type { SystemDeps } from '../src/platform/services.js';
 import { CRONTAB } from '../src/tasks/index.js';
 import { eventsOf, mkContact, uid, uniqueEmail } from './crm-support.js';
 import { backdate, businessEmail, leadRow, leadRows, mkLead } from './lead-support.js';
 import { ALL_SCOPES, raw, startService, type TestService, waitFor } from './support/harness.js';
 
 let svc: TestService;
-let deps: Deps;
+let deps: SystemDeps;
 beforeAll(async () => {
   svc = await startService();
-  deps = { db: svc.rt.ownerDb, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
+  deps = { db: svc.rt.workerDb, systemDb: svc.rt.systemDb, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
 });
 afterAll(async () => {
   await svc?.close();
@@ -53,13 +53,13 @@ const spam = (s: Setup, id: string) => s.api.POST('/leads/{id}/spam', { params: 
 
 /** Sets capture times directly, so the order under test does not rest on request timing. */
 async function setCapturedAt(orgId: string, id: string, at: string) {
-  await withSystem(svc.rt.db, (trx) =>
+  await withSystem(svc.ownerDb, (trx) =>
     sql`UPDATE inbound_leads SET captured_at = ${at}::timestamptz WHERE organization_id = ${orgId} AND id = ${id}`.execute(trx),
   );
 }
 
 async function count(table: 'contacts' | 'deals' | 'companies', orgId: string): Promise<number> {
-  return withSystem(svc.rt.db, async (trx) =>
+  return withSystem(svc.ownerDb, async (trx) =>
     Number(
       (
         await trx
@@ -120,7 +120,7 @@ describe('GET /leads', () => {
     const b = await mkLead(svc, s.org.id);
     const c = await mkLead(svc, s.org.id);
     expect((await spam(s, b)).response.status).toBe(200);
-    await withSystem(svc.rt.db, (trx) =>
+    await withSystem(svc.ownerDb, (trx) =>
       trx.updateTable('inbound_leads').set({ erased_at: new Date() }).where('organization_id', '=', s.org.id).where('id', '=', c).execute(),
     );
     const other = await setup();
@@ -296,7 +296,7 @@ describe('POST /leads/{id}/convert', () => {
     const other = await setup();
     const foreign = await mkLead(svc, other.org.id);
     const erased = await mkLead(svc, s.org.id);
-    await withSystem(svc.rt.db, (trx) =>
+    await withSystem(svc.ownerDb, (trx) =>
       trx
         .updateTable('inbound_leads')
         .set({ erased_at: new Date() })
@@ -437,7 +437,7 @@ describe('qualification and conversion sweep', () => {
 
   it('deletes capture windows that have ended', async () => {
     const s = await setup();
-    await withSystem(svc.rt.db, (trx) =>
+    await withSystem(svc.ownerDb, (trx) =>
       trx
         .insertInto('lead_capture_windows')
         .values([
@@ -447,7 +447,7 @@ describe('qualification and conversion sweep', () => {
         .execute(),
     );
     await runLeadSweep(deps);
-    const left = await withSystem(svc.rt.db, (trx) =>
+    const left = await withSystem(svc.ownerDb, (trx) =>
       trx.selectFrom('lead_capture_windows').select('ip_hash').where('organization_id', '=', s.org.id).execute(),
     );
     expect(left.map((w) => w.ip_hash)).toEqual(['current']);
@@ -528,7 +528,7 @@ describe('erasure covers leads', () => {
     const dealEvents = await eventsOf(svc, s.org.id, 'deal.created');
     expect(dealEvents.map((e) => e.data)).toEqual([{ dealId: deal.id, dealName: 'Inbound lead (erased)' }]);
 
-    const everything = await withSystem(svc.rt.db, async (trx) =>
+    const everything = await withSystem(svc.ownerDb, async (trx) =>
       JSON.stringify([
         await trx.selectFrom('inbound_leads').selectAll().where('organization_id', '=', s.org.id).where('id', '<>', bystander).execute(),
         await trx.selectFrom('events').selectAll().where('organization_id', '=', s.org.id).execute(),

@@ -1,6 +1,8 @@
 // The model client against a fake OpenAI-compatible server on loopback.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createModelClient, ModelError, parseAnswer } from '../src/llm/client.js';
+import { createModelClient, MAX_ANSWER_BYTES, ModelError, parseAnswer } from '../src/llm/client.js';
 import { ConfigError, loadConfig } from '../src/platform/config.js';
 import { createLogger } from '../src/platform/logger.js';
 import { type FakeModel, startFakeModel } from './support/fake-llm.js';
@@ -158,5 +160,50 @@ describe('complete', () => {
     await Promise.all(Array.from({ length: 12 }, () => m.complete(ask)));
     expect(fake.calls).toHaveLength(12);
     expect(fake.maxInFlight).toBe(3);
+  });
+
+  it('reads at most MAX_ANSWER_BYTES of an answer that never ends, cut while it streams: malformed, not asked again (an error status: each answer cut)', async () => {
+    const MiB = 1024 * 1024;
+    // A server that answers JSON without end (up to a bound, so a client reading it all still ends).
+    const written: number[] = [];
+    let status = 200;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      const i = written.push(0) - 1;
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.write('{"choices":[{"message":{"content":"');
+      const chunk = Buffer.alloc(64 * 1024, 'a');
+      const pump = () => {
+        while (written[i] < 100 * MiB && !res.destroyed) {
+          written[i] += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end('"}}]}');
+      };
+      res.on('error', () => {});
+      pump();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      for (const s of [200, 500]) {
+        status = s;
+        written.length = 0;
+        const started = Date.now();
+        const e = await client({ LLM_BASE_URL: baseUrl, LLM_MAX_RETRIES: '2', LLM_TIMEOUT_MS: '30000' })
+          .complete(ask)
+          .catch((x) => x);
+        expect(e, String(s)).toBeInstanceOf(ModelError);
+        // An error status stays what it is (a 5xx is asked again); each answer is cut all the same.
+        expect(e, String(s)).toMatchObject(s === 200 ? { kind: 'malformed', attempts: 1 } : { kind: 'server', attempts: 3 });
+        expect(Date.now() - started).toBeLessThan(15_000);
+        expect(written, String(s)).toHaveLength(e.attempts);
+        // The cap, and what the sockets between the two ends buffer besides.
+        for (const w of written) expect(w, String(s)).toBeLessThan(MAX_ANSWER_BYTES + 24 * MiB);
+      }
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });

@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOrgHealthSweep } from '../src/account/org-health-sweep.js';
-import type { Deps } from '../src/platform/services.js';
+import type { SystemDeps } from '../src/platform/services.js';
 import { eventsOf, mkContact, system, uid } from './crm-support.js';
 import { settle } from './drafting-support.js';
 import { setClock, startService, type TestOrg, type TestService } from './support/harness.js';
@@ -14,7 +14,7 @@ import { companySite, type SiteServer, startSiteServer } from './support/site-se
 import { waitFor } from './support/wait.js';
 
 let svc: TestService;
-let deps: Deps;
+let deps: SystemDeps;
 let rx: Receiver;
 let site: SiteServer;
 beforeAll(async () => {
@@ -28,7 +28,7 @@ beforeAll(async () => {
     RESEARCH_SITE_URL_TEMPLATE: site.template,
     RESEARCH_ALLOWED_TARGETS: `127.0.0.1:${site.port}`,
   });
-  deps = { db: svc.rt.db, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
+  deps = { db: svc.rt.workerDb, systemDb: svc.rt.systemDb, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
   rx = await startReceiver(() => 500);
   await svc.startWorker();
 });

@@ -161,8 +161,18 @@ describe('problems', () => {
   it('answers 501 not-implemented for an operation without a handler', async () => {
     const org = await svc.newOrg();
     // Every operation of the contract has its handler now: an app built without one shows the path.
-    const { config, db, services, log } = svc.rt;
-    const app = createApp({ config, db, requestDb: db, services, log, handlers: {}, adminHandlers: {}, health: async () => true });
+    const { config, db, systemDb, services, log } = svc.rt;
+    const app = createApp({
+      config,
+      db,
+      requestDb: db,
+      systemDb,
+      services,
+      log,
+      handlers: {},
+      adminHandlers: {},
+      health: async () => true,
+    });
     const r = await app.request('/api/v1/analytics/lift', { headers: { authorization: `Bearer ${await org.key()}` } });
     expect(r.status).toBe(501);
     expect(((await r.json()) as { type: string }).type).toBe(`${svc.baseUrl}/problems/not-implemented`);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { ALL_SCOPES, raw, setClock, startService, type TestService } from './support/harness.js';
 import { companySite, type Route, type SiteServer, startSiteServer } from './support/site-server.js';
+import { ADDRESS_CASES } from './support/ssrf-addresses.js';
 
 let site: SiteServer;
 let other: http.Server;
@@ -56,6 +57,39 @@ async function companyWithSite(s: Awaited<ReturnType<typeof setup>>, overrides: 
   const r = await s.api.POST('/companies', { body: { domain, name: 'Acme Rockets' } });
   expect(r.response.status).toBe(201);
   return { domain, routes, company: r.data! };
+}
+
+type Answer = Array<{ address: string; family: 4 | 6 }>;
+
+/** Points names at chosen addresses through the injectable lookup of Services (until deleted). */
+function injectLookup(answers: Map<string, Answer>) {
+  svc.rt.services.lookup = async (host) => {
+    const a = answers.get(host);
+    if (!a) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+    return a;
+  };
+}
+
+/**
+ * Researches a new company whose home page moves to its www host on `port` (a redirect the
+ * crawler follows), which DNS answers with `answer`.
+ */
+async function researchMovedTo(s: Awaited<ReturnType<typeof setup>>, answers: Map<string, Answer>, answer: Answer, port: number) {
+  const c = await companyWithSite(s, {});
+  const own = companySite(c.domain, site.origin);
+  const routes = {
+    ...own,
+    '/': {
+      status: 301,
+      headers: { location: `http://www.${c.domain}:${port}/sites/${c.domain}/` },
+      hosts: { [`www.${c.domain}`]: own['/'] },
+    },
+  };
+  site.site(c.domain, routes);
+  answers.set(`www.${c.domain}`, answer);
+  const r = await research(s, c.company.id);
+  expect(r.response.status).toBe(200);
+  return { ...c, r: r.data! };
 }
 
 const research = (s: Awaited<ReturnType<typeof setup>>, id: string) => s.api.POST('/companies/{id}/research', { params: { path: { id } } });
@@ -300,30 +334,9 @@ describe('POST /companies/{id}/research', () => {
 
   it('connects only to vetted addresses: a host of the domain that DNS points at a private or metadata address is refused, every address is checked, and the exemption is one exact address and port (injected resolver)', async () => {
     const s = await setup();
-    const answers = new Map<string, Array<{ address: string; family: 4 | 6 }>>();
-    svc.rt.services.lookup = async (host) => {
-      const a = answers.get(host);
-      if (!a) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
-      return a;
-    };
-    // Each site's home page moves to its www host (a redirect the crawler follows), which DNS answers.
-    const moving = async (answer: Array<{ address: string; family: 4 | 6 }>, port: number) => {
-      const c = await companyWithSite(s, {});
-      const own = companySite(c.domain, site.origin);
-      const routes = {
-        ...own,
-        '/': {
-          status: 301,
-          headers: { location: `http://www.${c.domain}:${port}/sites/${c.domain}/` },
-          hosts: { [`www.${c.domain}`]: own['/'] },
-        },
-      };
-      site.site(c.domain, routes);
-      answers.set(`www.${c.domain}`, answer);
-      const r = await research(s, c.company.id);
-      expect(r.response.status).toBe(200);
-      return { ...c, r: r.data! };
-    };
+    const answers = new Map<string, Answer>();
+    injectLookup(answers);
+    const moving = (answer: Answer, port: number) => researchMovedTo(s, answers, answer, port);
     try {
       const connectionsBefore = otherConnections;
       const privateHost = await moving([{ address: '10.1.2.3', family: 4 }], site.port);
@@ -349,6 +362,28 @@ describe('POST /companies/{id}/research', () => {
       const exempt = await moving([{ address: '127.0.0.1', family: 4 }], site.port);
       expect(exempt.r.coverage, JSON.stringify(exempt.r.coverage)).toMatchObject({ hasMinimumCoverage: true });
       expect(exempt.r.researchSources[0].url).toBe(`http://www.${exempt.domain}:${site.port}/sites/${exempt.domain}/`);
+    } finally {
+      delete svc.rt.services.lookup;
+    }
+  });
+
+  it('never connects to a site whose host resolves to any refused address of the shared table: IPv4, IPv6, and IPv6 embedding IPv4 (injected resolver)', async () => {
+    const s = await setup();
+    const answers = new Map<string, Answer>();
+    injectLookup(answers);
+    try {
+      const connectionsBefore = otherConnections;
+      for (const c of ADDRESS_CASES.filter((x) => x.reason !== null)) {
+        // A key per address: two requests each would pass the per-key rate limit over the table.
+        const fresh = { ...s, api: svc.api(await s.org.key(ALL_SCOPES)) };
+        const family = c.address.includes(':') ? 6 : 4;
+        const moved = await researchMovedTo(fresh, answers, [{ address: c.address, family }], otherPort());
+        expect(moved.r.coverage.notes, c.form).toContain(
+          `the home page could not be used: refused: www.${moved.domain} resolves to ${c.address}, which is a ${c.reason} address`,
+        );
+        expect(moved.r.researchSources, c.form).toEqual([]);
+      }
+      expect(otherConnections).toBe(connectionsBefore);
     } finally {
       delete svc.rt.services.lookup;
     }

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withOrg } from '../db/database.js';
 import { runDealSweep } from '../src/deals/sweep.js';
 import { emit } from '../src/platform/events.js';
-import type { Deps } from '../src/platform/services.js';
+import type { SystemDeps } from '../src/platform/services.js';
 import { runRules } from '../src/rules/rules.js';
 import { runRulesTask } from '../src/tasks/run-rules.js';
 import { eventsOf, system, uid } from './crm-support.js';
@@ -21,11 +21,11 @@ import { type Receiver, startReceiver } from './support/receiver.js';
 
 const DAY = 86_400_000;
 let svc: TestService;
-let deps: Deps;
+let deps: SystemDeps;
 const receivers: Receiver[] = [];
 beforeAll(async () => {
   svc = await startService();
-  deps = { db: svc.rt.db, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
+  deps = { db: svc.rt.workerDb, systemDb: svc.rt.systemDb, config: svc.rt.config, services: svc.rt.services, log: svc.rt.log };
   await svc.startWorker();
 });
 afterAll(async () => {
@@ -566,7 +566,7 @@ describe('running rules', () => {
     const deal = (type: string) => ({ type, resource: { type: 'Deal', id: 'deal_x' }, data: { dealId: 'deal_x', dealName: 'X' } });
     // The owner connection can read the queue; the transaction is rolled back so nothing runs.
     await expect(
-      withOrg(svc.rt.ownerDb, org.id, async (trx) => {
+      withOrg(svc.ownerDb, org.id, async (trx) => {
         const jobs = async () =>
           (
             await sql<{ event_id: string }>`SELECT j.payload->>'eventId' AS event_id FROM graphile_worker._private_jobs j

@@ -153,6 +153,20 @@ describe('a realistic flow with the SDK', () => {
     expect(verifyWebhook({ rawBody: delivery.raw, header, secret, now: (t + 5) * 1000, toleranceSeconds: 10 })).toBe(true);
   });
 
+  it('refuses a now or a tolerance that is not a finite number (NaN, Infinity) instead of skipping the freshness check', () => {
+    const header = String(delivery.headers['x-outbound-signature']);
+    const check = (o: { now?: number | Date; toleranceSeconds?: number }) => () =>
+      checkWebhookSignature({ rawBody: delivery.raw, header, secret, ...o });
+    for (const now of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, new Date(Number.NaN)]) {
+      expect(check({ now }), String(now)).toThrow(RangeError);
+      expect(() => verifyWebhook({ rawBody: delivery.raw, header, secret, now }), String(now)).toThrow(RangeError);
+    }
+    for (const toleranceSeconds of [Number.NaN, Number.POSITIVE_INFINITY, -1]) {
+      expect(check({ toleranceSeconds }), String(toleranceSeconds)).toThrow(RangeError);
+      expect(() => parseWebhook({ rawBody: delivery.raw, header, secret, toleranceSeconds }), String(toleranceSeconds)).toThrow(RangeError);
+    }
+  });
+
   it('refuses missing and malformed headers', () => {
     const check = (header: string | undefined) => checkWebhookSignature({ rawBody: delivery.raw, header, secret });
     expect(check(undefined)).toEqual({ valid: false, reason: 'missing-header' });

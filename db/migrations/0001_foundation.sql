@@ -468,7 +468,9 @@ CREATE POLICY tenant_isolation ON organizations
 -- Authentication and rate limiting in one round trip. It runs with app.system on because the
 -- key's organization is not known until the key is found; it returns nothing for an unknown,
 -- revoked or expired key, and otherwise counts the request in the key's current window (the
--- count commits at once, whatever becomes of the request).
+-- count commits at once, whatever becomes of the request). System mode is set in the body: only a
+-- superuser may give a function a SET clause of a custom setting. (0021_least_privilege.sql
+-- replaces the function, which runs as outbound_system from then on.)
 CREATE FUNCTION authenticate_api_key(p_hash bytea)
 RETURNS TABLE (
   key_id text, organization_id text, key_name text, scopes text[], user_id text, user_role text,
@@ -476,11 +478,12 @@ RETURNS TABLE (
   org_name text, org_plan text, org_flags jsonb, org_created_at timestamptz,
   request_count integer, window_reset bigint
 )
-LANGUAGE plpgsql SECURITY DEFINER SET app.system = 'on' AS $$
+LANGUAGE plpgsql SECURITY DEFINER AS $$
 #variable_conflict use_column
 DECLARE
   v_window timestamptz := to_timestamp(floor(extract(epoch FROM clock_timestamp()) / 60) * 60);
 BEGIN
+  PERFORM set_config('app.system', 'on', true);
   -- Binds the session to the key's organization (or to none): the API runs the rest of the
   -- request on this same connection, so the binding costs no extra round trip.
   PERFORM set_config('app.org_id', coalesce((

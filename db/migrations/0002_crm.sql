@@ -35,7 +35,7 @@ DO $$ BEGIN
   END IF;
 END $$;
 DO $$ BEGIN
-  IF NOT pg_has_role(current_user, 'outbound_search', 'MEMBER') THEN
+  IF NOT pg_has_role(current_user, 'outbound_search', 'USAGE') THEN
     EXECUTE format('GRANT outbound_search TO %I', current_user);
   END IF;
 END $$;
@@ -43,6 +43,10 @@ GRANT USAGE ON SCHEMA public TO outbound_search;
 GRANT SELECT ON contacts, companies TO outbound_search;
 CREATE POLICY search_views ON contacts FOR SELECT TO outbound_search USING (true);
 CREATE POLICY search_views ON companies FOR SELECT TO outbound_search USING (true);
+
+-- A new owner needs CREATE on the schema (PUBLIC has none from Postgres 15 on), granted for the
+-- change only (a superuser needs none; the migrating user may have only CREATEROLE).
+GRANT CREATE ON SCHEMA public TO outbound_search;
 
 CREATE VIEW contacts_search AS
   SELECT organization_id, id, list_id, name, email_normalized, qualification_status,
@@ -56,3 +60,4 @@ CREATE VIEW companies_search AS
   FROM companies
   WHERE organization_id = current_setting('app.org_id', true);
 ALTER VIEW companies_search OWNER TO outbound_search;
+REVOKE CREATE ON SCHEMA public FROM outbound_search;

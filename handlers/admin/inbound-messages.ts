@@ -3,9 +3,17 @@
 import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 import { ingestOperatorMessage, type OperatorMessageFields } from '../../src/inbound/operator-message.js';
 
-const adminCreateInboundMessage: AdminHandler<'adminCreateInboundMessage'> = async ({ db, config, services, log, params, body }) => {
+const adminCreateInboundMessage: AdminHandler<'adminCreateInboundMessage'> = async ({
+  db,
+  systemDb,
+  config,
+  services,
+  log,
+  params,
+  body,
+}) => {
   const b = body as OperatorMessageFields; // the schema's anyOf (raw, or fromEmail and body) types as unknown
-  const r = await ingestOperatorMessage({ db, config, services, log }, params.orgId, b);
+  const r = await ingestOperatorMessage({ db, systemDb, config, services, log }, params.orgId, b);
   return r.duplicate ? { status: 200 as const, body: { id: r.id } } : { status: 201 as const, body: { id: r.id } };
 };
 

@@ -3,8 +3,9 @@
 import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 import { jobQueueCounts } from '../../src/platform/job-queue.js';
 
-const adminGetQueue: AdminHandler<'adminGetQueue'> = async ({ db }) => {
-  return { status: 200 as const, body: await jobQueueCounts(db) };
+// Every organization's jobs: read on the cross-organization role's connection.
+const adminGetQueue: AdminHandler<'adminGetQueue'> = async ({ systemDb }) => {
+  return { status: 200 as const, body: await jobQueueCounts(systemDb) };
 };
 
 export const queueHandlers = { adminGetQueue } satisfies Partial<AdminHandlers>;

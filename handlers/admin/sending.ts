@@ -2,11 +2,11 @@
 // src/dispatch/mailbox-registry.ts), the deployment's kill switch (src/dispatch/kill-switch.ts), the
 // send queue and the outbox (src/dispatch/outbox.ts). Organizations' sending settings are changed
 // with the organization (organizations.ts).
-import { withSystem } from '../../db/database.js';
+import { withOrg } from '../../db/database.js';
 import { requireOrg, requireOrgExists } from '../../src/account/organizations.js';
 import { killSwitch, setKillSwitch } from '../../src/dispatch/kill-switch.js';
 import { createMailbox, listMailboxes, updateMailbox } from '../../src/dispatch/mailbox-registry.js';
-import { outboxMessages, sendQueueRows } from '../../src/dispatch/outbox.js';
+import { outboxMessages, readOrganizations, sendQueueRows } from '../../src/dispatch/outbox.js';
 import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 
 const adminCreateMailbox: AdminHandler<'adminCreateMailbox'> = async ({ db, params, body, services }) => {
@@ -15,7 +15,7 @@ const adminCreateMailbox: AdminHandler<'adminCreateMailbox'> = async ({ db, para
 };
 
 const adminListMailboxes: AdminHandler<'adminListMailboxes'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => {
+  withOrg(db, params.orgId, async (trx) => {
     await requireOrg(trx, params.orgId);
     return { status: 200 as const, body: await listMailboxes(trx, params.orgId) };
   });
@@ -32,17 +32,17 @@ const adminUpdateSettings: AdminHandler<'adminUpdateSettings'> = async ({ db, bo
   return { status: 200 as const, body: await setKillSwitch(db, body.emailKillSwitch) };
 };
 
-const adminListSendQueue: AdminHandler<'adminListSendQueue'> = async ({ db, query }) =>
-  withSystem(db, async (trx) => {
-    if (query.organizationId !== undefined) await requireOrg(trx, query.organizationId);
-    return { status: 200 as const, body: await sendQueueRows(trx, query.organizationId) };
-  });
+const adminListSendQueue: AdminHandler<'adminListSendQueue'> = async ({ db, systemDb, query }) =>
+  readOrganizations(db, systemDb, query.organizationId, async (trx) => ({
+    status: 200 as const,
+    body: await sendQueueRows(trx, query.organizationId),
+  }));
 
-const adminListOutbox: AdminHandler<'adminListOutbox'> = async ({ db, query }) =>
-  withSystem(db, async (trx) => {
-    if (query.organizationId !== undefined) await requireOrg(trx, query.organizationId);
-    return { status: 200 as const, body: await outboxMessages(trx, query.organizationId) };
-  });
+const adminListOutbox: AdminHandler<'adminListOutbox'> = async ({ db, systemDb, query }) =>
+  readOrganizations(db, systemDb, query.organizationId, async (trx) => ({
+    status: 200 as const,
+    body: await outboxMessages(trx, query.organizationId),
+  }));
 
 export const sendingHandlers = {
   adminCreateMailbox,

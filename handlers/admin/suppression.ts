@@ -1,6 +1,6 @@
 // Operator row of the suppression list: a DOMAIN entry covering every address at a domain (src/compliance/suppression-list.ts).
 
-import { withSystem } from '../../db/database.js';
+import { withOrg } from '../../db/database.js';
 import { requireOrg } from '../../src/account/organizations.js';
 import { blockDomain } from '../../src/compliance/suppression-list.js';
 import { normalizeDomain } from '../../src/crm/domains.js';
@@ -10,7 +10,7 @@ import { invalid } from '../../src/http/problems.js';
 const adminCreateSuppressionDomain: AdminHandler<'adminCreateSuppressionDomain'> = async ({ db, params, body }) => {
   const domain = normalizeDomain(body.domain);
   if (!domain) throw invalid('domain is not a valid domain name.', 'body.domain');
-  return withSystem(db, async (trx) => {
+  return withOrg(db, params.orgId, async (trx) => {
     await requireOrg(trx, params.orgId);
     return { status: 201 as const, body: await blockDomain(trx, params.orgId, domain, body.reason ?? null) };
   });

@@ -2,32 +2,32 @@
 // member or invited, activated when they accept, and removed (their keys revoked, their pending
 // action items to the owner); and the organization's health (src/account/org-health.ts).
 
-import { withSystem } from '../../db/database.js';
+import { withOrg } from '../../db/database.js';
 import { organizationHealth } from '../../src/account/org-health.js';
 import { requireOrg } from '../../src/account/organizations.js';
 import { activateTeamMember, addTeamMember, listTeam, removeTeamMember } from '../../src/account/team.js';
 import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 
 const adminCreateUser: AdminHandler<'adminCreateUser'> = async ({ db, params, body }) =>
-  withSystem(db, async (trx) => {
+  withOrg(db, params.orgId, async (trx) => {
     await requireOrg(trx, params.orgId);
     return { status: 201 as const, body: await addTeamMember(trx, params.orgId, body) };
   });
 
 const adminListUsers: AdminHandler<'adminListUsers'> = async ({ db, params, query }) =>
-  withSystem(db, async (trx) => {
+  withOrg(db, params.orgId, async (trx) => {
     await requireOrg(trx, params.orgId);
     return { status: 200 as const, body: await listTeam(trx, params.orgId, query) };
   });
 
 const adminActivateUser: AdminHandler<'adminActivateUser'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => ({ status: 200 as const, body: await activateTeamMember(trx, params.orgId, params.userId) }));
+  withOrg(db, params.orgId, async (trx) => ({ status: 200 as const, body: await activateTeamMember(trx, params.orgId, params.userId) }));
 
 const adminRemoveUser: AdminHandler<'adminRemoveUser'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => ({ status: 200 as const, body: await removeTeamMember(trx, params.orgId, params.userId) }));
+  withOrg(db, params.orgId, async (trx) => ({ status: 200 as const, body: await removeTeamMember(trx, params.orgId, params.userId) }));
 
 const adminGetOrganizationHealth: AdminHandler<'adminGetOrganizationHealth'> = async ({ db, params }) =>
-  withSystem(db, async (trx) => ({ status: 200 as const, body: await organizationHealth(trx, params.orgId) }));
+  withOrg(db, params.orgId, async (trx) => ({ status: 200 as const, body: await organizationHealth(trx, params.orgId) }));
 
 export const teamHandlers = {
   adminCreateUser,

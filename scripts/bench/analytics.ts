@@ -9,7 +9,7 @@
 // Medians of sequential requests after one warm-up each (buffers and prepared statements warm, as
 // in a running service: "cold" is the cache entry, not the machine).
 import pg from 'pg';
-import { APP_ROLE } from '../../db/database.js';
+import { APP_ROLE, roleUrl } from '../../db/database.js';
 import { funnelQuery } from '../../src/analytics/funnel.js';
 import type { BenchArea, BenchContext } from './types.js';
 
@@ -109,8 +109,7 @@ const area: BenchArea = {
     // The bare statement on a connection of its own, as the application role (row-level security
     // applies, as to the service) bound to the organization as a request's connection is.
     const bare = new pg.Client({
-      connectionString: ctx.pool.options.connectionString,
-      options: `-c role=${APP_ROLE}`,
+      connectionString: roleUrl(ctx.pool.options.connectionString!, APP_ROLE),
     });
     await bare.connect();
     await bare.query(`select set_config('app.org_id', $1, false)`, [orgId]);

@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import type pg from 'pg';
-import { APP_ROLE, createPool } from '../../db/database.js';
+import { APP_ROLE, createPool, roleUrl } from '../../db/database.js';
 
 interface Case {
   path: string;
@@ -16,7 +16,7 @@ interface Case {
 }
 
 const cases = new Map<string, Case>((JSON.parse(process.env.BARE_CASES!) as Case[]).map((c) => [`/bare${c.path}`, c]));
-const pool: pg.Pool = createPool(process.env.DATABASE_URL!, { role: APP_ROLE, max: 40, name: 'bench-bare' });
+const pool: pg.Pool = createPool(roleUrl(process.env.DATABASE_URL!, APP_ROLE), { max: 40, name: 'bench-bare' });
 const AUTH = 'select * from authenticate_api_key($1)';
 const name = (text: string) => `b${crypto.createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
 

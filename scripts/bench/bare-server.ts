@@ -2,10 +2,10 @@
 // count) as the full pipeline, with nothing else: no routing by spec, no validation, no transaction.
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import { APP_ROLE, createDb, createPool } from '../../db/database.js';
+import { APP_ROLE, createDb, createPool, roleUrl } from '../../db/database.js';
 import { authenticate } from '../../src/http/auth.js';
 
-const db = createDb(createPool(process.env.DATABASE_URL!, { role: APP_ROLE, max: 20 }));
+const db = createDb(createPool(roleUrl(process.env.DATABASE_URL!, APP_ROLE), { max: 20 }));
 const app = new Hono();
 app.get('/bare/me', async (c) => {
   const { auth } = await authenticate(db, c.req.header('authorization'), 1e9);

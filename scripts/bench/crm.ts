@@ -5,7 +5,7 @@
 //   GET /contacts?q=<common>            substring search matching every row (no target; shows the common-term path);
 //   POST /contacts                      a new person per request, filed on the CRM import list.
 import crypto from 'node:crypto';
-import { encodeCursor } from '../../src/http/paging.js';
+import { cursorCodec } from '../../src/http/paging.js';
 import type { BenchArea, BenchContext } from './types.js';
 
 const CONTACTS = 1_000_000;
@@ -66,7 +66,7 @@ async function cursorOfPage(ctx: BenchContext, orgId: string, n: number): Promis
       ORDER BY created_at DESC, id DESC OFFSET $2 LIMIT 1`,
       [orgId, (n - 1) * PAGE - 1],
     );
-    return encodeCursor(r.rows[0].created_at, r.rows[0].id);
+    return cursorCodec(Buffer.from(ctx.serviceEnv.WEBHOOK_SECRET_KEY, 'hex')).encode(r.rows[0].created_at, r.rows[0].id);
   } finally {
     client.release();
   }

@@ -10,7 +10,7 @@
 import crypto from 'node:crypto';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
-import { APP_ROLE, createPool, type Database, type Db } from '../../db/database.js';
+import { APP_ROLE, createPool, type Database, type Db, roleUrl } from '../../db/database.js';
 import { funnelQuery } from '../../src/analytics/funnel.js';
 import { handlers } from '../../src/boot/runtime.js';
 import { lockBatch } from '../../src/dispatch/claim.js';
@@ -108,7 +108,7 @@ interface Org {
  * role bound to the organization, in a rolled-back transaction; the second of two runs (warm).
  */
 async function planCost(url: string, orgId: string, stmt: Statement): Promise<{ buffers: number; ms: number }> {
-  const client = new pg.Client({ connectionString: url, options: `-c role=${APP_ROLE}` });
+  const client = new pg.Client({ connectionString: roleUrl(url, APP_ROLE) });
   await client.connect();
   try {
     let out = { buffers: 0, ms: 0 };

@@ -9,8 +9,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
-import { APP_ROLE, createPool, type Database, type Db } from '../../db/database.js';
+import { APP_ROLE, createPool, type Database, type Db, roleUrl } from '../../db/database.js';
 import { freePort } from '../../db/embedded.js';
+import { rolePassword } from '../../db/roles.js';
 import { authenticate } from '../../src/http/auth.js';
 import type { BenchContext, LoadResult } from './types.js';
 
@@ -32,7 +33,7 @@ export async function captureRequest(
   run?: (conn: Db, auth: Awaited<ReturnType<typeof authenticate>>['auth']) => Promise<unknown>,
 ): Promise<Statement[]> {
   const seen: Statement[] = [];
-  const pool = createPool(url, { role: APP_ROLE, max: 1, name: 'bench-capture' });
+  const pool = createPool(roleUrl(url, APP_ROLE), { max: 1, name: 'bench-capture' });
   const db = new Kysely<Database>({
     dialect: new PostgresDialect({ pool }),
     log: (e) => {
@@ -101,11 +102,11 @@ export async function pgbench(
   const u = new URL(url);
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
-    PGOPTIONS: `-c role=${APP_ROLE}${opts.orgId ? ` -c app.org_id=${opts.orgId}` : ''}`,
+    PGOPTIONS: opts.orgId ? `-c app.org_id=${opts.orgId}` : '',
     PGHOST: u.searchParams.get('host') ?? u.hostname,
     PGPORT: u.port,
-    PGUSER: decodeURIComponent(u.username),
-    PGPASSWORD: decodeURIComponent(u.password),
+    PGUSER: APP_ROLE,
+    PGPASSWORD: rolePassword(url, APP_ROLE),
     PGDATABASE: u.pathname.slice(1) || 'postgres',
   };
   const clients = opts.clients ?? CONNECTIONS;

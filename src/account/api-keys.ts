@@ -1,7 +1,7 @@
 // API keys of an organization, as the operator issues and revokes them: the secret is shown once,
 // only its hash is stored (src/http/auth.ts reads it).
 import { sql } from 'kysely';
-import type { Tx } from '../../db/database.js';
+import { type Db, type Tx, withOrg, withSystem } from '../../db/database.js';
 import { hashKey, newApiKey } from '../http/auth.js';
 import type { adminOperations } from '../http/handler.js';
 import { invalid, notFound } from '../http/problems.js';
@@ -49,13 +49,22 @@ export async function createApiKey(trx: Tx, orgId: string, body: NewApiKey) {
 }
 
 /** Revokes a key (a revoked one stays revoked as it was); 404 when there is none. */
-export async function revokeApiKey(trx: Tx, keyId: string) {
-  const r = await trx
-    .updateTable('api_keys')
-    .set({ revoked_at: sql<Date>`coalesce(revoked_at, now_ms())` })
-    .where('id', '=', keyId)
-    .returning('id')
-    .executeTakeFirst();
+export async function revokeApiKey(db: Db, systemDb: Db, keyId: string) {
+  // The path names no organization: the key's is looked up on the cross-organization role, and the
+  // change is made bound to it, on the API's role.
+  const key = await withSystem(systemDb, (trx) =>
+    trx.selectFrom('api_keys').select('organization_id').where('id', '=', keyId).executeTakeFirst(),
+  );
+  if (!key) throw notFound('API key');
+  const r = await withOrg(db, key.organization_id, (trx) =>
+    trx
+      .updateTable('api_keys')
+      .set({ revoked_at: sql<Date>`coalesce(revoked_at, now_ms())` })
+      .where('organization_id', '=', key.organization_id)
+      .where('id', '=', keyId)
+      .returning('id')
+      .executeTakeFirst(),
+  );
   if (!r) throw notFound('API key');
   return { id: r.id, revoked: true as const };
 }

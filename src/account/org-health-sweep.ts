@@ -4,17 +4,17 @@
 // windows slide, the research budget resets with the usage period. A change emits org.health_changed.
 import { withSystem } from '../../db/database.js';
 import { emitMany } from '../platform/events.js';
-import type { Deps } from '../platform/services.js';
+import type { SystemDeps } from '../platform/services.js';
 import { refreshOrgHealth } from './org-health.js';
 
 const BATCH = 200;
 
 /** Sweeps every organization; returns how many it checked and how many changed. */
-export async function runOrgHealthSweep(deps: Deps): Promise<{ checked: number; changed: number }> {
+export async function runOrgHealthSweep(deps: SystemDeps): Promise<{ checked: number; changed: number }> {
   const out = { checked: 0, changed: 0 };
   let after = '';
   for (;;) {
-    const n = await withSystem(deps.db, async (trx) => {
+    const n = await withSystem(deps.systemDb, async (trx) => {
       const ids = (await trx.selectFrom('organizations').select('id').where('id', '>', after).orderBy('id').limit(BATCH).execute()).map(
         (o) => o.id,
       );

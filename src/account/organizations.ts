@@ -3,7 +3,7 @@
 // flags, budgets, sending settings and experiments.
 import { sql, type UpdateObject } from 'kysely';
 import type { Database, Db, Tx } from '../../db/database.js';
-import { withSystem } from '../../db/database.js';
+import { withOrg } from '../../db/database.js';
 import { experimentSettings } from '../analytics/holdout.js';
 import { checkedSending, sendingSettings } from '../dispatch/settings.js';
 import type { adminOperations } from '../http/handler.js';
@@ -25,9 +25,12 @@ export async function requireOrg(trx: Tx, orgId: string, opts: { lock?: boolean 
   if (!(await q.executeTakeFirst())) throw notFound('organization');
 }
 
-/** requireOrg in a short system transaction of its own, for an operator row whose work runs outside one. */
+/**
+ * requireOrg in a short transaction of its own bound to the organization (row-level security shows
+ * its row, if it exists), for an operator row whose work runs outside one.
+ */
 export async function requireOrgExists(db: Db, orgId: string): Promise<void> {
-  await withSystem(db, (trx) => requireOrg(trx, orgId));
+  await withOrg(db, orgId, (trx) => requireOrg(trx, orgId));
 }
 
 /** The operator's view of an organization (OperatorOrganization); 404 when there is none. */
@@ -52,9 +55,16 @@ export async function organizationBody(trx: Tx, orgId: string): Promise<Organiza
   };
 }
 
-/** A new organization with its OWNER (who cannot be removed); answers its operator view. */
-export async function createOrganization(trx: Tx, body: NewOrganization): Promise<Organization> {
+/**
+ * A new organization with its OWNER (who cannot be removed); answers its operator view. The id is
+ * chosen first, so the transaction is bound to the new organization like any other work on one.
+ */
+export async function createOrganization(db: Db, body: NewOrganization): Promise<Organization> {
   const id = newId('org');
+  return withOrg(db, id, (trx) => insertOrganization(trx, id, body));
+}
+
+async function insertOrganization(trx: Tx, id: string, body: NewOrganization): Promise<Organization> {
   await trx
     .insertInto('organizations')
     .values({ id, name: body.name, plan: body.plan ?? 'starter' })

@@ -9,15 +9,16 @@ import type { Runner } from 'graphile-worker';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { APP_ROLE, createDb, createPool, type Db, migrate } from '../../db/database.js';
+import { APP_ROLE, createDb, createPool, type Db, migrate, roleUrl, SYSTEM_ROLE, WORKER_ROLE } from '../../db/database.js';
 import { adminHandlers } from '../../handlers/admin/index.js';
 import { handlers } from '../../handlers/index.js';
 import { createApp } from '../http/app.js';
+import { installCursorKey } from '../http/paging.js';
 import { type InboundListener, startInboundSmtp } from '../inbound/smtp-listener.js';
-import { createIpHasher } from '../leads/client-ip.js';
 import { createModelClient } from '../llm/client.js';
 import { createSigner } from '../mail/tokens.js';
 import { createTransports } from '../mail/transports.js';
+import { createIpHasher } from '../net/client-ip.js';
 import { type Clock, systemClock } from '../platform/clock.js';
 import type { Config } from '../platform/config.js';
 import { ConfigError, loadConfig } from '../platform/config.js';
@@ -30,14 +31,22 @@ import { startWorker } from './worker.js';
 /** The handler registries, for the tests and the bench that build an app or call a handler themselves. */
 export { adminHandlers, handlers };
 
+/**
+ * The service's connections, each logged in as its own role (db/roles.ts); none is the database
+ * URL's user, and row-level security applies to every one.
+ */
 export interface Runtime {
   config: Config;
   log: Logger;
   appPool: pg.Pool;
-  ownerPool: pg.Pool;
+  workerPool: pg.Pool;
+  systemPool: pg.Pool;
+  /** The API's role (outbound_app): public routes, mail links, lead capture, the operator's work on one organization. */
   db: Db;
-  /** The owner connection (migrations, the worker, test inspection); row-level security is forced on it too. */
-  ownerDb: Db;
+  /** The worker's role (outbound_worker): graphile-worker and the jobs, each bound to its organization. */
+  workerDb: Db;
+  /** The cross-organization role (outbound_system): sweeps, the operator's cross-organization reads, lookups before an organization is known, metrics. */
+  systemDb: Db;
   services: Services;
   app: ReturnType<typeof createApp>;
   close(): Promise<void>;
@@ -56,12 +65,17 @@ export function resolveAdminToken(config: Config): { token: string; file: string
 
 /** `opts.clock`: the clock of business dates (src/platform/clock.ts); the system clock unless a test sets one. */
 export function openRuntime(config: Config, log: Logger, databaseUrl: string, opts: { poolSize?: number; clock?: Clock } = {}): Runtime {
-  const appPool = createPool(databaseUrl, { role: APP_ROLE, max: 10, name: 'outbound-api', prepare: true });
-  const requestPool = createPool(databaseUrl, { role: APP_ROLE, max: opts.poolSize ?? 40, name: 'outbound-requests', prepare: true });
-  const ownerPool = createPool(databaseUrl, { max: 24, name: 'outbound-worker', prepare: true });
+  // Pools open their connections when first used: a process that runs no worker opens none as it.
+  const appUrl = roleUrl(databaseUrl, APP_ROLE);
+  const appPool = createPool(appUrl, { max: 10, name: 'outbound-api', prepare: true });
+  const requestPool = createPool(appUrl, { max: opts.poolSize ?? 40, name: 'outbound-requests', prepare: true });
+  const workerPool = createPool(roleUrl(databaseUrl, WORKER_ROLE), { max: 24, name: 'outbound-worker', prepare: true });
+  const systemPool = createPool(roleUrl(databaseUrl, SYSTEM_ROLE), { max: 8, name: 'outbound-system', prepare: true });
   const db = createDb(appPool);
-  const ownerDb = createDb(ownerPool);
+  const workerDb = createDb(workerPool);
+  const systemDb = createDb(systemPool);
   const secretKey = loadSecretKey(config.webhookSecretKey, config.dataDir);
+  installCursorKey(secretKey);
   const secretBox = createSecretBox(secretKey);
   const services: Services = {
     secretBox,
@@ -76,11 +90,12 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
     config,
     db,
     requestDb: createDb(requestPool),
+    systemDb,
     services,
     log,
     handlers,
     adminHandlers,
-    metricsDb: ownerDb,
+    metricsDb: systemDb,
     health: async () => {
       const r = await sql<{ ok: boolean }>`select to_regclass('public.organizations') is not null as ok`.execute(db);
       return r.rows[0]?.ok === true;
@@ -90,14 +105,16 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
     config,
     log,
     appPool,
-    ownerPool,
+    workerPool,
+    systemPool,
     db,
-    ownerDb,
+    workerDb,
+    systemDb,
     services,
     app,
     async close() {
       services.mail.close();
-      await Promise.allSettled([appPool.end(), requestPool.end(), ownerPool.end()]);
+      await Promise.allSettled([appPool.end(), requestPool.end(), workerPool.end(), systemPool.end()]);
     },
   };
 }
@@ -124,7 +141,14 @@ export async function serveHttp(
 }
 
 export async function runWorker(rt: Runtime, concurrency?: number): Promise<Runner> {
-  return startWorker({ ownerPool: rt.ownerPool, config: rt.config, services: rt.services, log: rt.log, concurrency });
+  return startWorker({
+    workerPool: rt.workerPool,
+    systemDb: rt.systemDb,
+    config: rt.config,
+    services: rt.services,
+    log: rt.log,
+    concurrency,
+  });
 }
 
 /** The inbound SMTP listener when INBOUND_SMTP_PORT is set (by `npm start` and `npm run worker`), else null. */
@@ -132,7 +156,7 @@ export async function serveInbound(rt: Runtime): Promise<InboundListener | null>
   const { config } = rt;
   if (config.inboundSmtpPort === null) return null;
   return startInboundSmtp(
-    { db: rt.db, config, services: rt.services, log: rt.log },
+    { db: rt.db, systemDb: rt.systemDb, config, services: rt.services, log: rt.log },
     { port: config.inboundSmtpPort, host: config.inboundSmtpHost },
   );
 }

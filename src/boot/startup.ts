@@ -130,7 +130,7 @@ export function databaseFailure(e: unknown, config: Config, url: string): StartE
       return new StartError(`DATABASE_URL: database "${database}" does not exist at ${where(url)}: create it or name another`);
     case '42501':
       return new StartError(
-        `DATABASE_URL: user "${user}" lacks a privilege the migrations need (${message}): it needs CREATEROLE the first time, to create the outbound_app role`,
+        `DATABASE_URL: user "${user}" lacks a privilege the migrations need (${message}): it needs CREATEROLE, to create the roles the service runs as (outbound_app, outbound_worker, outbound_system)`,
       );
     default:
       return new StartError(`DATABASE_URL: ${message}`);

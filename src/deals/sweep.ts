@@ -11,7 +11,7 @@ import { sql } from 'kysely';
 import { type Tx, withSystem } from '../../db/database.js';
 import { assigneeFor } from '../account/people.js';
 import { emit } from '../platform/events.js';
-import type { Deps } from '../platform/services.js';
+import type { SystemDeps } from '../platform/services.js';
 import { openActionItem } from '../work/action-items.js';
 import { expectedImpactCents } from './open-deal.js';
 
@@ -54,8 +54,8 @@ async function openOverdueItem(trx: Tx, r: Due): Promise<void> {
 }
 
 /** Marks and emits one batch in one transaction; returns how many events it emitted. */
-async function sweepBatch(deps: Deps): Promise<number> {
-  return withSystem(deps.db, async (trx) => {
+async function sweepBatch(deps: SystemDeps): Promise<number> {
+  return withSystem(deps.systemDb, async (trx) => {
     const rules = sql.join(SWEEP_RULES.map((r) => sql`(${r.kind}, ${r.afterDays}::int)`));
     const { rows } = await sql<Due>`
       WITH today AS (SELECT ${deps.services.clock.today()}::date AS d),
@@ -95,7 +95,7 @@ async function sweepBatch(deps: Deps): Promise<number> {
 }
 
 /** Runs the sweep to completion (batch after batch); returns the number of events emitted. */
-export async function runDealSweep(deps: Deps): Promise<number> {
+export async function runDealSweep(deps: SystemDeps): Promise<number> {
   let total = 0;
   for (;;) {
     const n = await sweepBatch(deps);

@@ -3,7 +3,7 @@
 // SMTP URL and the DKIM key are stored sealed. A mailbox's state is a signal of the
 // organization's health.
 import { sql, type UpdateObject } from 'kysely';
-import { type Database, type Db, type Tx, withSystem } from '../../db/database.js';
+import { type Database, type Db, type Tx, withOrg } from '../../db/database.js';
 import { recheckOrgHealth } from '../account/org-health.js';
 import type { adminOperations } from '../http/handler.js';
 import { invalid, notFound } from '../http/problems.js';
@@ -52,7 +52,7 @@ async function handshake(services: Services, smtpUrl: string | null): Promise<st
 export async function createMailbox(db: Db, services: Services, orgId: string, body: NewMailbox) {
   // The handshake runs outside any transaction (it waits on the network).
   const failure = await handshake(services, body.smtpUrl ?? null);
-  return withSystem(db, async (trx) => {
+  return withOrg(db, orgId, async (trx) => {
     const email = body.email.trim().toLowerCase();
     const dup = await trx
       .selectFrom('mailboxes')
@@ -101,14 +101,14 @@ export async function listMailboxes(trx: Tx, orgId: string) {
  * resumed, a failed one says why); 404 when there is no such mailbox.
  */
 export async function updateMailbox(db: Db, services: Services, orgId: string, mailboxId: string, body: MailboxChanges) {
-  const current = await withSystem(db, (trx) => mailboxRow(trx, orgId, mailboxId));
+  const current = await withOrg(db, orgId, (trx) => mailboxRow(trx, orgId, mailboxId));
   const url = current.smtp_url_sealed === null ? null : services.secretBox.open(current.smtp_url_sealed);
   const failure = !body.verify
     ? undefined
     : current.smtp_url_sealed !== null && url === null
       ? 'the SMTP URL cannot be read (the secret key changed): add the mailbox again'
       : await handshake(services, url);
-  return withSystem(db, async (trx) => {
+  return withOrg(db, orgId, async (trx) => {
     const set: UpdateObject<Database, 'mailboxes'> = { updated_at: sql<Date>`now_ms()` };
     if (body.name !== undefined) set.name = body.name;
     if (body.dailyCap !== undefined) set.daily_cap = body.dailyCap;

@@ -1,7 +1,20 @@
 // The dispatcher's work as the operator reads it, over every organization or one: the send queue
 // (steps not sent yet, in the order they are due) and the outbox (messages sent, oldest first).
-import type { Tx } from '../../db/database.js';
+import { type Db, type Tx, withOrg, withSystem } from '../../db/database.js';
+import { requireOrg } from '../account/organizations.js';
 import { iso, isoNN } from '../platform/ids.js';
+
+/**
+ * Runs a read of one organization's rows bound to it on the API's role (`db`; 404 for an unknown
+ * organization), or of every organization's on the cross-organization role (`systemDb`).
+ */
+export function readOrganizations<T>(db: Db, systemDb: Db, orgId: string | undefined, fn: (trx: Tx) => Promise<T>): Promise<T> {
+  if (orgId === undefined) return withSystem(systemDb, fn);
+  return withOrg(db, orgId, async (trx) => {
+    await requireOrg(trx, orgId);
+    return fn(trx);
+  });
+}
 
 /** Queue rows not sent, by due time, step and id; of one organization when `organizationId` is given. */
 export async function sendQueueRows(trx: Tx, organizationId: string | undefined) {

@@ -10,6 +10,7 @@ import { mountMailLinks } from '../mail/links.js';
 import { mountMetrics } from '../metrics/index.js';
 import { adminDoc, publicDoc } from '../platform/spec.js';
 import { botPage } from '../research/robots.js';
+import { authThrottle } from './auth-throttle.js';
 import { mountDocs } from './docs.js';
 import { mountOperatorApi, mountPublicApi, type PipelineDeps } from './pipeline.js';
 import { PROBLEMS, ProblemError, problemBody, problemPage } from './problems.js';
@@ -18,14 +19,16 @@ import { type C, header, type Vars } from './request.js';
 export interface AppDeps extends PipelineDeps {
   /** Reports whether the database is reachable and migrated (GET /healthz). */
   health: () => Promise<boolean>;
-  /** The owner connection GET /metrics reads the job queue and stored series on; without it they are left out. */
+  /** The cross-organization connection GET /metrics reads the job queue and stored series on; without it they are left out. */
   metricsDb?: Db;
 }
 
 export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   const { config, db, services, log } = deps;
   const app = new Hono<{ Variables: Vars }>();
-  mountMetrics(app, { config, db: deps.metricsDb });
+  // Failed authentications with the operator token, on the operator API and GET /metrics alike.
+  const throttle = authThrottle({ trustProxy: config.trustProxy });
+  mountMetrics(app, { config, db: deps.metricsDb, throttle });
   const servedPublicDoc = JSON.stringify(publicDoc);
   const servedAdminDoc = JSON.stringify(adminDoc);
 
@@ -105,14 +108,14 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   // Unsubscribe and tracking links of sent messages (no API key: their signed token is the proof).
   mountMailLinks(app, { db, signer: services.signer, log });
   // Public lead form submissions (no API key: the form key in the path is the credential; any origin).
-  mountLeadCapture(app, { db, config, services, log });
+  mountLeadCapture(app, { db, systemDb: deps.systemDb, config, services, log });
   app.get('/problems', (c) =>
     c.json({ data: Object.entries(PROBLEMS).map(([slug, p]) => ({ slug, ...p, type: `${config.publicBaseUrl}/problems/${slug}` })) }),
   );
 
   // The API operations: the public API (keyed, and the one operation without a key) and the operator API.
   mountPublicApi(app, deps);
-  mountOperatorApi(app, deps);
+  mountOperatorApi(app, deps, throttle);
 
   return app;
 }

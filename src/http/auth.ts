@@ -3,6 +3,7 @@
 import crypto from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
+import { sameSecret } from '../platform/secret-compare.js';
 import type { AuthInfo } from './handler.js';
 import { ProblemError } from './problems.js';
 
@@ -44,12 +45,12 @@ export function bearerToken(header: string | undefined): string | null {
   return m ? m[1] : null;
 }
 
-/** Looks the key up and counts the request; throws 401 for a bad key. The rate verdict is the caller's. */
-/** Whether `token` is the configured secret `expected` (constant time; an unset secret matches nothing). */
+/** Whether `token` is the configured secret `expected` (constant time, any input; an unset secret matches nothing). */
 export function tokenMatches(token: string, expected: string | null | undefined): boolean {
-  return !!expected && token.length === expected.length && crypto.timingSafeEqual(Buffer.from(token), Buffer.from(expected));
+  return !!expected && sameSecret(token, expected);
 }
 
+/** Looks the key up and counts the request; throws 401 for a bad key. The rate verdict is the caller's. */
 export async function authenticate(db: Db, header: string | undefined, limit: number): Promise<{ auth: AuthInfo; rate: RateState }> {
   const token = bearerToken(header);
   if (token === null) throw new ProblemError('unauthorized', 'Send the API key as `Authorization: Bearer obk_live_<32 hex>`.');

@@ -76,6 +76,11 @@ export interface PublicContext<O> extends BaseContext {
 }
 
 export interface AdminContext<O> extends BaseContext {
+  /**
+   * The cross-organization role's connection (outbound_system), for the few operations that span
+   * organizations; work on the organization in the path runs with withOrg on `db`.
+   */
+  systemDb: Db;
   params: Params<O, 'path'>;
   query: Params<O, 'query'>;
   body: Body<O>;

@@ -2,50 +2,75 @@
 // signed position of the last row of the previous page, so paging cost does not grow with depth.
 import crypto from 'node:crypto';
 import { type SelectQueryBuilder, sql } from 'kysely';
+import { sameSecret } from '../platform/secret-compare.js';
 import { ProblemError } from './problems.js';
-
-// Cursors carry an HMAC so a tampered cursor is refused (400) rather than silently misread.
-// The key only needs to be stable across the nodes of one deployment: it is derived from a
-// constant, as a cursor reveals nothing beyond a row's id and creation time.
-const CURSOR_KEY = 'outbound-cursor-v1';
 
 export interface Position {
   at: string;
   id: string;
 }
 
-function sign(payload: string): string {
-  return crypto.createHmac('sha256', CURSOR_KEY).update(payload).digest('base64url').slice(0, 16);
+/** Signs and checks the cursors of one deployment. */
+export interface CursorCodec {
+  encode(at: Date | string | number, id: string): string;
+  /** The position a cursor names; null without one; 400 invalid-cursor for one the deployment did not issue. */
+  decode(cursor: string | undefined | null): Position | null;
 }
 
-export function encodeCursor(at: Date | string | number, id: string): string {
-  const payload = Buffer.from(JSON.stringify([new Date(at).toISOString(), id])).toString('base64url');
-  return `${payload}.${sign(payload)}`;
-}
-
-export function decodeCursor(cursor: string | undefined | null): Position | null {
-  if (cursor === undefined || cursor === null) return null;
+/**
+ * Cursors carry an HMAC so a tampered cursor is refused (400) rather than silently misread. Its
+ * key is derived (HKDF-SHA256) from the deployment's secret key (src/platform/secret-box.ts), so
+ * every node of a deployment accepts the cursors of the others and nobody else can make one.
+ */
+export function cursorCodec(secretKey: Buffer): CursorCodec {
+  const key = Buffer.from(crypto.hkdfSync('sha256', secretKey, Buffer.alloc(0), 'outbound-cursor-v2', 32));
+  const sign = (payload: string) => crypto.createHmac('sha256', key).update(payload).digest('base64url').slice(0, 16);
   const bad = () => new ProblemError('invalid-cursor', 'The cursor is not one the service issued; pass a nextCursor unchanged.');
-  const [payload, mac, ...rest] = cursor.split('.');
-  if (!payload || !mac || rest.length > 0) throw bad();
-  const expected = sign(payload);
-  if (mac.length !== expected.length || !crypto.timingSafeEqual(Buffer.from(mac), Buffer.from(expected))) throw bad();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-  } catch {
-    throw bad();
-  }
-  if (
-    !Array.isArray(parsed) ||
-    parsed.length !== 2 ||
-    typeof parsed[0] !== 'string' ||
-    typeof parsed[1] !== 'string' ||
-    Number.isNaN(Date.parse(parsed[0]))
-  )
-    throw bad();
-  return { at: parsed[0], id: parsed[1] };
+  return {
+    encode(at, id) {
+      const payload = Buffer.from(JSON.stringify([new Date(at).toISOString(), id])).toString('base64url');
+      return `${payload}.${sign(payload)}`;
+    },
+    decode(cursor) {
+      if (cursor === undefined || cursor === null) return null;
+      const [payload, mac, ...rest] = cursor.split('.');
+      if (!payload || !mac || rest.length > 0 || !sameSecret(mac, sign(payload))) throw bad();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+      } catch {
+        throw bad();
+      }
+      if (
+        !Array.isArray(parsed) ||
+        parsed.length !== 2 ||
+        typeof parsed[0] !== 'string' ||
+        typeof parsed[1] !== 'string' ||
+        Number.isNaN(Date.parse(parsed[0]))
+      )
+        throw bad();
+      return { at: parsed[0], id: parsed[1] };
+    },
+  };
 }
+
+// The codec of the deployment this process serves, installed once by src/boot/runtime.ts from the
+// secret key it loads. Held here rather than passed along because every list query pages and a
+// process serves one deployment (one secret key).
+let installed: CursorCodec | null = null;
+
+/** Installs the cursor key of the deployment, derived from its secret key (openRuntime does, at start). */
+export function installCursorKey(secretKey: Buffer): void {
+  installed = cursorCodec(secretKey);
+}
+
+function codec(): CursorCodec {
+  if (installed === null) throw new Error('no cursor key: openRuntime installs it from the secret key before serving');
+  return installed;
+}
+
+export const encodeCursor = (at: Date | string | number, id: string): string => codec().encode(at, id);
+export const decodeCursor = (cursor: string | undefined | null): Position | null => codec().decode(cursor);
 
 /**
  * Applies the cursor and limit to a query whose rows carry `createdCol` and `idCol`; fetches one

@@ -12,6 +12,7 @@ import type { OperationInfo } from '../platform/openapi-doc.js';
 import type { Services } from '../platform/services.js';
 import { adminDoc, adminOperations, publicDoc, publicOperations } from '../platform/spec.js';
 import { authenticate, bearerToken, enforceRate, rateHeaders, tokenMatches } from './auth.js';
+import type { AuthThrottle } from './auth-throttle.js';
 import type { AdminHandlers, AuthInfo, Handlers } from './handler.js';
 import { idempotent } from './idempotency.js';
 import { JsonText } from './paging.js';
@@ -26,6 +27,8 @@ export interface PipelineDeps {
   db: Db;
   /** The pool keyed requests run on: each checkout is bound to its key's organization by authentication. */
   requestDb: Db;
+  /** The cross-organization role's connection (outbound_system): the operator's work across organizations, the lead capture's form lookup. */
+  systemDb: Db;
   services: Services;
   log: Logger;
   /**
@@ -140,14 +143,17 @@ async function keyedRequest(deps: PipelineDeps, c: C, op: OperationInfo, params:
   return respond(c, reply, rh);
 }
 
-/** The operator API: the operator token, the operation, its input (a CSV import's body as a stream, within its own limit), its handler. */
-export function mountOperatorApi(app: Hono<{ Variables: Vars }>, deps: PipelineDeps): void {
-  const { config, services, log, db } = deps;
+/**
+ * The operator API: the operator token (a failure slowed and limited per address by `throttle`),
+ * the operation, its input (a CSV import's body as a stream, within its own limit), its handler.
+ */
+export function mountOperatorApi(app: Hono<{ Variables: Vars }>, deps: PipelineDeps, throttle: AuthThrottle): void {
+  const { config, services, log, db, systemDb } = deps;
   const api = apiRoutes(adminDoc, adminOperations, '/admin/api');
   app.all('/admin/api/*', limitBody(api), async (c) => {
     const token = bearerToken(header(c, 'authorization')) ?? '';
     if (!tokenMatches(token, config.adminToken))
-      throw new ProblemError('unauthorized', 'Send the operator token as `Authorization: Bearer <ADMIN_TOKEN>`.');
+      await throttle.refuse(c, new ProblemError('unauthorized', 'Send the operator token as `Authorization: Bearer <ADMIN_TOKEN>`.'));
     const pathname = rawPathname(c.req.url);
     const op = matchOperation(api, c.req.method.toLowerCase(), pathname);
     c.set('operationId', op.operationId);
@@ -157,7 +163,10 @@ export function mountOperatorApi(app: Hono<{ Variables: Vars }>, deps: PipelineD
     const stream = op.streamBody
       ? { bodyStream: c.req.raw.body as AsyncIterable<Uint8Array> | null, contentType: c.req.header('content-type') }
       : {};
-    const reply = await handlerFor(deps.adminHandlers, op)({ config, services, log, requestId: c.get('requestId'), db, ...req, ...stream });
+    const reply = await handlerFor(
+      deps.adminHandlers,
+      op,
+    )({ config, services, log, requestId: c.get('requestId'), db, systemDb, ...req, ...stream });
     return respond(c, reply, {});
   });
 }

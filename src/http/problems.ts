@@ -16,7 +16,7 @@ export const PROBLEMS = {
     status: 400,
     title: 'Validation failed',
     meaning:
-      'A parameter or body field is missing, of the wrong type, out of range, holds U+0000 (NUL, refused in every string of every request), or is refused by a rule of the operation. `errors` lists the failing fields.',
+      'A parameter or body field is missing, of the wrong type, out of range, holds U+0000 (NUL, refused in every string of every request), or is refused by a rule of the operation, or the body nests arrays and objects deeper than 64 levels. `errors` lists the failing fields.',
     retry: 'No: correct the request first.',
   },
   'malformed-json': {
@@ -28,7 +28,8 @@ export const PROBLEMS = {
   'invalid-cursor': {
     status: 400,
     title: 'Invalid cursor',
-    meaning: 'The cursor was not issued by the service or was altered.',
+    meaning:
+      "The cursor was not issued by this deployment or was altered (cursors are signed with a key derived from the deployment's secret key, so a cursor from another deployment, or from before the key changed, is refused too).",
     retry: 'No: pass the `nextCursor` of a previous page unchanged, or start again without a cursor.',
   },
   'unknown-stage': {
@@ -199,7 +200,7 @@ export const PROBLEMS = {
     status: 413,
     title: 'Payload too large',
     meaning:
-      "The request body exceeds the endpoint's limit: 1 MiB for the public and operator APIs (64 MiB for an operator CSV import), 32 KiB for a lead form submission.",
+      "The request body exceeds the endpoint's limit: 1 MiB for the public and operator APIs (64 MiB for an operator CSV import), 32 KiB for a lead form submission. Bodies are counted as they arrive, with or without Content-Length, and refused as soon as they pass the limit.",
     retry: 'No: send a smaller body.',
   },
   'malformed-csv': {
@@ -246,6 +247,13 @@ export const PROBLEMS = {
     meaning:
       'The source address sent more lead form submissions to the organization than the per-address limit of the current 10-minute window allows.',
     retry: 'Yes, after Retry-After seconds.',
+  },
+  'authentication-throttled': {
+    status: 429,
+    title: 'Too many failed authentications',
+    meaning:
+      'The source address failed to authenticate with the operator token (the operator API, GET /metrics) more often than the limit of the current 10-minute window allows; the right token is still accepted.',
+    retry: 'Yes, after Retry-After seconds, or at once with the right token.',
   },
   'research-budget-exhausted': {
     status: 429,

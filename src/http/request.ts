@@ -1,16 +1,20 @@
-// A request as the pipeline reads it: its context variables, its body limits, its JSON body, query
-// and header parameters (checked by the generated validators, with NUL characters refused), and
-// the validation problems of input that does not pass.
+// A request as the pipeline reads it: its context variables, its body limits, its JSON body (read
+// within the limit, nesting at most MAX_JSON_DEPTH levels), query and header parameters (checked by
+// the generated validators, with NUL characters refused), and the validation problems of input
+// that does not pass.
 import type { IncomingMessage } from 'node:http';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { Context as HonoContext } from 'hono';
 import bodyValidators from '../../generated/bodies.cjs';
 import paramValidators from '../../generated/params.cjs';
 import type { OperationInfo } from '../platform/openapi-doc.js';
+import { readBody } from './body.js';
 import { ProblemError } from './problems.js';
 import { type Api, matchOperation, rawPathname } from './routing.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** Arrays and objects a JSON body may nest, its own top level included. */
+export const MAX_JSON_DEPTH = 64;
 
 export type Vars = {
   requestId: string;
@@ -22,8 +26,9 @@ export type Vars = {
 };
 export type C = HonoContext<{ Variables: Vars }>;
 
-// Oversized bodies are read to the end (up to a bound) and discarded before the 413, so the
-// client, still sending, receives the answer instead of a reset connection.
+// A body that declares a length over the limit is read to the end (up to a bound) and discarded
+// before the 413, so the client, still sending, receives the answer instead of a reset connection.
+// A body without a length is counted as it is read (readJsonBody) and refused at the limit.
 // An operation may set its own limit (x-body-limit-bytes: the CSV import), which it also
 // enforces while streaming a body sent without a length.
 /** The body limit of an API's requests; `ownLimits`: the API whose operations may set their own (the operator API). */
@@ -79,18 +84,50 @@ function validate(fn: ValidateFunction | undefined, part: string, value: unknown
   if (fn && !fn(value)) throw validationProblem(part, fn.errors);
 }
 
+/** Stands on nulAt's stack for a key holding U+0000, reported at its object (a key has no path of its own). */
+const NUL_KEY = Symbol('key holding U+0000');
+
 /**
- * Where a value holds U+0000, as a field path, or null. Postgres text cannot store it, so such
- * input is refused up front rather than failing in the database.
+ * Where a value holds U+0000, as a field path (the first in document order), or null. Postgres
+ * text cannot store it, so such input is refused up front rather than failing in the database.
+ * The walk keeps its own stack: a value's depth cannot exhaust the call stack.
  */
 function nulAt(value: unknown, path: string): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
-  if (value === null || typeof value !== 'object') return null;
-  for (const [k, v] of Object.entries(value)) {
-    const at = k.includes('\u0000') ? path : nulAt(v, path ? `${path}.${k}` : k);
-    if (at !== null) return at;
+  const stack: [unknown, string][] = [[value, path]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [v, at] = next;
+    if (v === NUL_KEY) return at;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return at;
+      continue;
+    }
+    if (v === null || typeof v !== 'object') continue;
+    const entries = Object.entries(v);
+    for (let i = entries.length - 1; i >= 0; i -= 1) {
+      const [k, child] = entries[i];
+      stack.push(k.includes('\u0000') ? [NUL_KEY, at] : [child, at ? `${at}.${k}` : k]);
+    }
   }
   return null;
+}
+
+/** Whether JSON text nests arrays and objects deeper than `max` levels (brackets inside strings are text). */
+function nestsDeeper(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c)
+        i += 1; // backslash: the escaped character is skipped
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b || ch === 0x7b) {
+      depth += 1;
+      if (depth > max) return true;
+    } else if (ch === 0x5d || ch === 0x7d) depth -= 1;
+  }
+  return false;
 }
 
 function rejectNul(part: string, value: unknown): void {
@@ -105,14 +142,21 @@ function rejectNul(part: string, value: unknown): void {
 async function readJsonBody(c: C): Promise<{ present: boolean; value: unknown }> {
   // GET and HEAD carry no body; asking the request for its stream would build a full Request.
   if (c.req.method === 'GET' || c.req.method === 'HEAD') return { present: false, value: undefined };
-  const raw = await c.req.text();
+  const bytes = await readBody(c.req.raw, MAX_BODY_BYTES);
+  if (bytes === null) throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
+  // As Request.text() decodes: UTF-8, a byte-order mark dropped, malformed bytes replaced.
+  const raw = new TextDecoder().decode(bytes);
   if (raw.trim().length === 0) return { present: false, value: undefined };
-  if (Buffer.byteLength(raw) > MAX_BODY_BYTES)
-    throw new ProblemError('payload-too-large', `Request bodies may be at most ${MAX_BODY_BYTES} bytes.`);
   // JSON sent as text/plain (fetch's default for a string) or with no type is still JSON.
   const ct = (header(c, 'content-type') ?? '').toLowerCase();
   if (ct !== '' && !/^(application\/([\w.+-]+\+)?json|text\/plain)\b/.test(ct)) {
     throw new ProblemError('malformed-json', `Request bodies must be JSON (application/json), not "${ct}".`);
+  }
+  // Checked on the text, before parsing builds the nesting: deep values cost memory to build and
+  // would exhaust the call stack of any recursive walk later (validation, storage, replay).
+  if (nestsDeeper(raw, MAX_JSON_DEPTH)) {
+    const message = `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`;
+    throw new ProblemError('validation-failed', `body ${message}.`, { errors: [{ field: 'body', message }] });
   }
   let value: unknown;
   try {

@@ -1,9 +1,11 @@
 // The one ingestion path of inbound mail, used by the SMTP listener and the operator row
 // (POST /admin/api/organizations/{orgId}/inbound-messages): parse the raw MIME, route it
 // (src/inbound/route.ts), and store it (INBOUND, status `received`, raw MIME kept so it can be
-// reprocessed) with reply.received, in one transaction. In the same transaction it is classified
-// and its effects applied when no model is configured (the rules decide at once; no job, no second
-// parse); with a model, a classification job does that later (the model may be slow). Idempotent on
+// reprocessed) with reply.received, in one transaction bound to its organization (over SMTP the
+// routing reads across organizations first, in a transaction of the cross-organization role that
+// only reads). In the same transaction it is classified and its effects applied when no model is
+// configured (the rules decide at once; no job, no second parse); with a model, a classification
+// job does that later (the model may be slow). Idempotent on
 // the Message-ID (a message without one gets a stable id from a hash of its bytes): a duplicate
 // delivery stores nothing new, emits nothing and enqueues nothing.
 // A message from an erased contact is not linked to the erased record and keeps neither its text
@@ -14,7 +16,7 @@ import { sql } from 'kysely';
 import { type Tx, withOrg, withSystem } from '../../db/database.js';
 import { emit } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
-import type { Deps } from '../platform/services.js';
+import type { Deps, SystemDeps } from '../platform/services.js';
 import type { ParsedMail } from './analysis.js';
 import { classify, parseMail } from './analyze/index.js';
 import { recordClassification } from './classify-reply.js';
@@ -109,7 +111,7 @@ async function store(deps: Deps, trx: Tx, d: Delivery, mail: ParsedMail, route: 
 }
 
 /** Ingests one message: routed, stored, announced; `unroutable` (over SMTP only) when nothing names an organization. */
-export async function ingestMessage(deps: Deps, d: Delivery): Promise<Ingested> {
+export async function ingestMessage(deps: SystemDeps, d: Delivery): Promise<Ingested> {
   // parseMail never throws: a message it cannot read at all is still kept, empty.
   const mail = await parseMail(d.raw);
   const messageId = messageIdOf(mail, d.raw);
@@ -126,12 +128,9 @@ export async function ingestMessage(deps: Deps, d: Delivery): Promise<Ingested> 
       stored(await store(deps, trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId)),
     );
   }
-  // Over SMTP the organization is not known until routed: the routing reads across organizations,
-  // then the transaction is bound to the one found before anything is written.
-  return withSystem(deps.db, async (trx) => {
-    const route = await routeMessage(trx, routeDeps, input);
-    if (route === null) return { stored: false as const, reason: 'unroutable' as const };
-    await sql`SELECT set_config('app.org_id', ${route.organizationId}, true), set_config('app.system', 'off', true)`.execute(trx);
-    return stored(await store(deps, trx, d, mail, route, messageId));
-  });
+  // Over SMTP the organization is not known until routed: the routing reads across organizations
+  // (only outbound_system may), then the message is written in a transaction bound to the one found.
+  const route = await withSystem(deps.systemDb, (trx) => routeMessage(trx, routeDeps, input));
+  if (route === null) return { stored: false as const, reason: 'unroutable' as const };
+  return withOrg(deps.db, route.organizationId, async (trx) => stored(await store(deps, trx, d, mail, route, messageId)));
 }

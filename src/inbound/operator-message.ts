@@ -3,7 +3,7 @@
 // nodemailer's MailComposer, so both ways a real message with its raw MIME is stored.
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { requireOrgExists } from '../account/organizations.js';
-import type { Deps } from '../platform/services.js';
+import type { SystemDeps } from '../platform/services.js';
 import { ingestMessage } from './ingest.js';
 
 export type OperatorMessageFields = {
@@ -31,7 +31,7 @@ function compose(f: OperatorMessageFields): Promise<Buffer> {
 
 /** Ingests the message into the organization (404 when there is none); `duplicate` when it was stored already. */
 export async function ingestOperatorMessage(
-  deps: Deps,
+  deps: SystemDeps,
   organizationId: string,
   b: OperatorMessageFields,
 ): Promise<{ id: string; duplicate: boolean }> {

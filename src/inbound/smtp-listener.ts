@@ -16,7 +16,7 @@ import os from 'node:os';
 import { SMTPServer } from 'smtp-server';
 import { withSystem } from '../../db/database.js';
 import { normalizeEmail } from '../crm/domains.js';
-import type { Deps } from '../platform/services.js';
+import type { SystemDeps } from '../platform/services.js';
 import { ingestMessage } from './ingest.js';
 
 /** Recipients per message: a reply has one; a few more cover copies to several mailboxes. */
@@ -35,7 +35,7 @@ export interface InboundListener {
 
 const smtpError = (code: number, message: string) => Object.assign(new Error(message), { responseCode: code });
 
-export async function startInboundSmtp(deps: Deps, opts: { port: number; host: string }): Promise<InboundListener> {
+export async function startInboundSmtp(deps: SystemDeps, opts: { port: number; host: string }): Promise<InboundListener> {
   const { config, log } = deps;
   const domain = config.inboundReplyDomain;
   const max = config.inboundMaxMessageBytes;
@@ -43,7 +43,7 @@ export async function startInboundSmtp(deps: Deps, opts: { port: number; host: s
   /** A reply address (any local part at the reply domain), the deployment sender or an organization's mailbox. */
   async function accepts(address: string): Promise<boolean> {
     if (domain === null || address.endsWith(`@${domain}`) || address === config.mailFrom.address) return true;
-    const box = await withSystem(deps.db, (trx) =>
+    const box = await withSystem(deps.systemDb, (trx) =>
       trx.selectFrom('mailboxes').select('id').where('email', '=', address).limit(1).executeTakeFirst(),
     );
     return box !== undefined;

@@ -3,7 +3,8 @@
 //   POST    /capture/{formKey}  a submission: JSON (also sent as text/plain, as browsers do to
 //                               avoid a preflight), form-encoded or multipart; 201 {status: "received"}
 //   OPTIONS /capture/{formKey}  the CORS preflight; any origin may submit.
-// In order: the body is read up to CAPTURE_MAX_BODY_BYTES (413); the form is looked up by its key
+// In order: the body is read up to CAPTURE_MAX_BODY_BYTES, counted as it arrives (413 at once
+// past it, src/http/body.ts); the form is looked up by its key
 // (404) and the submission counted against the source address's window (429 past the limit);
 // the body is parsed (415, 400); a filled honeypot field is answered exactly like a success but
 // nothing is stored; the fields are checked (400); the lead is captured (src/leads/capture.ts).
@@ -15,11 +16,12 @@ import type { Context, Env, Hono } from 'hono';
 import { sql } from 'kysely';
 import { type Db, withOrg, withSystem } from '../../db/database.js';
 import { normalizeDomain } from '../crm/domains.js';
+import { readBody } from '../http/body.js';
 import { PROBLEMS, ProblemError, problemBody } from '../http/problems.js';
 import { page } from '../mail/links.js';
-import type { Deps } from '../platform/services.js';
+import { clientIp, rateKeyOf } from '../net/client-ip.js';
+import type { SystemDeps } from '../platform/services.js';
 import { captureLead } from './capture.js';
-import { clientIp, rateKeyOf } from './client-ip.js';
 
 export const CAPTURE_MAX_BODY_BYTES = 32 * 1024;
 /** The fixed rate-limit window, from the first counted submission of a source address. */
@@ -39,25 +41,6 @@ export const newFormKey = (): string => `lf_${crypto.randomBytes(24).toString('b
 const CORS = { 'Access-Control-Allow-Origin': '*' };
 
 type Fields = Record<string, string | number | boolean | null>;
-
-/** Reads the body up to `max` bytes; null when it is larger (the rest is read and dropped, up to a bound, so the client gets the answer). */
-async function readBounded(req: Request, max: number): Promise<Buffer | null> {
-  const reader = req.body?.getReader();
-  if (!reader) return Buffer.alloc(0);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size <= max) chunks.push(value);
-    else if (size > 64 * max) {
-      await reader.cancel().catch(() => {});
-      break;
-    }
-  }
-  return size > max ? null : Buffer.concat(chunks);
-}
 
 const invalidField = (field: string, message: string) =>
   new ProblemError('validation-failed', `${field} ${message}.`, { errors: [{ field, message }] });
@@ -161,7 +144,10 @@ interface FormHit {
   start_ms: string;
 }
 
-/** The form of the key, with the submission counted in its source address's window (one statement). */
+/**
+ * The form of the key, with the submission counted in its source address's window (one statement),
+ * on the cross-organization role: the form's organization is not known before.
+ */
 async function formAndCount(db: Db, formKey: string, ipHash: string): Promise<FormHit | undefined> {
   return withSystem(
     db,
@@ -182,7 +168,7 @@ async function formAndCount(db: Db, formKey: string, ipHash: string): Promise<Fo
   );
 }
 
-export function mountLeadCapture<E extends Env>(app: Hono<E>, deps: Deps): void {
+export function mountLeadCapture<E extends Env>(app: Hono<E>, deps: SystemDeps): void {
   const { config, log } = deps;
   const wantsHtml = (c: Context) => /text\/html/i.test(c.req.header('accept') ?? '');
   const requestId = (c: Context) => String(c.get('requestId') ?? '');
@@ -220,14 +206,14 @@ export function mountLeadCapture<E extends Env>(app: Hono<E>, deps: Deps): void 
 
   app.post('/capture/:formKey', async (c) => {
     try {
-      const raw = await readBounded(c.req.raw, CAPTURE_MAX_BODY_BYTES);
+      const raw = await readBody(c.req.raw, CAPTURE_MAX_BODY_BYTES);
       if (raw === null) throw new ProblemError('payload-too-large', `A submission may be at most ${CAPTURE_MAX_BODY_BYTES} bytes.`);
       const formKey = c.req.param('formKey');
       if (!FORM_KEY.test(formKey)) throw new ProblemError('not-found', 'No lead form with that key.');
       const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
       const ip = clientIp(incoming?.socket?.remoteAddress, c.req.header('x-forwarded-for'), config.trustProxy) ?? 'unknown';
       const ipHash = deps.services.ipHash(rateKeyOf(ip));
-      const form = await formAndCount(deps.db, formKey, ipHash);
+      const form = await formAndCount(deps.systemDb, formKey, ipHash);
       if (!form) throw new ProblemError('not-found', 'No lead form with that key.');
       if (form.count > config.leadCaptureRateLimit) {
         const retryAfter = Math.max(1, Math.ceil((Number(form.start_ms) + CAPTURE_WINDOW_SECONDS * 1000 - Date.now()) / 1000));

@@ -5,15 +5,15 @@
 //   2. conversion: QUALIFIED leads captured at least CONVERT_MIN_AGE_MINUTES ago (by the clock of
 //      src/platform/clock.ts) are converted by the same function as POST /leads/{id}/convert (a
 //      contact, a deal, deal.created), one transaction per lead bound to its organization, so one
-//      lead that fails does not hold back the others; the wait gives a person time to mark a lead
-//      spam first;
+//      lead that fails does not hold back the others (the worker's role, bound to it: row-level
+//      security shows it nothing else); the wait gives a person time to mark a lead spam first;
 //   3. capture rate-limit windows that have ended are deleted.
 // Both steps select through partial indexes of exactly the leads they act on (0012_leads.sql),
 // lock what they change, and are safe to run twice at once.
 import { sql } from 'kysely';
 import { withOrg, withSystem } from '../../db/database.js';
 import { ProblemError } from '../http/problems.js';
-import type { Deps } from '../platform/services.js';
+import type { SystemDeps } from '../platform/services.js';
 import { convertLead } from './convert.js';
 import { CAPTURE_WINDOW_SECONDS } from './endpoint.js';
 import { CONVERT_MIN_AGE_MINUTES, QUALIFY_MIN_FIT, QUALIFY_MIN_INTENT, QUALIFY_RULE } from './scoring.js';
@@ -22,8 +22,8 @@ const BATCH = 200;
 /** Who the deals the sweep opens are attributed to in their stage history. */
 export const SWEEP_ACTOR = 'system:lead-sweep';
 
-async function qualifyBatch(deps: Deps): Promise<number> {
-  return withSystem(deps.db, async (trx) => {
+async function qualifyBatch(deps: SystemDeps): Promise<number> {
+  return withSystem(deps.systemDb, async (trx) => {
     // The thresholds are literals so the planner matches inbound_leads_qualify_idx.
     const { rows } = await sql<{ id: string }>`
       WITH due AS (
@@ -44,8 +44,8 @@ async function qualifyBatch(deps: Deps): Promise<number> {
 }
 
 /** Converts one batch of due leads; ids that failed are added to `failed` (and skipped for the rest of the run). */
-async function convertBatch(deps: Deps, failed: string[]): Promise<{ picked: number; converted: number }> {
-  const { rows } = await withSystem(deps.db, (trx) =>
+async function convertBatch(deps: SystemDeps, failed: string[]): Promise<{ picked: number; converted: number }> {
+  const { rows } = await withSystem(deps.systemDb, (trx) =>
     sql<{ organization_id: string; id: string }>`
     SELECT organization_id, id FROM inbound_leads
     WHERE status = 'QUALIFIED' AND erased_at IS NULL
@@ -75,7 +75,7 @@ async function convertBatch(deps: Deps, failed: string[]): Promise<{ picked: num
 }
 
 /** Runs the sweep to completion; returns what it did. */
-export async function runLeadSweep(deps: Deps): Promise<{ qualified: number; converted: number; windowsPurged: number }> {
+export async function runLeadSweep(deps: SystemDeps): Promise<{ qualified: number; converted: number; windowsPurged: number }> {
   let qualified = 0;
   for (;;) {
     const n = await qualifyBatch(deps);
@@ -89,7 +89,7 @@ export async function runLeadSweep(deps: Deps): Promise<{ qualified: number; con
     converted += b.converted;
     if (b.picked < BATCH) break;
   }
-  const purged = await withSystem(deps.db, (trx) =>
+  const purged = await withSystem(deps.systemDb, (trx) =>
     sql`
     DELETE FROM lead_capture_windows WHERE window_start <= now_ms() - make_interval(secs => ${CAPTURE_WINDOW_SECONDS})`.execute(trx),
   );

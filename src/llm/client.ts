@@ -1,8 +1,9 @@
 // The one model client: an OpenAI-compatible chat completions endpoint (OpenAI, Ollama, vLLM,
 // llama.cpp server) through the official `openai` package, asked for a JSON answer valid against
 // a schema. It owns timeouts, retries with backoff (429, 5xx, timeouts, connection errors, and
-// malformed answers, which are asked again), the bound on concurrent calls, and token and cost
-// metering. With no LLM_BASE_URL it reports the provider `fallback` and is never called.
+// malformed answers, which are asked again), the bound on concurrent calls, the bound on an
+// answer's size (MAX_ANSWER_BYTES, counted while it streams), and token and cost metering. With no
+// LLM_BASE_URL it reports the provider `fallback` and is never called.
 
 import type { ValidateFunction } from 'ajv';
 import Ajv2020 from 'ajv/dist/2020.js';
@@ -57,6 +58,33 @@ export interface ModelClient {
 }
 
 const MAX_BACKOFF_MS = 8000;
+/** The most of one answer read, in bytes: a chat completion of a few thousand tokens is a few KiB. */
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+
+class AnswerTooLarge extends Error {}
+
+/**
+ * fetch for the model client whose answers (successes and errors alike) are read up to `max`
+ * bytes: counted as they stream, whatever they declare, and cut there (the connection is dropped),
+ * so a misbehaving server cannot fill the process's memory within the call's time limit.
+ */
+function boundedFetch(max: number): typeof fetch {
+  return async (input, init) => {
+    const res = await fetch(input, init);
+    if (!res.body) return res;
+    let seen = 0;
+    const counted = res.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          seen += chunk.byteLength;
+          if (seen > max) controller.error(new AnswerTooLarge(`the answer is larger than ${max} bytes`));
+          else controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(counted, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}
 const zero = (): ModelUsage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0, costCents: 0 });
 
 /** The JSON of an answer, also when a model wraps it in a ```json fence. */
@@ -67,6 +95,9 @@ export function parseAnswer(content: string): unknown {
 
 /** What a failed call was, and whether asking again can help. */
 function classify(e: unknown): { kind: ModelErrorKind; retry: boolean; waitMs: number | null } {
+  // A server that answers this much is misbehaving; asking it again would only read as much again.
+  if (e instanceof AnswerTooLarge || (e as { cause?: unknown })?.cause instanceof AnswerTooLarge)
+    return { kind: 'malformed', retry: false, waitMs: null };
   if (e instanceof APIConnectionTimeoutError) return { kind: 'timeout', retry: true, waitMs: null };
   if (e instanceof APIConnectionError) return { kind: 'network', retry: true, waitMs: null };
   if (e instanceof APIError) {
@@ -104,6 +135,7 @@ export function createModelClient(config: Config, log: Logger): ModelClient {
     apiKey: config.llmApiKey ?? 'none',
     timeout: config.llmTimeoutMs,
     maxRetries: 0,
+    fetch: boundedFetch(MAX_ANSWER_BYTES),
   });
   const limit = pLimit(config.llmConcurrency);
   const ajv = new Ajv2020.default({ strict: false, allErrors: false });

@@ -2,7 +2,8 @@
 //   GET  /unsubscribe/{token}  a small confirmation page with one button;
 //   POST /unsubscribe/{token}  one-click unsubscribe (RFC 8058: mail clients POST
 //                              `List-Unsubscribe=One-Click` here): an UNSUBSCRIBE suppression, the
-//                              contact's sequences stopped, email.unsubscribed; idempotent;
+//                              contact's sequences stopped, email.unsubscribed; idempotent; its
+//                              body (unused) is read up to UNSUBSCRIBE_MAX_BODY_BYTES, 413 beyond;
 //   GET  /t/o/{token}          the open pixel (only when the organization turned tracking on);
 //   GET  /t/c/{token}          a click: recorded, then redirected to the signed target URL.
 import type { Env, Hono } from 'hono';
@@ -10,6 +11,7 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { type Db, type Tx, withOrg } from '../../db/database.js';
 import { suppressAddress } from '../compliance/suppression-add.js';
+import { readBody } from '../http/body.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import { pauseSequences } from '../sequences/lifecycle.js';
 import type { Signer } from './tokens.js';
@@ -19,6 +21,9 @@ export interface LinkDeps {
   signer: Signer;
   log: Logger;
 }
+
+/** A one-click body is `List-Unsubscribe=One-Click` (RFC 8058), the confirmation page's form posts nothing. */
+export const UNSUBSCRIBE_MAX_BODY_BYTES = 64 * 1024;
 
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 export const page = (
@@ -79,6 +84,8 @@ export function mountMailLinks<E extends Env>(app: Hono<E>, deps: LinkDeps): voi
   app.post('/unsubscribe/:token', async (c) => {
     const p = verified('unsubscribe', c.req.param('token'));
     if (!p) return c.html(page('Link not valid', '<h1>This link is not valid</h1>'), 404);
+    if ((await readBody(c.req.raw, UNSUBSCRIBE_MAX_BODY_BYTES)) === null)
+      return c.html(page('Request too large', '<h1>This request is too large</h1>'), 413);
     await withOrg(deps.db, p.o, (trx) => unsubscribe(trx, p.o, p.r));
     return c.html(page('Unsubscribed', '<h1>You are unsubscribed</h1><p>You will receive no more emails of this outreach.</p>'));
   });

@@ -6,6 +6,7 @@
 // two ids as bytes and an 80-bit tag, in lowercase base32, so it fits a 64-character local part
 // and survives mail systems that fold the case of addresses.
 import crypto from 'node:crypto';
+import { sameSecret } from '../platform/secret-compare.js';
 
 export type TokenPurpose = 'unsubscribe' | 'open' | 'click';
 
@@ -92,7 +93,7 @@ export function createSigner(secretKey: Buffer): Signer {
       const bytes = unbase32(token.toLowerCase());
       if (!bytes || bytes.length !== 24 + REPLY_TAG_BYTES) return null;
       const ids = bytes.subarray(0, 24);
-      if (!crypto.timingSafeEqual(bytes.subarray(24), replyTag(ids))) return null;
+      if (!sameSecret(bytes.subarray(24), replyTag(ids))) return null;
       return { organizationId: `org_${ids.subarray(0, 12).toString('hex')}`, sendRecordId: `snd_${ids.subarray(12).toString('hex')}` };
     },
     sign(purpose, payload) {
@@ -101,8 +102,7 @@ export function createSigner(secretKey: Buffer): Signer {
     },
     verify(purpose, token) {
       const [body, sig, ...rest] = token.split('.');
-      if (!body || !sig || rest.length > 0 || sig.length !== 22) return null;
-      if (!crypto.timingSafeEqual(Buffer.from(sig), Buffer.from(mac(purpose, body)))) return null;
+      if (!body || !sig || rest.length > 0 || !sameSecret(sig, mac(purpose, body))) return null;
       try {
         const p = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as unknown;
         return p && typeof p === 'object' && !Array.isArray(p) ? (p as Record<string, string>) : null;

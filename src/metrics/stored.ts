@@ -26,13 +26,9 @@ async function readRows(db: Db): Promise<Row[]> {
     // counted by one scan each (see docs/metrics.md on scrape cost).
     const r = await sql<Row>`
       WITH jobs AS (
-        SELECT t.identifier AS task, j.run_at,
-               CASE WHEN j.id IS NULL THEN NULL WHEN j.locked_at IS NOT NULL THEN 'running'
-                    WHEN j.attempts >= j.max_attempts THEN 'failed'
-                    WHEN j.run_at <= now() THEN 'due' ELSE 'scheduled' END AS state
-        -- Every known task, so a drained queue reads 0 rather than losing the series.
-        FROM graphile_worker._private_tasks t
-        LEFT JOIN graphile_worker._private_jobs j ON j.task_id = t.id
+        -- Every known task with its jobs' states (job_queue_jobs(), 0021_least_privilege.sql: only
+        -- the worker's role reads the queue's tables).
+        SELECT task, run_at, state FROM job_queue_jobs()
       ), states AS (
         SELECT task, s.state FROM (SELECT DISTINCT task FROM jobs) k
         CROSS JOIN (VALUES ('due'), ('scheduled'), ('running'), ('failed')) AS s(state)

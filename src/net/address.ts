@@ -1,14 +1,20 @@
 // The one SSRF guard: which network addresses the service may connect to when it reaches out on a
-// user's behalf (webhook deliveries, company research). Unless the operator allows private
-// targets, only globally routable unicast addresses: never loopback, private, link-local (cloud
-// metadata lives there), CGNAT, unique-local, multicast or reserved ranges, in IPv4, IPv6, or
-// IPv4 embedded in IPv6 (mapped, compatible, NAT64, 6to4). Callers connect to the address this
-// module vetted, never to a name, so DNS cannot answer differently between check and connect.
+// user's behalf (webhook deliveries, company research, any future outbound fetch). Unless the
+// operator allows private targets, only globally routable unicast addresses: never loopback,
+// private, link-local (cloud metadata lives there), CGNAT, unique-local, multicast or reserved
+// ranges, in IPv4 or IPv6. IPv6 that embeds IPv4 is judged by the IPv4 address only in the two
+// forms a deployment meets in practice: IPv4-mapped (dual-stack sockets) and the NAT64 well-known
+// prefix (DNS64 on IPv6-only networks). The other embedding forms (IPv4-translated, IPv4-compatible,
+// NAT64 local-use, 6to4, Teredo) are deprecated or depend on a relay or on where a network chose
+// to put the IPv4, and no legitimate target lives at one: they are refused whatever they embed,
+// leaving no decoding of them to get wrong. Callers connect to the address this module vetted,
+// never to a name, so DNS cannot answer differently between check and connect.
 import dns from 'node:dns';
 import net from 'node:net';
 
-type Range = [address: string, prefix: number, label: string];
+type Range = [network: string, prefix: number, label: string];
 
+/** Refused IPv4 ranges (listed in docs/configuration.md and spec/decisions/webhooks-events.md). */
 const V4: Range[] = [
   ['0.0.0.0', 8, 'unspecified'],
   ['10.0.0.0', 8, 'private'],
@@ -27,17 +33,28 @@ const V4: Range[] = [
   ['240.0.0.0', 4, 'reserved'],
 ];
 
+/**
+ * Refused IPv6 ranges, the first that holds an address naming it. Only 2000::/3 is allocated for
+ * global unicast, so an address outside it that none of these names (100::/64 discard, the rest of
+ * ::/8, 4000::/2, …) is refused as reserved. IPv4-mapped (::ffff:0:0/96) and the NAT64 well-known
+ * prefix (64:ff9b::/96) are judged before these, by their IPv4 address.
+ */
 const V6: Range[] = [
   ['::', 128, 'unspecified'],
   ['::1', 128, 'loopback'],
-  ['64:ff9b:1::', 48, 'reserved'],
-  ['100::', 64, 'reserved'],
-  ['2001::', 23, 'reserved'],
-  ['2001:db8::', 32, 'reserved'],
+  ['::ffff:0:0:0', 96, 'SIIT IPv4-translated'],
+  ['::', 96, 'deprecated IPv4-compatible'],
+  ['64:ff9b:1::', 48, 'NAT64 local-use'],
   ['fc00::', 7, 'unique-local'],
   ['fe80::', 10, 'link-local'],
   ['fec0::', 10, 'site-local'],
   ['ff00::', 8, 'multicast'],
+  ['2001::', 32, 'Teredo'],
+  ['2001::', 23, 'reserved'], // IETF protocol assignments: benchmarking, ORCHID, AMT, AS112, DRIP, …
+  ['2001:db8::', 32, 'reserved'],
+  ['2002::', 16, '6to4'],
+  ['3fff::', 20, 'reserved'],
+  ['5f00::', 16, 'reserved'],
 ];
 
 function blockList(ranges: Range[], family: 'ipv4' | 'ipv6'): Array<[net.BlockList, string]> {
@@ -49,34 +66,35 @@ function blockList(ranges: Range[], family: 'ipv4' | 'ipv6'): Array<[net.BlockLi
 }
 const V4_LISTS = blockList(V4, 'ipv4');
 const V6_LISTS = blockList(V6, 'ipv6');
+const GLOBAL_UNICAST = new net.BlockList();
+GLOBAL_UNICAST.addSubnet('2000::', 3, 'ipv6');
 
-/** The 16 bytes of an IPv6 address (which net.isIPv6 already accepted). */
-function v6Bytes(addr: string): number[] {
-  let a = addr.split('%')[0];
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (dotted) {
-    const [w, x, y, z] = dotted[1].split('.').map(Number);
-    a = `${a.slice(0, -dotted[1].length)}${((w << 8) | x).toString(16)}:${((y << 8) | z).toString(16)}`;
-  }
-  const [head, tail] = a.includes('::') ? a.split('::') : [a, null];
+/**
+ * The canonical text of an IPv6 address (which net.isIP accepted) and its eight 16-bit groups.
+ * The WHATWG URL parser reads every written form (dotted tails, upper case, uncompressed) and
+ * writes one; the zone (%eth0) names an interface, not an address, so it is dropped first.
+ * (ipaddr.js, the usual package for this, reads the IPv4-compatible ::a.b.c.d as the IPv4-mapped
+ * ::ffff:a.b.c.d, a different address, so it is not used here.)
+ */
+function canonicalV6(address: string): { text: string; groups: number[] } {
+  const text = new URL(`http://[${address.split('%')[0]}]/`).hostname.slice(1, -1);
+  const [head, tail] = text.split('::');
   const hs = head ? head.split(':') : [];
   const ts = tail ? tail.split(':') : [];
-  const groups = tail === null ? hs : [...hs, ...Array(8 - hs.length - ts.length).fill('0'), ...ts];
-  return groups.flatMap((g) => {
-    const n = parseInt(g, 16);
-    return [n >> 8, n & 0xff];
-  });
+  const all = tail === undefined ? hs : [...hs, ...Array(8 - hs.length - ts.length).fill('0'), ...ts];
+  return { text, groups: all.map((g) => parseInt(g, 16)) };
 }
 
-/** The IPv4 address an IPv6 address embeds (mapped, compatible, NAT64 or 6to4), if any. */
-function embeddedV4(b: number[]): string | null {
-  const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
-  const v4 = (i: number) => b.slice(i, i + 4).join('.');
-  if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return v4(12); // ::ffff:a.b.c.d
-  if (zero(0, 12) && !zero(12, 16) && !(zero(12, 15) && b[15] === 1)) return v4(12); // ::a.b.c.d (deprecated)
-  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(4, 12)) return v4(12); // 64:ff9b::/96
-  if (b[0] === 0x20 && b[1] === 0x02) return v4(2); // 2002::/16 6to4
-  return null;
+const v4Reason = (address: string): string | null => V4_LISTS.find(([b]) => b.check(address, 'ipv4'))?.[1] ?? null;
+
+function v6Reason(address: string): string | null {
+  const { text, groups: g } = canonicalV6(address);
+  const mapped = g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff;
+  const nat64 = g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0);
+  if (mapped || nat64) return v4Reason([g[6] >> 8, g[6] & 0xff, g[7] >> 8, g[7] & 0xff].join('.'));
+  const named = V6_LISTS.find(([b]) => b.check(text, 'ipv6'));
+  if (named) return named[1];
+  return GLOBAL_UNICAST.check(text, 'ipv6') ? null : 'reserved';
 }
 
 /**
@@ -85,15 +103,11 @@ function embeddedV4(b: number[]): string | null {
  */
 export function forbiddenReason(address: string): string | null {
   const family = net.isIP(address);
-  if (family === 4) {
-    for (const [b, label] of V4_LISTS) if (b.check(address, 'ipv4')) return label;
-    return null;
-  }
-  if (family === 6) {
-    const embedded = embeddedV4(v6Bytes(address));
-    if (embedded) return forbiddenReason(embedded);
-    for (const [b, label] of V6_LISTS) if (b.check(address, 'ipv6')) return label;
-    return null;
+  if (family === 4) return v4Reason(address);
+  try {
+    if (family === 6) return v6Reason(address);
+  } catch {
+    // Valid to net.isIP but not to the URL parser: refused rather than guessed at.
   }
   return 'not an IP address';
 }

@@ -39,8 +39,19 @@ export interface Services {
 
 /** What a piece of domain code needs from the running service: the database, configuration, services and log. */
 export interface Deps {
+  /** A connection of a role row-level security binds to one organization at a time (withOrg). */
   db: Db;
   config: Config;
   services: Services;
   log: Logger;
+}
+
+/**
+ * Deps of work that crosses organizations or runs before one is known (the sweeps, the lookups of
+ * the lead capture endpoint and the inbound listener): `systemDb` is outbound_system's connection,
+ * the only one on which withSystem sees every organization. Work for one organization still runs
+ * with withOrg on `db`.
+ */
+export interface SystemDeps extends Deps {
+  systemDb: Db;
 }

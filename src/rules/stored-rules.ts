@@ -3,7 +3,7 @@
 // rule as it will stand (checkRule), so a rule that could not run is refused here and never fails
 // in its job.
 import { sql, type UpdateObject } from 'kysely';
-import { type Database, type Db, type Tx, withSystem } from '../../db/database.js';
+import { type Database, type Db, type Tx, withOrg } from '../../db/database.js';
 import { requireOrg } from '../account/organizations.js';
 import type { adminOperations } from '../http/handler.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
@@ -73,7 +73,7 @@ export async function createRule(db: Db, orgId: string, body: NewRuleBody): Prom
     };
   }
   checkRule(rule);
-  return withSystem(db, async (trx) => {
+  return withOrg(db, orgId, async (trx) => {
     // The organization row is locked so two creations cannot both pass the limit.
     await requireOrg(trx, orgId, { lock: true });
     const { n } = await trx
@@ -103,7 +103,7 @@ export async function createRule(db: Db, orgId: string, body: NewRuleBody): Prom
 
 /** The organization's rules, oldest first; 404 for an unknown organization. */
 export const listRules = (db: Db, orgId: string): Promise<AdminRule[]> =>
-  withSystem(db, async (trx) => {
+  withOrg(db, orgId, async (trx) => {
     await requireOrg(trx, orgId);
     const rows = await trx
       .selectFrom('rules')
@@ -116,10 +116,10 @@ export const listRules = (db: Db, orgId: string): Promise<AdminRule[]> =>
   });
 
 export const getRule = (db: Db, orgId: string, ruleId: string): Promise<AdminRule> =>
-  withSystem(db, async (trx) => toRule(await ruleRow(trx, orgId, ruleId)));
+  withOrg(db, orgId, async (trx) => toRule(await ruleRow(trx, orgId, ruleId)));
 
 export const updateRule = (db: Db, orgId: string, ruleId: string, body: RuleChangesBody): Promise<AdminRule> =>
-  withSystem(db, async (trx) => {
+  withOrg(db, orgId, async (trx) => {
     const before = await ruleRow(trx, orgId, ruleId, true);
     const after = {
       triggerEventType: body.triggerEventType ?? before.trigger_event_type,
@@ -145,7 +145,7 @@ export const updateRule = (db: Db, orgId: string, ruleId: string, body: RuleChan
 
 /** Deletes the rule; returns its id, or 404. */
 export const deleteRule = (db: Db, orgId: string, ruleId: string): Promise<string> =>
-  withSystem(db, async (trx) => {
+  withOrg(db, orgId, async (trx) => {
     const r = await trx
       .deleteFrom('rules')
       .where('organization_id', '=', orgId)
@@ -158,7 +158,7 @@ export const deleteRule = (db: Db, orgId: string, ruleId: string): Promise<strin
 
 /** The ready-made rules (the organization must exist). */
 export const ruleTemplates = (db: Db, orgId: string) =>
-  withSystem(db, async (trx) => {
+  withOrg(db, orgId, async (trx) => {
     await requireOrg(trx, orgId);
     // openapi-typescript types the property-less AdminRuleConditions object as Record<string, never>.
     return RULE_TEMPLATES.map((t) => ({ ...t, conditions: t.conditions as never, actions: [...t.actions] }));

@@ -1,6 +1,6 @@
 // The task list and crontab of the worker; one file per task.
 import type { TaskList } from 'graphile-worker';
-import type { Deps } from '../platform/services.js';
+import type { SystemDeps } from '../platform/services.js';
 import { classifyReplyTask } from './classify-reply.js';
 import { deliverWebhook } from './deliver-webhook.js';
 import { fanoutEvent } from './fanout-event.js';
@@ -15,7 +15,12 @@ import { sweepLeads } from './sweep-leads.js';
 import { sweepOrgHealth } from './sweep-org-health.js';
 import { sweepSends } from './sweep-sends.js';
 
-export function buildTaskList(deps: Deps): TaskList {
+/**
+ * `deps.db` is the worker role's: a job for one organization binds it (withOrg) and row-level
+ * security shows it that organization only. The sweeps also get `deps.systemDb`, the one role that
+ * may cross organizations.
+ */
+export function buildTaskList(deps: SystemDeps): TaskList {
   return {
     fanout_event: fanoutEvent(deps),
     deliver_webhook: deliverWebhook(deps),

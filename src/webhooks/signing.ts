@@ -1,6 +1,7 @@
 // Signing secrets and the X-Outbound-Signature header: `t=<unix seconds>,v1=<hex HMAC-SHA256>`
 // keyed with the whole `whs_...` secret over `<t>.<raw body bytes>`.
 import crypto from 'node:crypto';
+import { sameSecret } from '../platform/secret-compare.js';
 
 export const SIGNATURE_HEADER = 'X-Outbound-Signature';
 
@@ -19,7 +20,5 @@ export function verifySignature(header: string | undefined, rawBody: string | Bu
   if (!m) return false;
   const t = Number(m[1]);
   if (Math.abs(Date.now() / 1000 - t) > toleranceS) return false;
-  const expected = Buffer.from(signatureHeader(secret, rawBody, t).slice(`t=${t},v1=`.length));
-  const got = Buffer.from(m[2]);
-  return expected.length === got.length && crypto.timingSafeEqual(expected, got);
+  return sameSecret(m[2], signatureHeader(secret, rawBody, t).slice(`t=${t},v1=`.length));
 }

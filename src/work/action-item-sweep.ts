@@ -15,7 +15,7 @@ import { assigneeFor } from '../account/people.js';
 import { isLiveContact } from '../crm/live-contacts.js';
 import { expectedImpactCents, openDealOf } from '../deals/open-deal.js';
 import type { Clock } from '../platform/clock.js';
-import type { Deps } from '../platform/services.js';
+import type { SystemDeps } from '../platform/services.js';
 import { IN_FLIGHT_SEQUENCE_STATUSES } from '../sequences/lifecycle.js';
 import { openActionItem } from './action-items.js';
 
@@ -95,19 +95,19 @@ async function returnsBatch(trx: Tx, clock: Clock): Promise<{ seen: number; open
 }
 
 /** Runs every step of the sweep to completion; returns what it changed. */
-export async function runActionItemSweep(deps: Deps): Promise<{ expired: number; unsnoozed: number; returns: number }> {
+export async function runActionItemSweep(deps: SystemDeps): Promise<{ expired: number; unsnoozed: number; returns: number }> {
   const out = { expired: 0, unsnoozed: 0, returns: 0 };
   const { clock } = deps.services;
   for (let n = BATCH; n === BATCH; ) {
-    n = await withSystem(deps.db, (trx) => expireBatch(trx, clock));
+    n = await withSystem(deps.systemDb, (trx) => expireBatch(trx, clock));
     out.expired += n;
   }
   for (let n = BATCH; n === BATCH; ) {
-    n = await withSystem(deps.db, (trx) => unsnoozeBatch(trx, clock));
+    n = await withSystem(deps.systemDb, (trx) => unsnoozeBatch(trx, clock));
     out.unsnoozed += n;
   }
   for (let seen = RETURN_BATCH; seen === RETURN_BATCH; ) {
-    const b = await withSystem(deps.db, (trx) => returnsBatch(trx, clock));
+    const b = await withSystem(deps.systemDb, (trx) => returnsBatch(trx, clock));
     seen = b.seen;
     out.returns += b.opened;
   }

@@ -1,6 +1,6 @@
 // The operator row's action item: created by hand, through the one insert every signal uses
 // (openActionItem), as the operator's (aiGenerated false, no event).
-import { type Db, withSystem } from '../../db/database.js';
+import { type Db, withOrg } from '../../db/database.js';
 import { requireOrg } from '../account/organizations.js';
 import type { adminOperations } from '../http/handler.js';
 import { invalid, notFound } from '../http/problems.js';
@@ -13,7 +13,7 @@ export type OperatorActionItem = adminOperations['adminCreateActionItem']['reque
 export async function openOperatorActionItem(db: Db, orgId: string, body: OperatorActionItem, clock: Clock): Promise<string> {
   if (body.expiresAt !== undefined && !(Date.parse(body.expiresAt) > clock.now().getTime()))
     throw invalid('expiresAt must be in the future.', 'body.expiresAt');
-  return withSystem(db, async (trx) => {
+  return withOrg(db, orgId, async (trx) => {
     await requireOrg(trx, orgId);
     const person = await trx
       .selectFrom('users')

@@ -6,6 +6,7 @@ import type { Runner } from 'graphile-worker';
 import createClient, { type Middleware } from 'openapi-fetch';
 import pg from 'pg';
 import { expect, inject, onTestFinished } from 'vitest';
+import { createDb, type Db } from '../../db/database.js';
 import type { paths as adminPaths } from '../../generated/admin.js';
 import bodyValidators from '../../generated/bodies.cjs';
 import type { paths } from '../../generated/openapi.js';
@@ -92,8 +93,13 @@ export interface ServiceClients {
 export interface TestService extends ServiceClients {
   config: Config;
   rt: Runtime;
-  /** Owner-role pool of the file's database (bypasses nothing: use for set-up and inspection only). */
+  /**
+   * The migrating user's pool of the file's database (a superuser with the embedded database; the
+   * service itself never connects as it): for set-up and inspection only.
+   */
   pool: pg.Pool;
+  /** `pool` as a Kysely connection: withSystem on it sees every organization, for set-up and inspection. */
+  ownerDb: Db;
   /**
    * The service's clock of business dates (src/platform/clock.ts), the wall clock until a test
    * sets it; the worker a test starts has the same one. Set it with `setClock`, which resets it
@@ -236,6 +242,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   // The database is dropped WITH (FORCE) at close, which ends any connection still open; an idle
   // one ending is no test failure (the service's own pools ignore it the same way).
   pool.on('error', () => {});
+  const ownerDb = createDb(pool);
   const clients = serviceClients(baseUrl, adminToken);
   const workers: Runner[] = [];
 
@@ -244,6 +251,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
     config,
     rt,
     pool,
+    ownerDb,
     clock,
     async startWorker() {
       const w = await runWorker(rt, 4);
@@ -255,7 +263,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
       await http.close();
       await rt.close();
       await recordObservedTypes(pool, dbName);
-      await pool.end();
+      await ownerDb.destroy();
       await database.drop();
       const fs = await import('node:fs');
       fs.rmSync(dataDir, { recursive: true, force: true });

@@ -463,6 +463,11 @@ export interface RequestGenOptions {
   pathValues(op: OperationInfo, name: string): { existing: string[]; missing: string[] };
   /** Values for a parameter or body property that the schema alone cannot make useful (bounded inputs). */
   overrides?: Record<string, fc.Arbitrary<unknown>>;
+  /**
+   * How often (against 24 for a valid request) the credentials are the hostile part; 4 unless set.
+   * The operator API answers every wrong token after a fixed delay, so it is given fewer.
+   */
+  wrongCredentialsWeight?: number;
   /** Hostile values aimed at what a named parameter or body property means, added to the generic ones. */
   hostile?: Record<string, fc.Arbitrary<unknown>>;
   /** Bodies of an operation whose body is not JSON (text/csv): valid ones and hostile ones. */
@@ -625,13 +630,13 @@ export function requestArbitrary(doc: OpenApiDoc, op: OperationInfo, opts: Reque
 
   const authHostile = fc.constantFrom<AuthVariant>('none', 'unknown', 'malformed', 'basic', 'non-ascii', 'lower-case-scheme');
   const targets: { weight: number; arbitrary: fc.Arbitrary<Part | null> }[] = [
-    { weight: 6, arbitrary: fc.constant(null) },
-    { weight: 1, arbitrary: fc.constant('auth') },
-    { weight: 1, arbitrary: fc.constant('headers') },
+    { weight: 24, arbitrary: fc.constant(null) },
+    { weight: opts.wrongCredentialsWeight ?? 4, arbitrary: fc.constant('auth') },
+    { weight: 4, arbitrary: fc.constant('headers') },
   ];
-  if (pathNames.length) targets.push({ weight: 3, arbitrary: fc.constant('path') });
-  if (queryParams.length) targets.push({ weight: 4, arbitrary: fc.constant('query') });
-  if (op.method !== 'get') targets.push({ weight: op.bodyPointer || op.streamBody ? 6 : 1, arbitrary: fc.constant('body') });
+  if (pathNames.length) targets.push({ weight: 12, arbitrary: fc.constant('path') });
+  if (queryParams.length) targets.push({ weight: 16, arbitrary: fc.constant('query') });
+  if (op.method !== 'get') targets.push({ weight: op.bodyPointer || op.streamBody ? 24 : 4, arbitrary: fc.constant('body') });
 
   return fc
     .record({

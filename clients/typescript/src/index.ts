@@ -76,9 +76,9 @@ export interface VerifyWebhookOptions {
    * a delivery signed just before the rotation still verifies.
    */
   secret: string | readonly string[];
-  /** Largest accepted distance between the signature's time and now, in seconds (default 300). */
+  /** Largest accepted distance between the signature's time and now, in seconds (default 300); a RangeError unless finite and not negative. */
   toleranceSeconds?: number;
-  /** The current time (a Date or milliseconds since the epoch); defaults to the clock. */
+  /** The current time (a Date or milliseconds since the epoch); defaults to the clock. A RangeError unless finite (an invalid Date, NaN, Infinity). */
   now?: Date | number;
 }
 
@@ -112,7 +112,12 @@ function parseHeader(header: string): { t: number; v1: string[] } | null {
  */
 export function checkWebhookSignature(options: VerifyWebhookOptions): WebhookCheck {
   const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
-  if (!(tolerance >= 0)) throw new RangeError('toleranceSeconds must be zero or more.');
+  // NaN or Infinity would make every timestamp fresh: a replayed delivery would pass.
+  if (typeof tolerance !== 'number' || !Number.isFinite(tolerance) || tolerance < 0)
+    throw new RangeError('toleranceSeconds must be a finite number, zero or more.');
+  const nowMs = options.now === undefined ? Date.now() : typeof options.now === 'number' ? options.now : options.now.getTime();
+  if (typeof nowMs !== 'number' || !Number.isFinite(nowMs))
+    throw new RangeError('now must be a valid Date or a finite number of milliseconds.');
   const secrets = typeof options.secret === 'string' ? [options.secret] : [...options.secret];
   if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s.length === 0)) {
     throw new TypeError('secret must be a non-empty signing secret (whs_...) or a list of them.');
@@ -122,7 +127,6 @@ export function checkWebhookSignature(options: VerifyWebhookOptions): WebhookChe
   const parsed = parseHeader(header);
   if (!parsed) return { valid: false, reason: 'malformed-header' };
   const { t } = parsed;
-  const nowMs = options.now === undefined ? Date.now() : typeof options.now === 'number' ? options.now : options.now.getTime();
   if (Math.abs(nowMs / 1000 - t) > tolerance) return { valid: false, reason: 'stale-timestamp', timestamp: t };
   const body = typeof options.rawBody === 'string' ? Buffer.from(options.rawBody, 'utf8') : options.rawBody;
   const given = parsed.v1.filter((v) => /^[0-9a-f]{64}$/i.test(v)).map((v) => Buffer.from(v, 'hex'));

@@ -3528,7 +3528,7 @@ export interface components {
         WebhookUrl: string;
     };
     responses: {
-        /** @description Invalid input (malformed JSON, wrong types, missing or out-of-range fields, a string holding U+0000, a tampered cursor, or a rule of the operation); nothing was changed. */
+        /** @description Invalid input (malformed JSON, a body nested deeper than 64 levels, wrong types, missing or out-of-range fields, a string holding U+0000, a tampered cursor, or a rule of the operation); nothing was changed. */
         BadRequest: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3588,7 +3588,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The request body exceeds 1 MiB. */
+        /** @description The request body exceeds 1 MiB (`payload-too-large`), counted as it arrives, chunked or not. */
         PayloadTooLarge: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

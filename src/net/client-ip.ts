@@ -1,5 +1,6 @@
-// The source address of a lead capture, and its keyed hash: the per-IP rate limit and the lead's
-// `ip_hash` rest on the hash, and the address itself is never stored.
+// The source address of a request and the key a per-address limit counts it under (the lead
+// capture window, failed operator authentications), and the keyed hash of a lead capture's address:
+// the lead's `ip_hash` rests on the hash, and the address itself is never stored.
 import crypto from 'node:crypto';
 import net from 'node:net';
 
