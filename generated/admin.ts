@@ -1261,18 +1261,18 @@ export interface components {
             deploymentDailyCap?: number;
             /** @description Set by bounce-rate protection when the deployment sender's bounces for this organization pass the threshold; set it to false to resume. */
             deploymentPaused?: boolean;
-            /** @description Local opening time. Default 00:00. */
+            /** @description Local opening time, before `to` (as stored after the change, so a PATCH sending only one of them is checked against the other). Default 00:00. */
             from?: string;
             /** @description Least seconds between two sends of one mailbox (plus a random extra of up to a fifth). Default 0. */
             minGapSeconds?: number;
             /** @description Most messages to one recipient domain per rolling 24 hours, across the organization's mailboxes. Default 25. */
             recipientDomainDailyCap?: number;
             /**
-             * @description IANA time zone the sending window is read in (daylight-saving time included). Default UTC.
+             * @description IANA time zone the sending window is read in (daylight-saving time included); a name the time-zone database does not know is 400 `validation-failed`. Default UTC.
              * @example Europe/Berlin
              */
             timeZone?: string;
-            /** @description Local closing time, after `from` (24:00 is the end of the day). Default 24:00. */
+            /** @description Local closing time, after `from` (24:00 is the end of the day); a window that does not open before it closes is 400 `validation-failed`. Default 24:00. */
             to?: string;
             /** @description Open and click tracking (a signed pixel and signed click redirects). Off by default, because it hurts deliverability. */
             tracking?: boolean;
@@ -1402,6 +1402,17 @@ export interface components {
             /** @description The user who owns the list. */
             userId: string;
         };
+        /**
+         * Format: email
+         * @description An email address as the service accepts it, stricter than `format: email` alone: ASCII only,
+         *     `local@domain`, the local part one or more dot-separated runs of letters, digits and
+         *     ``!#$%&'*+/=?^_`{|}~-`` (no quoted local part, no leading, trailing or double dot), the domain
+         *     two or more dot-separated labels of letters, digits and inner hyphens (no IP literal such as
+         *     `[127.0.0.1]`, no single-label host such as `localhost`, no internationalized domain: send its
+         *     `xn--` form). Anything else is refused with 400 `validation-failed`. At most 320 characters.
+         * @example ada@example.com
+         */
+        EmailAddress: string;
         /** @description Opaque cursor of the next page, to be passed back as `cursor`; null on the last page. */
         PageCursor: string | null;
         /** @description RFC 7807 problem details. `type` is `$PUBLIC_BASE_URL/problems/<slug>`; that URL serves a page saying what the problem means and whether a retry can succeed. `x-problem-types` lists every slug the service answers with its status, title and whether a retry can succeed (the same catalogue is served as JSON at `/problems`). */
@@ -1511,7 +1522,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Invalid input: malformed JSON (`malformed-json`), a body nested deeper than 64 levels, wrong types, missing, unknown or out-of-range fields (`validation-failed`); nothing was changed. */
+        /** @description Invalid input: malformed JSON (`malformed-json`), a body nested deeper than 64 levels, wrong types, missing, unknown or out-of-range fields, a string holding U+0000 (`validation-failed`); nothing was changed. */
         BadRequest: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1945,8 +1956,7 @@ export interface operations {
                  */
                 "application/json": {
                     companyName?: string;
-                    /** Format: email */
-                    email: string;
+                    email: components["schemas"]["EmailAddress"];
                     fitScore?: number;
                     intentConfidence?: number;
                     name?: string;
@@ -1995,8 +2005,7 @@ export interface operations {
                     body?: string;
                     /** @default email */
                     channel?: string;
-                    /** Format: email */
-                    fromEmail?: string;
+                    fromEmail?: components["schemas"]["EmailAddress"];
                     /** @description The Message-ID the composed message answers (`In-Reply-To` and `References`), with or without angle brackets. */
                     inReplyTo?: string;
                     /** @description A whole RFC 5322 message (headers, a blank line, the body), as text; used instead of the other fields. */
@@ -2236,8 +2245,7 @@ export interface operations {
                         /** @description PEM of the RSA private key. */
                         privateKey: string;
                     };
-                    /** Format: email */
-                    email: string;
+                    email: components["schemas"]["EmailAddress"];
                     name?: string;
                     /**
                      * @description The mailbox's own SMTP server, `smtp://user:password@host:port` (STARTTLS when the
@@ -2427,12 +2435,19 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Required without `template`; refused with one. */
                     actions?: components["schemas"]["AdminRuleAction"][];
+                    /** @description Optional without `template`; refused with one. */
                     conditions?: components["schemas"]["AdminRuleConditions"];
                     enabled?: boolean;
+                    /** @description Required without `template` (400 `validation-failed` when missing); with one, defaults to the template's name. */
                     name?: string;
-                    /** @enum {string} */
+                    /**
+                     * @description A ready-made rule; it brings its own `triggerEventType`, `conditions` and `actions`, so sending any of them with it is 400 `validation-failed` (`name` and `enabled` may be sent).
+                     * @enum {string}
+                     */
                     template?: "hot_reply" | "objection" | "lead_qualified" | "deal_at_risk";
+                    /** @description Required without `template`; refused with one. */
                     triggerEventType?: string;
                 };
             };
@@ -2735,8 +2750,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** Format: email */
-                    email: string;
+                    email: components["schemas"]["EmailAddress"];
                     /** @description Invite the person (status `invited`) instead of adding an active member. */
                     invite?: boolean;
                     name: string;

@@ -62,7 +62,8 @@ export interface paths {
                 /**
                  * @description What to do with the item: one of `complete`, `reopen`, `dismiss`, `snooze` (ActionItemVerb).
                  *     Declared as a plain string so that an unknown verb is a 400 `validation-failed` naming the
-                 *     accepted ones, not a 404.
+                 *     accepted ones, not a 404. The body fields each verb takes are listed in the request body's
+                 *     description; its examples are named after the verb they are for.
                  */
                 verb: string;
             };
@@ -90,10 +91,19 @@ export interface paths {
          *     sweep (every minute) clears the snooze fields once `snoozedUntilAt` has passed, and moves a
          *     pending item whose `expiresAt` has passed to `expired`.
          *
-         *     The optional body (absent, empty or `{}` are the same) carries `reason` (dismiss, snooze) and
-         *     `until` or `days` (snooze only); a field the verb does not use, both `until` and `days`, or an
-         *     `until` not in the future is refused with 400 `validation-failed`. An unknown verb is 400
-         *     `validation-failed`.
+         *     The optional body (absent, empty or `{}` are the same, and accepted by every verb) carries only
+         *     the fields of the verb in the path:
+         *
+         *     | verb | body fields it takes |
+         *     |---|---|
+         *     | `complete` | none |
+         *     | `reopen` | none |
+         *     | `dismiss` | `reason` |
+         *     | `snooze` | `reason`, and `until` or `days` (not both) |
+         *
+         *     A field the verb does not take (`reason` with `complete`, say), both `until` and `days`, or an
+         *     `until` not in the future is refused with 400 `validation-failed` naming the field. An unknown
+         *     verb is 400 `validation-failed`.
          *
          *     Errors: 403 `role-required` when the item is not owned by the key's sales person and that person
          *     is not a MANAGER, ADMIN or OWNER (a key attributed to no sales person owns nothing and is no
@@ -1470,8 +1480,9 @@ export interface paths {
          *     - Without `email`: the organization's suppression list as SuppressionEntry items,
          *       cursor-paginated, newest first (createdAt DESC, id DESC).
          *
-         *     Distinguish the two shapes by the presence of `data`. A malformed parameter is 400
-         *     `validation-failed`; a cursor not issued by the service is 400 `invalid-cursor`.
+         *     Distinguish the two shapes by the presence of `data`. A malformed parameter (an `email` that
+         *     is not an address included) is 400 `validation-failed`; a cursor not issued by the service is
+         *     400 `invalid-cursor`.
          */
         get: operations["getSuppression"];
         put?: never;
@@ -1492,8 +1503,9 @@ export interface paths {
         post: operations["addSuppression"];
         /**
          * Lift an address's suppression
-         * @description Removes the address's own suppression entry. Always 200, also when no entry existed; emits
-         *     `suppression.removed` only when a row was actually deleted.
+         * @description Removes the address's own suppression entry. Always 200 for an address, also when no entry
+         *     existed; emits `suppression.removed` only when a row was actually deleted. An `email` that is
+         *     not an address (see EmailAddress) is 400 `validation-failed` and changes nothing.
          *
          *     Only the address-level entry is lifted: a DOMAIN entry covering the address, an entry of its
          *     plus-tag-stripped form and the permanent hash-backed entry of an erased address stay in force,
@@ -1927,14 +1939,16 @@ export interface components {
          */
         ActionItemVerb: "complete" | "reopen" | "dismiss" | "snooze";
         /**
-         * @description Optional body of POST /action-items/{id}/{verb}. `reason` applies to `dismiss` and `snooze`;
-         *     `until` and `days` apply to `snooze` only and are mutually exclusive (without either, a snooze lasts
-         *     1 day). A field the verb does not use is refused with 400 `validation-failed`.
+         * @description Optional body of POST /action-items/{id}/{verb}; which fields it may hold depends on the verb in
+         *     the path: `complete` and `reopen` take none (send no body, or `{}`); `dismiss` takes `reason`;
+         *     `snooze` takes `reason` and `until` or `days`, which are mutually exclusive (without either, a
+         *     snooze lasts 1 day). A field the verb does not take is refused with 400 `validation-failed`.
+         * @example {}
          */
         ActionItemVerbRequest: {
             /** @description Snooze only. Snooze for this many days from now. */
             days?: number;
-            /** @description Why the item is dismissed or snoozed; stored as `dismissReason` or `snoozeReason`. */
+            /** @description `dismiss` and `snooze` only (refused with `complete` and `reopen`): why the item is dismissed or snoozed; stored as `dismissReason` or `snoozeReason`. */
             reason?: string;
             /**
              * Format: date-time
@@ -2655,6 +2669,17 @@ export interface components {
          * @enum {string}
          */
         DraftStatus: "DRAFT_GENERATED" | "EDITED" | "REGENERATED" | "APPROVED" | "REJECTED";
+        /**
+         * Format: email
+         * @description An email address as the service accepts it, stricter than `format: email` alone: ASCII only,
+         *     `local@domain`, the local part one or more dot-separated runs of letters, digits and
+         *     ``!#$%&'*+/=?^_`{|}~-`` (no quoted local part, no leading, trailing or double dot), the domain
+         *     two or more dot-separated labels of letters, digits and inner hyphens (no IP literal such as
+         *     `[127.0.0.1]`, no single-label host such as `localhost`, no internationalized domain: send its
+         *     `xn--` form). Anything else is refused with 400 `validation-failed`. At most 320 characters.
+         * @example ada@example.com
+         */
+        EmailAddress: string;
         /**
          * @description Platform event envelope, as stored in the event log (`GET /events`) and as POSTed to webhook
          *     endpoints (see `EventDelivery`). The same event can be delivered more than once (retries,
@@ -3504,7 +3529,7 @@ export interface components {
         WebhookUrl: string;
     };
     responses: {
-        /** @description Invalid input (malformed JSON, a body nested deeper than 64 levels, wrong types, missing or out-of-range fields, a tampered cursor, or a rule of the operation); nothing was changed. */
+        /** @description Invalid input (malformed JSON, a body nested deeper than 64 levels, wrong types, missing or out-of-range fields, a string holding U+0000, a tampered cursor, or a rule of the operation); nothing was changed. */
         BadRequest: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3742,7 +3767,8 @@ export interface operations {
                 /**
                  * @description What to do with the item: one of `complete`, `reopen`, `dismiss`, `snooze` (ActionItemVerb).
                  *     Declared as a plain string so that an unknown verb is a 400 `validation-failed` naming the
-                 *     accepted ones, not a 404.
+                 *     accepted ones, not a 404. The body fields each verb takes are listed in the request body's
+                 *     description; its examples are named after the verb they are for.
                  */
                 verb: string;
             };
@@ -3813,12 +3839,12 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description First day of the window (UTC, inclusive), YYYY-MM-DD.
+                 * @description First day of the window (UTC, inclusive), YYYY-MM-DD; on or before `to` (a later `from` is 400 `validation-failed`).
                  * @example 2026-01-01
                  */
                 from: string;
                 /**
-                 * @description Last day of the window (UTC, inclusive), YYYY-MM-DD; at most 365 days after `from`.
+                 * @description Last day of the window (UTC, inclusive), YYYY-MM-DD; on or after `from` and at most 365 days after it (a window of more than 366 days, both ends counted, is 400 `validation-failed`).
                  * @example 2026-03-31
                  */
                 to: string;
@@ -4178,11 +4204,8 @@ export interface operations {
                         domain?: string;
                         name?: string;
                     };
-                    /**
-                     * Format: email
-                     * @description The person's address; compared after normalization (trimmed, lowercased).
-                     */
-                    email: string;
+                    /** @description The person's address; compared after normalization (trimmed, lowercased). */
+                    email: components["schemas"]["EmailAddress"];
                     fitScore?: number;
                     /** @description The list to file the contact on (or to attach an existing contact to). Omitted - the `CRM import` list. */
                     listId?: string;
@@ -4540,9 +4563,9 @@ export interface operations {
                 include?: string;
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
-                /** @description Only deals with `valueCents` less than or equal to this. */
+                /** @description Only deals with `valueCents` less than or equal to this. With `minValueCents`, at least `minValueCents` (400 `validation-failed` otherwise). */
                 maxValueCents?: number;
-                /** @description Only deals with `valueCents` greater than or equal to this. */
+                /** @description Only deals with `valueCents` greater than or equal to this. With `maxValueCents`, at most `maxValueCents` (a greater one is 400 `validation-failed`). */
                 minValueCents?: number;
                 /** @description Only deals whose current stage has this slug. */
                 stageSlug?: string;
@@ -5074,9 +5097,9 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description Only events with `createdAt` >= this instant (inclusive). */
+                /** @description Only events with `createdAt` >= this instant (inclusive). With `createdBefore`, it must be earlier than `createdBefore` (an equal or later one is 400 `validation-failed`). */
                 createdAfter?: string;
-                /** @description Only events with `createdAt` < this instant (exclusive). */
+                /** @description Only events with `createdAt` < this instant (exclusive). With `createdAfter`, it must be later than `createdAfter` (400 `validation-failed` otherwise). */
                 createdBefore?: string;
                 /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
                 cursor?: components["parameters"]["Cursor"];
@@ -5515,7 +5538,7 @@ export interface operations {
                  * @example conference-follow-up
                  */
                 useCase?: string;
-                /** @description Alias of `useCase`. */
+                /** @description Alias of `useCase`. When both are sent they must be equal (case-insensitively); differing ones are 400 `validation-failed`. */
                 useCaseSlug?: string;
             };
             header?: never;
@@ -5687,10 +5710,10 @@ export interface operations {
                 /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
                 cursor?: components["parameters"]["Cursor"];
                 /**
-                 * @description The address to check (compared normalized - trimmed, lowercased). A query parameter, not a path segment, so that `+` and `.` are not mis-encoded; a `+` sent unencoded is kept as a plus (an address has no spaces).
+                 * @description The address to check, compared lowercased. Checked as sent (after percent-decoding) like POST's `email`, at most 320 characters; a value that is not an address (blank, surrounded by spaces, a control character) is 400 `validation-failed` with an `errors` item for `email`. A query parameter, not a path segment, so that `+` and `.` are not mis-encoded; a `+` sent unencoded is kept as a plus (an address has no spaces).
                  * @example ada@example.com
                  */
-                email?: string;
+                email?: components["schemas"]["EmailAddress"];
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };
@@ -5729,11 +5752,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /**
-                     * Format: email
-                     * @description The address to suppress; stored normalized (trimmed, lowercased).
-                     */
-                    email: string;
+                    /** @description The address to suppress; stored lowercased. */
+                    email: components["schemas"]["EmailAddress"];
                     /** @description Free-text notes stored on the entry. */
                     notes?: string | null;
                     /** @description Why the address is suppressed; stored as the entry's `source`. */
@@ -5766,10 +5786,10 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description The address to lift (compared normalized - trimmed, lowercased). A query parameter, not a path segment, so that `+` and `.` are not mis-encoded; a `+` sent unencoded is kept as a plus (an address has no spaces).
+                 * @description The address to lift, compared lowercased. Checked as sent (after percent-decoding) like POST's `email`, at most 320 characters; a value that is not an address (blank, surrounded by spaces, a control character) is 400 `validation-failed` with an `errors` item for `email`. A query parameter, not a path segment, so that `+` and `.` are not mis-encoded; a `+` sent unencoded is kept as a plus (an address has no spaces).
                  * @example ada@example.com
                  */
-                email: string;
+                email: components["schemas"]["EmailAddress"];
             };
             header?: never;
             path?: never;

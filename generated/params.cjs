@@ -4311,7 +4311,7 @@ return errors === 0;
 }
 validate115.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema75 = {"type":"string","minLength":1,"examples":["complete"]};
+const schema75 = {"type":"string","minLength":1};
 
 function validate117(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7331,7 +7331,9 @@ validate196.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems"
 
 exports.getSuppression_query = validate199;
 const schema129 = {"$id":"getSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/get/parameters/0/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
-const schema130 = {"type":"string","minLength":1,"maxLength":320};
+const schema130 = {"type":"string","format":"email","maxLength":320,"pattern":"^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$","description":"An email address as the service accepts it, stricter than `format: email` alone: ASCII only,\n`local@domain`, the local part one or more dot-separated runs of letters, digits and\n``!#$%&'*+/=?^_`{|}~-`` (no quoted local part, no leading, trailing or double dot), the domain\ntwo or more dot-separated labels of letters, digits and inner hyphens (no IP literal such as\n`[127.0.0.1]`, no single-label host such as `localhost`, no internationalized domain: send its\n`xn--` form). Anything else is refused with 400 `validation-failed`. At most 320 characters.\n","examples":["ada@example.com"]};
+const formats4 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
+const pattern0 = new RegExp("^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$", "u");
 
 function validate200(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7382,13 +7384,23 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern0.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$"},message:"must match pattern \""+"^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
 }
 else {
 vErrors.push(err2);
+}
+errors++;
+}
+if(!(formats4.test(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
 }
 errors++;
 }
@@ -10242,7 +10254,7 @@ return errors === 0;
 validate282.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema177 = {"type":"string","minLength":1,"maxLength":2000,"pattern":"^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"};
-const pattern0 = new RegExp("^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$", "u");
+const pattern1 = new RegExp("^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$", "u");
 
 function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10303,7 +10315,7 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(!pattern0.test(data)){
+if(!pattern1.test(data)){
 const err3 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"},message:"must match pattern \""+"^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"+"\""};
 if(vErrors === null){
 vErrors = [err3];
@@ -10454,7 +10466,7 @@ return errors === 0;
 validate288.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const schema180 = {"type":"string","format":"date-time"};
-const formats4 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+const formats6 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10495,7 +10507,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats4.validate(data))){
+if(!(formats6.validate(data))){
 const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err1];
@@ -10552,7 +10564,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats4.validate(data))){
+if(!(formats6.validate(data))){
 const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
 if(vErrors === null){
 vErrors = [err1];
@@ -13061,7 +13073,6 @@ validate360.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems"
 
 exports.removeSuppression_query = validate363;
 const schema222 = {"$id":"removeSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/delete/parameters/0/schema"}},"required":["email"]};
-const schema223 = {"type":"string","minLength":1,"maxLength":320};
 
 function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -13112,13 +13123,23 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern0.test(data)){
+const err2 = {instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$"},message:"must match pattern \""+"^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$"+"\""};
 if(vErrors === null){
 vErrors = [err2];
 }
 else {
 vErrors.push(err2);
+}
+errors++;
+}
+if(!(formats4.test(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
 }
 errors++;
 }

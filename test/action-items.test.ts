@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../db/database.js';
 import { runDealSweep } from '../src/deals/sweep.js';
 import type { SystemDeps } from '../src/platform/services.js';
+import { publicDoc } from '../src/platform/spec.js';
 import { runActionItemSweep } from '../src/work/action-item-sweep.js';
 import { eventsOf, insertSequence, mkContact, planOf, system, uid } from './crm-support.js';
 import { ALL_SCOPES, type PublicClient, raw, setClock, startService, type TestOrg, type TestService } from './support/harness.js';
@@ -347,6 +348,32 @@ describe('POST /action-items/{id}/{verb}', () => {
       const r = await raw(svc.baseUrl, 'POST', `/api/v1/action-items/${id}/complete`, { key, ...init });
       expect(r.status, JSON.stringify(init)).toBe(200);
       expect(r.body).toMatchObject({ actionId: id, status: 'complete', item: { status: 'completed' } });
+    }
+  });
+
+  it("documents a body example per verb, named after it, and each is accepted for that verb (the schema's own example by every verb)", async () => {
+    const op = (publicDoc.paths['/action-items/{id}/{verb}'] as Record<string, any>).post;
+    const verbParam = (publicDoc.paths['/action-items/{id}/{verb}'] as Record<string, any>).parameters.find(
+      (p: { name: string }) => p.name === 'verb',
+    );
+    const bodyExamples = op.requestBody.content['application/json'].examples as Record<string, { value: Record<string, unknown> }>;
+    const verbs = Object.values(verbParam.examples as Record<string, { value: string }>).map((e) => e.value);
+    expect(verbs.sort()).toEqual(['complete', 'dismiss', 'reopen', 'snooze']);
+    expect(Object.keys(bodyExamples).sort()).toEqual(verbs);
+    const schemaExamples = (publicDoc.components!.schemas as Record<string, any>).ActionItemVerbRequest.examples as Record<
+      string,
+      unknown
+    >[];
+    const org = await svc.newOrg();
+    const rep = await person(org, 'REP');
+    const tries = [
+      ...verbs.map((v) => [v, bodyExamples[v].value] as const),
+      ...verbs.flatMap((v) => schemaExamples.map((b) => [v, b] as const)),
+    ];
+    for (const [v, body] of tries) {
+      const id = await newItem(org, rep.user.id);
+      const r = await verb(rep.api, id, v, body);
+      expect([v, body, r.response.status]).toEqual([v, body, 200]);
     }
   });
 

@@ -1,8 +1,12 @@
 // Tests of the contract itself: the bundled public and operator documents.
+import { createRequire } from 'node:module';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PROBLEMS } from '../src/http/problems.js';
 import { HTTP_METHODS } from '../src/platform/openapi-doc.js';
 import { ALL_SCOPES, adminDoc, EVENT_TYPES, NEVER_EMITTED, publicDoc, publicOperations } from '../src/platform/spec.js';
+
+const require = createRequire(import.meta.url);
 
 // Every operation of the public API's contract (63 operations).
 const SPEC_ENDPOINTS = `
@@ -222,6 +226,46 @@ describe('public OpenAPI document', () => {
     expect(Object.keys(documented).sort()).toEqual(Object.keys(PROBLEMS).sort());
     for (const [slug, p] of Object.entries(PROBLEMS))
       expect(documented[slug], slug).toEqual({ status: p.status, title: p.title, retry: p.retry });
+  });
+
+  it('states the address check as a pattern on every email: EmailAddress accepts exactly what the validators accept', () => {
+    const { fullFormats } = require('ajv-formats/dist/formats') as { fullFormats: { email: RegExp } };
+    const schemas = [publicDoc, adminDoc].map((d) => (d.components!.schemas as Op).EmailAddress as Op);
+    for (const email of schemas)
+      expect(email).toMatchObject({ type: 'string', format: 'email', maxLength: 320, pattern: expect.any(String) });
+    const pattern = new RegExp(schemas[0].pattern as string, 'u');
+    const probes = [
+      ...fc.sample(fc.emailAddress(), 500),
+      ...fc.sample(
+        fc.string({ unit: 'binary-ascii', maxLength: 10 }).map((s) => `${s}@example.com`),
+        2000,
+      ),
+      ...fc.sample(
+        fc.string({ maxLength: 10 }).map((s) => `a@${s}.com`),
+        2000,
+      ),
+      'a@localhost',
+      '"a b"@example.com',
+      'a@[127.0.0.1]',
+      'é@example.com',
+      'a..b@example.com',
+      ' a@example.com',
+    ];
+    for (const p of probes) expect([p, pattern.test(p)]).toEqual([p, fullFormats.email.test(p)]);
+    // No email in either document is left with `format: email` alone.
+    const loose: string[] = [];
+    const walk = (v: unknown, at: string) => {
+      if (Array.isArray(v)) {
+        for (const [i, x] of v.entries()) walk(x, `${at}/${i}`);
+      } else if (v && typeof v === 'object') {
+        const o = v as Op;
+        if (o.format === 'email' && o.pattern === undefined) loose.push(at);
+        for (const [k, x] of Object.entries(o)) walk(x, `${at}/${k}`);
+      }
+    };
+    walk(publicDoc, '#');
+    walk(adminDoc, 'admin#');
+    expect(loose).toEqual([]);
   });
 
   it('uses no OpenAPI 3.0 nullable keyword', () => {

@@ -123,6 +123,38 @@ describe('DELETE /suppression', () => {
     expect(lifted.body).toEqual({ email, suppressed: false });
     expect((await eventsOf(svc, org.id, 'suppression.removed')).map((e) => e.data.email)).toEqual([email]);
   });
+
+  it('GET and DELETE refuse an email that is not an address as sent (blank once trimmed, a control character, over 320 characters with spaces) with 400 and a field error, like POST', async () => {
+    const { org, api, key } = await setup();
+    const email = uniqueEmail('k');
+    await api.POST('/suppression', { body: { email, reason: 'r' } });
+    // 320 characters: an address at the limit, which the same address sent with a space is not.
+    const longest = `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(63)}.${'e'.repeat(59)}.com`;
+    expect(longest).toHaveLength(320);
+    for (const value of ['%C2%90', '%20', '%09', `%20${encodeURIComponent(email)}`, `${longest}%20`, `x${longest}`, 'not-an-address']) {
+      for (const method of ['GET', 'DELETE']) {
+        const r = await raw(svc.baseUrl, method, `/api/v1/suppression?email=${value}`, { key });
+        expect([method, value, r.status]).toEqual([method, value, 400]);
+        expect(r.body).toMatchObject({
+          type: expect.stringMatching(/\/problems\/validation-failed$/),
+          errors: expect.arrayContaining([expect.objectContaining({ field: 'email' })]),
+        });
+      }
+      const posted = await raw(svc.baseUrl, 'POST', '/api/v1/suppression', {
+        key,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: decodeURIComponent(value), reason: 'r' }),
+      });
+      expect([value, posted.status]).toEqual([value, 400]);
+    }
+    // Nothing was lifted, and an address at the limit is still an address.
+    expect((await check(api, email)).suppressed).toBe(true);
+    expect(await eventsOf(svc, org.id, 'suppression.removed')).toHaveLength(0);
+    expect((await api.DELETE('/suppression', { params: { query: { email: longest.toUpperCase() } } })).data).toEqual({
+      email: longest,
+      suppressed: false,
+    });
+  });
 });
 
 describe('GET /suppression', () => {

@@ -16,7 +16,7 @@ export const PROBLEMS = {
     status: 400,
     title: 'Validation failed',
     meaning:
-      'A parameter or body field is missing, of the wrong type, out of range, or refused by a rule of the operation, or the body nests arrays and objects deeper than 64 levels. `errors` lists the failing fields.',
+      'A parameter or body field is missing, of the wrong type, out of range, holds U+0000 (NUL, refused in every string of every request), or is refused by a rule of the operation, or the body nests arrays and objects deeper than 64 levels. `errors` lists the failing fields.',
     retry: 'No: correct the request first.',
   },
   'malformed-json': {

@@ -197,8 +197,10 @@ function queryObject(c: C): Record<string, string> {
   const q = url.indexOf('?');
   if (q < 0) return out;
   for (const [k, v] of new URLSearchParams(url.slice(q + 1))) out[k] = v;
-  // Form decoding reads `+` as a space; an address has no spaces, so there it was a plus.
-  if (out.email !== undefined) out.email = out.email.trim().replaceAll(' ', '+');
+  // Form decoding reads `+` as a space; an address has no spaces, so there an unencoded `+` is a
+  // plus. The value is otherwise left as sent (a space sent as %20 included), so that its length
+  // and its form are checked on what the client sent.
+  if (out.email !== undefined) out.email = new URLSearchParams(url.slice(q + 1).replaceAll('+', '%2B')).getAll('email').at(-1)!;
   return out;
 }
 
