@@ -306,30 +306,6 @@ const DESTRUCTIVE = new Set([
 const phase = (op: OperationInfo) => (DESTRUCTIVE.has(op.operationId) ? 2 : op.method === 'get' ? 0 : 1);
 const ordered = (ops: Map<string, OperationInfo>) => [...ops.values()].sort((a, b) => phase(a) - phase(b));
 
-/**
- * Findings of this fuzzing whose fix belongs to another part of issue 24 (owned by another
- * branch): tolerated here, with the reason, until that branch is merged. Each is a request shape
- * that answers 500 today.
- */
-const OWNED_ELSEWHERE: { why: string; matches: (req: GenRequest, op: OperationInfo) => boolean }[] = [
-  {
-    why: 'mailbox smtpUrl that nodemailer cannot parse (issue 24 point 7, branch webhooks)',
-    matches: (req, op) => {
-      const url = bodyField(req, 'smtpUrl');
-      return op.operationId === 'adminCreateMailbox' && typeof url === 'string' && !/^smtps?:\/\/(user:pass@)?127\.0\.0\.1:\d+$/.test(url);
-    },
-  },
-];
-
-/** A string field of the request's JSON body, if it has one. */
-function bodyField(req: GenRequest, name: string): unknown {
-  try {
-    return (JSON.parse(typeof req.body === 'string' ? req.body : '') as Record<string, unknown>)[name];
-  } catch {
-    return undefined;
-  }
-}
-
 function seedOf(operationId: string): number {
   return SEED ^ crypto.createHash('sha256').update(operationId).digest().readInt32BE(0);
 }
@@ -361,7 +337,6 @@ async function fuzz(api: 'public' | 'admin', doc: OpenApiDoc, ops: Map<string, O
     streamBody: csvBodies(),
   });
   const seed = seedOf(op.operationId);
-  const tolerated: string[] = [];
   const statuses: Record<number, number> = {};
   const result = await fc.check(
     fc.asyncProperty(arb, async (req) => {
@@ -373,11 +348,6 @@ async function fuzz(api: 'public' | 'admin', doc: OpenApiDoc, ops: Map<string, O
         if (res.status >= 500) throw new Error(`${op.operationId} answered ${res.status}: ${await res.clone().text()}`);
         await checkResponse(ops, req.method, op.path, res);
       } catch (e) {
-        const known = OWNED_ELSEWHERE.find((k) => k.matches(req, op));
-        if (known) {
-          tolerated.push(`${known.why}: ${curl}`);
-          return;
-        }
         throw new Error(`${(e as Error).message}\nrequest: ${curl}`);
       }
       await res.arrayBuffer().catch(() => undefined);
@@ -385,7 +355,6 @@ async function fuzz(api: 'public' | 'admin', doc: OpenApiDoc, ops: Map<string, O
     { seed, numRuns: RUNS, endOnFailure: process.env.FUZZ_SHRINK !== '1' },
   );
   if (process.env.FUZZ_STATS) console.log(`${op.operationId} ${JSON.stringify(statuses)}`);
-  if (tolerated.length) console.warn(`${op.operationId}: ${tolerated.length} known findings owned elsewhere, e.g. ${tolerated[0]}`);
   if (result.failed) {
     const error = result.errorInstance instanceof Error ? result.errorInstance.message : String(result.errorInstance);
     throw new Error(
