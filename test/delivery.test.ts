@@ -558,7 +558,8 @@ describe('crash safety', () => {
       const eventId = await withOrg(crash.rt.db, org.id, (trx) =>
         emit(trx, org.id, { type: 'deal.won', resource: { type: 'Deal', id: 'd' }, data: {} }),
       );
-      await rx.waitFor(1);
+      // The spawned worker starts its runtime (tsx) first: on a loaded machine that takes a while.
+      await rx.waitFor(1, undefined, 120_000);
       child.kill('SIGKILL');
       await new Promise((r) => child.once('exit', r));
       const { data: pending } = await api.GET('/webhooks/{id}/deliveries', { params: { path: { id: ep!.id } } });
@@ -594,5 +595,5 @@ describe('crash safety', () => {
       child.kill('SIGKILL');
       await crash.close();
     }
-  });
+  }, 240_000);
 });

@@ -17,8 +17,8 @@ export interface Receiver {
   url: string;
   port: number;
   received: Received[];
-  /** Waits until at least n requests (matching pred) arrived; returns them. */
-  waitFor(n?: number, pred?: (r: Received) => boolean): Promise<Received[]>;
+  /** Waits until at least n requests (matching pred) arrived (20 s unless told); returns them. */
+  waitFor(n?: number, pred?: (r: Received) => boolean, timeoutMs?: number): Promise<Received[]>;
   close(): Promise<void>;
 }
 
@@ -51,13 +51,13 @@ export async function startReceiver(respond: Respond = () => 200): Promise<Recei
     url: `http://127.0.0.1:${port}/hook`,
     port,
     received,
-    waitFor: (n = 1, pred = () => true) =>
+    waitFor: (n = 1, pred = () => true, timeoutMs = 20_000) =>
       waitFor(
         async () => {
           const hits = received.filter(pred);
           return hits.length >= n ? hits : null;
         },
-        20_000,
+        timeoutMs,
         `${n} webhook request(s)`,
       ),
     close: () =>
