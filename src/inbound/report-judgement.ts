@@ -1,0 +1,62 @@
+// What a delivery or complaint report says about the one message of ours it was matched to. Each
+// of our messages has one recipient, so a delivery report is judged on that recipient's entry
+// alone (a report listing several recipients is judged per recipient: the others are not ours);
+// an entry that says nothing failed for good (delivered, relayed, expanded: a success notice;
+// delayed: a warning, the server still trying) has no effect. A feedback report is a complaint
+// only when it is an abuse report (or a complaint forwarded without ARF); auth-failure, fraud,
+// virus, not-spam and other reports are about the mail, not a person's wish.
+import { normalizeEmail } from '../crm/domains.js';
+import { readBounceReason } from '../mail/bounce-reason.js';
+import { type BounceClass, type BounceReason, bounceClass } from '../mail/bounce-taxonomy.js';
+import type { ComplaintReport, DeliveryReport } from './analysis.js';
+
+/** A report entry, with the reason and class the analysis reads when it reads them. */
+type Entry = DeliveryReport['recipients'][number] & { reason?: BounceReason; bounceClass?: BounceClass };
+
+export interface Judged {
+  recipient: string;
+  status: string | null;
+  diagnostic: string | null;
+  reason: BounceReason;
+  bounceClass: BounceClass;
+}
+
+/** Actions that say nothing failed for good (RFC 3464 section 2.3.3). */
+const NOT_FAILED = new Set(['delivered', 'relayed', 'expanded', 'delayed']);
+
+function failed(e: Entry): boolean {
+  if (e.action && NOT_FAILED.has(e.action)) return false;
+  if (e.status?.startsWith('2')) return false;
+  return e.action === 'failed' || e.permanent || /^[45]\./.test(e.status ?? '');
+}
+
+/**
+ * The failure a delivery report states for our recipient (`sentTo`, the send record's address);
+ * null when it states none. The entry of that address is judged; when no entry names it (the
+ * receiving side rewrote it: an alias, a forward), the report, matched to our message, speaks
+ * for our one recipient through its failed entries.
+ */
+export function judgeDeliveryReport(report: DeliveryReport, sentTo: string | null): Judged | null {
+  const to = sentTo ? normalizeEmail(sentTo) : null;
+  const ours = report.recipients.filter((e) => to !== null && normalizeEmail(e.recipient) === to);
+  const failures = (ours.length ? ours : report.recipients).filter((e) => failed(e as Entry)) as Entry[];
+  const e = failures.find((x) => x.permanent) ?? failures[0];
+  if (!e) return null;
+  const read = readBounceReason({ status: e.status, smtpCode: null, diagnostic: e.diagnostic, action: e.action });
+  const reason = e.reason ?? read.reason;
+  return {
+    recipient: e.recipient,
+    status: e.status,
+    diagnostic: e.diagnostic,
+    reason,
+    bounceClass: e.bounceClass ?? bounceClass(reason, read.temporary),
+  };
+}
+
+/** Whether a feedback report is a complaint (an abuse report, or a complaint forward the analysis recognised). */
+export function isComplaint(report: ComplaintReport): boolean {
+  const said = (report as ComplaintReport & { complaint?: boolean }).complaint;
+  if (typeof said === 'boolean') return said;
+  // Until the analysis says so itself: an ARF report is a complaint when its type is abuse (RFC 5965 section 7.3).
+  return (report.feedbackType ?? 'abuse') === 'abuse';
+}
