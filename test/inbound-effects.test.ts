@@ -10,6 +10,7 @@ import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveInbound } from '../src/boot/runtime.js';
+import { sendStep } from '../src/dispatch/send.js';
 import type { InboundListener } from '../src/inbound/smtp-listener.js';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
@@ -354,7 +355,7 @@ describe('delivery reports by the class of their reason', () => {
     expect(await kinds(sent.s.org.id)).toEqual(['sender_refusal']);
   });
 
-  it('another permanent failure (a message too big) neither suppresses nor stops the sequence', async () => {
+  it('another permanent failure (a message too big; a failure notice naming no address) neither suppresses nor stops the sequence', async () => {
     const sent = await outreach();
     const [o] = sent.out;
     await deliver(
@@ -374,6 +375,25 @@ describe('delivery reports by the class of their reason', () => {
     ]);
     expect((await getSequence(sent.s.api, sent.seq.id)).status).toBe('ACTIVE');
     expect(await kinds(sent.s.org.id)).toEqual(['other_failure']);
+
+    // A failure notice without a report part, naming no address: a failure of our recipient, nothing more known.
+    const bare = await outreach();
+    const notice = mime(
+      {
+        From: 'MAILER-DAEMON@mx.far-away.example',
+        To: bare.out[0].replyTo,
+        Subject: 'failure notice',
+        'Message-ID': `<${uid('qm')}@mx.far-away.example>`,
+        'Content-Type': 'text/plain; charset=us-ascii',
+      },
+      'Hi. This is the mail transfer program at mx.far-away.example.\nI could not deliver your message to the address you sent it to.\nRemote host said: 554 delivery refused\n',
+    );
+    await deliver(notice, [bare.out[0].replyTo]);
+    expect(await kinds(bare.s.org.id)).toEqual(['other_failure']);
+    expect(await bounced(bare.s.org.id)).toEqual([
+      expect.objectContaining({ bounceClass: 'other', reason: 'undefined', suppressed: false }),
+    ]);
+    expect((await suppression(bare.s, bare.c.email)).suppressed).toBe(false);
   });
 
   it("a report listing several recipients is judged on our recipient's entry alone; a success notice changes nothing", async () => {
@@ -518,6 +538,32 @@ describe('the answer at send time by the class of its reason', () => {
     ]);
     expect((await queueOf(sent.s.org.id)).find((q) => q.step === 1)).toMatchObject({ state: 'failed', heldBy: 'soft_bounce' });
     expect((await eventsOf(svc, sent.s.org.id, 'sequence.paused')).map((e) => e.data.reason)).toEqual(['soft_bounce']);
+  });
+  it('a temporary answer still there after the last attempt is judged by its reason; the record stays failed', async () => {
+    const email = `${uid('lou')}@${uid('busy')}.example`;
+    sink.behave(email, { reply: 452, text: '4.2.2 Mailbox full, try again later' });
+    const sent = await outreach({ email, sends: 0, steps: [step(1, 0)] });
+    let [q] = await queueOf(sent.s.org.id);
+    expect(q).toMatchObject({ state: 'deferred', heldBy: 'transport_retry', attempts: 1 });
+    expect(await bounced(sent.s.org.id)).toEqual([]);
+    // The last attempt (the earlier ones simulated), now.
+    await system(svc, (trx) => sql`UPDATE send_queue SET attempts = 4, next_attempt_at = now() WHERE id = ${q.id}`.execute(trx));
+    await sendStep(svc.rt, sent.s.org.id, q.id);
+    [q] = await queueOf(sent.s.org.id);
+    expect(q).toMatchObject({ state: 'failed', heldBy: 'transport_failed', attempts: 5 });
+    expect(await bounced(sent.s.org.id)).toEqual([
+      expect.objectContaining({ bounceClass: 'soft', reason: 'mailbox_full', code: 452, suppressed: false }),
+    ]);
+    expect((await eventsOf(svc, sent.s.org.id, 'send.failed'))[0].data).toMatchObject({
+      permanent: false,
+      attempts: 5,
+      bounceReason: 'mailbox_full',
+    });
+    expect((await outbox(sent.s.org.id)).map((x) => [x.status, x.bounceReason, x.bounceClass])).toEqual([
+      ['failed', null, null],
+      ['failed', 'mailbox_full', 'soft'],
+    ]);
+    expect((await suppression(sent.s, email)).suppressed).toBe(false);
   });
 });
 

@@ -24,7 +24,7 @@ export interface Judged {
 /** Actions that say nothing failed for good (RFC 3464 section 2.3.3). */
 const NOT_FAILED = new Set(['delivered', 'relayed', 'expanded', 'delayed']);
 
-function failed(e: Entry): boolean {
+function failed(e: DeliveryReport['recipients'][number]): boolean {
   if (e.action && NOT_FAILED.has(e.action)) return false;
   if (e.status?.startsWith('2')) return false;
   return e.action === 'failed' || e.permanent || /^[45]\./.test(e.status ?? '');
@@ -34,12 +34,19 @@ function failed(e: Entry): boolean {
  * The failure a delivery report states for our recipient (`sentTo`, the send record's address);
  * null when it states none. The entry of that address is judged; when no entry names it (the
  * receiving side rewrote it: an alias, a forward), the report, matched to our message, speaks
- * for our one recipient through its failed entries.
+ * for our one recipient through its failed entries (the first permanent one first). A failure
+ * notice the heuristic found without any address is a failure of our recipient with nothing more
+ * known (reason `undefined`).
  */
 export function judgeDeliveryReport(report: DeliveryReport, sentTo: string | null): Judged | null {
   const to = sentTo ? normalizeEmail(sentTo) : null;
-  const ours = report.recipients.filter((e) => to !== null && normalizeEmail(e.recipient) === to);
-  const failures = (ours.length ? ours : report.recipients).filter((e) => failed(e as Entry)) as Entry[];
+  // A failure notice found by the heuristic states a failure even when it names no address it could read.
+  const entries: Entry[] =
+    report.recipients.length === 0 && report.heuristic && to !== null
+      ? [{ recipient: to, action: 'failed', status: null, diagnostic: null, permanent: true }]
+      : report.recipients;
+  const ours = entries.filter((e) => to !== null && normalizeEmail(e.recipient) === to);
+  const failures = (ours.length ? ours : entries).filter(failed);
   const e = failures.find((x) => x.permanent) ?? failures[0];
   if (!e) return null;
   const read = readBounceReason({ status: e.status, smtpCode: null, diagnostic: e.diagnostic, action: e.action });
