@@ -41,9 +41,35 @@ export function startProcess(script: string, env: Record<string, string>): Child
   return child;
 }
 
+/**
+ * The areas asked for, each with its arguments: the flags (`--list`), paths and names of things on
+ * disk that follow its name (`mail-corpus ../corpora --list`). No area: the default set, plus
+ * `mail-corpus` when BENCH_MAIL_CORPUS names its folder.
+ */
+function areasOf(argv: string[]): { name: string; args: string[] }[] {
+  const asked: { name: string; args: string[] }[] = [];
+  for (const a of argv) {
+    const last = asked.at(-1);
+    if (last && (a.startsWith('-') || a.includes(path.sep) || fs.existsSync(a))) last.args.push(a);
+    else if (!a.startsWith('-')) asked.push({ name: a, args: [] });
+  }
+  if (asked.length) return asked;
+  const all = AREAS.map((name) => ({ name, args: [] as string[] }));
+  if (process.env.BENCH_MAIL_CORPUS) all.push({ name: 'mail-corpus', args: [process.env.BENCH_MAIL_CORPUS] });
+  return all;
+}
+
 async function main() {
-  const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-  const areas = wanted.length ? wanted : AREAS;
+  const modules: { name: string; args: string[]; mod: BenchArea | null }[] = [];
+  for (const { name, args } of areasOf(process.argv.slice(2))) {
+    const file = path.join(root, 'scripts/bench', `${name}.ts`);
+    const mod = fs.existsSync(file) ? ((await import(file)) as { default: BenchArea }).default : null;
+    // An area that cannot run with what it was given says how to run it (or throws), before anything starts.
+    const usage = mod?.usage?.(args) ?? null;
+    if (usage !== null) console.log(usage);
+    else modules.push({ name, args, mod });
+  }
+  if (modules.length === 0) process.exit(0);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'outbound-bench-'));
   let url = process.env.DATABASE_URL;
   let stopDb = async () => {};
@@ -128,15 +154,13 @@ async function main() {
         return c;
       },
     };
-    for (const name of areas) {
-      const file = path.join(root, 'scripts/bench', `${name}.ts`);
-      if (!fs.existsSync(file)) {
+    for (const { name, args, mod } of modules) {
+      if (mod === null) {
         console.log(`[${name}] no bench module`);
         continue;
       }
-      const mod = (await import(file)) as { default: BenchArea };
-      console.log(`== ${mod.default.name}`);
-      await mod.default.run(ctx);
+      console.log(`== ${mod.name}`);
+      await mod.run(ctx, args);
     }
   } finally {
     for (const c of children) c.kill('SIGTERM');

@@ -71,7 +71,7 @@ async function waitDeliveries(
 
 /** Moves the claims of an event's deliveries back in time (time passing for them). */
 async function ageClaims(s: TestService, eventId: string, by: string) {
-  await withSystem(s.rt.db, (trx) =>
+  await withSystem(s.ownerDb, (trx) =>
     sql`UPDATE webhook_deliveries SET claimed_at = claimed_at - ${by}::interval WHERE event_id = ${eventId} AND claimed_at IS NOT NULL`.execute(
       trx,
     ),
@@ -378,7 +378,7 @@ describe('lock order', () => {
         sent.set(k, (sent.get(k) ?? 0) + 1);
       }
       expect([...sent.values()].filter((n) => n > 1)).toEqual([]);
-      const recorded = await withSystem(busy.rt.db, (trx) =>
+      const recorded = await withSystem(busy.rt.systemDb, (trx) =>
         trx
           .selectFrom('webhook_deliveries')
           .select(['status', 'http_status'])

@@ -634,14 +634,10 @@ describe('delivery and complaint reports', () => {
 
   it('RFC 5965 ARF: feedback type, Original-Rcpt-To, else the To of the returned message; its Message-ID', async () => {
     const aol = await parseMail(loadMailFixture('arf-complaint-aol'));
-    expect(aol.report).toEqual({ kind: 'arf', feedbackType: 'abuse', recipient: FROM, originalMessageId: OUTBOUND_ID });
+    const abuse = { kind: 'arf', format: 'arf', feedbackType: 'abuse', reportedType: 'abuse', complaint: true };
+    expect(aol.report).toEqual({ ...abuse, recipient: FROM, originalMessageId: OUTBOUND_ID });
     const yahoo = await parseMail(loadMailFixture('arf-complaint-yahoo', { from: 'Jane.Doe@Customer.example' }));
-    expect(yahoo.report).toEqual({
-      kind: 'arf',
-      feedbackType: 'abuse',
-      recipient: 'jane.doe@customer.example',
-      originalMessageId: OUTBOUND_ID,
-    });
+    expect(yahoo.report).toEqual({ ...abuse, recipient: 'jane.doe@customer.example', originalMessageId: OUTBOUND_ID });
     const { c } = await analyze(loadMailFixture('arf-complaint-yahoo'));
     expect(c).toMatchObject({ intent: 'complaint', source: 'report', reason: 'arf:abuse', confidence: CONFIDENCE.arf });
   });

@@ -44,5 +44,8 @@ export interface BenchContext {
 
 export interface BenchArea {
   name: string;
-  run(ctx: BenchContext): Promise<void>;
+  /** Runs the area; `args` are what followed its name on the command line (see scripts/bench.ts). */
+  run(ctx: BenchContext, args: string[]): Promise<void>;
+  /** When the area needs arguments it was not given, how to run it (printed; the area is skipped); throws for wrong ones. */
+  usage?(args: string[]): string | null;
 }

@@ -28,11 +28,38 @@ export interface DeliveryReport {
   heuristic: boolean;
 }
 
-/** An RFC 5965 (ARF) feedback report: a recipient complained. */
+/**
+ * Feedback types: RFC 5965's abuse, fraud, virus and other, RFC 6430's not-spam, RFC 6591's
+ * auth-failure, and opt-out (the ARF drafts' unsubscribe request, still sent by some feedback loops
+ * and meant by a mail client's unsubscribe message); `unknown` for any other value and for none.
+ */
+export const FEEDBACK_TYPES = ['abuse', 'fraud', 'virus', 'other', 'not-spam', 'auth-failure', 'opt-out', 'unknown'] as const;
+export type FeedbackType = (typeof FEEDBACK_TYPES)[number];
+
+/**
+ * How a feedback report came: `arf` an RFC 5965 report (a message/feedback-report part); `jmrp` a
+ * Microsoft (Hotmail, Outlook.com) complaint forward, the message attached; `aol` AOL's older
+ * complaint notice, the message attached; `forward` a feedback loop's or abuse desk's spam report
+ * with the message attached or quoted; `ses` an Amazon SES complaint notification (JSON);
+ * `unsubscribe` a mail client's unsubscribe message (Apple Mail's).
+ */
+export type FeedbackFormat = 'arf' | 'jmrp' | 'aol' | 'forward' | 'ses' | 'unsubscribe';
+
+/**
+ * A feedback report about a message: a recipient (or their provider) complained, or reported
+ * something else about it. `complaint` says whether it is a spam complaint (what suppresses as
+ * COMPLAINT and counts in a complaint rate): an abuse report, or one of unknown or no type. An
+ * auth-failure, fraud, virus, not-spam or other report is not (it is recorded for the operator),
+ * nor is an opt-out, which is the recipient asking to receive no more mail (an unsubscribe).
+ */
 export interface ComplaintReport {
   kind: 'arf';
-  feedbackType: string | null;
-  /** The complaining recipient: Original-Rcpt-To, else the To of the returned message; lowercased. */
+  format: FeedbackFormat;
+  feedbackType: FeedbackType;
+  /** The type as the report wrote it (lowercased, 40 characters), null when it gave none. */
+  reportedType: string | null;
+  complaint: boolean;
+  /** The complaining recipient: Original-Rcpt-To (or the format's own field), else the To of the returned message; lowercased. */
   recipient: string | null;
   originalMessageId: string | null;
 }

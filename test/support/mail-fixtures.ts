@@ -78,7 +78,15 @@ function german(d: Date): string {
 
 /** The raw message of a fixture with its placeholders filled, CRLF line ends. */
 export function loadMailFixture(name: MailFixtureName, values: MailFixtureValues = {}): Buffer {
-  const file = readFileSync(path.join(MAIL_FIXTURE_DIR, `${name}.eml`));
+  return loadMailFile(`${name}.eml`, values);
+}
+
+/** A fixture file by its path under test/fixtures/mail (e.g. `automatic/ooo-fr.eml`), filled like loadMailFixture's. */
+export function loadMailFile(file: string, values: MailFixtureValues = {}): Buffer {
+  return filled(readFileSync(path.join(MAIL_FIXTURE_DIR, file)), path.basename(file, '.eml'), values);
+}
+
+function filled(file: Buffer, name: string, values: MailFixtureValues): Buffer {
   const date = values.date ?? FIXTURE_DEFAULTS.date;
   const returnDate = values.returnDate ?? FIXTURE_DEFAULTS.returnDate;
   const fill: Record<string, string> = {

@@ -1,9 +1,13 @@
 // The intent of an inbound message, in layers; each answer carries a confidence (0-1) and a
 // reason code a person can check.
 // (a) reports: a delivery report is `bounce` (`dsn:5.1.1`, `dsn:4.4.1`; found by the heuristic
-//     `dsn-heuristic:…`), a feedback report `complaint` (`arf:abuse`);
-// (b) automatic mail: out-of-office wording makes it `out_of_office` (`ooo:<evidence>`), with the
-//     return date the text gives; anything else automatic is `other` (`automatic:<evidence>`);
+//     `dsn-heuristic:…`); a feedback report that is a complaint is `complaint`, an opt-out
+//     `unsubscribe`, any other (auth-failure, fraud, virus, not-spam, other) `other`, each named by
+//     its format and type (`arf:abuse`, `arf:auth-failure`, `jmrp:abuse`, `ses:abuse`);
+// (b) automatic mail: a challenge-response message is `other` (`automatic:challenge`); a vacation
+//     mark (iCloud's) or out-of-office wording makes it `out_of_office` (`ooo:<evidence>`), with the
+//     return date the mark or the text gives; anything else automatic is `other`
+//     (`automatic:<evidence>`). Automatic mail never reaches the phrase rules or the model;
 // (c) phrase rules over the stripped text, in this order: out of office, unsubscribe, not
 //     interested, meeting request, interested (`rule:<intent>:<phrase>`). An unsubscribe request
 //     beats everything after it and is never lowered; another answer is lowered when the text also
@@ -24,7 +28,7 @@ import {
   type PhraseTable,
   UNSUBSCRIBE,
 } from './phrases.js';
-import { dateOffsetMinutes, findReturnDate } from './return-date.js';
+import { dateOffsetMinutes, findReturnDate, vacationEnd } from './return-date.js';
 
 /** Below this the rules are not sure and the model (when configured) is asked. */
 export const MODEL_THRESHOLD = 0.8;
@@ -34,6 +38,8 @@ export const CONFIDENCE = {
   dsnDelivered: 0.9,
   dsnHeuristic: 0.8,
   arf: 0.99,
+  /** A complaint recognised from a forward's shape rather than a report part. */
+  complaintForward: 0.9,
   automaticOutOfOffice: 0.95,
   automatic: 0.9,
   rule: { out_of_office: 0.85, unsubscribe: 0.95, not_interested: 0.85, meeting_request: 0.8, interested: 0.75 } as Record<
@@ -85,7 +91,11 @@ const referenceOf = (mail: ParsedMail, now?: Date) => mail.date ?? now ?? new Da
 function fromReport(mail: ParsedMail): Classification | null {
   const r = mail.report;
   if (!r) return null;
-  if (r.kind === 'arf') return result('complaint', CONFIDENCE.arf, `arf:${r.feedbackType ?? 'unknown'}`, 'report');
+  if (r.kind === 'arf') {
+    const intent: Intent = r.complaint ? 'complaint' : r.feedbackType === 'opt-out' ? 'unsubscribe' : 'other';
+    const confidence = r.format === 'arf' || r.format === 'ses' ? CONFIDENCE.arf : CONFIDENCE.complaintForward;
+    return result(intent, confidence, `${r.format}:${r.feedbackType}`, 'report');
+  }
   const prefix = r.heuristic ? 'dsn-heuristic' : 'dsn';
   const failed = r.recipients.filter(
     (x) => x.action === 'failed' || x.action === 'delayed' || x.status?.startsWith('5') || x.status?.startsWith('4'),
@@ -103,9 +113,14 @@ const evidence = (reason: string | null) => (reason ?? 'unknown').split(':')[0];
 
 function fromAutomatic(mail: ParsedMail, now?: Date): Classification | null {
   if (!mail.automatic.automatic) return null;
+  const reason = mail.automatic.reason ?? '';
   const text = mail.strippedText || mail.text;
-  if (outOfOfficeWording(mail.subject, text.slice(0, MAX_RULES_CHARS))) {
-    const returnDate = findReturnDate(text, referenceOf(mail, now), dateOffsetMinutes(mail.headers.date));
+  const vacation = reason === 'x-apple-action:vacation';
+  if (!reason.startsWith('challenge:') && (vacation || outOfOfficeWording(mail.subject, text.slice(0, MAX_RULES_CHARS)))) {
+    const reference = referenceOf(mail, now);
+    const returnDate =
+      (vacation ? vacationEnd(mail.headers['x-apple-criteria'], reference) : null) ??
+      findReturnDate(text, reference, dateOffsetMinutes(mail.headers.date));
     return result('out_of_office', CONFIDENCE.automaticOutOfOffice, `ooo:${evidence(mail.automatic.reason)}`, 'header', returnDate);
   }
   return result('other', CONFIDENCE.automatic, `automatic:${evidence(mail.automatic.reason)}`, 'header');

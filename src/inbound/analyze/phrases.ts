@@ -64,33 +64,65 @@ export function negated(folded: string, index: number): boolean {
   return NEGATION.test(w);
 }
 
+// Absence phrases speak of a present or coming absence ("I am away", "je serai absent"), never a
+// past one ("I was on vacation last week" is a person's reply), and are anchored to words a person
+// writing back would not use for something else ("nicht erreichbar" alone is also a website).
+const I_AM = "(?:i am|i'm|im|i will be|i'll be|i shall be)";
 export const OUT_OF_OFFICE = new PhraseTable([
   { key: 'out-of-office', re: 'out[- ]of[- ](?:the )?office' },
   {
     key: 'away',
-    re: "(?:i am|i'm|im|i will be|i'll be|i shall be) (?:currently |presently |now )?(?:away|on (?:annual |parental |maternity |paternity |sick |medical |study )?leave|on (?:vacation|holiday|holidays|pto|sabbatical|a business trip|business travel)|out until|off until|off work)",
+    re: `${I_AM} (?:currently |presently |now |still )?(?:away|on (?:annual |parental |maternity |paternity |sick |medical |study |holiday |vacation )?leave|on (?:vacation|holiday|holidays|pto|sabbatical|a business trip|business travel)|out until|off until|off work|out sick|off sick|out of the country|travel(?:l)?ing (?:on business|for work|with (?:limited|no|little) access))`,
   },
+  { key: 'away', re: `${I_AM} (?:currently )?taking (?:a few |some |a couple of |a )?(?:days?|time|weeks?|break) off` },
   { key: 'limited-access', re: '(?:limited|no|without|restricted|intermittent) access to (?:my )?(?:e-?mails?|inbox)' },
   {
     key: 'reply-on-return',
     re: "(?:will|shall|i'll) (?:respond|reply|get back to you|answer|be in touch|read (?:it|your (?:e-?mail|message)))[^.!?\\n]{0,30} (?:when|upon|after|once|as soon as) (?:i|my) (?:return|get back|am back|come back)",
   },
-  { key: 'back-on', re: "(?:i will|i'll|i shall) be back (?:in the office |at work |at my desk )?(?:on|in|at|from|by)" },
+  {
+    key: 'back-on',
+    re: "(?:i will|i'll|i shall|and will|and i will|and i'll) be back (?:in the office |in office |at work |at my desk |at the office |in the country )?(?:on|from|by|after|next|in the office|at (?:work|my desk|the office))(?! touch)",
+  },
+  {
+    key: 'back-on',
+    re: "(?:returning|i return|i will return|i'll return|i shall return) (?:to the office |to work |to my desk )?(?:on|next) ",
+  },
   {
     key: 'ooo-de',
-    re: 'nicht im (?:buro|buero|haus|office)|ausser haus|abwesend|abwesenheit|im urlaub|in elternzeit|keinen zugriff auf (?:meine )?e-?mails|(?:wieder|zuruck|zurueck) (?:im buro|im buero|erreichbar|im haus|fur sie erreichbar)',
+    re: [
+      'nicht im (?:buro|buero|haus|office)|ausser haus|abwesend|abwesenheit|im urlaub|in elternzeit|im mutterschutz',
+      'keinen zugriff auf (?:meine )?e-?mails|(?:wieder|zuruck|zurueck) (?:im buro|im buero|erreichbar|im haus|fur sie erreichbar|am arbeitsplatz|im einsatz)',
+      '(?:ich bin|bin ich) (?:derzeit |aktuell |momentan |zurzeit |leider |bis [^.!?\\n]{1,25} )?(?:nicht|nur eingeschrankt|eingeschrankt) (?:erreichbar|im dienst)',
+      '(?:ich bin|bin ich) (?:derzeit |aktuell |momentan |zurzeit )?(?:auf (?:dienstreise|geschaftsreise|reisen)|unterwegs)',
+    ].join('|'),
   },
   {
     key: 'ooo-fr',
-    re: 'absente? du bureau|en conges?|en vacances|je suis absente?|de retour (?:le|au bureau|a partir)|acces limite a (?:mes|ma) (?:e-?mails?|courriels?|messagerie)',
+    re: [
+      'absente? du bureau|hors du bureau|en conges?|en vacances|je suis absente?|je serai absente?|en deplacement|en conge (?:maternite|parental|maladie)',
+      'de retour (?:le|au bureau|a partir)|je serai de retour|je reviendrai|a mon retour|pendant mon absence|acces limite a (?:mes|ma) (?:e-?mails?|courriels?|messagerie)',
+    ].join('|'),
   },
   {
     key: 'ooo-es',
-    re: 'fuera de la oficina|de vacaciones|estoy ausente|estare (?:de vuelta|fuera)|regresare el|acceso limitado a (?:mi )?correo',
+    re: [
+      'fuera de la oficina|de vacaciones|estoy ausente|estare ausente|estare (?:de vuelta|fuera)|me encuentro (?:fuera|ausente|de viaje|de permiso)',
+      'regresare el|volvere el|a mi regreso|durante mi ausencia|de baja (?:por maternidad|por paternidad|medica)|acceso limitado (?:a|al) (?:mi )?correo',
+    ].join('|'),
   },
-  { key: 'ooo-it', re: 'fuori (?:sede|ufficio)|in ferie|sono assente|rientrero|rientro (?:in ufficio|il)' },
-  { key: 'ooo-nl', re: 'afwezig|niet op kantoor|met vakantie|ben (?:weer )?terug op' },
-  { key: 'ooo-pt', re: 'fora do escritorio|de ferias|estou ausente' },
+  {
+    key: 'ooo-it',
+    re: "fuori (?:sede|ufficio)|in ferie|in vacanza|sono assente|saro assente|assente dall'ufficio|rientrero|rientro (?:in ufficio|il)|al mio rientro|tornero (?:in ufficio|il)|di ritorno il|in congedo|in trasferta|accesso limitato (?:alla posta|alle e-?mail)",
+  },
+  {
+    key: 'ooo-nl',
+    re: 'afwezig|afwezigheid|niet op kantoor|buiten kantoor|niet aanwezig|met vakantie|op vakantie|met verlof|ben (?:weer )?terug op|weer (?:aanwezig|bereikbaar|op kantoor)|beperkt bereikbaar',
+  },
+  {
+    key: 'ooo-pt',
+    re: 'fora do escritorio|ausente do escritorio|de ferias|em ferias|estou ausente|estarei (?:ausente|fora|de volta)|volto (?:no dia|em|a|na)|regressarei|retornarei|durante a minha ausencia|em licenca|acesso limitado ao (?:e-?mail|correio)',
+  },
 ]);
 
 export const UNSUBSCRIBE = new PhraseTable([
@@ -248,7 +280,7 @@ export const INTERESTED = new PhraseTable([
 
 /** Words of an out-of-office subject ("Out of Office: …", "Abwesenheitsnotiz", "Fuori sede"), folded. */
 const OOO_SUBJECT =
-  /(?<![a-z])(?:out of (?:the )?office|ooo|abwesen|vacation|holiday|urlaub|absence|absent|conges|vacaciones|fuera de la oficina|fuori sede|fuori ufficio|ferie|afwezig|franvaro|poissa|fora do escritorio)/;
+  /(?<![a-z])(?:out of (?:the )?office|ooo|away|on leave|annual leave|out until|days off|abwesen|vacation|holiday|urlaub|absence|absent|conges|vacances|vacaciones|ausente|ausencia|fuera de la oficina|fuori sede|fuori ufficio|ferie|assente|assenza|vacanza|afwezig|vakantie|verlof|franvaro|poissa|fora do escritorio|licenca)/;
 
 /** Out-of-office wording in a subject or a text (folded inside). */
 export function outOfOfficeWording(subject: string | null, text: string): PhraseMatch | null {

@@ -1,13 +1,13 @@
-// Delivery and complaint reports. RFC 3464 delivery status notifications
+// Delivery reports. RFC 3464 delivery status notifications
 // (`multipart/report; report-type=delivery-status`: per recipient Final-Recipient, Action, Status,
-// Diagnostic-Code) and RFC 5965 ARF feedback reports (`report-type=feedback-report`) are read
-// from their machine-readable parts, wherever the sender nested them; the returned message's
-// Message-ID from its text/rfc822-headers or message/rfc822 part. Bounces without a proper report
+// Diagnostic-Code) are read from their machine-readable parts, wherever the sender nested them;
+// the returned message's Message-ID from its text/rfc822-headers or message/rfc822 part (feedback
+// reports, ARF and the others, are complaints.ts's). Bounces without a proper report
 // (X-Failed-Recipients; mailer-daemon or postmaster mail, or a bounce subject, stating an SMTP
 // failure: a 5.x.x / 4.x.x status, "550 …", Gmail's "Address not found", Exchange's "Delivery has
 // failed to these recipients") are recognised by a heuristic and marked `heuristic: true`.
 import { type Attachment, parseAddressHeader } from 'mailparser';
-import type { ComplaintReport, DeliveryReport } from '../analysis.js';
+import type { DeliveryReport } from '../analysis.js';
 import { automaticSender, automaticSubject } from './automatic.js';
 import { fold } from './fold.js';
 import { MAX_BOUNCE_TEXT_CHARS, MAX_REPORT_PART_BYTES, MAX_REPORT_RECIPIENTS } from './limits.js';
@@ -23,9 +23,9 @@ export interface ReportInput {
   inReplyTo: string | null;
 }
 
-const DELIVERY_STATUS = new Set(['message/delivery-status', 'message/global-delivery-status']);
-const FEEDBACK_REPORT = 'message/feedback-report';
-const RETURNED = new Set(['text/rfc822-headers', 'message/rfc822', 'message/global', 'message/global-headers']);
+export const DELIVERY_STATUS = new Set(['message/delivery-status', 'message/global-delivery-status']);
+// text/rfc822-header (no s): a misspelling some feedback-loop generators use
+const RETURNED = new Set(['text/rfc822-headers', 'text/rfc822-header', 'message/rfc822', 'message/global', 'message/global-headers']);
 
 const STATUS = /^\s*([245])\.(\d{1,3})\.(\d{1,3})(?![\d.])/;
 const STATUS_IN_TEXT = /(?<![\d.])([45])\.(\d{1,3})\.(\d{1,3})(?![\d.])/;
@@ -40,7 +40,7 @@ const TEMPORARY_WORDING =
   /delivery (?:has been )?delayed|will be retried|will retry|still (?:being )?(?:retried|trying)|this is a warning|temporary (?:failure|error|problem)/;
 const BOUNCE_SUBJECTS = new Set(['undeliverable', 'delivery-status', 'delivery-failed']);
 
-const partText = (a: Attachment) => clean(a.content.subarray(0, MAX_REPORT_PART_BYTES).toString('utf8'));
+export const partText = (a: Attachment) => clean(a.content.subarray(0, MAX_REPORT_PART_BYTES).toString('utf8'));
 
 /** The field groups of a delivery-status or feedback-report part: `Name: value` lines, folded lines joined, groups split at empty lines. */
 export function fieldGroups(text: string): Array<Map<string, string>> {
@@ -69,7 +69,7 @@ export function fieldGroups(text: string): Array<Map<string, string>> {
 }
 
 /** "rfc822; User@Example.com" → "user@example.com"; null when no address. */
-function typedAddress(v: string | undefined): string | null {
+export function typedAddress(v: string | undefined): string | null {
   if (!v) return null;
   const semi = v.indexOf(';');
   const a = (semi >= 0 ? v.slice(semi + 1) : v).trim().replace(/^<|>$/g, '').trim().toLowerCase();
@@ -83,11 +83,17 @@ function statusOf(v: string | undefined): string | null {
 
 const oneLine = (s: string, max: number) => s.replace(/\s+/g, ' ').trim().slice(0, max);
 
-/** Message-ID and first To address of a returned message, read from its header section. */
-function returnedMessage(attachments: Attachment[]): { messageId: string | null; to: string | null } {
+/** The header fields (lowercased names, first value) of the returned message, or null when none is attached. */
+export function returnedHeaders(attachments: Attachment[]): Map<string, string> | null {
   const part = attachments.find((a) => RETURNED.has(a.contentType));
-  if (!part) return { messageId: null, to: null };
-  const headers = fieldGroups(clean(headerSection(part.content, MAX_REPORT_PART_BYTES).toString('utf8')))[0] ?? new Map<string, string>();
+  if (!part) return null;
+  return fieldGroups(clean(headerSection(part.content, MAX_REPORT_PART_BYTES).toString('utf8')))[0] ?? new Map<string, string>();
+}
+
+/** Message-ID and first To address of a returned message, read from its header section. */
+export function returnedMessage(attachments: Attachment[]): { messageId: string | null; to: string | null } {
+  const headers = returnedHeaders(attachments);
+  if (!headers) return { messageId: null, to: null };
   const to = headers.get('to');
   return {
     messageId: normalizeId(headers.get('message-id')),
@@ -125,25 +131,7 @@ async function deliveryReport(part: Attachment, input: ReportInput): Promise<Del
   };
 }
 
-async function complaintReport(part: Attachment, input: ReportInput): Promise<ComplaintReport> {
-  const fields = fieldGroups(partText(part))[0] ?? new Map<string, string>();
-  const feedbackType =
-    fields
-      .get('feedback-type')
-      ?.split(/[\s(;]/)[0]
-      .toLowerCase()
-      .slice(0, 40) || null;
-  let recipient: string | null = null;
-  const rcpt = fields.get('original-rcpt-to');
-  if (rcpt) {
-    recipient = typedAddress(rcpt);
-    if (!recipient) recipient = mailboxes(parseAddressHeader(rcpt.slice(0, 1000)))[0]?.address ?? null;
-  }
-  const returned = returnedMessage(input.attachments);
-  return { kind: 'arf', feedbackType, recipient: recipient ?? returned.to, originalMessageId: returned.messageId };
-}
-
-function inlineMessageId(text: string): string | null {
+export function inlineMessageId(text: string): string | null {
   const m = INLINE_MESSAGE_ID.exec(text.slice(0, MAX_BOUNCE_TEXT_CHARS));
   return m ? `<${m[1]}>` : null;
 }
@@ -201,10 +189,8 @@ function lineAround(text: string, at: number): string {
   return text.slice(start, end < 0 ? text.length : end);
 }
 
-/** The report a message carries: an ARF complaint, a DSN, a bounce found by the heuristic, or null. */
-export async function readReport(input: ReportInput): Promise<DeliveryReport | ComplaintReport | null> {
-  const arf = input.attachments.find((a) => a.contentType === FEEDBACK_REPORT);
-  if (arf) return complaintReport(arf, input);
+/** The delivery report a message carries: a DSN, a bounce found by the heuristic, or null. */
+export async function readReport(input: ReportInput): Promise<DeliveryReport | null> {
   const dsn = input.attachments.find((a) => DELIVERY_STATUS.has(a.contentType));
   if (dsn) return deliveryReport(dsn, input);
   return heuristicBounce(input);
