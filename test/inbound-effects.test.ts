@@ -597,6 +597,23 @@ describe('complaints and other feedback reports', () => {
     // One complaint in 26 sends is past 0.3%.
     expect((await health(sent.s.org.id)).reasons).toEqual([expect.objectContaining({ code: 'complaint_rate', complaints: 1 })]);
   });
+
+  it('an opt-out report is the recipient unsubscribing: UNSUBSCRIBE, email.unsubscribed, the sequence paused; no complaint, no reply', async () => {
+    const sent = await outreach();
+    const [o] = sent.out;
+    await deliver(arf({ to: o.replyTo, type: 'opt-out', rcpt: sent.c.email, returnedId: o.messageId }), [o.replyTo]);
+    expect(await kinds(sent.s.org.id)).toEqual(['opt_out']);
+    expect(await suppression(sent.s, sent.c.email)).toMatchObject({
+      suppressed: true,
+      entry: { reason: 'UNSUBSCRIBE', source: 'feedback report' },
+    });
+    expect((await eventsOf(svc, sent.s.org.id, 'email.unsubscribed')).map((e) => e.data)).toEqual([
+      expect.objectContaining({ contactId: sent.c.id, source: 'feedback report' }),
+    ]);
+    expect(await eventsOf(svc, sent.s.org.id, 'email.complained')).toEqual([]);
+    expect((await eventsOf(svc, sent.s.org.id, 'sequence.paused')).map((e) => e.data.reason)).toEqual(['unsubscribed']);
+    expect((await draftsOf(sent.s.api, sent.c.id)).map((d) => d.repliedAt)).toEqual([null, null]);
+  });
 });
 
 describe('matching a report to a message we sent', () => {

@@ -21,8 +21,10 @@
 //     sender_refusal (counted against the mailbox), other_failure; a notice stating none
 //     (delivered, relayed, expanded, delayed) is recorded only (delivery_notice);
 //   a complaint (an abuse report, or a complaint forward): COMPLAINT suppression, email.complained,
-//     the contact's sequences paused; any other feedback report (auth-failure, fraud, virus,
-//     not-spam, other) is recorded only (feedback_report): no suppression, no complaint counted;
+//     the contact's sequences paused; an opt-out (the recipient asking for no more mail): an
+//     UNSUBSCRIBE suppression, email.unsubscribed (source `feedback report`), the sequences paused
+//     (`unsubscribed`); any other feedback report (auth-failure, fraud, virus, not-spam, other) is
+//     recorded only (feedback_report): no suppression, no complaint counted;
 //   other automatic mail: recorded only, never a reply.
 // Event payloads carry ids, intent, confidence and reason: never the message text or an address
 // (suppression.added carries the suppressed address, as everywhere).
@@ -42,7 +44,7 @@ import { pauseSequences } from '../sequences/lifecycle.js';
 import { openActionItem } from '../work/action-items.js';
 import { type Classification, INTENTS, type ParsedMail } from './analysis.js';
 import { classify, parseMail } from './analyze/index.js';
-import { isComplaint, judgeDeliveryReport } from './report-judgement.js';
+import { judgeDeliveryReport } from './report-judgement.js';
 
 /** Out of office with no return date in the text: the contact is left alone this long (Interseller: 1 week; Unify: 14 days). */
 export const OOO_DEFAULT_DAYS = 7;
@@ -59,6 +61,7 @@ export type ReplyKind =
   | 'other_failure'
   | 'delivery_notice'
   | 'complaint'
+  | 'opt_out'
   | 'feedback_report'
   | 'unmatched_report'
   | 'automatic';
@@ -86,7 +89,7 @@ export function kindOf(mail: ParsedMail, c: Classification, sent: Matched): Repl
   const r = mail.report;
   if (r) {
     if (sent.sendRecordId === null) return 'unmatched_report';
-    if (r.kind === 'arf') return isComplaint(r) ? 'complaint' : 'feedback_report';
+    if (r.kind === 'arf') return r.complaint ? 'complaint' : r.feedbackType === 'opt-out' ? 'opt_out' : 'feedback_report';
     const judged = judgeDeliveryReport(r, sent.toEmail);
     return judged ? FAILURE_KIND[judged.bounceClass] : 'delivery_notice';
   }
@@ -150,6 +153,14 @@ async function applyEffects(
     : m.contactId
       ? { type: 'Contact', id: m.contactId }
       : { type: 'Message', id: m.id };
+  /** An UNSUBSCRIBE suppression of the address and, when new, email.unsubscribed. */
+  const unsubscribe = async (address: string | null, source: string) => {
+    const added = address ? await suppressAddress(trx, org, { email: address, reason: 'UNSUBSCRIBE', source }) : null;
+    if (added) {
+      done.push('suppressed');
+      events.push(added.event, { type: 'email.unsubscribed', resource: about, data: { ...ref, draftId: m.draftId, step: m.step, source } });
+    }
+  };
   if (kind === 'reply') {
     // The draft it answers, else the contact's latest sent one.
     const replied = await sql<{ id: string }>`
@@ -161,18 +172,7 @@ async function applyEffects(
     if (replied.rows.length) done.push('replied_at');
     if (m.contactId && (await pauseSequences(trx, org, [m.contactId], c.intent === 'unsubscribe' ? 'unsubscribed' : 'replied')) > 0)
       done.push('paused');
-    if (c.intent === 'unsubscribe') {
-      const address = m.contactEmail ?? (m.fromEmail ? normalizeEmail(m.fromEmail) : null);
-      const added = address ? await suppressAddress(trx, org, { email: address, reason: 'UNSUBSCRIBE', source: 'reply' }) : null;
-      if (added) {
-        done.push('suppressed');
-        events.push(added.event, {
-          type: 'email.unsubscribed',
-          resource: about,
-          data: { ...ref, draftId: m.draftId, step: m.step, source: 'reply' },
-        });
-      }
-    }
+    if (c.intent === 'unsubscribe') await unsubscribe(m.contactEmail ?? (m.fromEmail ? normalizeEmail(m.fromEmail) : null), 'reply');
     if (c.intent === 'interested' || c.intent === 'meeting_request') {
       const meeting = c.intent === 'meeting_request';
       const facts = { ...ref, intent: c.intent, confidence: c.confidence, reason: c.reason };
@@ -238,6 +238,10 @@ async function applyEffects(
       if (failure.events.length) done.push('bounce_recorded', ...failure.effects);
       events.push(...failure.events);
     }
+  } else if (kind === 'opt_out') {
+    // The recipient asks for no more mail (an opt-out feedback report, Apple Mail's unsubscribe message): not a complaint, not a reply.
+    await unsubscribe(m.toEmail, 'feedback report');
+    if (m.contactId && (await pauseSequences(trx, org, [m.contactId], 'unsubscribed')) > 0) done.push('paused');
   } else if (kind === 'complaint' && mail.report?.kind === 'arf') {
     const email = m.toEmail;
     if (email) {

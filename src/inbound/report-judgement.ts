@@ -1,14 +1,12 @@
-// What a delivery or complaint report says about the one message of ours it was matched to. Each
+// What a delivery report says about the one message of ours it was matched to. Each
 // of our messages has one recipient, so a delivery report is judged on that recipient's entry
 // alone (a report listing several recipients is judged per recipient: the others are not ours);
 // an entry that says nothing failed for good (delivered, relayed, expanded: a success notice;
-// delayed: a warning, the server still trying) has no effect. A feedback report is a complaint
-// only when it is an abuse report (or a complaint forwarded without ARF); auth-failure, fraud,
-// virus, not-spam and other reports are about the mail, not a person's wish.
+// delayed: a warning, the server still trying) has no effect.
 import { normalizeEmail } from '../crm/domains.js';
 import { readBounceReason } from '../mail/bounce-reason.js';
 import { type BounceClass, type BounceReason, bounceClass } from '../mail/bounce-taxonomy.js';
-import type { ComplaintReport, DeliveryReport } from './analysis.js';
+import type { DeliveryReport } from './analysis.js';
 
 /** A report entry, with the reason and class the analysis reads when it reads them. */
 type Entry = DeliveryReport['recipients'][number] & { reason?: BounceReason; bounceClass?: BounceClass };
@@ -58,12 +56,4 @@ export function judgeDeliveryReport(report: DeliveryReport, sentTo: string | nul
     reason,
     bounceClass: e.bounceClass ?? bounceClass(reason, read.temporary),
   };
-}
-
-/** Whether a feedback report is a complaint (an abuse report, or a complaint forward the analysis recognised). */
-export function isComplaint(report: ComplaintReport): boolean {
-  const said = (report as ComplaintReport & { complaint?: boolean }).complaint;
-  if (typeof said === 'boolean') return said;
-  // Until the analysis says so itself: an ARF report is a complaint when its type is abuse (RFC 5965 section 7.3).
-  return (report.feedbackType ?? 'abuse') === 'abuse';
 }
