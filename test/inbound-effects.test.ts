@@ -270,6 +270,7 @@ describe('delivery reports by the class of their reason', () => {
         kind: 'hard',
         bounceClass: 'recipient',
         reason: 'user_unknown',
+        temporary: false,
         suppressed: true,
         code: '5.1.1',
         contactId: sent.c.id,
@@ -552,7 +553,7 @@ describe('the answer at send time by the class of its reason', () => {
     [q] = await queueOf(sent.s.org.id);
     expect(q).toMatchObject({ state: 'failed', heldBy: 'transport_failed', attempts: 5 });
     expect(await bounced(sent.s.org.id)).toEqual([
-      expect.objectContaining({ bounceClass: 'soft', reason: 'mailbox_full', code: 452, suppressed: false }),
+      expect.objectContaining({ bounceClass: 'soft', reason: 'mailbox_full', code: 452, temporary: true, suppressed: false }),
     ]);
     expect((await eventsOf(svc, sent.s.org.id, 'send.failed'))[0].data).toMatchObject({
       permanent: false,

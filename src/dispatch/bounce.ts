@@ -17,8 +17,8 @@
 // At send time the step did not go out, so its sequence stops whatever the class (reason
 // hard_bounce, soft_bounce, sender_refused or delivery_failed); a report comes after the step went
 // out, and a soft or other failure then leaves the sequence going on. Every failure emits
-// email.bounced {kind, bounceClass, reason, suppressed, code, diagnostic}: kind `hard` for the
-// recipient class (the address is suppressed for ever), else `soft`.
+// email.bounced {kind, bounceClass, reason, temporary, suppressed, code, diagnostic}: kind `hard`
+// for the recipient class (the address is suppressed for ever), else `soft`.
 // In the caller's transaction; returns the events.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
@@ -55,6 +55,8 @@ export interface DeliveryFailure {
   diagnostic: string;
   reason: BounceReason;
   bounceClass: BounceClass;
+  /** The server said it was temporary (a 4.x.x status, a 4xx reply, a delayed action). */
+  temporary: boolean;
   /**
    * `dispatcher`: the answer at send time, the step did not go out (the record is `bounced`, or
    * `failed` when it was a temporary answer still there after the last attempt); `delivery
@@ -62,7 +64,7 @@ export interface DeliveryFailure {
    */
   source: 'dispatcher' | 'delivery report';
   /** The record is left `failed` (a temporary answer at send time, out of attempts). */
-  temporary?: boolean;
+  outOfAttempts?: boolean;
   /** Extra facts for the email.bounced payload (e.g. the inbound message id of a report). */
   extra?: Record<string, unknown>;
 }
@@ -114,10 +116,10 @@ export const STEP_FAILED_REASON: Record<BounceClass, string> = {
 /** Records a delivery failure on its send and applies its effects; nothing when the send was judged already. */
 export async function recordDeliveryFailure(trx: Tx, org: string, f: DeliveryFailure, clock: Clock): Promise<FailureEffects> {
   const judged = await sql<{ id: string }>`
-    UPDATE send_records SET status = ${f.temporary ? 'failed' : 'bounced'}, smtp_response = ${f.diagnostic.slice(0, 1000)},
+    UPDATE send_records SET status = ${f.outOfAttempts ? 'failed' : 'bounced'}, smtp_response = ${f.diagnostic.slice(0, 1000)},
       bounce_reason = ${f.reason}, bounce_class = ${f.bounceClass}, bounced_at = ${clock.now()}::timestamptz
     WHERE organization_id = ${org} AND id = ${f.recordId} AND bounce_class IS NULL
-      AND status IN (${sql.join(f.temporary ? ['failed'] : ['sending', 'sent', 'possibly_sent'])})
+      AND status IN (${sql.join(f.outOfAttempts ? ['failed'] : ['sending', 'sent', 'possibly_sent'])})
     RETURNING id`.execute(trx);
   if (judged.rows.length === 0) return { events: [], effects: [] };
   const events: EmitInput[] = [];
@@ -167,6 +169,7 @@ export async function recordDeliveryFailure(trx: Tx, org: string, f: DeliveryFai
       kind: f.bounceClass === 'recipient' ? 'hard' : 'soft',
       bounceClass: f.bounceClass,
       reason: f.reason,
+      temporary: f.temporary,
       suppressed,
       code: f.code,
       diagnostic: f.diagnostic,

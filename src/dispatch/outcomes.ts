@@ -158,10 +158,10 @@ async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: S
 }
 
 /** The failure the receiving server stated at send time: its reason and class (src/mail/bounce-reason.ts). */
-function stated(outcome: SendOutcome): { reason: BounceReason; bounceClass: BounceClass } {
+function stated(outcome: SendOutcome): { reason: BounceReason; bounceClass: BounceClass; temporary: boolean } {
   const status = REPLY_STATUS.exec(outcome.response)?.[1] ?? null;
   const read = readBounceReason({ status, smtpCode: outcome.code, diagnostic: outcome.response, action: 'failed' });
-  return { reason: read.reason, bounceClass: bounceClass(read.reason, read.temporary) };
+  return { reason: read.reason, bounceClass: bounceClass(read.reason, read.temporary), temporary: read.temporary };
 }
 /** An RFC 3463 status is read from a reply only right after its code (`550 5.1.1 …`, RFC 3463 section 1), never from its text. */
 const REPLY_STATUS = /^[245]\d\d[ -]([245]\.\d{1,3}\.\d{1,3})(?![\d.])/;
@@ -180,7 +180,7 @@ async function recordFailure(
   attempts: number | null,
 ): Promise<EmitInput[]> {
   const ref = { sequenceId: c.sequenceId, contactId: c.contactId, draftId: c.draftId, step: c.step };
-  const { reason, bounceClass } = stated(outcome);
+  const { reason, bounceClass, temporary } = stated(outcome);
   // Out of attempts, the step keeps its old code; a failure for good is named by its class.
   const code = attempts === null ? STEP_FAILED_REASON[bounceClass] : 'transport_failed';
   await trx
@@ -201,8 +201,9 @@ async function recordFailure(
       diagnostic: outcome.response,
       reason,
       bounceClass,
+      temporary,
       source: 'dispatcher',
-      temporary: attempts !== null,
+      outOfAttempts: attempts !== null,
     },
     clock,
   );

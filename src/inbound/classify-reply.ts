@@ -230,6 +230,7 @@ async function applyEffects(
           diagnostic: [judged.status, judged.diagnostic].filter(Boolean).join(' ') || 'delivery report',
           reason: judged.reason,
           bounceClass: judged.bounceClass,
+          temporary: judged.temporary,
           source: 'delivery report',
           extra: { messageId: m.id },
         },

@@ -17,6 +17,8 @@ export interface Judged {
   diagnostic: string | null;
   reason: BounceReason;
   bounceClass: BounceClass;
+  /** A 4.x.x status or a delayed action: the failure was said to be temporary. */
+  temporary: boolean;
 }
 
 /** Actions that say nothing failed for good (RFC 3464 section 2.3.3). */
@@ -55,5 +57,6 @@ export function judgeDeliveryReport(report: DeliveryReport, sentTo: string | nul
     diagnostic: e.diagnostic,
     reason,
     bounceClass: e.bounceClass ?? bounceClass(reason, read.temporary),
+    temporary: read.temporary,
   };
 }

@@ -2722,11 +2722,12 @@ export interface components {
              *     (resource Organization) carries `{organizationId, previousTtlDays, ttlDays}`; `deal.won` carries at least `dealId` and `dealName`; `contact.erased` carries
              *     only the contact id, never the address; `email.bounced` (resource the Draft, else the
              *     Contact) carries `{sequenceId, contactId, draftId, step, kind, bounceClass, reason,
-             *     suppressed, code, diagnostic}` and, when learnt from a delivery report, the report's
+             *     temporary, suppressed, code, diagnostic}` and, when learnt from a delivery report, the report's
              *     `messageId`: `reason` is the failure's reason (e.g. `user_unknown`, `mailbox_full`,
              *     `blocked`, `spam_detected`, `expired`; `undefined` when nothing readable), `bounceClass` its
              *     class of effect (`recipient`, `soft`, `sender`, `other`), `kind` `hard` for the recipient
-             *     class (the address is suppressed for ever) and `soft` for any other, and `suppressed` whether
+             *     class (the address is suppressed for ever) and `soft` for any other, `temporary` whether the
+             *     server said the failure was temporary (a 4.x.x status, a 4xx reply), and `suppressed` whether
              *     the address is now suppressed (a recipient-class failure, or repeated soft failures);
              *     `draft.approved` comes in two granularities that may
              *     both arrive for one approval, a list-level one (`resource.type` `ContactList`, payload
