@@ -574,6 +574,9 @@ export interface SendQueue {
 }
 
 export interface SendRecords {
+  bounce_class: string | null;
+  bounce_reason: string | null;
+  bounced_at: Timestamp | null;
   contact_id: string | null;
   created_at: Generated<Timestamp>;
   draft_id: string | null;

@@ -812,8 +812,11 @@ export interface paths {
          *     return date, or 7 days when it gave none), `sending_window`, `no_verified_mailbox`, `mailbox_unavailable`, `mailbox_paused`,
          *     `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `transport_retry` (deferred:
          *     `nextAttemptAt` says when it is tried again); `contact_removed`, `sequence_not_active`,
-         *     `draft_not_approved`, `suppressed`, `do_not_contact` (skipped); `hard_bounce`,
-         *     `transport_failed` (failed); `possibly_sent` (its worker stopped between the hand-over and
+         *     `draft_not_approved`, `suppressed`, `do_not_contact` (skipped); `hard_bounce` (refused for
+         *     good, about the recipient), `soft_bounce` (refused for good for now: mailbox full, a
+         *     temporary failure), `sender_refused` (a refusal of the sender: a block, its reputation,
+         *     content, policy or rate), `delivery_failed` (refused for another reason), `transport_failed`
+         *     (out of attempts) (failed); `possibly_sent` (its worker stopped between the hand-over and
          *     the record: never sent again automatically). With `organizationId`, only that organization's.
          */
         get: operations["adminListSendQueue"];
@@ -1029,6 +1032,35 @@ export interface components {
             createdAt: string;
             /** @description Most messages per rolling 24 hours. */
             dailyCap: number;
+            /**
+             * @description What the mailbox's sends met over the last `windowDays` days (the window bounce-rate
+             *     protection reads): its sends, its hard bounces (failures about the recipient: the address
+             *     suppressed) and its refusals (failures of the sender class: blocks, reputation, spam,
+             *     policy, authentication, rate limits; they never suppress the recipient), the refusals by
+             *     their reason, most frequent first. Failures are learnt from the SMTP answer at send time and
+             *     from delivery reports matched to a send.
+             */
+            deliverability: {
+                hardBounces: number;
+                refusals: number;
+                refusalsByReason: {
+                    count: number;
+                    /**
+                     * Format: date-time
+                     * @description When the last of them was learnt.
+                     */
+                    lastAt: string;
+                    /**
+                     * @description The failure's reason (the taxonomy of src/mail/bounce-taxonomy.ts, e.g. `blocked`, `bad_reputation`, `spam_detected`, `policy_violation`, `auth_failure`, `rate_limited`).
+                     * @example blocked
+                     */
+                    reason: string;
+                }[];
+                /** @description Messages that went out, or were refused for good, in the window. */
+                sends: number;
+                /** @description The window, 28 days. */
+                windowDays: number;
+            };
             /** @description The DKIM signing identity (the private key is never shown). */
             dkim: {
                 domainName: string;
@@ -1041,7 +1073,7 @@ export interface components {
             /** @description Whether it sends through its own SMTP URL (else the deployment's transport). */
             ownSmtp: boolean;
             /**
-             * @description `verified` after a successful SMTP handshake with its transport (the capture transport always verifies); `failed` with `statusReason` otherwise; `paused` by bounce-rate protection.
+             * @description `verified` after a successful SMTP handshake with its transport (the capture transport always verifies); `failed` with `statusReason` otherwise; `paused` by bounce-rate protection (`statusReason` `bounce_rate`: hard bounces, or `refusal_rate`: refusals of the sender, reached 2% of 20 or more sends in 28 days).
              * @enum {string}
              */
             status: "verified" | "failed" | "paused";
@@ -1111,6 +1143,22 @@ export interface components {
         };
         /** @description A message the dispatcher handed to its mail transport (captured when `SMTP_URL` is unset). */
         AdminOutboxMessage: {
+            /**
+             * @description The class of effect of `bounceReason`: `recipient` (the address is suppressed for ever),
+             *     `soft` (counted; the address is suppressed after 3 within 30 days spanning 3 days or more),
+             *     `sender` (a refusal of the sender: counted against the mailbox, never a suppression),
+             *     `other` (no suppression); null when no failure is known.
+             * @enum {string|null}
+             */
+            bounceClass: "recipient" | "soft" | "sender" | "other" | null;
+            /**
+             * @description Why the message was not delivered, as the receiving side stated it (at send time or in a
+             *     delivery report): a reason of the bounce taxonomy, e.g. `user_unknown`, `mailbox_full`,
+             *     `blocked`, `spam_detected`, `expired`, `undefined` when nothing readable; null when no
+             *     failure is known.
+             * @example user_unknown
+             */
+            bounceReason: string | null;
             /** @description The contact the message went to; null for other mail. */
             contactId: string | null;
             /** @description The draft the message was sent from; null for other mail. */
@@ -1134,7 +1182,7 @@ export interface components {
              */
             sentAt: string;
             /**
-             * @description `sent` (accepted), `bounced` (a permanent 5xx answer), `failed` (a temporary answer: the step is tried again as a new message), `sending` (being handed over now), `possibly_sent` (its worker stopped between the hand-over and the record: never sent again automatically).
+             * @description `sent` (accepted), `bounced` (not delivered, for good: a 5xx answer at send time, or a failure a delivery report matched to it stated later; `bounceReason` says why), `failed` (a temporary answer: the step is tried again as a new message; after the last attempt with the server's reason in `bounceReason`), `sending` (being handed over now), `possibly_sent` (its worker stopped between the hand-over and the record: never sent again automatically).
              * @enum {string}
              */
             status: "sending" | "sent" | "possibly_sent" | "bounced" | "failed";
@@ -1259,7 +1307,7 @@ export interface components {
             days?: number[];
             /** @description Daily cap (rolling 24 hours) of the deployment sender for this organization. Default 200. */
             deploymentDailyCap?: number;
-            /** @description Set by bounce-rate protection when the deployment sender's bounces for this organization pass the threshold; set it to false to resume. */
+            /** @description Set by bounce-rate protection when the deployment sender's hard bounces, or its refusals, for this organization pass the threshold; set it to false to resume. */
             deploymentPaused?: boolean;
             /** @description Local opening time, before `to` (as stored after the change, so a PATCH sending only one of them is checked against the other). Default 00:00. */
             from?: string;

@@ -1054,9 +1054,12 @@ export interface paths {
          *     later, step after step, under its gates (the operator's kill switch, a verified mailbox or the
          *     deployment sender, mailbox and recipient-domain daily caps over a rolling 24 hours, the
          *     organization's sending window and minimum gap, suppression and do-not-contact at send time,
-         *     the contact's snooze); `draft.sent` or `send.failed` follow. A permanent (5xx) answer suppresses
-         *     the address (HARD_BOUNCE), pauses the sequence and emits `email.bounced`, `send.failed` and
-         *     `sequence.step_failed`.
+         *     the contact's snooze); `draft.sent` or `send.failed` follow. A permanent (5xx) answer fails the
+         *     step, pauses the sequence and emits `email.bounced` (with the failure's `reason` and
+         *     `bounceClass`), `send.failed` and `sequence.step_failed`; it suppresses the address
+         *     (HARD_BOUNCE) only when it is about the recipient (the address or its domain does not exist,
+         *     the account is gone), never for a refusal of the sender (a block, reputation, spam, policy,
+         *     authentication, a rate limit), which counts against the sending mailbox instead.
          *
          *     Needs scope `drafts.send` and the organization flag `v1_2_api_send` (off by default; while it is
          *     off the operation answers 404 as if it did not exist). `queued` is true only when
@@ -2717,7 +2720,16 @@ export interface components {
              *     lowConfidence}`; `research.completed` (resource Contact) carries `{contactId, companyId,
              *     hasMinimumCoverage, lowConfidence, companyResearchReused}`; `org.research_ttl_updated`
              *     (resource Organization) carries `{organizationId, previousTtlDays, ttlDays}`; `deal.won` carries at least `dealId` and `dealName`; `contact.erased` carries
-             *     only the contact id, never the address; `draft.approved` comes in two granularities that may
+             *     only the contact id, never the address; `email.bounced` (resource the Draft, else the
+             *     Contact) carries `{sequenceId, contactId, draftId, step, kind, bounceClass, reason,
+             *     temporary, suppressed, code, diagnostic}` and, when learnt from a delivery report, the report's
+             *     `messageId`: `reason` is the failure's reason (e.g. `user_unknown`, `mailbox_full`,
+             *     `blocked`, `spam_detected`, `expired`; `undefined` when nothing readable), `bounceClass` its
+             *     class of effect (`recipient`, `soft`, `sender`, `other`), `kind` `hard` for the recipient
+             *     class (the address is suppressed for ever) and `soft` for any other, `temporary` whether the
+             *     server said the failure was temporary (a 4.x.x status, a 4xx reply), and `suppressed` whether
+             *     the address is now suppressed (a recipient-class failure, or repeated soft failures);
+             *     `draft.approved` comes in two granularities that may
              *     both arrive for one approval, a list-level one (`resource.type` `ContactList`, payload
              *     `approvedCount`) and a per-contact or digest one (`contactId`, or `count` plus `contactIds`),
              *     so key on the payload shape. Events about an erased contact are kept with personal data redacted.

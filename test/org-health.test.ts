@@ -3,6 +3,7 @@
 // budget), the recomputation after the changes that move it and by the sweep, org.health_changed
 // emitted on a change only, and the operator rows that show it.
 
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOrgHealthSweep } from '../src/account/org-health-sweep.js';
 import type { SystemDeps } from '../src/platform/services.js';
@@ -217,9 +218,16 @@ describe('bounce and complaint rates', () => {
     await sendHistory(org.id, 998);
     const complain = async () => {
       const c = await mkContact(api);
+      // About one of the organization's sends: a report matched to no send of ours changes nothing.
+      const messageId = `<${uid('m')}@seller.test>`;
+      await system(svc, (trx) =>
+        sql`UPDATE send_records SET to_email = ${c.email}, contact_id = ${c.id}, message_id = ${messageId}
+          WHERE organization_id = ${org.id} AND id = (
+            SELECT id FROM send_records WHERE organization_id = ${org.id} AND message_id IS NULL ORDER BY id LIMIT 1)`.execute(trx),
+      );
       const r = await svc.admin.POST('/organizations/{orgId}/inbound-messages', {
         params: { path: { orgId: org.id } },
-        body: { raw: arf(c.email) },
+        body: { raw: arf(c.email, messageId) },
       });
       expect(r.response.status).toBe(201);
       await settle(svc);
@@ -323,8 +331,8 @@ async function waitForState(org: TestOrg, state: string) {
   await waitFor(async () => (await health(org.id)).state === state, 30_000, `the organization to become ${state}`, 100);
 }
 
-/** An RFC 5965 abuse report about a message to `rcpt`. */
-function arf(rcpt: string): string {
+/** An RFC 5965 abuse report about our message `messageId` to `rcpt`. */
+function arf(rcpt: string, messageId: string): string {
   return [
     'From: Feedback Loop <fbl@isp.example>',
     'To: abuse-desk@seller.test',
@@ -352,7 +360,7 @@ function arf(rcpt: string): string {
     '',
     'From: Sales <sales@seller.test>',
     `To: ${rcpt}`,
-    `Message-ID: <${uid('m')}@seller.test>`,
+    `Message-ID: ${messageId}`,
     'Subject: A quick idea',
     '',
     'Hi',

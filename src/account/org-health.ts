@@ -68,7 +68,10 @@ async function readSignals(trx: Tx, orgIds: string[], now: Date): Promise<Signal
       (SELECT count(*)::int FROM research_runs r WHERE r.organization_id = o.id AND r.started_at >= ${usagePeriod(now).start}) AS research_used
     FROM organizations o
     CROSS JOIN LATERAL (
-      SELECT count(*)::int AS sends, count(*) FILTER (WHERE sr.status = 'bounced')::int AS bounces
+      -- Hard bounces only (the recipient class, or a bounce of before the classes): a refusal of the
+      -- sender counts against its mailbox (src/dispatch/health.ts), a soft failure against nothing.
+      SELECT count(*)::int AS sends,
+        count(*) FILTER (WHERE sr.status = 'bounced' AND coalesce(sr.bounce_class, 'recipient') = 'recipient')::int AS bounces
       FROM send_records sr WHERE sr.organization_id = o.id AND sr.sent_at > ${window} AND sr.status IN ('sent', 'possibly_sent', 'bounced')
     ) s
     WHERE o.id = ANY(${orgIds}::text[])

@@ -16,6 +16,8 @@ export interface AddressSuppression {
   reason: SuppressionReason;
   source: string | null;
   notes?: string | null;
+  /** When the entry stops applying; none (permanent) unless given. */
+  expiresAt?: Date | null;
 }
 /** Every address at a domain and its subdomains (the domain normalized by the caller, normalizeDomain). */
 export interface DomainSuppression {
@@ -54,20 +56,28 @@ export async function suppressAddress(
   const email = 'email' in s ? normalizeEmail(s.email) : null;
   const e =
     'erasureHmac' in s
-      ? { level: 'ADDRESS', email: null, hmac: s.erasureHmac, reason: 'ERASURE', source: 'erasure', notes: null }
+      ? { level: 'ADDRESS', email: null, hmac: s.erasureHmac, reason: 'ERASURE', source: 'erasure', notes: null, expiresAt: null }
       : 'domain' in s
-        ? { level: 'DOMAIN', email: s.domain, hmac: null, reason: s.reason, source: s.source, notes: null }
-        : { level: 'ADDRESS', email, hmac: null, reason: s.reason, source: s.source, notes: s.notes ?? null };
+        ? { level: 'DOMAIN', email: s.domain, hmac: null, reason: s.reason, source: s.source, notes: null, expiresAt: null }
+        : {
+            level: 'ADDRESS',
+            email,
+            hmac: null,
+            reason: s.reason,
+            source: s.source,
+            notes: s.notes ?? null,
+            expiresAt: s.expiresAt ?? null,
+          };
   // An entry is the one of its address (or domain) at its level, or the one of its hash.
   const key =
     e.hmac === null
       ? sql`(organization_id, level, email) WHERE email IS NOT NULL`
       : sql`(organization_id, email_hmac) WHERE email_hmac IS NOT NULL`;
   const r = await sql<{ id: string }>`
-    INSERT INTO suppression_entries AS e (organization_id, id, level, email, email_hmac, reason, source, notes)
-    VALUES (${organizationId}, ${newId('sup')}, ${e.level}, ${e.email}, ${e.hmac}, ${e.reason}, ${e.source}, ${e.notes})
+    INSERT INTO suppression_entries AS e (organization_id, id, level, email, email_hmac, reason, source, notes, expires_at)
+    VALUES (${organizationId}, ${newId('sup')}, ${e.level}, ${e.email}, ${e.hmac}, ${e.reason}, ${e.source}, ${e.notes}, ${e.expiresAt}::timestamptz)
     ON CONFLICT ${key} DO UPDATE
-      SET reason = EXCLUDED.reason, source = EXCLUDED.source, notes = EXCLUDED.notes, expires_at = NULL, created_at = now_ms()
+      SET reason = EXCLUDED.reason, source = EXCLUDED.source, notes = EXCLUDED.notes, expires_at = EXCLUDED.expires_at, created_at = now_ms()
       WHERE e.expires_at IS NOT NULL AND e.expires_at <= now()
     RETURNING id`.execute(trx);
   const id = r.rows[0]?.id;

@@ -1,7 +1,8 @@
 // An organization's mailboxes as the operator registers them: added (verified by an SMTP handshake
 // through the mailbox's own server, or the deployment's), changed and verified again, listed. The
 // SMTP URL and the DKIM key are stored sealed. A mailbox's state is a signal of the
-// organization's health.
+// organization's health; each answer carries what its sends met lately (hard bounces, refusals
+// by reason).
 import { sql, type UpdateObject } from 'kysely';
 import { type Database, type Db, type Tx, withOrg } from '../../db/database.js';
 import { recheckOrgHealth } from '../account/org-health.js';
@@ -10,6 +11,7 @@ import { invalid, notFound } from '../http/problems.js';
 import { smtpTransport, type Transport } from '../mail/transport.js';
 import { isoNN, newId } from '../platform/ids.js';
 import type { Services } from '../platform/services.js';
+import { type Deliverability, mailboxDeliverability } from './health.js';
 import { DEFAULT_MAILBOX_DAILY_CAP } from './settings.js';
 
 type NewMailbox = adminOperations['adminCreateMailbox']['requestBody']['content']['application/json'];
@@ -22,7 +24,7 @@ async function mailboxRow(trx: Tx, orgId: string, id: string) {
   return m;
 }
 
-const toMailbox = (m: MailboxRow) => ({
+const toMailbox = (m: MailboxRow, deliverability: Deliverability) => ({
   id: m.id,
   email: m.email,
   name: m.name,
@@ -31,8 +33,19 @@ const toMailbox = (m: MailboxRow) => ({
   statusReason: m.status_reason,
   ownSmtp: m.smtp_url_sealed !== null,
   dkim: m.dkim_domain && m.dkim_selector ? { domainName: m.dkim_domain, keySelector: m.dkim_selector } : null,
+  deliverability,
   createdAt: isoNN(m.created_at),
 });
+
+/** Mailboxes as the operator reads them, each with what its sends met lately (src/dispatch/health.ts). */
+async function withDeliverability(trx: Tx, orgId: string, rows: MailboxRow[]) {
+  const d = await mailboxDeliverability(
+    trx,
+    orgId,
+    rows.map((r) => r.id),
+  );
+  return rows.map((r) => toMailbox(r, d.get(r.id)!));
+}
 
 /** How long a handshake waits on the mailbox's server. */
 const HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -112,7 +125,7 @@ export async function createMailbox(db: Db, services: Services, orgId: string, b
       .returningAll()
       .executeTakeFirstOrThrow();
     await recheckOrgHealth(trx, orgId, services.clock);
-    return toMailbox(row);
+    return (await withDeliverability(trx, orgId, [row]))[0];
   });
 }
 
@@ -125,7 +138,7 @@ export async function listMailboxes(trx: Tx, orgId: string) {
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  return { data: rows.map(toMailbox) };
+  return { data: await withDeliverability(trx, orgId, rows) };
 }
 
 /**
@@ -160,6 +173,6 @@ export async function updateMailbox(db: Db, services: Services, orgId: string, m
       .returningAll()
       .executeTakeFirstOrThrow();
     if (failure !== undefined) await recheckOrgHealth(trx, orgId, services.clock);
-    return toMailbox(row);
+    return (await withDeliverability(trx, orgId, [row]))[0];
   });
 }

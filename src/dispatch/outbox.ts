@@ -59,6 +59,8 @@ export async function outboxMessages(trx: Tx, organizationId: string | undefined
       messageId: r.message_id,
       mailboxId: r.mailbox_id,
       step: r.step,
+      bounceReason: r.bounce_reason,
+      bounceClass: r.bounce_class as 'recipient' | null,
     })),
   };
 }

@@ -1,16 +1,19 @@
 // What becomes of a batch's steps: the gates' decisions (deferred, skipped) and the jobs they move
-// or drop; then, after the SMTP transactions, each claimed step's outcome: sent, bounced (5xx:
-// suppression, events, the sequence paused), tried again later (4xx, connection trouble), or
-// possibly sent (no answer after the whole message went over); with the events and the release
-// of each sequence's next step.
+// or drop; then, after the SMTP transactions, each claimed step's outcome: sent, failed for good
+// (a 5xx to RCPT TO or DATA: its reason read from the answer, the effects of its class:
+// src/dispatch/bounce.ts), tried again later (4xx, connection trouble; a 4xx still there after
+// the last attempt is then judged by its reason too), or possibly sent (no answer after the whole
+// message went over); with the events and the release of each sequence's next step.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { readBounceReason } from '../mail/bounce-reason.js';
+import { type BounceClass, type BounceReason, bounceClass } from '../mail/bounce-taxonomy.js';
 import type { SendOutcome } from '../mail/transport.js';
 import type { Clock } from '../platform/clock.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
 import type { Claim, Decision } from './batch.js';
-import { recordHardBounce } from './bounce.js';
+import { recordDeliveryFailure, STEP_FAILED_REASON } from './bounce.js';
 import { scheduleSends } from './queue.js';
 
 /** Delays before attempts 2..5 of a step whose SMTP answer was temporary. */
@@ -154,16 +157,39 @@ async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: S
   return events;
 }
 
-/** Phase 3 for a step the server refused for good (a hard bounce): the shared bounce, and the step failed. */
-async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome, clock: Clock): Promise<EmitInput[]> {
+/** The failure the receiving server stated at send time: its reason and class (src/mail/bounce-reason.ts). */
+function stated(outcome: SendOutcome): { reason: BounceReason; bounceClass: BounceClass; temporary: boolean } {
+  const status = REPLY_STATUS.exec(outcome.response)?.[1] ?? null;
+  const read = readBounceReason({ status, smtpCode: outcome.code, diagnostic: outcome.response, action: 'failed' });
+  return { reason: read.reason, bounceClass: bounceClass(read.reason, read.temporary), temporary: read.temporary };
+}
+/** An RFC 3463 status is read from a reply only right after its code (`550 5.1.1 …`, RFC 3463 section 1), never from its text. */
+const REPLY_STATUS = /^[245]\d\d[ -]([245]\.\d{1,3}\.\d{1,3})(?![\d.])/;
+
+/**
+ * Phase 3 for a step whose failure the server stated, for good (a 5xx) or still after the last
+ * attempt (a 4xx, `temporary`): the step failed, the failure recorded with its reason and its
+ * class's effects (src/dispatch/bounce.ts), send.failed and sequence.step_failed.
+ */
+async function recordFailure(
+  trx: Tx,
+  org: string,
+  c: Claim,
+  outcome: SendOutcome,
+  clock: Clock,
+  attempts: number | null,
+): Promise<EmitInput[]> {
   const ref = { sequenceId: c.sequenceId, contactId: c.contactId, draftId: c.draftId, step: c.step };
+  const { reason, bounceClass, temporary } = stated(outcome);
+  // Out of attempts, the step keeps its old code; a failure for good is named by its class.
+  const code = attempts === null ? STEP_FAILED_REASON[bounceClass] : 'transport_failed';
   await trx
     .updateTable('send_queue')
-    .set({ state: 'failed', held_by: 'hard_bounce', held_detail: outcome.response.slice(0, 500), updated_at: sql<Date>`now_ms()` })
+    .set({ state: 'failed', held_by: code, held_detail: outcome.response.slice(0, 500), updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', org)
     .where('id', '=', c.queueId)
     .execute();
-  const events = await recordHardBounce(
+  const { events } = await recordDeliveryFailure(
     trx,
     org,
     {
@@ -173,20 +199,34 @@ async function recordBounce(trx: Tx, org: string, c: Claim, outcome: SendOutcome
       mailboxId: c.mailbox.id,
       code: outcome.code,
       diagnostic: outcome.response,
+      reason,
+      bounceClass,
+      temporary,
       source: 'dispatcher',
+      outOfAttempts: attempts !== null,
     },
     clock,
   );
-  const failure = { ...ref, code: outcome.code, response: outcome.response };
+  const failure = {
+    ...ref,
+    code: outcome.code,
+    response: outcome.response,
+    bounceReason: reason,
+    bounceClass,
+    ...(attempts === null ? {} : { attempts }),
+  };
   events.push(
-    { type: 'send.failed', resource: { type: 'Draft', id: c.draftId }, data: { ...failure, permanent: true } },
-    { type: 'sequence.step_failed', resource: { type: 'Sequence', id: c.sequenceId }, data: { ...failure, reason: 'hard_bounce' } },
+    { type: 'send.failed', resource: { type: 'Draft', id: c.draftId }, data: { ...failure, permanent: attempts === null } },
+    { type: 'sequence.step_failed', resource: { type: 'Sequence', id: c.sequenceId }, data: { ...failure, reason: code } },
   );
   return events;
 }
 
-/** Phase 3 for a temporary failure: tried again after a growing delay, then given up with send.failed. */
-async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome): Promise<EmitInput[]> {
+/**
+ * Phase 3 for a temporary failure: tried again after a growing delay, then given up with
+ * send.failed; a failure the receiving server stated is then judged by its reason like a 5xx.
+ */
+async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome, clock: Clock): Promise<EmitInput[]> {
   await trx
     .updateTable('send_records')
     .set({ status: 'failed', smtp_response: outcome.response })
@@ -211,6 +251,7 @@ async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome)
     );
     return [];
   }
+  if (outcome.aboutRecipient) return recordFailure(trx, org, c, outcome, clock, q.attempts);
   await trx
     .updateTable('send_queue')
     .set({ state: 'failed', held_by: 'transport_failed', held_detail: outcome.response.slice(0, 500), updated_at: sql<Date>`now_ms()` })
@@ -240,8 +281,8 @@ export async function recordOutcomes(trx: Tx, org: string, done: { c: Claim; out
     done.filter((d) => d.outcome.kind === 'accepted'),
   );
   for (const { c, outcome } of done) {
-    if (outcome.kind === 'permanent') events.push(...(await recordBounce(trx, org, c, outcome, clock)));
-    else if (outcome.kind === 'temporary') events.push(...(await recordRetry(trx, org, c, outcome)));
+    if (outcome.kind === 'permanent') events.push(...(await recordFailure(trx, org, c, outcome, clock, null)));
+    else if (outcome.kind === 'temporary') events.push(...(await recordRetry(trx, org, c, outcome, clock)));
     else if (outcome.kind === 'unknown') await markPossiblySent(trx, org, c.recordId, outcome.response);
   }
   await emitMany(trx, org, events);

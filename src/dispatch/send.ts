@@ -50,6 +50,7 @@ async function dispatchBatch(deps: Deps, org: string, queueId: string | null): P
             response: "the mailbox's SMTP credentials cannot be read (the secret key changed): set the mailbox up again",
             code: null,
             providerMessageId: null,
+            aboutRecipient: false,
           };
       return { c, outcome };
     }),

@@ -14,10 +14,18 @@
 //       (both also make the contact QUALIFIED unless it is a CUSTOMER: contact.stage_changed);
 //   out of office: not a reply, nothing paused: the contact is out of office until the return date
 //     (default 7 days, at most 90), and the dispatcher holds its next step until then;
-//   a permanent delivery report (DSN 5.x.x): the hard bounce of the dispatcher (src/dispatch/bounce.ts);
-//   a temporary one (4.x.x, delayed): recorded on the message, nothing else;
-//   a complaint (ARF): COMPLAINT suppression, email.complained, the contact's sequences paused;
-//   other automatic mail: recorded only.
+//   a report (delivery or feedback) matched to no send of ours: recorded only (unmatched_report);
+//   a delivery report stating a failure for our send's recipient: the failure with its reason, and
+//     the effects of its class, as the dispatcher's own (src/dispatch/bounce.ts): hard_bounce
+//     (recipient: suppressed for ever), soft_bounce (counted; suppressed only when repeated),
+//     sender_refusal (counted against the mailbox), other_failure; a notice stating none
+//     (delivered, relayed, expanded, delayed) is recorded only (delivery_notice);
+//   a complaint (an abuse report, or a complaint forward): COMPLAINT suppression, email.complained,
+//     the contact's sequences paused; an opt-out (the recipient asking for no more mail): an
+//     UNSUBSCRIBE suppression, email.unsubscribed (source `feedback report`), the sequences paused
+//     (`unsubscribed`); any other feedback report (auth-failure, fraud, virus, not-spam, other) is
+//     recorded only (feedback_report): no suppression, no complaint counted;
+//   other automatic mail: recorded only, never a reply.
 // Event payloads carry ids, intent, confidence and reason: never the message text or an address
 // (suppression.added carries the suppressed address, as everywhere).
 import { sql } from 'kysely';
@@ -27,7 +35,8 @@ import { assigneeFor } from '../account/people.js';
 import { suppressAddress } from '../compliance/suppression-add.js';
 import { normalizeEmail } from '../crm/domains.js';
 import { setQualificationStatus } from '../crm/qualification.js';
-import { recordHardBounce } from '../dispatch/bounce.js';
+import { recordDeliveryFailure } from '../dispatch/bounce.js';
+import type { BounceClass } from '../mail/bounce-taxonomy.js';
 import type { Clock } from '../platform/clock.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import type { Deps } from '../platform/services.js';
@@ -35,6 +44,7 @@ import { pauseSequences } from '../sequences/lifecycle.js';
 import { openActionItem } from '../work/action-items.js';
 import { type Classification, INTENTS, type ParsedMail } from './analysis.js';
 import { classify, parseMail } from './analyze/index.js';
+import { judgeDeliveryReport } from './report-judgement.js';
 
 /** Out of office with no return date in the text: the contact is left alone this long (Interseller: 1 week; Unify: 14 days). */
 export const OOO_DEFAULT_DAYS = 7;
@@ -42,12 +52,47 @@ export const OOO_DEFAULT_DAYS = 7;
 export const OOO_MAX_DAYS = 90;
 const DAY_MS = 86_400_000;
 
-export type ReplyKind = 'reply' | 'out_of_office' | 'hard_bounce' | 'soft_bounce' | 'complaint' | 'automatic';
+export type ReplyKind =
+  | 'reply'
+  | 'out_of_office'
+  | 'hard_bounce'
+  | 'soft_bounce'
+  | 'sender_refusal'
+  | 'other_failure'
+  | 'delivery_notice'
+  | 'complaint'
+  | 'opt_out'
+  | 'feedback_report'
+  | 'unmatched_report'
+  | 'automatic';
 
-export function kindOf(mail: ParsedMail, c: Classification): ReplyKind {
+/** The kind of a delivery report by the class of the failure it states for our recipient. */
+const FAILURE_KIND: Record<BounceClass, ReplyKind> = {
+  recipient: 'hard_bounce',
+  soft: 'soft_bounce',
+  sender: 'sender_refusal',
+  other: 'other_failure',
+};
+
+/** The send a message was matched to, as far as its kind depends on it. */
+interface Matched {
+  sendRecordId: string | null;
+  toEmail: string | null;
+}
+
+/**
+ * What a message is. A report counts only when it was matched to a send of ours (else
+ * `unmatched_report`): a delivery report by what it states for that send's recipient, a feedback
+ * report as a complaint only when it is one. Automatic mail is never a reply.
+ */
+export function kindOf(mail: ParsedMail, c: Classification, sent: Matched): ReplyKind {
   const r = mail.report;
-  if (r?.kind === 'dsn') return r.recipients.some((x) => x.permanent) ? 'hard_bounce' : 'soft_bounce';
-  if (r?.kind === 'arf') return 'complaint';
+  if (r) {
+    if (sent.sendRecordId === null) return 'unmatched_report';
+    if (r.kind === 'arf') return r.complaint ? 'complaint' : r.feedbackType === 'opt-out' ? 'opt_out' : 'feedback_report';
+    const judged = judgeDeliveryReport(r, sent.toEmail);
+    return judged ? FAILURE_KIND[judged.bounceClass] : 'delivery_notice';
+  }
   if (c.intent === 'out_of_office') return 'out_of_office';
   if (mail.automatic.automatic || c.intent === 'bounce' || c.intent === 'complaint') return 'automatic';
   return 'reply';
@@ -108,6 +153,14 @@ async function applyEffects(
     : m.contactId
       ? { type: 'Contact', id: m.contactId }
       : { type: 'Message', id: m.id };
+  /** An UNSUBSCRIBE suppression of the address and, when new, email.unsubscribed. */
+  const unsubscribe = async (address: string | null, source: string) => {
+    const added = address ? await suppressAddress(trx, org, { email: address, reason: 'UNSUBSCRIBE', source }) : null;
+    if (added) {
+      done.push('suppressed');
+      events.push(added.event, { type: 'email.unsubscribed', resource: about, data: { ...ref, draftId: m.draftId, step: m.step, source } });
+    }
+  };
   if (kind === 'reply') {
     // The draft it answers, else the contact's latest sent one.
     const replied = await sql<{ id: string }>`
@@ -119,18 +172,7 @@ async function applyEffects(
     if (replied.rows.length) done.push('replied_at');
     if (m.contactId && (await pauseSequences(trx, org, [m.contactId], c.intent === 'unsubscribe' ? 'unsubscribed' : 'replied')) > 0)
       done.push('paused');
-    if (c.intent === 'unsubscribe') {
-      const address = m.contactEmail ?? (m.fromEmail ? normalizeEmail(m.fromEmail) : null);
-      const added = address ? await suppressAddress(trx, org, { email: address, reason: 'UNSUBSCRIBE', source: 'reply' }) : null;
-      if (added) {
-        done.push('suppressed');
-        events.push(added.event, {
-          type: 'email.unsubscribed',
-          resource: about,
-          data: { ...ref, draftId: m.draftId, step: m.step, source: 'reply' },
-        });
-      }
-    }
+    if (c.intent === 'unsubscribe') await unsubscribe(m.contactEmail ?? (m.fromEmail ? normalizeEmail(m.fromEmail) : null), 'reply');
     if (c.intent === 'interested' || c.intent === 'meeting_request') {
       const meeting = c.intent === 'meeting_request';
       const facts = { ...ref, intent: c.intent, confidence: c.confidence, reason: c.reason };
@@ -169,34 +211,40 @@ async function applyEffects(
       .where('id', '=', m.contactId)
       .execute();
     done.push('out_of_office');
-  } else if (kind === 'hard_bounce' && mail.report?.kind === 'dsn') {
-    // Each of our messages has one recipient: a permanent failure reported on it is that recipient's bounce.
-    const failed = mail.report.recipients.find((x) => x.permanent)!;
-    const email = m.sendRecordId ? m.toEmail : m.contactEmail;
-    if (email) {
-      const bounced = await recordHardBounce(
+  } else if (mail.report?.kind === 'dsn' && m.sendRecordId && m.toEmail) {
+    // A failure stated for our recipient (a notice states none): judged by its reason's class.
+    const judged = judgeDeliveryReport(mail.report, m.toEmail);
+    if (judged) {
+      const failure = await recordDeliveryFailure(
         trx,
         org,
         {
           recordId: m.sendRecordId,
-          email,
+          email: m.toEmail,
           contactId: m.contactId,
-          sequenceId: m.sendRecordId ? m.recordSequenceId : null,
+          sequenceId: m.recordSequenceId,
           draftId: m.draftId,
           step: m.step,
           mailboxId: m.mailboxId,
-          code: failed.status,
-          diagnostic: [failed.status, failed.diagnostic].filter(Boolean).join(' ') || 'delivery report',
+          code: judged.status,
+          diagnostic: [judged.status, judged.diagnostic].filter(Boolean).join(' ') || 'delivery report',
+          reason: judged.reason,
+          bounceClass: judged.bounceClass,
+          temporary: judged.temporary,
           source: 'delivery report',
           extra: { messageId: m.id },
         },
         clock,
       );
-      if (bounced.length) done.push('hard_bounce');
-      events.push(...bounced);
+      if (failure.events.length) done.push('bounce_recorded', ...failure.effects);
+      events.push(...failure.events);
     }
+  } else if (kind === 'opt_out') {
+    // The recipient asks for no more mail (an opt-out feedback report, Apple Mail's unsubscribe message): not a complaint, not a reply.
+    await unsubscribe(m.toEmail, 'feedback report');
+    if (m.contactId && (await pauseSequences(trx, org, [m.contactId], 'unsubscribed')) > 0) done.push('paused');
   } else if (kind === 'complaint' && mail.report?.kind === 'arf') {
-    const email = m.sendRecordId ? m.toEmail : m.contactEmail;
+    const email = m.toEmail;
     if (email) {
       const added = await suppressAddress(trx, org, {
         email,
@@ -262,8 +310,8 @@ export async function recordClassification(
   clock: Clock,
 ): Promise<void> {
   const c = sane(classification);
-  const kind = kindOf(mail, c);
-  const oooUntil = kind === 'out_of_office' ? outOfOfficeUntil(c.returnDate, new Date()) : null;
+  // Out of office is never a report (a report's kind is known once its send is read, below).
+  const oooUntil = mail.report === null && c.intent === 'out_of_office' ? outOfOfficeUntil(c.returnDate, new Date()) : null;
   const updated = await sql<{
     contact_id: string | null;
     send_record_id: string | null;
@@ -305,6 +353,7 @@ export async function recordClassification(
     step: ctx.step,
     recordSequenceId: ctx.record_sequence_id,
   };
+  const kind = kindOf(mail, c, m);
   const { events, done } = await applyEffects(trx, org, m, mail, c, kind, oooUntil, clock);
   await emitMany(trx, org, [
     {

@@ -7,7 +7,9 @@
 //   3. otherwise the organization is the operator row's; over SMTP, the one whose mailbox is a
 //      recipient, else the only one that has the sender as a live contact.
 // The contact is the send record's, else the organization's live contact with the sender's
-// address (for a report: the failed or complaining recipient; its sender is a mailer-daemon).
+// address. A delivery or complaint report counts only when matched to a send of ours (1 or 2);
+// matched, it reaches that send's contact; unmatched, it is stored in the organization step 3
+// finds (by its failed or complaining recipient: its sender is a mailer-daemon) with no contact.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { erasureHmac, usableErasureSecret } from '../compliance/suppression-match.js';
@@ -213,12 +215,15 @@ export async function routeMessage(
       : person === null
         ? { contactId: null, erased: false }
         : await personIn(trx, home.org, person, deps.erasureSecret);
+  // A report that names no message of ours is stored for the operator and reaches no contact: who
+  // it names may not be anyone we wrote to (a forged or misdirected report changes nothing).
+  const contactId = mail.report ? null : who.contactId;
   return {
     organizationId: home.org,
     record: null,
-    contactId: who.contactId,
+    contactId,
     erased: who.erased,
-    threadMethod: who.contactId !== null ? 'sender' : 'none',
+    threadMethod: contactId !== null ? 'sender' : 'none',
     recipient: home.recipient ?? input.recipients[0] ?? null,
   };
 }

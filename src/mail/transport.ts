@@ -1,7 +1,8 @@
 // Where messages go: an SMTP server through nodemailer's connection pool (SMTP_URL, or a
 // mailbox's own URL), or, with no SMTP_URL, the capture transport, which accepts every message
 // and keeps it only in the outbox (GET /admin/api/outbox). An SMTP answer is classified for the
-// dispatcher: accepted (2xx), permanent (5xx: a hard bounce), temporary (4xx, connection trouble,
+// dispatcher: accepted (2xx), permanent (5xx to RCPT TO or DATA: a delivery failure, whose reason
+// and class decide its effects: src/dispatch/bounce.ts), temporary (4xx, connection trouble,
 // a timeout before the message went over: tried again later), or unknown (the whole message went
 // over and the connection failed before the server answered: it may have been delivered, so it is
 // never sent again; RFC 5321 section 6.1 names this duplicate-delivery window).
@@ -16,6 +17,12 @@ export interface SendOutcome {
   code: number | null;
   /** The message id the provider reports, when it differs from ours. */
   providerMessageId: string | null;
+  /**
+   * The answer is the receiving side's to RCPT TO or DATA (a delivery failure with a reason, read
+   * from it by src/mail/bounce-reason.ts), not trouble of the transport (a connection, a login, our
+   * sender address). Set on permanent and temporary outcomes; false otherwise.
+   */
+  aboutRecipient: boolean;
 }
 
 export interface Transport {
@@ -77,6 +84,7 @@ export function captureTransport(): Transport {
       response: '250 captured (no SMTP_URL: kept in the outbox)',
       code: 250,
       providerMessageId: null,
+      aboutRecipient: false,
     }),
     verify: async () => null,
     close: () => {},
@@ -110,7 +118,13 @@ export function smtpTransport(url: string, opts: { timeoutMs?: number; maxConnec
         const info = (await t.sendMail({ ...message, [HANDOVER]: handOver } as Mail.Options)) as { response?: string; messageId?: string };
         const response = info.response ?? '250 accepted';
         const provider = /queued as\s+(\S+)/i.exec(response)?.[1] ?? null;
-        return { kind: 'accepted', response, code: Number(response.slice(0, 3)) || 250, providerMessageId: provider };
+        return {
+          kind: 'accepted',
+          response,
+          code: Number(response.slice(0, 3)) || 250,
+          providerMessageId: provider,
+          aboutRecipient: false,
+        };
       } catch (e) {
         const err = e as { responseCode?: number; response?: string; code?: string; command?: string; message: string };
         const code = typeof err.responseCode === 'number' ? err.responseCode : null;
@@ -119,12 +133,20 @@ export function smtpTransport(url: string, opts: { timeoutMs?: number; maxConnec
         // is this transport's trouble, not the recipient's, and is tried again.
         const aboutMessage = err.command === undefined || /^(RCPT TO|DATA)/i.test(err.command);
         if (code === null && handOver.done)
-          return { kind: 'unknown', response: `no answer after the message went over (${response})`, code, providerMessageId: null };
+          return {
+            kind: 'unknown',
+            response: `no answer after the message went over (${response})`,
+            code,
+            providerMessageId: null,
+            aboutRecipient: false,
+          };
+        const aboutRecipient = code !== null && aboutMessage && err.code !== 'EAUTH';
         return {
-          kind: code !== null && code >= 500 && aboutMessage && err.code !== 'EAUTH' ? 'permanent' : 'temporary',
+          kind: aboutRecipient && code !== null && code >= 500 ? 'permanent' : 'temporary',
           response,
           code,
           providerMessageId: null,
+          aboutRecipient,
         };
       }
     },

@@ -1,5 +1,6 @@
 // A real SMTP server on loopback (the smtp-server package) for dispatcher tests and the sending
-// bench. Per recipient it accepts (250), answers temporarily (451), permanently (550), hangs on
+// bench. Per recipient it accepts (250), answers temporarily (451), permanently (550), with a
+// reply of the test's own (a refusal of the sender, a full mailbox: `{ reply, text }`), hangs on
 // the recipient (before any of the message) or on the message (after all of it) until the client
 // gives up; it records every message it received, raw (`hung` those it never answered).
 
@@ -7,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { waitFor } from './wait.js';
 
-export type SinkBehaviour = 'accept' | 'temporary' | 'permanent' | 'hang' | 'hang-rcpt';
+export type SinkBehaviour = 'accept' | 'temporary' | 'permanent' | 'hang' | 'hang-rcpt' | { reply: number; text: string };
 
 export interface SinkMessage {
   from: string;
@@ -46,6 +47,10 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     size: 10 * 1024 * 1024,
     onRcptTo(address, _session, cb) {
       const b = behaviour(address.address);
+      if (typeof b === 'object') {
+        cb(Object.assign(new Error(b.text), { responseCode: b.reply }));
+        return;
+      }
       if (b === 'permanent') {
         const e = new Error(`5.1.1 <${address.address}>: user unknown`) as Error & { responseCode: number };
         e.responseCode = 550;
