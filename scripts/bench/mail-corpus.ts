@@ -379,6 +379,8 @@ function judge(o: Outcome): string {
   if (!o.stored) return 'not-stored';
   if (!o.classified) return 'unclassified';
   if (o.complained) return 'complaint';
+  // An opt-out feedback report honoured as an unsubscribe (the corpus files it under complaints).
+  if (/opt-out/.test(o.intentReason ?? '') && o.suppressed?.reason === 'UNSUBSCRIBE') return 'complaint';
   if (o.takenAsReply) return 'human-reply';
   const arf = /\barf:([a-z-]+)/i.exec(o.intentReason ?? '');
   if (arf || o.intent === 'complaint') return arf?.[1].toLowerCase() === 'auth-failure' ? 'auth-failure' : 'report';
@@ -479,14 +481,19 @@ function report(ctx: BenchContext, corpus: string, rows: Row[], extra: { fivexx:
   for (const r of asReply)
     log(`    ${r.x.file} (${r.x.cls}; intent ${r.o?.intent}, ${r.o?.intentReason}; paused ${r.o?.pausedReasons.join(',') || '-'})`);
   const complaints = done.filter((r) => r.x.cls === 'complaint');
-  const honoured = complaints.filter((r) => r.o?.complained && r.o.suppressed?.reason === 'COMPLAINT').length;
+  // The corpus files a feedback report whose type is opt-out (the recipient asking to stop, not a
+  // spam report) under complaints; the service honours it as an unsubscribe.
+  const honours = (o: Outcome | null | undefined) =>
+    (o?.complained && o.suppressed?.reason === 'COMPLAINT') ||
+    (/opt-out/.test(o?.intentReason ?? '') && o?.suppressed?.reason === 'UNSUBSCRIBE');
+  const honoured = complaints.filter((r) => honours(r.o)).length;
   line(
-    'complaints honoured (COMPLAINT suppression)',
+    'complaints honoured (COMPLAINT suppression; an opt-out report: UNSUBSCRIBE)',
     { honoured: `${honoured}/${complaints.length}` },
     'all',
     honoured === complaints.length,
   );
-  for (const r of complaints.filter((r) => !(r.o?.complained && r.o.suppressed?.reason === 'COMPLAINT')))
+  for (const r of complaints.filter((r) => !honours(r.o)))
     log(`    missed: ${r.x.file} (judged ${r.judged}; intent ${r.o?.intent}, ${r.o?.intentReason})`);
   const auth = done.filter((r) => r.x.cls === 'auth-failure');
   const authAsComplaint = auth.filter((r) => r.o?.complained).length;
