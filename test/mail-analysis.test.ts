@@ -473,6 +473,8 @@ describe('delivery and complaint reports', () => {
           action: 'failed',
           status: '5.1.1',
           permanent: true,
+          reason: 'user_unknown',
+          bounceClass: 'recipient',
           diagnostic: `smtp; 550 5.1.1 <${FROM}>: Recipient address rejected: User unknown in virtual mailbox table`,
         },
       ],
@@ -488,6 +490,8 @@ describe('delivery and complaint reports', () => {
           action: 'delayed',
           status: '4.4.1',
           permanent: false,
+          reason: 'network_error',
+          bounceClass: 'soft',
           diagnostic: 'X-Postfix; connect to mx.customer.example[203.0.113.25]:25: Connection timed out',
         },
       ],
@@ -550,8 +554,24 @@ describe('delivery and complaint reports', () => {
     const { mail, c } = await analyze(raw('failed', '5.1.1'));
     expect(mail.report).toMatchObject({ kind: 'dsn', heuristic: false, originalMessageId: OUTBOUND_ID });
     expect((mail.report as { recipients: unknown[] }).recipients).toEqual([
-      { recipient: FROM, action: 'failed', status: '5.1.1', diagnostic: null, permanent: true },
-      { recipient: 'bob@customer.example', action: 'failed', status: '5.2.2', diagnostic: 'smtp; 552 5.2.2 Mailbox full', permanent: true },
+      {
+        recipient: FROM,
+        action: 'failed',
+        status: '5.1.1',
+        diagnostic: null,
+        permanent: true,
+        reason: 'user_unknown',
+        bounceClass: 'recipient',
+      },
+      {
+        recipient: 'bob@customer.example',
+        action: 'failed',
+        status: '5.2.2',
+        diagnostic: 'smtp; 552 5.2.2 Mailbox full',
+        permanent: true,
+        reason: 'mailbox_full',
+        bounceClass: 'soft',
+      },
     ]);
     expect(c).toMatchObject({ intent: 'bounce', reason: 'dsn:5.1.1', source: 'report', confidence: CONFIDENCE.dsn });
     const delivered = await analyze(
@@ -569,6 +589,8 @@ describe('delivery and complaint reports', () => {
         action: 'failed',
         status: '5.1.1',
         permanent: true,
+        reason: 'user_unknown',
+        bounceClass: 'recipient',
         diagnostic: expect.stringMatching(/^550 5\.1\.1 The email account that you tried to reach does not exist/),
       },
     ]);
@@ -577,7 +599,7 @@ describe('delivery and complaint reports', () => {
       kind: 'dsn',
       heuristic: true,
       originalMessageId: OUTBOUND_ID,
-      recipients: [{ recipient: FROM, status: '5.1.1', permanent: true }],
+      recipients: [{ recipient: FROM, status: '5.1.1', permanent: true, reason: 'user_unknown', bounceClass: 'recipient' }],
     }); // id from the inline copy
     const ndr = await analyze(
       message(
@@ -596,7 +618,16 @@ describe('delivery and complaint reports', () => {
     expect(ndr.mail.report).toMatchObject({
       kind: 'dsn',
       heuristic: true,
-      recipients: [{ recipient: 'bob@customer.example', status: '5.1.10', permanent: true, action: 'failed' }],
+      recipients: [
+        {
+          recipient: 'bob@customer.example',
+          status: '5.1.10',
+          permanent: true,
+          action: 'failed',
+          reason: 'user_unknown',
+          bounceClass: 'recipient',
+        },
+      ],
     });
     expect(ndr.c).toMatchObject({ intent: 'bounce', reason: 'dsn-heuristic:5.1.10', confidence: CONFIDENCE.dsnHeuristic });
     const smtpOnly = await parseMail(
@@ -605,7 +636,10 @@ describe('delivery and complaint reports', () => {
         `<${FROM}>:\n198.51.100.2 does not like recipient.\nRemote host said: 550 sorry, no mailbox here by that name.`,
       ),
     );
-    expect(smtpOnly.report).toMatchObject({ heuristic: true, recipients: [{ recipient: FROM, status: null, permanent: true }] });
+    expect(smtpOnly.report).toMatchObject({
+      heuristic: true,
+      recipients: [{ recipient: FROM, status: null, permanent: true, reason: 'user_unknown', bounceClass: 'recipient' }],
+    });
     const delay = await parseMail(
       message(
         { From: 'postmaster@mx.example', Subject: 'Delivery delayed: Quick idea' },
@@ -619,7 +653,9 @@ describe('delivery and complaint reports', () => {
         `Delivery to ${FROM} is delayed: 451 4.4.1 no answer from host. Will retry.`,
       ),
     );
-    expect(delayCoded.report).toMatchObject({ recipients: [{ recipient: FROM, status: '4.4.1', permanent: false, action: 'delayed' }] });
+    expect(delayCoded.report).toMatchObject({
+      recipients: [{ recipient: FROM, status: '4.4.1', permanent: false, action: 'delayed', reason: 'network_error', bounceClass: 'soft' }],
+    });
   });
 
   it('no bounce from a person, or from a mailer-daemon notice stating no failure', async () => {

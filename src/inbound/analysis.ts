@@ -2,6 +2,7 @@
 // MIME parsing, automatic mail, delivery and complaint reports, quote stripping, intent) and the
 // ingestion pipeline (threading, storage, effects). The analysis never throws on what arrives from
 // outside: a malformed message yields what could be read, a failing model the rules' answer.
+import type { BounceClass, BounceReason } from '../mail/bounce-taxonomy.js';
 
 export const INTENTS = [
   'interested',
@@ -18,10 +19,26 @@ export type Intent = (typeof INTENTS)[number];
 /** The layer that decided: headers (automatic mail), a delivery or complaint report, the phrase rules, the model, or nothing matched. */
 export type IntentSource = 'header' | 'report' | 'rules' | 'model' | 'default';
 
+/** One recipient of a delivery report: what the report says of it, and the reason read from that. */
+export interface ReportRecipient {
+  recipient: string;
+  /** RFC 3464 Action (`failed`, `delayed`, `delivered`, ...); a notice without fields: `failed` or `delayed`. */
+  action: string | null;
+  /** RFC 3463 status, from the Status field or where the text gives one as such. */
+  status: string | null;
+  diagnostic: string | null;
+  /** A 5.x.x status, else a failed action (a notice without fields: not stated as temporary). */
+  permanent: boolean;
+  /** Why it failed (src/mail/bounce-reason.ts); `undefined` when nothing says. */
+  reason: BounceReason;
+  /** The reason's class of effect, temporary failures of the recipient being soft (src/mail/bounce-taxonomy.ts). */
+  bounceClass: BounceClass;
+}
+
 /** An RFC 3464 delivery status notification (or a bounce recognised by the heuristic fallback). */
 export interface DeliveryReport {
   kind: 'dsn';
-  recipients: { recipient: string; action: string | null; status: string | null; diagnostic: string | null; permanent: boolean }[];
+  recipients: ReportRecipient[];
   /** Message-ID of the returned message (from its text/rfc822-headers or message/rfc822 part), `<...>` form. */
   originalMessageId: string | null;
   /** True when found by the fallback (no proper multipart/report), e.g. X-Failed-Recipients or a mailer-daemon text. */

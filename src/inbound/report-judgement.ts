@@ -43,7 +43,7 @@ export function judgeDeliveryReport(report: DeliveryReport, sentTo: string | nul
   // A failure notice found by the heuristic states a failure even when it names no address it could read.
   const entries: Entry[] =
     report.recipients.length === 0 && report.heuristic && to !== null
-      ? [{ recipient: to, action: 'failed', status: null, diagnostic: null, permanent: true }]
+      ? [{ recipient: to, action: 'failed', status: null, diagnostic: null, permanent: true, reason: 'undefined', bounceClass: 'other' }]
       : report.recipients;
   const ours = entries.filter((e) => to !== null && normalizeEmail(e.recipient) === to);
   const failures = (ours.length ? ours : entries).filter(failed);

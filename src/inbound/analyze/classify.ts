@@ -98,14 +98,17 @@ function fromReport(mail: ParsedMail): Classification | null {
   }
   const prefix = r.heuristic ? 'dsn-heuristic' : 'dsn';
   const failed = r.recipients.filter(
-    (x) => x.action === 'failed' || x.action === 'delayed' || x.status?.startsWith('5') || x.status?.startsWith('4'),
+    (x) =>
+      x.action === 'failed' || x.action === 'delayed' || x.action === 'expired' || x.status?.startsWith('5') || x.status?.startsWith('4'),
   );
   if (r.recipients.length > 0 && failed.length === 0) {
     // a success notice (delivered, relayed, expanded): a report, but nothing bounced
     return result('other', CONFIDENCE.dsnDelivered, `${prefix}:${r.recipients[0].action ?? 'delivered'}`, 'report');
   }
   const first = failed.find((x) => x.permanent) ?? failed[0];
-  return result('bounce', r.heuristic ? CONFIDENCE.dsnHeuristic : CONFIDENCE.dsn, `${prefix}:${first?.status ?? 'unknown'}`, 'report');
+  // the status a person can look up, else the reason read from the wording
+  const code = first?.status ?? (first && first.reason !== 'undefined' ? first.reason : 'unknown');
+  return result('bounce', r.heuristic ? CONFIDENCE.dsnHeuristic : CONFIDENCE.dsn, `${prefix}:${code}`, 'report');
 }
 
 /** The evidence kind of an automatic reason: `auto-submitted:auto-replied` → `auto-submitted`. */

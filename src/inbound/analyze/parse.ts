@@ -86,26 +86,35 @@ export const emptyMail = (): ParsedMail => ({
 const MAX_HEADER_BYTES = 256 * 1024;
 
 /**
- * A multipart message whose parts use another boundary than the one declared (a broken
- * generator) reads as empty; when the body's first delimiter line names a different boundary,
- * the message is read again with that one.
+ * A multipart message that reads as empty is read again, repaired, when its generator broke it in
+ * one of the ways mail servers' notices are seen to: the parts use another boundary than the one
+ * declared (read with the body's first delimiter line); a part's Content-Type parameters continue
+ * on a line that is not indented ("boundary=..." on its own line); or the body has no delimiter
+ * line at all (read as the plain text it is).
  */
 function repairedBoundary(buf: Buffer, mime: MimeMail): Buffer | null {
   const ct = mime.headers?.get('content-type') as StructuredHeader | undefined;
-  const declared = ct?.params?.boundary;
-  if (!ct?.value?.startsWith('multipart/') || !declared || mime.text || mime.html || (mime.attachments?.length ?? 0) > 0) return null;
+  if (!ct?.value?.startsWith('multipart/') || mime.text || mime.html || (mime.attachments?.length ?? 0) > 0) return null;
   const at = headerEnd(buf, MAX_HEADER_BYTES);
   if (!at) return null;
+  const declared = ct.params?.boundary;
   const body = buf.subarray(at.body);
-  const line = body
+  const lines = body
     .subarray(0, 64 * 1024)
     .toString('latin1')
-    .split(/\r?\n/)
-    .find((l) => l.startsWith('--') && l.length <= 200);
+    .split(/\r?\n/);
+  const unindented = /(content-type:[^\r\n]{0,200};[ \t]*\r?\n)([a-z-]{1,40}[ \t]*=)/gi;
+  const whole = buf.toString('latin1');
+  if (unindented.test(whole)) return Buffer.from(whole.replace(unindented, '$1\t$2'), 'latin1');
+  const line = lines.find((l) => l.startsWith('--') && l.length <= 200);
   const found = line?.slice(2).trim().replace(/--$/, '');
-  if (!found || found === declared) return null;
-  const head = buf.subarray(0, at.body).toString('latin1').replace(declared, found);
-  return Buffer.concat([Buffer.from(head, 'latin1'), body]);
+  const head = buf.subarray(0, at.body).toString('latin1');
+  if (!found) {
+    const plain = head.replace(/^content-type:[^\r\n]*(?:\r?\n[ \t][^\r\n]*)*/im, 'Content-Type: text/plain; charset=utf-8');
+    return plain === head ? null : Buffer.concat([Buffer.from(plain, 'latin1'), body]);
+  }
+  if (!declared || found === declared) return null;
+  return Buffer.concat([Buffer.from(head.replace(declared, found), 'latin1'), body]);
 }
 
 async function readMime(buf: Buffer): Promise<MimeMail | null> {
