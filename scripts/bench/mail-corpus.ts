@@ -1,6 +1,6 @@
 // Mail corpus bench: `npm run bench mail-corpus DIR` (flags after `--`: `npm run bench -- mail-corpus
-// DIR --list`). DIR is a corpus folder laid out like ../shared/corpora/mail/dev/sisimai
-// (messages/*.eml and expectations.json, whose "labels" text says what each class means), or a
+// DIR --list`). DIR is a corpus folder laid out like the public sisimai
+// test set (messages/*.eml and expectations.json, whose "labels" text says what each class means), or a
 // folder of such folders. The corpus is public material the project does not commit, so this area
 // is not in the default set (unless BENCH_MAIL_CORPUS names the folder).
 //
@@ -39,7 +39,7 @@ const STEPS = [
 ];
 
 const USAGE = `[mail-corpus] needs a corpus folder: npm run bench mail-corpus DIR
-  DIR holds messages/*.eml and expectations.json (like ../shared/corpora/mail/dev/sisimai), or folders that do.
+  DIR holds messages/*.eml and expectations.json (e.g. the public sisimai test set), or folders that do.
   Flags go after --: npm run bench -- mail-corpus DIR --list  (or BENCH_MAIL_LIST=1) lists the misjudged files.
   BENCH_MAIL_CORPUS=DIR adds the area to the default set of npm run bench.`;
 
