@@ -289,6 +289,24 @@ describe('who sent it', () => {
     expect(await itemsOf(nodmarc.s.org.id)).toEqual([]);
   });
 
+  it('a message carrying more than 10 body-hashing signatures is not checked: it stays unauthenticated, however well signed', async () => {
+    const sent = await outreach();
+    const theirs = signingDomain(dns, domainOf(sent.c.email));
+    const signed = await theirs.sign(reply({ from: sent.c.email, to: sent.mailbox }, INTERESTED));
+    // Ten more signatures of other lengths (each would hash the body again) ahead of the genuine one.
+    const extra = Array.from(
+      { length: 10 },
+      (_, i) => `DKIM-Signature: v=1; a=rsa-sha256; d=${theirs.domain}; s=sel1; l=${i + 1}; h=from; bh=x; b=x`,
+    );
+    const asked = dns.queries.length;
+    await deliver(`${extra.join('\r\n')}\r\n${signed}`, [sent.mailbox], sent.c.email);
+    await settle(svc);
+    const [m] = await inboundOf(sent.s.org.id);
+    expect(m).toMatchObject({ intent: 'interested', authenticated: false, authentication: { by: null, dkim: 'permerror' } });
+    expect(dns.queries.slice(asked)).toEqual([]);
+    expect(await itemsOf(sent.s.org.id)).toEqual([]);
+  });
+
   it('a message the operator files is trusted: it is authenticated and acts', async () => {
     const sent = await outreach();
     const r = await svc.admin.POST('/organizations/{orgId}/inbound-messages', {

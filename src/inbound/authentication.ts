@@ -18,6 +18,13 @@ import type { Route } from './route.js';
 /** All DNS of one message's checks, in all (issue 26): past it the message is not authenticated. */
 export const AUTH_DNS_BUDGET_MS = 3000;
 
+/**
+ * Body-hashing signatures (DKIM-Signature, ARC-Message-Signature) checked per message at most: each
+ * distinct one hashes the body again, so a message carrying many is not checked at all (a forwarded
+ * message through a few lists carries a handful).
+ */
+export const MAX_SIGNATURES = 10;
+
 export type AuthenticatedBy = 'operator' | 'token' | 'thread' | 'dmarc';
 
 /** What the SMTP session said about the sending side (the SPF inputs). */
@@ -67,9 +74,21 @@ export async function checkSender(
   session: SmtpSession,
   opts: { servers: readonly string[] | null; budgetMs?: number; mta?: string },
 ): Promise<SenderChecks> {
+  const head = raw
+    .subarray(0, 256 * 1024)
+    .toString('latin1')
+    .split(/\r?\n\r?\n/, 1)[0];
+  if ((head.match(/^(dkim-signature|arc-message-signature)[ \t]*:/gim) ?? []).length > MAX_SIGNATURES)
+    return { spf: 'none', dkim: 'permerror', dmarc: 'none', arc: 'permerror', dnsTimedOut: false };
   const budgetMs = opts.budgetMs ?? AUTH_DNS_BUDGET_MS;
   const resolver = budgetedResolver(opts.servers, budgetMs);
-  const failed: SenderChecks = { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror', arc: 'temperror', dnsTimedOut: true };
+  const failed = (dnsTimedOut: boolean): SenderChecks => ({
+    spf: 'temperror',
+    dkim: 'temperror',
+    dmarc: 'temperror',
+    arc: 'temperror',
+    dnsTimedOut,
+  });
   let timer: NodeJS.Timeout | undefined;
   // The lookups are bounded by the resolver; this bounds the rest (hashing a large body included).
   const late = new Promise<null>((resolve) => {
@@ -83,10 +102,11 @@ export async function checkSender(
     mta: opts.mta,
     resolver: resolver.resolve as (name: string, rrtype: string) => Promise<string[][] | string[]>,
     disableBimi: true,
-  }).catch(() => null);
+  }).catch(() => 'error' as const);
   try {
     const r = await Promise.race([checked, late]);
-    if (r === null) return failed;
+    if (r === null) return failed(true);
+    if (r === 'error') return failed(resolver.expired());
     const dkim = r.dkim.results?.find((x) => x.status?.result === 'pass') ?? r.dkim.results?.[0];
     const checks = { spf: word(r.spf), dkim: word(dkim), dmarc: word(r.dmarc), arc: word(r.arc), dnsTimedOut: resolver.expired() };
     // A DMARC answer reached after the budget cut a lookup short is not trusted either way.
