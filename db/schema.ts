@@ -429,6 +429,8 @@ export interface Mailboxes {
 }
 
 export interface Messages {
+  authenticated: Generated<boolean>;
+  authentication: Json | null;
   automatic: Generated<boolean>;
   body: Generated<string>;
   channel: Generated<string>;

@@ -254,6 +254,10 @@ export interface paths {
          *     to the organization's live contact with the sender's address (for a report: its failed or
          *     complaining recipient). A sender that matches no contact is still stored, with `contactId` null.
          *
+         *     A message filed here is trusted (`authenticated: true`: the operator vouches for its sender),
+         *     unlike mail arriving at the listener, which acts only when its sender is shown (a reply token,
+         *     a thread to our message to that address, or an aligned DMARC pass).
+         *
          *     It is stored (direction `INBOUND`), emits `reply.received`, and is classified in the background
          *     (`intent`, `intentConfidence`, `reply.classified`, and the effects on the contact and its
          *     sequence); wait for GET /queue to drain. Idempotent on the message's Message-ID (one without a
@@ -484,8 +488,8 @@ export interface paths {
          * List the ready-made custom rules
          * @description The ready-made rules an operator can enable with `POST /organizations/{orgId}/rules
          *     {"template": ...}`: `hot_reply` (reply.classified, intent interested or meeting_request with
-         *     confidence >= 0.7: rule.hot_reply), `objection` (reply.classified, intent not_interested:
-         *     rule.objection), `lead_qualified` (inbound.lead_received with fitScore >= 60, the
+         *     confidence >= 0.7, authenticated: rule.hot_reply), `objection` (reply.classified, intent
+         *     not_interested, authenticated: rule.objection), `lead_qualified` (inbound.lead_received with fitScore >= 60, the
          *     qualification threshold: rule.lead_qualified) and `deal_at_risk` (deal.next_step_overdue,
          *     an open deal past its close date, emitted at or before deal.slipped: rule.deal_at_risk).
          */
@@ -976,15 +980,17 @@ export interface components {
          *     - `complaint_rate` (degraded from 0.1%, blocked from 0.3%): `complaints`, `sends`, `ratePct`, `thresholdPct`, `windowDays` (28); once at least 20 sends.
          *     - `webhook_endpoint_disabled` (degraded): `endpointId`, `url`.
          *     - `research_budget_exhausted` (degraded): `used`, `budget`, `periodEnd`; the period's research runs reached a budget above 0.
+         *     - `unverified_unsubscribe_limit` (degraded): `suppressions`, `limit` (20), `windowMinutes` (60); unsubscribe requests in mail whose sender could not be authenticated suppressed `limit` addresses in the last hour, so further ones are held for a person to check (an action item each) until the hour has passed.
          */
         AdminHealthReason: {
             bounces?: number;
             budget?: number;
             /** @enum {string} */
-            code: "mailbox_paused" | "mailbox_unverified" | "no_sender" | "bounce_rate" | "complaint_rate" | "webhook_endpoint_disabled" | "research_budget_exhausted";
+            code: "mailbox_paused" | "mailbox_unverified" | "no_sender" | "bounce_rate" | "complaint_rate" | "webhook_endpoint_disabled" | "research_budget_exhausted" | "unverified_unsubscribe_limit";
             complaints?: number;
             email?: string;
             endpointId?: string;
+            limit?: number;
             mailboxId?: string;
             /** Format: date-time */
             periodEnd?: string;
@@ -996,10 +1002,12 @@ export interface components {
              * @enum {string}
              */
             severity: "degraded" | "blocked";
+            suppressions?: number;
             thresholdPct?: number;
             url?: string;
             used?: number;
             windowDays?: number;
+            windowMinutes?: number;
         };
         /** @description One holdout experiment's setting. */
         AdminHoldout: {

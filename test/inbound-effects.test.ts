@@ -14,6 +14,7 @@ import { sendStep } from '../src/dispatch/send.js';
 import type { InboundListener } from '../src/inbound/smtp-listener.js';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
+import { type DnsServer, startDnsServer } from './support/dns-server.js';
 import { setClock, startService, type TestService } from './support/harness.js';
 import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
@@ -22,9 +23,15 @@ const DAY = 86_400_000;
 let svc: TestService;
 let sink: SmtpSink;
 let inbound: InboundListener;
+let dns: DnsServer;
 beforeAll(async () => {
   sink = await startSmtpSink();
+  // Mail without a reply token or a thread to our message is authenticated through it (it holds no records: none passes).
+  dns = await startDnsServer();
   svc = await startService({
+    INBOUND_DNS_SERVERS: dns.address,
+    INBOUND_MAX_MESSAGES_PER_ADDRESS_PER_MINUTE: '100000',
+    INBOUND_MAX_RECIPIENTS_PER_ADDRESS_PER_MINUTE: '100000',
     SMTP_URL: sink.url,
     MAIL_FROM: 'Acme Sales <sales@effects-sender.test>',
     INBOUND_REPLY_DOMAIN: DOMAIN,
@@ -38,6 +45,7 @@ afterAll(async () => {
   await inbound?.close();
   await svc?.close();
   await sink?.close();
+  await dns?.close();
 });
 
 const step = (n: number, dayOffset: number) => ({

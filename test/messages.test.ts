@@ -196,6 +196,8 @@ describe('GET /messages', () => {
         intentConfidence: expect.any(Number),
         intentReason: expect.any(String),
         sequenceId: record.sequence_id,
+        // Filed by the operator: trusted.
+        authenticated: true,
         bodyPreview: 'Sounds interesting, tell me more.',
         createdAt: expect.any(String),
       },
@@ -208,6 +210,7 @@ describe('GET /messages', () => {
         intentConfidence: null,
         intentReason: null,
         sequenceId: record.sequence_id,
+        authenticated: true,
         bodyPreview: 'Hi Dana, We help revenue teams book meetings. Best, Sam',
         createdAt: expect.any(String),
       },

@@ -77,6 +77,7 @@ describe('rule templates', () => {
       all: [
         { field: 'data.intent', in: ['interested', 'meeting_request'] },
         { field: 'data.confidence', gte: 0.7 },
+        { field: 'data.authenticated', equals: true },
       ],
     });
     const unknown = await svc.admin.GET('/organizations/{orgId}/rule-templates', { params: { path: { orgId: 'org_nope' } } });
@@ -323,7 +324,7 @@ describe('ready-made rules firing', () => {
       ruleName: 'Hot reply',
       triggerEventId: classified.id,
       triggerEventType: 'reply.classified',
-      fields: { 'data.intent': 'interested', 'data.confidence': 0.75 },
+      fields: { 'data.intent': 'interested', 'data.confidence': 0.75, 'data.authenticated': true },
     };
     const fired = await ruleEvents(org.id);
     expect(fired.map((e) => [e.type, e.data, e.resource_type, e.resource_id])).toEqual([
@@ -368,7 +369,7 @@ describe('ready-made rules firing', () => {
           ruleName: 'Objection',
           triggerEventId: no.id,
           triggerEventType: 'reply.classified',
-          fields: { 'data.intent': 'not_interested' },
+          fields: { 'data.intent': 'not_interested', 'data.authenticated': true },
         },
       ],
       [
@@ -378,7 +379,7 @@ describe('ready-made rules firing', () => {
           ruleName: 'Objection',
           triggerEventId: no.id,
           triggerEventType: 'reply.classified',
-          fields: { 'data.intent': 'not_interested' },
+          fields: { 'data.intent': 'not_interested', 'data.authenticated': true },
         },
       ],
     ]);

@@ -14,7 +14,7 @@ import { simpleParser } from 'mailparser';
 import nodemailer from 'nodemailer';
 import pg from 'pg';
 import { SMTPServer } from 'smtp-server';
-import { ownDatabase, seedActionItems, startOwnService, stopProcess } from './own-service.js';
+import { ownDatabase, seedActionItems, startOwnService, stopProcess, UNBOUNDED_SENDER } from './own-service.js';
 import type { BenchArea, BenchContext, LoadResult } from './types.js';
 
 const REPLIES = Number(process.env.BENCH_INBOUND_REPLIES ?? 5_000);
@@ -197,7 +197,8 @@ async function replies(ctx: BenchContext): Promise<void> {
   let child: ChildProcess | null = null;
   try {
     const smtpPort = await freePort();
-    const svc = await startOwnService(ctx, url, { INBOUND_SMTP_PORT: String(smtpPort) });
+    // One client on loopback sends every reply: the listener's per-sender bounds must not be what is measured.
+    const svc = await startOwnService(ctx, url, { INBOUND_SMTP_PORT: String(smtpPort), ...UNBOUNDED_SENDER });
     child = svc.child;
     const orgId = await seedReplies(pool, svc.origin, ctx.adminToken);
     const t0 = performance.now();

@@ -23,7 +23,7 @@ import path from 'node:path';
 import nodemailer from 'nodemailer';
 import pLimit from 'p-limit';
 import { BOUNCE_REASONS } from '../../src/mail/bounce-taxonomy.js';
-import { ownDatabase, startOwnService, stopProcess } from './own-service.js';
+import { ownDatabase, startOwnService, stopProcess, UNBOUNDED_SENDER } from './own-service.js';
 import type { BenchArea, BenchContext } from './types.js';
 
 const CONCURRENCY = Number(process.env.BENCH_MAIL_CONCURRENCY ?? 6);
@@ -591,6 +591,7 @@ async function runCorpus(ctx: BenchContext, dir: string, list: boolean, index: n
       INBOUND_SMTP_PORT: String(smtpPort),
       INBOUND_SMTP_HOST: '127.0.0.1',
       INBOUND_REPLY_DOMAIN: REPLY_DOMAIN,
+      ...UNBOUNDED_SENDER,
       MAIL_FROM: 'Sam at Acme <sam@acme-sender.test>',
       // As `npm start` runs by default: the capture transport (the outbox) and the rules without a model.
       SMTP_URL: '',

@@ -7,6 +7,15 @@ import { migrate } from '../../db/database.js';
 import { freePort } from '../../db/embedded.js';
 import type { BenchContext } from './types.js';
 
+/** The listener's abuse bounds (docs/configuration.md) lifted for a bench whose one client on loopback sends every message. */
+export const UNBOUNDED_SENDER = {
+  INBOUND_MAX_CONNECTIONS_PER_ADDRESS: '1000000',
+  INBOUND_MAX_MESSAGES_PER_CONNECTION: '1000000',
+  INBOUND_MAX_RECIPIENTS_PER_CONNECTION: '1000000',
+  INBOUND_MAX_MESSAGES_PER_ADDRESS_PER_MINUTE: '10000000',
+  INBOUND_MAX_RECIPIENTS_PER_ADDRESS_PER_MINUTE: '10000000',
+};
+
 /** Drops and creates database `name` in the bench cluster, migrated; returns its URL. */
 export async function ownDatabase(ctx: BenchContext, name: string): Promise<string> {
   const admin = new pg.Client({ connectionString: ctx.serviceEnv.DATABASE_URL });

@@ -1,11 +1,12 @@
 // Organization health: one state per organization (healthy, degraded, blocked) with its reasons,
 // computed from what the service knows (mailboxes, bounce and complaint rates, webhook endpoints,
-// the research budget). The state is stored on the organization; a change of the state or of its
+// the research budget, the bound on suppressions from unauthenticated mail). The state is stored on the organization; a change of the state or of its
 // set of reasons emits org.health_changed. It is recomputed in the transaction of each change that
 // can move it (recheckOrgHealth) and by the periodic sweep (src/account/org-health-sweep.ts).
 // Health is a report: the gates (a paused mailbox, the kill switch) are what stop mail.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
+import { UNVERIFIED_SUPPRESSION_SOURCE, UNVERIFIED_SUPPRESSIONS_PER_HOUR } from '../compliance/unverified-unsubscribes.js';
 import { notFound } from '../http/problems.js';
 import type { Clock } from '../platform/clock.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
@@ -22,7 +23,8 @@ export interface HealthReason {
     | 'bounce_rate'
     | 'complaint_rate'
     | 'webhook_endpoint_disabled'
-    | 'research_budget_exhausted';
+    | 'research_budget_exhausted'
+    | 'unverified_unsubscribe_limit';
   severity: Severity;
   [detail: string]: unknown;
 }
@@ -48,6 +50,7 @@ interface Signals {
   complaints: number;
   disabled_endpoints: { id: string; url: string }[];
   research_used: number;
+  unverified_suppressions: number;
 }
 
 /**
@@ -65,7 +68,10 @@ async function readSignals(trx: Tx, orgIds: string[], now: Date): Promise<Signal
       (SELECT count(*)::int FROM events e WHERE e.organization_id = o.id AND e.type = 'email.complained' AND e.created_at > ${window}) AS complaints,
       (SELECT coalesce(json_agg(json_build_object('id', w.id, 'url', w.url) ORDER BY w.id), '[]')
          FROM webhook_endpoints w WHERE w.organization_id = o.id AND w.status = 'disabled') AS disabled_endpoints,
-      (SELECT count(*)::int FROM research_runs r WHERE r.organization_id = o.id AND r.started_at >= ${usagePeriod(now).start}) AS research_used
+      (SELECT count(*)::int FROM research_runs r WHERE r.organization_id = o.id AND r.started_at >= ${usagePeriod(now).start}) AS research_used,
+      -- A rate limit's window: the last hour of the real clock (src/compliance/unverified-unsubscribes.ts).
+      (SELECT count(*)::int FROM suppression_entries se WHERE se.organization_id = o.id AND se.source = ${UNVERIFIED_SUPPRESSION_SOURCE}
+         AND se.created_at > now() - interval '1 hour') AS unverified_suppressions
     FROM organizations o
     CROSS JOIN LATERAL (
       -- Hard bounces only (the recipient class, or a bounce of before the classes): a refusal of the
@@ -130,6 +136,16 @@ export function reasonsOf(s: Signals, now: Date): HealthReason[] {
       used: s.research_used,
       budget: s.research_budget,
       periodEnd: usagePeriod(now).end.toISOString(),
+    });
+  }
+  if (s.unverified_suppressions >= UNVERIFIED_SUPPRESSIONS_PER_HOUR) {
+    // Further unsubscribe requests from unauthenticated mail are held for a person to check.
+    out.push({
+      code: 'unverified_unsubscribe_limit',
+      severity: 'degraded',
+      suppressions: s.unverified_suppressions,
+      limit: UNVERIFIED_SUPPRESSIONS_PER_HOUR,
+      windowMinutes: 60,
     });
   }
   return out;

@@ -1,8 +1,9 @@
 // The outbound funnel of a window: one set-based statement over indexes that lead with the
 // organization (see 0015_analytics.sql). The rules, which spec/paths/analytics_funnel.yaml and
 // spec/DECISIONS.md state for users:
-// - cohort: the sequences created in the window; their sends, human replies and meetings count
-//   whenever they happened (a reply or meeting only on a sequence that also counts as sent);
+// - cohort: the sequences created in the window; their sends, human replies (authenticated ones,
+//   src/inbound/authentication.ts) and meetings count whenever they happened (a reply or meeting
+//   only on a sequence that also counts as sent);
 // - attribution: each deal created in the window (the first DEAL_SCAN_LIMIT, oldest first) is
 //   credited to at most one sequence, the latest one started within ATTRIBUTION_LOOKBACK_DAYS
 //   before the deal, among its contacts' sequences that had sent before the deal (ties: smaller
@@ -90,11 +91,11 @@ WITH scanned AS (
   SELECT cs.id, cs.product_id, coalesce(cs.list_id, c.list_id) AS list_id, sent.id IS NOT NULL AS sent,
     EXISTS (
       SELECT 1 FROM messages m
-      WHERE m.organization_id = $1 AND m.sequence_id = cs.id AND m.sequence_id IS NOT NULL AND m.direction = 'INBOUND' AND NOT m.automatic
+      WHERE m.organization_id = $1 AND m.sequence_id = cs.id AND m.sequence_id IS NOT NULL AND m.direction = 'INBOUND' AND NOT m.automatic AND m.authenticated
         AND (m.intent IS NULL OR m.intent <> ALL($4::text[]))) AS replied,
     EXISTS (
       SELECT 1 FROM messages m
-      WHERE m.organization_id = $1 AND m.sequence_id = cs.id AND m.sequence_id IS NOT NULL AND m.direction = 'INBOUND' AND NOT m.automatic
+      WHERE m.organization_id = $1 AND m.sequence_id = cs.id AND m.sequence_id IS NOT NULL AND m.direction = 'INBOUND' AND NOT m.automatic AND m.authenticated
         AND m.intent = 'meeting_request') AS meeting_reply
   FROM contact_sequences cs
   LEFT JOIN contacts c ON c.organization_id = cs.organization_id AND c.id = cs.contact_id

@@ -31,7 +31,7 @@ async function emailArms(trx: Tx, org: string, at: Date): Promise<ArmRow[]> {
         EXISTS (
           SELECT 1 FROM contacts c
           JOIN messages m ON m.organization_id = c.organization_id AND m.contact_id = c.id
-          WHERE c.organization_id = ${org} AND c.company_id = u.unit_id AND m.direction = 'INBOUND' AND NOT m.automatic
+          WHERE c.organization_id = ${org} AND c.company_id = u.unit_id AND m.direction = 'INBOUND' AND NOT m.automatic AND m.authenticated
             AND m.intent = 'meeting_request' AND m.created_at >= u.assigned_at AND m.created_at < u.until)
         OR EXISTS (
           SELECT 1 FROM contacts c
@@ -40,7 +40,7 @@ async function emailArms(trx: Tx, org: string, at: Date): Promise<ArmRow[]> {
         EXISTS (
           SELECT 1 FROM contacts c
           JOIN messages m ON m.organization_id = c.organization_id AND m.contact_id = c.id
-          WHERE c.organization_id = ${org} AND c.company_id = u.unit_id AND m.direction = 'INBOUND' AND NOT m.automatic
+          WHERE c.organization_id = ${org} AND c.company_id = u.unit_id AND m.direction = 'INBOUND' AND NOT m.automatic AND m.authenticated
             AND m.intent IN ('interested', 'meeting_request') AND m.created_at >= u.assigned_at AND m.created_at < u.until) AS positive
       FROM units u
     )

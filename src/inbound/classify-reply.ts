@@ -4,7 +4,14 @@
 // reason and report facts and becomes `classified`, reply.classified is emitted, and the effects
 // happen. Idempotent: only a message still `received` is classified, so a second run does nothing.
 //
-// Effects by what the message is:
+// Effects by what the message is, when it is authenticated (src/inbound/authentication.ts); an
+// unauthenticated message is stored and classified (`authenticated: false` on reply.classified)
+// but acts only where a forgery can do little harm: a matched report acts as below (matching it
+// needs our reply token or our Message-ID, so its sender saw our message, and it can only touch the
+// one address that message went to); unsubscribe wording in a human reply pauses the contact's
+// sequences, opens an action item and suppresses within a bound (src/inbound/unverified-unsubscribe.ts);
+// nothing else (no repliedAt, no pause as a reply, no qualification, no lead.interested or
+// meeting.booked, no action item for interest, no out-of-office hold).
 //   a human reply (not automatic, not a report, not out of office): the contact's sequences are
 //     paused (reason `replied`, or `unsubscribed`) and the answered draft (else the contact's latest
 //     sent one) gets repliedAt; besides, by intent:
@@ -45,6 +52,7 @@ import { openActionItem } from '../work/action-items.js';
 import { type Classification, INTENTS, type ParsedMail } from './analysis.js';
 import { classify, parseMail } from './analyze/index.js';
 import { judgeDeliveryReport } from './report-judgement.js';
+import { unverifiedUnsubscribe } from './unverified-unsubscribe.js';
 
 /** Out of office with no return date in the text: the contact is left alone this long (Interseller: 1 week; Unify: 14 days). */
 export const OOO_DEFAULT_DAYS = 7;
@@ -132,6 +140,8 @@ interface Stored {
   mailboxId: string | null;
   step: number | null;
   recordSequenceId: string | null;
+  /** Shown to come from its sender (the effects of a reply need it). */
+  authenticated: boolean;
 }
 
 /** The effects of a classified message; returns the events to emit (pauses emit their own). */
@@ -161,7 +171,21 @@ async function applyEffects(
       events.push(added.event, { type: 'email.unsubscribed', resource: about, data: { ...ref, draftId: m.draftId, step: m.step, source } });
     }
   };
-  if (kind === 'reply') {
+  if (kind === 'reply' && !m.authenticated) {
+    if (c.intent === 'unsubscribe') {
+      const r = await unverifiedUnsubscribe(trx, org, {
+        messageId: m.id,
+        contactId: m.contactId,
+        contactEmail: m.contactEmail,
+        sendRecordId: m.sendRecordId,
+        sequenceId: m.sequenceId,
+        draftId: m.draftId,
+        step: m.step,
+      });
+      events.push(...r.events);
+      done.push(...r.done);
+    }
+  } else if (kind === 'reply') {
     // The draft it answers, else the contact's latest sent one.
     const replied = await sql<{ id: string }>`
       UPDATE drafts SET replied_at = coalesce(replied_at, ${m.createdAt}::timestamptz), updated_at = now_ms()
@@ -203,7 +227,7 @@ async function applyEffects(
         data: { ...facts, actionItemId },
       });
     }
-  } else if (kind === 'out_of_office' && m.contactId && oooUntil) {
+  } else if (kind === 'out_of_office' && m.contactId && oooUntil && m.authenticated) {
     await trx
       .updateTable('contacts')
       .set({ out_of_office_until: oooUntil, updated_at: sql<Date>`now_ms()` })
@@ -318,11 +342,12 @@ export async function recordClassification(
     sequence_id: string | null;
     from_email: string | null;
     created_at: Date;
+    authenticated: boolean;
   }>`
     UPDATE messages SET status = 'classified', intent = ${c.intent}, intent_confidence = ${c.confidence}, intent_source = ${c.source},
       intent_reason = ${c.reason}, automatic = ${mail.automatic.automatic || mail.report !== null}, ooo_until = ${oooUntil}, classified_at = now_ms()
     WHERE organization_id = ${org} AND id = ${id} AND status = 'received'
-    RETURNING contact_id, send_record_id, sequence_id, from_email, created_at`.execute(trx);
+    RETURNING contact_id, send_record_id, sequence_id, from_email, created_at, authenticated`.execute(trx);
   const u = updated.rows[0];
   if (!u) return;
   const ctx = (
@@ -352,6 +377,7 @@ export async function recordClassification(
     mailboxId: ctx.mailbox_id,
     step: ctx.step,
     recordSequenceId: ctx.record_sequence_id,
+    authenticated: u.authenticated,
   };
   const kind = kindOf(mail, c, m);
   const { events, done } = await applyEffects(trx, org, m, mail, c, kind, oooUntil, clock);
@@ -369,12 +395,18 @@ export async function recordClassification(
         reason: c.reason,
         source: c.source,
         kind,
+        authenticated: m.authenticated,
         oooUntil: oooUntil?.toISOString() ?? null,
         effects: done,
       },
     },
     ...events,
   ]);
-  // A complaint moves the complaint rate (counted from the email.complained events just written).
-  if (kind === 'complaint' && events.some((e) => e.type === 'email.complained')) await recheckOrgHealth(trx, org, clock);
+  // A complaint moves the complaint rate (counted from the email.complained events just written);
+  // an unverified suppression, or one held back, the count of the last hour's.
+  if (
+    (kind === 'complaint' && events.some((e) => e.type === 'email.complained')) ||
+    (!m.authenticated && (done.includes('suppressed') || done.includes('suppression_held')))
+  )
+    await recheckOrgHealth(trx, org, clock);
 }

@@ -1,6 +1,10 @@
 // The one ingestion path of inbound mail, used by the SMTP listener and the operator row
 // (POST /admin/api/organizations/{orgId}/inbound-messages): parse the raw MIME, route it
-// (src/inbound/route.ts), and store it (INBOUND, status `received`, raw MIME kept so it can be
+// (src/inbound/route.ts), authenticate it (src/inbound/authentication.ts: the operator row is
+// trusted; over SMTP a token or a thread to the sender's own address proves it, else the DNS
+// checks, run after the routing read and before the write, in no transaction, and run for a message
+// routed nowhere too, so how long the answer takes does not tell whether the sender is a contact),
+// and store it (INBOUND, status `received`, raw MIME kept so it can be
 // reprocessed) with reply.received, in one transaction bound to its organization (over SMTP the
 // routing reads across organizations first, in a transaction of the cross-organization role that
 // only reads). In the same transaction it is classified and its effects applied when no model is
@@ -19,6 +23,7 @@ import { newId } from '../platform/ids.js';
 import type { Deps, SystemDeps } from '../platform/services.js';
 import type { ParsedMail } from './analysis.js';
 import { classify, parseMail } from './analyze/index.js';
+import { type Authentication, authenticatedByRoute, authenticationOf, checkSender, type SmtpSession } from './authentication.js';
 import { recordClassification } from './classify-reply.js';
 import { type Route, routeMessage } from './route.js';
 
@@ -27,9 +32,11 @@ export interface Delivery {
   raw: Buffer;
   /** Envelope recipients (RCPT TO), lowercased; none for the operator row. */
   recipients: string[];
-  /** The operator row's organization (routing stays inside it); null over SMTP. */
+  /** The operator row's organization (routing stays inside it; the message is trusted); null over SMTP. */
   organizationId: string | null;
   channel: string;
+  /** Over SMTP: the session's client address, HELO and MAIL FROM (the SPF inputs). */
+  smtp?: SmtpSession;
 }
 
 export type Ingested = { stored: true; organizationId: string; id: string; duplicate: boolean } | { stored: false; reason: 'unroutable' };
@@ -51,7 +58,15 @@ export function messageIdOf(mail: ParsedMail, raw: Buffer): string {
 }
 
 /** Stores the routed message and, when it is new, its reply.received and its classification (now, or a job). */
-async function store(deps: Deps, trx: Tx, d: Delivery, mail: ParsedMail, route: Route, messageId: string): Promise<Ingested> {
+async function store(
+  deps: Deps,
+  trx: Tx,
+  d: Delivery,
+  mail: ParsedMail,
+  route: Route,
+  messageId: string,
+  auth: Authentication,
+): Promise<Ingested> {
   const org = route.organizationId;
   const id = newId('msg');
   const keep = !route.erased;
@@ -59,7 +74,8 @@ async function store(deps: Deps, trx: Tx, d: Delivery, mail: ParsedMail, route: 
   const r = await sql<{ id: string }>`
     WITH ins AS (
       INSERT INTO messages (organization_id, id, contact_id, direction, channel, from_email, to_email, subject, body, stripped_text, raw_mime,
-        message_id, in_reply_to, references_ids, send_record_id, sequence_id, thread_method, status, automatic, report, classified_at)
+        message_id, in_reply_to, references_ids, send_record_id, sequence_id, thread_method, status, automatic, report, classified_at,
+        authenticated, authentication)
       VALUES (${org}, ${id}, ${route.contactId}, 'INBOUND', ${d.channel}, ${keep ? clean(mail.from?.address, 320) : null},
         ${keep ? clean(route.recipient ?? mail.to[0], 320) : null}, ${keep ? clean(mail.subject, 1000) : null}, ${keep ? clean(mail.text, MAX_TEXT) : ''},
         ${keep ? clean(mail.strippedText, MAX_TEXT) : null}, ${keep ? d.raw : null}, ${messageId}, ${keep ? usableId(mail.inReplyTo) : null},
@@ -72,7 +88,8 @@ async function store(deps: Deps, trx: Tx, d: Delivery, mail: ParsedMail, route: 
             : []
         }::text[],
         ${route.record?.id ?? null}, ${route.record?.sequenceId ?? null}, ${route.threadMethod}, ${keep ? 'received' : 'redacted'},
-        ${mail.automatic.automatic}, ${keep ? cleanJson(mail.report) : null}::jsonb, ${keep ? null : sql`now_ms()`})
+        ${mail.automatic.automatic}, ${keep ? cleanJson(mail.report) : null}::jsonb, ${keep ? null : sql`now_ms()`},
+        ${auth.authenticated}, ${JSON.stringify({ by: auth.by, ...auth.checks })}::jsonb)
       ON CONFLICT (organization_id, message_id) WHERE direction = 'INBOUND' AND message_id IS NOT NULL DO NOTHING
       RETURNING id
     )
@@ -124,13 +141,20 @@ export async function ingestMessage(deps: SystemDeps, d: Delivery): Promise<Inge
   };
   if (d.organizationId !== null) {
     const org = d.organizationId;
+    const trusted = authenticationOf('operator', null);
     return withOrg(deps.db, org, async (trx) =>
-      stored(await store(deps, trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId)),
+      stored(await store(deps, trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId, trusted)),
     );
   }
   // Over SMTP the organization is not known until routed: the routing reads across organizations
   // (only outbound_system may), then the message is written in a transaction bound to the one found.
   const route = await withSystem(deps.systemDb, (trx) => routeMessage(trx, routeDeps, input));
+  const byRoute = route ? authenticatedByRoute(route, mail) : null;
+  const checks =
+    byRoute === null && d.smtp
+      ? await checkSender(d.raw, d.smtp, { servers: deps.config.inboundDnsServers, mta: deps.config.inboundReplyDomain ?? undefined })
+      : null;
   if (route === null) return { stored: false as const, reason: 'unroutable' as const };
-  return withOrg(deps.db, route.organizationId, async (trx) => stored(await store(deps, trx, d, mail, route, messageId)));
+  const auth = authenticationOf(byRoute, checks);
+  return withOrg(deps.db, route.organizationId, async (trx) => stored(await store(deps, trx, d, mail, route, messageId, auth)));
 }

@@ -27,6 +27,7 @@ export async function messagesPage(trx: Tx, organizationId: string, query: Messa
       'm.intent_confidence',
       'm.intent_reason',
       'm.sequence_id',
+      'm.authenticated',
       previewSql(previewText).as('body_preview'),
       epochMs('m.created_at').as('created_ms'),
     ])
@@ -48,6 +49,7 @@ export async function messagesPage(trx: Tx, organizationId: string, query: Messa
       intentConfidence: r.intent_confidence,
       intentReason: r.intent_reason,
       sequenceId: r.sequence_id,
+      authenticated: r.authenticated,
       bodyPreview: r.body_preview,
       createdAt: msIso(r.created_ms)!,
     }),

@@ -76,7 +76,7 @@ GLOBAL_UNICAST.addSubnet('2000::', 3, 'ipv6');
  * (ipaddr.js, the usual package for this, reads the IPv4-compatible ::a.b.c.d as the IPv4-mapped
  * ::ffff:a.b.c.d, a different address, so it is not used here.)
  */
-function canonicalV6(address: string): { text: string; groups: number[] } {
+export function canonicalV6(address: string): { text: string; groups: number[] } {
   const text = new URL(`http://[${address.split('%')[0]}]/`).hostname.slice(1, -1);
   const [head, tail] = text.split('::');
   const hs = head ? head.split(':') : [];

@@ -56,10 +56,26 @@ export interface Config {
   inboundReplyDomain: string | null;
   /** Largest inbound message accepted (advertised with SIZE, enforced at DATA). */
   inboundMaxMessageBytes: number;
+  /**
+   * DNS servers (`address[:port]`, as node:dns setServers takes them) that inbound mail is
+   * authenticated with (SPF, DKIM, DMARC, ARC); null: the system resolver.
+   */
+  inboundDnsServers: string[] | null;
+  /** The listener's abuse bounds (src/inbound/smtp-listener.ts; docs/configuration.md). */
+  inboundLimits: InboundLimits;
   /** Whether `npm start` runs the background worker in the API process (false: API only; run `npm run worker` apart). */
   runWorker: boolean;
   /** A bearer token that may read GET /metrics besides the operator token; null: only the operator token. */
   metricsToken: string | null;
+}
+
+/** What one sender may do to the inbound listener: per connection, and per source address (an IPv6 /64). */
+export interface InboundLimits {
+  connectionsPerAddress: number;
+  messagesPerConnection: number;
+  recipientsPerConnection: number;
+  messagesPerAddressPerMinute: number;
+  recipientsPerAddressPerMinute: number;
 }
 
 export class ConfigError extends Error {}
@@ -116,6 +132,22 @@ function domain(env: Env, name: string): string | null {
     throw new ConfigError(`${name} must be a domain name such as replies.example.com, got "${raw}"`);
   }
   return d;
+}
+
+/** DNS servers: comma-separated `address[:port]`, IPv6 as `[address]:port` (or bare); null when unset. */
+function dnsServers(env: Env, name: string): string[] | null {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return null;
+  const servers = raw
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+  for (const x of servers) {
+    const m = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(x) ?? /^([^:]+)(?::(\d{1,5}))?$/.exec(x);
+    const ok = m ? isIP(m[1]) !== 0 && (m[2] === undefined || (Number(m[2]) >= 1 && Number(m[2]) <= 65535)) : isIP(x) === 6;
+    if (!ok) throw new ConfigError(`${name} must list DNS servers as address:port (IPv6 as [address]:port), got "${x}"`);
+  }
+  return servers;
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -208,6 +240,14 @@ export function loadConfig(env: Env = process.env): Config {
     inboundSmtpHost: inboundHost,
     inboundReplyDomain: domain(env, 'INBOUND_REPLY_DOMAIN'),
     inboundMaxMessageBytes: int(env, 'INBOUND_MAX_MESSAGE_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+    inboundDnsServers: dnsServers(env, 'INBOUND_DNS_SERVERS'),
+    inboundLimits: {
+      connectionsPerAddress: int(env, 'INBOUND_MAX_CONNECTIONS_PER_ADDRESS', 10, 1, 1_000_000),
+      messagesPerConnection: int(env, 'INBOUND_MAX_MESSAGES_PER_CONNECTION', 20, 1, 1_000_000),
+      recipientsPerConnection: int(env, 'INBOUND_MAX_RECIPIENTS_PER_CONNECTION', 100, 1, 1_000_000),
+      messagesPerAddressPerMinute: int(env, 'INBOUND_MAX_MESSAGES_PER_ADDRESS_PER_MINUTE', 60, 1, 10_000_000),
+      recipientsPerAddressPerMinute: int(env, 'INBOUND_MAX_RECIPIENTS_PER_ADDRESS_PER_MINUTE', 200, 1, 10_000_000),
+    },
     runWorker: bool(env, 'RUN_WORKER', true),
     metricsToken,
   };

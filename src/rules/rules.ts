@@ -75,12 +75,14 @@ export const RULE_TEMPLATES: readonly RuleTemplate[] = [
   {
     template: 'hot_reply',
     name: 'Hot reply',
-    description: `A reply classified interested or meeting_request with confidence >= ${HOT_REPLY_MIN_CONFIDENCE} (reply.classified): emits rule.hot_reply.`,
+    description: `An authenticated reply classified interested or meeting_request with confidence >= ${HOT_REPLY_MIN_CONFIDENCE} (reply.classified): emits rule.hot_reply.`,
     triggerEventType: 'reply.classified',
+    // Mail whose sender could not be shown (src/inbound/authentication.ts) is nobody's signal.
     conditions: {
       all: [
         { field: 'data.intent', in: ['interested', 'meeting_request'] },
         { field: 'data.confidence', gte: HOT_REPLY_MIN_CONFIDENCE },
+        { field: 'data.authenticated', equals: true },
       ],
     },
     actions: [{ type: 'call_webhook', emitType: 'rule.hot_reply' }],
@@ -88,9 +90,14 @@ export const RULE_TEMPLATES: readonly RuleTemplate[] = [
   {
     template: 'objection',
     name: 'Objection',
-    description: 'A reply classified not_interested (reply.classified): emits rule.objection.',
+    description: 'An authenticated reply classified not_interested (reply.classified): emits rule.objection.',
     triggerEventType: 'reply.classified',
-    conditions: { field: 'data.intent', equals: 'not_interested' },
+    conditions: {
+      all: [
+        { field: 'data.intent', equals: 'not_interested' },
+        { field: 'data.authenticated', equals: true },
+      ],
+    },
     actions: [{ type: 'call_webhook', emitType: 'rule.objection' }],
   },
   {

@@ -212,10 +212,11 @@ export interface paths {
          *     list generation) in the window, whenever their later stages happened:
          *     - *sent*: at least one of its emails was handed to a mail server (send record `sent`,
          *       `possibly_sent`, `bounced`, or `sending` while in flight);
-         *     - *replied*: at least one inbound message threaded to the sequence that is not automatic mail
-         *       and not classified `out_of_office`, `bounce` or `complaint` (an unsubscribe request written by
-         *       a person is a reply);
-         *     - *meeting*: a human reply threaded to the sequence classified `meeting_request`, or an activity
+         *     - *replied*: at least one inbound message threaded to the sequence that is not automatic mail,
+         *       not classified `out_of_office`, `bounce` or `complaint` (an unsubscribe request written by
+         *       a person is a reply), and authenticated (Message `authenticated`: mail whose sender could not
+         *       be shown never counts);
+         *     - *meeting*: an authenticated human reply threaded to the sequence classified `meeting_request`, or an activity
          *       of kind `meeting` logged on a deal credited to the sequence.
          *
          *     **Attribution.** Deals are the one stage bounded by the window: a deal counts when it was created
@@ -271,9 +272,9 @@ export interface paths {
          *     A unit enters the figures once its horizon has passed (assigned at least `horizonDays_count`
          *     days before `horizonAt`, the time of computation); its outcomes are those in the
          *     `horizonDays_count` days after its assignment:
-         *     - `meeting`: a human reply classified `meeting_request` from a contact of the account, or a
+         *     - `meeting`: an authenticated human reply (Message `authenticated`) classified `meeting_request` from a contact of the account, or a
          *       `meeting` activity logged with one of them;
-         *     - `positive`: a human reply classified `interested` or `meeting_request` from a contact of the
+         *     - `positive`: an authenticated human reply classified `interested` or `meeting_request` from a contact of the
          *       account;
          *     - `won`: the deal moved to a closed-won stage;
          *     - `advanced`: the deal moved to a closed-won stage or an active stage later in the pipeline
@@ -3045,6 +3046,15 @@ export interface components {
          *     message the dispatcher sent.
          */
         Message: {
+            /**
+             * @description Whether the inbound message was shown to come from its sender: by the reply token of our
+             *     message in its recipient address, by answering a Message-ID we sent to the address it comes
+             *     from, by an aligned DMARC pass, or because the operator filed it. An unauthenticated message
+             *     is stored and classified but changes nothing but itself, except that unsubscribe wording
+             *     pauses the contact's sequences, opens an action item and, within a bound, suppresses a contact
+             *     we mailed. Always true for an outbound message (ours).
+             */
+            authenticated: boolean;
             /**
              * @description About the first 200 characters of the text (for a reply: without quoted earlier messages and
              *     the signature, or the whole text when nothing else is left), whitespace collapsed, cut at a
