@@ -14,7 +14,20 @@ import { freePort } from '../db/embedded.js';
 import type { BenchArea, BenchContext, LoadOptions, LoadResult } from './bench/types.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const AREAS = ['platform', 'crm', 'webhooks', 'deals', 'research', 'drafts', 'sending', 'inbound', 'analytics', 'ratios', 'growth'];
+const AREAS = [
+  'platform',
+  'crm',
+  'webhooks',
+  'deals',
+  'research',
+  'drafts',
+  'guardrails',
+  'sending',
+  'inbound',
+  'analytics',
+  'ratios',
+  'growth',
+];
 
 async function waitHealthy(origin: string, child: ChildProcess): Promise<void> {
   for (let i = 0; i < 240; i += 1) {
