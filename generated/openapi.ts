@@ -982,8 +982,9 @@ export interface paths {
          *     approved draft that is still the live version of its step answers 200 again and changes nothing.
          *
          *     Conditions: the contact can be emailed (not suppressed, bounced or do-not-contact); the draft is
-         *     the live version of its step (not superseded); when the draft carries unsupported-claim flags the
-         *     body must carry `acknowledgeFlags: true`.
+         *     the live version of its step (not superseded); when the draft carries flags (unsupported claims
+         *     about the prospect, offers or claims about the sender that the template and the list's context do
+         *     not make; see `DraftGuardrailReport.flags`) the body must carry `acknowledgeFlags: true`.
          *
          *     Emits `draft.approved` (first approval only). Two granularities may both arrive for one approval:
          *     a list-level event (resource ContactList, payload `approvedCount`) and a per-contact or digest
@@ -2494,7 +2495,7 @@ export interface components {
             contactName: string;
             /** Format: date-time */
             createdAt: string;
-            /** @description True when the draft carries unsupported-claim flags (approval then needs `acknowledgeFlags: true`). */
+            /** @description True when the draft carries flags (unsupported claims, offers or claims about the sender not in the template; approval then needs `acknowledgeFlags: true`). */
             flagged: boolean;
             /** @description Only with `include=evidence`. The content guardrail outcome; null means no report was recorded (which does not mean clean). */
             guardrailReport?: components["schemas"]["DraftGuardrailReport"] | null;
@@ -2573,19 +2574,32 @@ export interface components {
         };
         /** @description Outcome of the content guardrails run on a draft. */
         DraftGuardrailReport: {
-            /** @description Findings left as advisories (unsupported-claim flags among them, which approval must acknowledge). */
+            /** @description Findings left as advisories (the flags among them, which approval must acknowledge). */
             advisories: string[];
             /** @description Number of generation attempts made. */
             attempts: number;
             /** @description True when the final text passed every guardrail. */
             clean: boolean;
             /**
-             * @description The unsupported-claim flags: each sentence of the draft that states a fact about the prospect
-             *     (a number, a name, a date, recency) that no cited source supports, with the claims. Text copied
-             *     from the template is never flagged. Approval of a flagged draft needs `acknowledgeFlags: true`.
+             * @description The sentences a person must acknowledge before approval (`acknowledgeFlags: true`), each with
+             *     its kind and what it states. The sender's own words are never flagged: text copied from the
+             *     template, greetings (any language, any name), sign-offs and the signature, and questions,
+             *     meeting proposals and calls to action that carry no offer terms and no claim about the prospect.
              */
             flags: {
+                /** @description What the sentence states that nothing supports (the figures, names, dates, terms). */
                 claims: string[];
+                /**
+                 * @description `unsupported-claim`: a statement about the prospect (a number, in digits or in words, a
+                 *     name, a date, recency, an event) that no cited source states. `offer`: an offer, price,
+                 *     discount, free thing, trial, guarantee, deadline or payment request that is not in the
+                 *     template or the list's context (connection point, goal), cited or not. `sender-claim`: a
+                 *     claim about the sender (customers, results, awards, history, capabilities) or a figure the
+                 *     sender vouches for, not in the template or the list's context, cited or not. A report
+                 *     stored before kinds existed reads `unsupported-claim`.
+                 * @enum {string}
+                 */
+                kind: "unsupported-claim" | "offer" | "sender-claim";
                 sentence: string;
             }[];
             /** @description Guardrails whose findings were repaired in the text. */
@@ -2601,7 +2615,7 @@ export interface components {
             contactName: string;
             /** Format: date-time */
             createdAt: string;
-            /** @description True when the draft carries unsupported-claim flags (approval then needs `acknowledgeFlags: true`). */
+            /** @description True when the draft carries flags (unsupported claims, offers or claims about the sender not in the template; approval then needs `acknowledgeFlags: true`). */
             flagged: boolean;
             id: string;
             /**
@@ -5023,7 +5037,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description Must be true to approve a draft that carries unsupported-claim flags.
+                     * @description Must be true to approve a draft that carries flags (of any kind).
                      * @default false
                      */
                     acknowledgeFlags?: boolean;

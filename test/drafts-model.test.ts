@@ -102,7 +102,9 @@ describe('drafts written by a model', () => {
     const { d, full } = await draftFor(s, 'Inventing Ian');
     expect(model.calls.length - before).toBe(3); // the first answer and two rewrites
     expect(full.flagged).toBe(true);
-    expect(full.guardrailReport!.flags).toEqual([{ sentence: INVENTED, claims: expect.arrayContaining(['500', 'Berlin', 'last week']) }]);
+    expect(full.guardrailReport!.flags).toEqual([
+      { kind: 'unsupported-claim', sentence: INVENTED, claims: expect.arrayContaining(['500', 'Berlin', 'last week']) },
+    ]);
     expect(full.guardrailReport!.advisories).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^unsupported-claim: "Congrats/),

@@ -4,12 +4,15 @@
 import { describe, expect, it } from 'vitest';
 import { describeScore, loadEvalSet, scoreSet } from './support/guardrails-eval.js';
 
+const TARGET = 0.95;
+
 describe('guardrails evaluation', () => {
-  it('prints precision and recall of the flags over the evaluation set', () => {
+  it('flags the evaluation set with precision and recall of at least 95%', () => {
     const set = loadEvalSet('eval-set');
     expect(set.items.length).toBeGreaterThanOrEqual(200);
     const score = scoreSet(set);
     console.log(describeScore('evaluation set', score));
-    expect(score.items).toBe(set.items.length);
+    expect(score.precision).toBeGreaterThanOrEqual(TARGET);
+    expect(score.recall).toBeGreaterThanOrEqual(TARGET);
   });
 });

@@ -19,17 +19,17 @@ const base = (over: Partial<GuardrailInput> = {}): GuardrailInput => ({
 });
 
 describe('claims', () => {
-  it('finds numbers, names, dates and recency, and leaves known words and grammar alone', () => {
+  it('finds numbers, names, dates, recency and events, in order, and leaves known words and grammar alone', () => {
     expect(claimsOf('Congrats on your 500 new customers in Berlin last week.', known).map((c) => [c.kind, c.token])).toEqual([
       ['number', '500'],
-      ['recency', 'Congrats'],
-      ['recency', 'last week'],
       ['name', 'Berlin'],
+      ['recency', 'last week'],
     ]);
     expect(claimsOf('Hi Dana, Acme Rockets looks great.', known)).toEqual([]);
     expect(claimsOf('I saw that Orbital Ventures led your round in March.', known).map((c) => c.token)).toEqual([
-      'March',
       'Orbital Ventures',
+      'round',
+      'March',
     ]);
     expect(claimsOf('Would a short call next week be useful?', known)).toEqual([]);
   });
@@ -40,8 +40,8 @@ describe('claims', () => {
       unsupported(claims, [{ snippet: 'Acme raises $40M Series B led by Orbital Ventures.', title: 'Series B', dated: true }]),
     ).toEqual([]);
     expect(unsupported(claims, [{ snippet: 'Acme raises 40 million dollars.', title: 'x', dated: false }]).map((c) => c.token)).toEqual([
-      'recently',
       'Series B',
+      'recently',
     ]);
     expect(unsupported(claims, []).length).toBe(claims.length);
   });
@@ -56,7 +56,9 @@ describe('checkDraft', () => {
   it('flags an uncited claim about the prospect and clears a cited one', () => {
     const claim = 'Congrats on your 500 new customers in Berlin.';
     const body = `Hi Dana,\n\n${claim}\n\nWe help teams book meetings.`;
-    expect(checkDraft(base({ body })).flags).toEqual([{ sentence: claim, claims: ['500', 'Congrats', 'Berlin'] }]);
+    expect(checkDraft(base({ body })).flags).toEqual([
+      { kind: 'unsupported-claim', sentence: claim, claims: ['Congrats', '500', 'Berlin'] },
+    ]);
     const cited = checkDraft(
       base({
         body,

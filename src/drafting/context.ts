@@ -18,6 +18,8 @@ export interface DraftContext {
   research: { runId: string; facts: Fact[]; sources: Source[] } | null;
   /** Words the sender may use without a source: the contact's and their company's names, lower-case. */
   known: ReadonlySet<string>;
+  /** The sender organization's and its products' names (the guardrails read a clause opening with one as about the sender). */
+  senderNames?: ReadonlyArray<string>;
   /** The contact's function (from the title), to rank open roles in it first. */
   contactFunction: string | null;
 }

@@ -7,7 +7,7 @@ import { jsonPage, keyset } from '../http/paging.js';
 import { notFound } from '../http/problems.js';
 import { msIso, msJson } from '../platform/ids.js';
 import { previewSql } from '../platform/text.js';
-import type { Flag } from './guardrails.js';
+import { storedFlags } from './guardrails.js';
 
 type DraftStatus = 'DRAFT_GENERATED' | 'EDITED' | 'REGENERATED' | 'APPROVED' | 'REJECTED';
 export type DraftFilter = NonNullable<operations['listDrafts']['parameters']['query']>;
@@ -127,13 +127,13 @@ export async function getDraft(trx: Tx, organizationId: string, id: string, opts
       sourceSnippet: ok ? c.sourceSnippet : null,
     };
   });
-  const g = row.guardrail as { clean: boolean; attempts: number; repaired: string[]; advisories: string[]; flags?: Flag[] } | null;
+  const g = row.guardrail as { clean: boolean; attempts: number; repaired: string[]; advisories: string[] } | null;
   return {
     ...body,
     citations,
     unresolvedCitationCount: citations.filter((c) => !c.resolved).length,
     guardrailReport: g
-      ? { clean: g.clean, attempts: g.attempts, repaired: g.repaired, advisories: g.advisories, flags: g.flags ?? [] }
+      ? { clean: g.clean, attempts: g.attempts, repaired: g.repaired, advisories: g.advisories, flags: storedFlags(g) }
       : null,
     provider: row.provider,
   };

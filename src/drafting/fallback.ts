@@ -69,6 +69,8 @@ export function writeFallback(ctx: DraftContext): WrittenDraft {
     citations,
     evidence: evidenceOf(ctx.research),
     known: ctx.known,
+    listContext: [ctx.merge.connectionPoint, ctx.merge.goal],
+    senderNames: ctx.senderNames,
   });
   return {
     subject: checked.subject,

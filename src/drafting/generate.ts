@@ -234,6 +234,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
     const { first, last } = nameParts(c.name);
     const anchor = s.anchor_at_utc ?? s.created_at;
     const known = knownWords(c.name, c.company_name, input.organization.name, ...input.products.map((p) => p.name));
+    const senderNames = [input.organization.name, ...input.products.map((p) => p.name)];
     for (const st of steps) {
       items.push({
         seq: s.id,
@@ -247,6 +248,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
           stepCount: s.steps.length,
           research,
           known,
+          senderNames,
           contactFunction: functionOf(c.title),
           merge: {
             firstName: first,

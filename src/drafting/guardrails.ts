@@ -1,19 +1,20 @@
-// The guardrails every generated draft passes. Only one finding blocks approval: an
-// unsupported-claim flag (a factual claim about the prospect that no cited snippet supports; text
-// that comes verbatim from the template is the sender's own words and is never flagged). Every
-// other finding is repaired where the repair is safe, else reported as an advisory.
-import { collapse, sentences } from '../platform/text.js';
-import { type CitedSource, claimsOf, unsupported } from './claims.js';
+// The guardrails every generated draft passes. Only flags block approval (until acknowledged):
+// an unsupported claim (a statement about the prospect that no cited snippet supports), an offer
+// (price, discount, free thing, guarantee, deadline, ...) or a claim about the sender that is not in
+// the template or the list's context. The sender's own words are never flagged: text verbatim from
+// the template, greetings, sign-offs, meeting proposals and calls to action without terms (see
+// sentence-judge.ts). Every other finding is repaired where the repair is safe, else reported as
+// an advisory.
+import { collapse } from '../platform/text.js';
+import type { CitedSource } from './claims.js';
 import { unfilledFields } from './merge.js';
+import { type Flag, flagsOf } from './sentence-judge.js';
+
+export type { Flag, FlagKind } from './sentence-judge.js';
 
 export interface Citation {
   text: string;
   sourceIndex: number;
-}
-
-export interface Flag {
-  sentence: string;
-  claims: string[];
 }
 
 export interface GuardrailInput {
@@ -30,6 +31,10 @@ export interface GuardrailInput {
   evidence: (sourceIndex: number) => CitedSource[];
   /** Words the sender may use without a source (the contact's and their company's names), lower-case. */
   known: ReadonlySet<string>;
+  /** The list's connection point and goal: offers and claims about the sender in them are the sender's own. */
+  listContext?: ReadonlyArray<string | null>;
+  /** The sender organization's and its products' names, as written (a clause opening with one speaks of the sender). */
+  senderNames?: ReadonlyArray<string>;
 }
 
 export interface GuardrailOutcome {
@@ -64,11 +69,6 @@ const SPAM_PHRASES = [
   'once in a lifetime',
 ];
 const REPLY_PREFIX = /^\s*((re|fwd?|aw|wg|sv|tr)\s*:\s*)+/i;
-
-const fold = (s: string) => collapse(s).toLowerCase();
-
-/** The sentences of an email body, line by line. */
-export const bodySentences = (body: string): string[] => body.split('\n').flatMap((line) => sentences(line));
 
 function clipAtWord(s: string, max: number): string {
   if (s.length <= max) return s;
@@ -128,19 +128,32 @@ export function checkDraft(input: GuardrailInput): GuardrailOutcome {
   const lower = `${subject}\n${body}`.toLowerCase();
   for (const p of SPAM_PHRASES) if (lower.includes(p)) advisories.push(`spam-trigger: "${p}"`);
 
-  // Claims: every sentence that is not the template's own must have its claims supported.
-  const own = new Set([...bodySentences(input.templateBody), ...sentences(input.templateSubject)].map(fold));
-  const flags: Flag[] = [];
-  for (const sentence of [...sentences(subject), ...bodySentences(body)]) {
-    if (own.has(fold(sentence))) continue;
-    const claims = claimsOf(sentence, input.known);
-    if (claims.length === 0) continue;
-    const cited = input.citations
-      .filter((c) => fold(c.text) === fold(sentence) || fold(sentence).includes(fold(c.text)) || fold(c.text).includes(fold(sentence)))
-      .flatMap((c) => input.evidence(c.sourceIndex));
-    const missing = unsupported(claims, cited);
-    if (missing.length > 0) flags.push({ sentence, claims: missing.map((c) => c.token) });
-  }
-  for (const f of flags) advisories.push(`unsupported-claim: "${f.sentence}" (${f.claims.join(', ')} not in a cited source)`);
+  // Claims: every sentence that is not the template's own is read for what it states.
+  const flags = flagsOf(input, subject, body);
+  for (const f of flags) advisories.push(advisoryOf(f));
   return { subject, body, repaired, advisories, flags };
+}
+
+/** The flags of a stored guardrail report; a flag stored before flags had kinds is an unsupported claim. */
+export function storedFlags(report: unknown): Flag[] {
+  const flags = (report as { flags?: Array<Partial<Flag>> } | null)?.flags ?? [];
+  return flags.map((f) => ({ kind: f.kind ?? 'unsupported-claim', sentence: f.sentence ?? '', claims: f.claims ?? [] }));
+}
+
+/** A flag as a problem the model is asked to fix in its next answer. */
+export function problemOf(f: Flag): string {
+  const what = f.claims.map((c) => `"${c}"`).join(', ');
+  if (f.kind === 'offer')
+    return `- The sentence "${f.sentence}" makes an offer (${what}) that the template and the list's context do not make. Remove it: only the template may offer prices, discounts, free things, guarantees or deadlines, whatever a source says.`;
+  if (f.kind === 'sender-claim')
+    return `- The sentence "${f.sentence}" claims something about the sender (${what}) that the template and the list's context do not state. Remove that claim.`;
+  return `- The sentence "${f.sentence}" states ${what}, which no cited source states. Remove that claim, or cite the source that states it.`;
+}
+
+function advisoryOf(f: Flag): string {
+  const what = f.claims.join(', ');
+  if (f.kind === 'offer')
+    return `offer: "${f.sentence}" (${what}: not in the template or the list's context; a cited source does not make an offer the sender's)`;
+  if (f.kind === 'sender-claim') return `sender-claim: "${f.sentence}" (${what}: not in the template or the list's context)`;
+  return `unsupported-claim: "${f.sentence}" (${what} not in a cited source)`;
 }

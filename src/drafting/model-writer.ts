@@ -9,7 +9,7 @@ import { type ModelClient, ModelError } from '../llm/client.js';
 import { collapse } from '../platform/text.js';
 import { type DraftContext, evidenceOf, type StoredCitation, type WrittenDraft } from './context.js';
 import { rankFacts } from './fallback.js';
-import { checkDraft, type Flag } from './guardrails.js';
+import { checkDraft, type Flag, problemOf } from './guardrails.js';
 import { fillMergeFields, SUBJECT_FALLBACKS } from './merge.js';
 
 /** Model answers after the first that may repair unsupported claims. */
@@ -100,13 +100,7 @@ function snippetFor(research: NonNullable<DraftContext['research']>, sentence: s
 }
 
 function problems(flags: Flag[], dropped: string[]): string {
-  return [
-    ...flags.map(
-      (f) =>
-        `- The sentence "${f.sentence}" states ${f.claims.map((c) => `"${c}"`).join(', ')}, which no cited source states. Remove that claim, or cite the source that states it.`,
-    ),
-    ...dropped.map((d) => `- ${d}`),
-  ].join('\n');
+  return [...flags.map(problemOf), ...dropped.map((d) => `- ${d}`)].join('\n');
 }
 
 /** One model-written draft: what the model is asked, and what its answer is checked against. */
@@ -123,6 +117,9 @@ export interface ModelDraftRequest {
   /** The numbered sources the model may cite. */
   research: DraftContext['research'];
   known: ReadonlySet<string>;
+  /** What the guardrails take as the sender's own besides the template: the list's context, the sender's names. */
+  listContext?: ReadonlyArray<string | null>;
+  senderNames?: ReadonlyArray<string>;
 }
 
 /**
@@ -172,6 +169,8 @@ export async function draftWithModel(req: ModelDraftRequest, model: ModelClient)
       citations,
       evidence: evidenceOf(research),
       known: req.known,
+      listContext: req.listContext,
+      senderNames: req.senderNames,
     });
     if (checked.flags.length === 0 || round >= MAX_REPAIRS) {
       return {
@@ -211,6 +210,8 @@ export async function writeWithModel(ctx: DraftContext, model: ModelClient): Pro
       template,
       research: ctx.research,
       known: ctx.known,
+      listContext: [ctx.merge.connectionPoint, ctx.merge.goal],
+      senderNames: ctx.senderNames,
     },
     model,
   );

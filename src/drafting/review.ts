@@ -1,5 +1,5 @@
 // A person's review of a draft: approval (the contact must still be emailable; a flagged draft
-// needs the flags acknowledged; the approval keeps the evidence approved) and rejection. Approving
+// needs its flags, of every kind, acknowledged; the approval keeps the evidence approved) and rejection. Approving
 // the last live step of a sequence approves the sequence; a step approved while its sequence is
 // sending joins the send queue. No email is sent here.
 
@@ -9,7 +9,7 @@ import { contactBlock } from '../compliance/contact-block.js';
 import { queueSteps } from '../dispatch/queue.js';
 import { invalid, notFound, ProblemError } from '../http/problems.js';
 import { emit } from '../platform/events.js';
-import type { Flag } from './guardrails.js';
+import { storedFlags } from './guardrails.js';
 
 const APPROVABLE = ['DRAFT_GENERATED', 'EDITED', 'REGENERATED'];
 
@@ -69,11 +69,12 @@ export async function approveDraft(trx: Tx, org: string, id: string, approval: A
     throw invalid(`The draft's contact cannot be emailed: the address is suppressed${block.entry ? ` (${block.entry.reason})` : ''}.`);
   }
   if (block?.reason === 'do_not_contact') throw invalid("The draft's contact is tagged do-not-contact.");
-  const flags = (d.guardrail as { flags?: Flag[] } | null)?.flags ?? [];
+  // Every kind of flag (unsupported claim, offer, claim about the sender) needs the acknowledgement.
+  const flags = storedFlags(d.guardrail);
   if (d.flagged && approval.acknowledgeFlags !== true) {
     throw new ProblemError(
       'validation-failed',
-      `The draft carries unsupported-claim flags; approve with acknowledgeFlags: true to accept them: ${flags.map((f) => `"${f.sentence}" (${f.claims.join(', ')})`).join('; ')}.`,
+      `The draft carries flags; approve with acknowledgeFlags: true to accept them: ${flags.map((f) => `${f.kind} "${f.sentence}" (${f.claims.join(', ')})`).join('; ')}.`,
       { errors: [{ field: 'body.acknowledgeFlags', message: 'must be true for a flagged draft' }], flags },
     );
   }

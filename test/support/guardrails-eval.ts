@@ -71,6 +71,7 @@ export function judge(set: EvalSet, item: EvalItem): string[] {
     },
     known: knownWords(ctx.contact, ctx.company, ctx.sender, ...ctx.products),
     listContext: [ctx.listContext.connectionPoint, ctx.listContext.goal],
+    senderNames: [ctx.sender, ...ctx.products],
   };
   const flags = checkDraft(input).flags as Array<{ kind?: string }>;
   return [...new Set(flags.map((f) => f.kind ?? 'unsupported-claim'))].sort();
