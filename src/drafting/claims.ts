@@ -83,7 +83,7 @@ const COMMON = new Set(
     'happy quick open no yes ok okay re fwd fw ai api crm saas b2b b2c roi kpi pt et ct mt cet cest pst pdt est edt gmt utc bst am pm faq ' +
     'sie ihnen ihr ihre ihrem ihren ihrer du dich dir dein deine ich wir uns euch vous tu usted ustedes ud vd você vocês lei ' +
     'pan pani panie pana panu panem panią państwo państwa państwu вы вас вам вами ваш ваша ваше ваши ' +
-    'herr frau mr mrs ms dr prof sr sra monsieur madame hanım bey zoom teams meet google slack webex hangouts whatsapp calendly linkedin'
+    'herr frau mr mrs ms dr prof sr sra monsieur madame hanım bey zoom teams meet google slack webex hangouts whatsapp calendly loom vidyard docusign notion linkedin'
   ).split(' '),
 );
 /** Titles read as names of a role: supported by the title or its spelled-out form. */
@@ -130,7 +130,8 @@ export function claimsOf(sentence: string, known: ReadonlySet<string>): Claim[] 
   const flush = () => {
     let kept = run.filter((r) => {
       const w = bare(r.w).toLowerCase();
-      return !COMMON.has(w) && !known.has(w) && !isDateWord(w) && w.length > 0;
+      // A word with digits in it is a code (FREIGHT25), not a name.
+      return !COMMON.has(w) && !known.has(w) && !isDateWord(w) && w.length > 0 && !/\p{N}/u.test(w);
     });
     if (kept.length > 0 && START.test(sentence.slice(0, kept[0].index)) && !inflected(kept[0].w)) kept = kept.slice(1);
     if (kept.length > 0) {

@@ -17,13 +17,13 @@ const TERMS: Array<[string, RegExp]> = [
   [
     'discount',
     re(
-      '\\b<discount(?:s|ed)?\\b>|\\d+\\s?%\\s*(?:off|discount)\\b>|\\b<(?:half|\\d+%?)\\s+off\\b>|\\b<half[- ]price\\b>|\\b<(?:desconto|descuento|réduction|remise|rabais|rabatt|nachlass|sconto|rabat|indirim)\\b>|скидк|zniżk',
+      '\\b<discount(?:s|ed)?\\b>|\\d+\\s?%\\s*(?:off|discount)\\b>|\\b<(?:half|\\d+%?)\\s+off\\b>|\\b<half[- ]price\\b>|\\b<(?:desconto|descuento|réduction|remise|rabais|rabatt|nachlass|sconto|rabat|indirim|korting|aanbieding|offerta|promozione)\\b>|скидк|zniżk',
     ),
   ],
   [
     'free',
     re(
-      '\\b<(?:complimentary|gratis|grátis|gratuit\\p{L}*|kostenlos\\p{L}*|offerts?|ücretsiz|darmow\\p{L}*)\\b>|бесплатн|at no (?:extra )?cost|free of charge|no charge|\\b<on us\\b>|giv(?:e|ing) away|giveaway|waive',
+      "\\b<(?:complimentary|gratis|grátis|gratuit\\p{L}*|kostenlos\\p{L}*|offerts?|ücretsiz|darmow\\p{L}*)\\b>|бесплатн|at no (?:extra )?cost|free of charge|no charge|\\b<(?:is|are|it's|that's|be) on us\\b>|giv(?:e|ing) away|giveaway|waive",
     ),
   ],
   [
@@ -42,7 +42,7 @@ const TERMS: Array<[string, RegExp]> = [
   [
     'gift',
     re(
-      '\\b<gift(?:s| cards?)?\\b>|\\b<voucher|\\b<coupon|\\b<promo(?:tion(?:al)?)? code|\\b<code [A-Z0-9]{3,}\\b>|\\b<bonus\\b>|\\b<rewards?\\b>|\\b<prizes?\\b>|\\b<upgrade\\b>|\\b<(?:free )?credits\\b>',
+      '\\b<gift(?:s| cards?)?\\b>|\\b<voucher|\\b<coupon|\\b<promo(?:tion(?:al)?)? code|\\b<code [A-Z0-9]{3,}\\b>|\\b<bonus\\b>|\\b<rewards?\\b>|\\b<prizes?\\b>|\\b<upgrade\\b>|\\b<(?:free )?credits\\b>|[$€£]\\s?\\d[\\d,.]*\\s+credit\\b>|\\b<credit (?:toward|towards|on your)\\b>',
     ),
   ],
   [
@@ -102,6 +102,9 @@ export function termsOf(text: string): Terms {
     const m = r.exec(text);
     if (m) words.set(kind, m[0].trim());
   }
+  // A pilot, written in lower case (a product named "... Pilot" is not one).
+  const pilot = /(?<![\p{L}])pilots?(?![\p{L}])/u.exec(text);
+  if (pilot && !words.has('trial')) words.set('trial', pilot[0]);
   const free = freeAsPrice(text);
   if (free.length && !words.has('free')) words.set('free', free[0]);
   const until = UNTIL.exec(text);

@@ -99,7 +99,7 @@ const MEETING = new RegExp(
 );
 /** A first-person proposal of a time or a next step ("I can also do 8:30am", "I'll be in Columbus on May 14"). */
 const PROPOSAL =
-  /\b(?:I can|I could|I'm free|I am free|I'll be|I will be|we could|we can|let's|how about|what about|happy to|I'd be happy|I'll check back|I'll follow up|I'll circle back|I'll reach out|I'll send|shall I|shall we)\b/i;
+  /\b(?:I can|I could|I'm free|I am free|I'll be|I will be|I'm in|I am in|I'm around|I'm visiting|I'll be visiting|we could|we can|let's|how about|what about|happy to|I'd be happy|I'll check back|I'll follow up|I'll circle back|I'll reach out|I'll send|shall I|shall we)\b/i;
 
 /** A meeting proposal: a question, or a first-person proposal, about a call, a time or a next step. */
 export function isMeetingProposal(s: string): boolean {
@@ -114,7 +114,7 @@ export const SECOND_PERSON = /(?<![\p{L}'’])(?:you|your|yours|you're|you've|yo
 
 /** First-person sentences that state no fact about the sender: intentions, wishes, guesses, remarks about the email. */
 export const INTENT =
-  /^\s*(?:(?:and |so |but )?I(?:'d| would| will|'ll| can| could| want| wanted| was wondering| wonder| hope| know| think| imagine| guess| bet| suspect| assume| thought| figured| love|'d love| won't| will not| don't| do not| can't| cannot| shall| am happy|'m happy| am glad|'m glad| am curious|'m curious| am writing|'m writing| am reaching|'m reaching| am following|'m following| have (?:a |two |one |some |a few )?(?:quick |short )?(?:questions?|ideas?|thoughts?)|'m not sure| am not sure)\b|(?:we|I)(?:'d| would) (?:love|like|be glad|be happy)|(?:just )?(?:following up|bumping|looping back|circling back|checking in)|this is my|thanks|thank you|hope|hoping|apologies|sorry|no worries|no pressure|feel free|let me know)/i;
+  /^\s*(?:(?:and |so |but )?I(?:'d| would| will|'ll| can| could| want| wanted| was wondering| wonder| hope| know| think| imagine| guess| bet| suspect| assume| thought| figured| love|'d love| won't| will not| don't| do not| can't| cannot| shall| am happy|'m happy| am glad|'m glad| am curious|'m curious| am writing|'m writing| am reaching|'m reaching| am following|'m following| have (?:\S+ ){0,2}(?:questions?|ideas?|thoughts?|suggestions?)|'m not sure| am not sure)\b|(?:we|I)(?:'d| would) (?:love|like|be glad|be happy)|(?:just )?(?:following up|bumping|looping back|circling back|checking in)|this is my|thanks|thank you|hope|hoping|apologies|sorry|no worries|no pressure|feel free|let me know)/i;
 
 /** A guess or a hedge: what follows is not stated as a fact. */
 export const HEDGE =

@@ -169,11 +169,11 @@ function judge(
   const offering = termsOf(ownText).kinds.size > 0;
 
   const text = withoutAddress(part.text, known);
-  const words = foldText(text).split(/[^\p{L}\p{N}'-]+/u);
   // Scripts written without spaces (Japanese, Chinese) hold names inside longer runs of letters.
   const folded = foldText(text);
+  const written = new Set((text.match(/[\p{Lu}][\p{L}\p{N}'-]*/gu) ?? []).map(foldText));
   const mentions = (w: string) =>
-    words.includes(w) || (/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u.test(w) && folded.includes(w));
+    written.has(foldText(w)) || (/[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u.test(w) && folded.includes(w));
   const prospect = SECOND_PERSON.test(text) || prospectWords.some(mentions) || OBSERVATION.test(text);
   const intent = INTENT.test(text);
   const all = claimsOf(text, known);
@@ -187,7 +187,8 @@ function judge(
     if (!prospect) return flags;
     claims = claims.filter((c) => c.kind === 'name');
   }
-  const clause = offering ? null : senderClause(text, senderNames);
+  const meeting = isMeetingProposal(text) && !isTagQuestion(text);
+  const clause = offering || meeting ? null : senderClause(text, senderNames);
   if (clause !== null && !INTENT.test(clause) && !OBSERVATION.test(text)) {
     const names = claims.filter((c) => c.kind === 'name').map((c) => c.token);
     const missing = newSenderClaims(ownText, names, own, { skipValues: (v) => metaValues.includes(v) });
@@ -199,7 +200,7 @@ function judge(
   const question = isQuestion(text) && !tag;
   // A capitalized word alone in German is as often a noun as a name.
   const noun = (c: Claim) => c.kind === 'name' && c.single === true && GERMAN.test(text);
-  if (isMeetingProposal(text) && !tag) {
+  if (meeting) {
     const firstPerson = FIRST_PERSON.test(text.split(/\s+/)[0] ?? '');
     claims = claims.filter(
       (c) =>
