@@ -1,6 +1,8 @@
 // The guardrails against their labelled evaluation set (test/fixtures/guardrails/eval-set.json):
 // prints precision and recall of the flags (by kind of flag per sentence, and by sentence) and
-// every misjudged sentence. Targets: precision and recall both at least 95%.
+// every misjudged sentence. Targets: precision and recall both at least 95%. The held-out sets
+// (held-out.json, held-out-2.json), written after the rules were frozen, are printed to check
+// that the rules generalize; they are never tuned against, so they carry no target.
 import { describe, expect, it } from 'vitest';
 import { describeScore, loadEvalSet, scoreSet } from './support/guardrails-eval.js';
 
@@ -14,5 +16,13 @@ describe('guardrails evaluation', () => {
     console.log(describeScore('evaluation set', score));
     expect(score.precision).toBeGreaterThanOrEqual(TARGET);
     expect(score.recall).toBeGreaterThanOrEqual(TARGET);
+  });
+
+  it('prints precision and recall over the held-out sets', () => {
+    for (const name of ['held-out', 'held-out-2'] as const) {
+      const score = scoreSet(loadEvalSet(name));
+      console.log(describeScore(name, score));
+      expect(score.items).toBeGreaterThanOrEqual(50);
+    }
   });
 });

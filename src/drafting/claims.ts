@@ -8,7 +8,7 @@
 // recency by a dated source.
 
 import { numbersIn, sameValue } from './numbers.js';
-import { CONGRATS, DATE_WORD, isDateWord } from './own-words.js';
+import { CONGRATS, dateWords, isDateWord } from './own-words.js';
 
 export interface Claim {
   kind: 'number' | 'name' | 'date' | 'recency' | 'event';
@@ -115,10 +115,10 @@ const inflected = (w: string) => /['’]\p{Ll}/u.test(w) && !CONTRACTED.has(w.sp
 export function claimsOf(sentence: string, known: ReadonlySet<string>): Claim[] {
   const claims: Claim[] = [];
   for (const n of numbersIn(sentence)) claims.push({ kind: 'number', token: n.token, index: n.index, value: n.value });
-  for (const m of sentence.matchAll(DATE_WORD)) {
+  for (const d of dateWords(sentence)) {
     // "may" is a month only as "May 14" or "in May".
-    if (/^may$/i.test(m[0]) && !(/^May$/.test(m[0]) && /^\s*\d|^$/.test(sentence.slice((m.index ?? 0) + 3, (m.index ?? 0) + 6)))) continue;
-    claims.push({ kind: 'date', token: m[0], index: m.index ?? 0 });
+    if (/^may$/i.test(d.word) && !(/^May$/.test(d.word) && /^\s*\d|^$/.test(sentence.slice(d.index + 3, d.index + 6)))) continue;
+    claims.push({ kind: 'date', token: d.word, index: d.index });
   }
   for (const m of sentence.matchAll(RECENCY)) claims.push({ kind: 'recency', token: m[0], index: m.index ?? 0 });
   const congrats = CONGRATS.exec(sentence);

@@ -6,7 +6,7 @@
 // or a hostile one.
 import { foldText, statesName } from './claims.js';
 import { numbersIn, sameValue } from './numbers.js';
-import { DATE_WORD, FIRST_PERSON, isSignOff } from './own-words.js';
+import { DATE_WORD, dateWords, FIRST_PERSON, isSignOff } from './own-words.js';
 
 const B = '(?<![\\p{L}\\p{N}])';
 const E = '(?![\\p{L}\\p{N}])';
@@ -54,7 +54,7 @@ const TERMS: Array<[string, RegExp]> = [
   [
     'offer',
     re(
-      '\\b<offer(?:s|ing|ed)?\\b>|\\b<exclusive\\b>|\\b<(?:oferecemos|oferta|ofertas|offre|angebot|предлагаем)\\b>|\\b<you get\\b>|\\b<you qualify\\b>|\\b<qualify for\\b>|\\b<claim (?:it|your|now|this)\\b>|\\b<te damos\\b>|\\b<profitez\\b>',
+      '\\b<offer(?:s|ing|ed)?\\b>|\\b<exclusive\\b>|\\b<(?:oferecemos|oferta|ofertas|ofrecemos|regalamos|offre|offrons|offrir|offrez|angebot|bieten wir|schenken|предлагаем)\\b>|\\b<you get\\b>|\\b<you qualify\\b>|\\b<qualify for\\b>|\\b<claim (?:it|your|now|this)\\b>|\\b<te damos\\b>|\\b<profitez\\b>',
     ),
   ],
   [
@@ -132,7 +132,7 @@ export function ownMaterial(texts: Array<string | null | undefined>): OwnMateria
     text,
     terms: termsOf(text),
     values: numbersIn(text).map((n) => n.value),
-    dates: new Set([...text.matchAll(DATE_WORD)].map((m) => foldText(m[0]))),
+    dates: new Set(dateWords(text).map((d) => foldText(d.word))),
   };
 }
 
@@ -146,7 +146,7 @@ export function newOfferTerms(sentence: string, own: OwnMaterial): string[] {
   const ownAny = own.terms.kinds.size > 0;
   for (const [k, word] of t.words) if (!own.terms.kinds.has(k) && !(GENERIC.has(k) && ownAny)) missing.push(word);
   for (const n of numbersIn(sentence)) if (!hasValue(own, n.value)) missing.push(n.token);
-  for (const m of sentence.matchAll(DATE_WORD)) if (!own.dates.has(foldText(m[0]))) missing.push(m[0]);
+  for (const d of dateWords(sentence)) if (!own.dates.has(foldText(d.word))) missing.push(d.word);
   for (const u of sentence.match(/https?:\/\/\S+/gi) ?? []) if (!own.text.includes(u.replace(/[.,;)]+$/, ''))) missing.push(u);
   // The same terms in other words keep most of the sender's words; other things offered do not.
   if (missing.length === 0) {
@@ -223,7 +223,7 @@ export function newSenderClaims(
 ): string[] {
   const missing: string[] = [];
   for (const n of numbersIn(sentence)) if (!hasValue(own, n.value) && !opts.skipValues?.(n.value)) missing.push(n.token);
-  for (const m of sentence.matchAll(DATE_WORD)) if (!own.dates.has(foldText(m[0]))) missing.push(m[0]);
+  for (const d of dateWords(sentence)) if (!own.dates.has(foldText(d.word))) missing.push(d.word);
   for (const n of names) if (!statesName(own.text, n)) missing.push(n);
   // Superiority, awards and certifications are claims of their own, whatever else the sentence repeats.
   const strong = STRONG.exec(sentence);

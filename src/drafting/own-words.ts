@@ -94,7 +94,7 @@ export const isTagQuestion = (s: string) =>
 
 // What meeting proposals and calls to action talk about, in several languages.
 const MEETING = new RegExp(
-  `(?<![${L}])(?:call|calls|chat|meeting|meet|talk|speak|conversation|walkthrough|walk\\s+you\\s+through|demo|session|slot|slots|calendar|invite|around|available|availability|free|works?\\s+(?:[\\p{L}]+\\s+)?for\\s+you|suit|suits|coffee|connect|catch\\s+up|catch-up|stop\\s+by|drop\\s+by|minutes?|mins?|hours?|morning|mornings|afternoon|afternoons|evening|[0-9](?:am|pm)|o'clock|check\\s+back|follow\\s+up|circle\\s+back|touch\\s+base|reach\\s+out|chamada|conversa|falar|reunião|minutos|disponibilidade|disponível|llamada|reunión|hablar|charlar|conversación|gespräch|austausch|termin|minuten|zeit|telefonieren|sprechen|appel|échange|rendez-vous|disponible|parler|rozmowa|rozmowę|spotkanie|minut|porozmawiać|görüşme|toplantı|dakika|dakikalık|konuşma|snak|møde|minutter|созвониться|звонок|встреча|минут|お時間|打ち合わせ|面談)(?![${L}])|[0-9]+分`,
+  `(?<![${L}])(?:call|calls|chat|meeting|meet|talk|speak|conversation|walkthrough|walk\\s+you\\s+through|demo|session|slot|slots|calendar|invite|around|available|availability|free|works?\\s+(?:[\\p{L}]+\\s+)?for\\s+you|suit|suits|coffee|connect|(?:find|grab|book|schedule|set\\s+up)\\s+(?:some\\s+)?time|time\\s+slots?|catch\\s+up|catch-up|stop\\s+by|drop\\s+by|minutes?|mins?|hours?|morning|mornings|afternoon|afternoons|evening|[0-9](?:am|pm)|o'clock|check\\s+back|follow\\s+up|circle\\s+back|touch\\s+base|reach\\s+out|chamada|conversa|falar|reunião|minutos|disponibilidade|disponível|llamada|reunión|hablar|charlar|conversación|gespräch|austausch|termin|minuten|zeit|telefonieren|sprechen|appel|échange|rendez-vous|disponible|parler|rozmowa|rozmowę|spotkanie|minut|porozmawiać|görüşme|toplantı|dakika|dakikalık|konuşma|snak|møde|minutter|созвониться|звонок|встреча|минут|お時間|打ち合わせ|面談)(?![${L}])|[0-9]+分`,
   'iu',
 );
 /** A first-person proposal of a time or a next step ("I can also do 8:30am", "I'll be in Columbus on May 14"). */
@@ -140,7 +140,15 @@ const DAYS =
   'monday|tuesday|wednesday|thursday|friday|saturday|sunday|segunda-feira|terça-feira|quarta-feira|quinta-feira|sexta-feira|sábado|domingo|lunes|martes|miércoles|jueves|viernes|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag|lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche|poniedziałek|wtorek|środa|czwartek|piątek|sobota|niedziela|pazartesi|salı|çarşamba|perşembe|cuma|cumartesi|pazar|mandag|tirsdag|onsdag|torsdag|fredag|lørdag|søndag';
 const MONTHS =
   'january|february|march|april|may|june|july|august|september|october|november|december|janeiro|fevereiro|março|abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro|enero|febrero|marzo|mayo|junio|julio|septiembre|octubre|noviembre|diciembre|januar|februar|märz|juni|juli|oktober|dezember|janvier|février|mars|avril|mai|juin|juillet|août|septembre|octobre|novembre|décembre';
-/** A day or month name, a quarter (Q3), as a date word. */
+/** A day or month name, a quarter (Q3), as a date word (the pattern, for composing others). */
 export const DATE_WORD = new RegExp(`(?<![${L}])(?:${DAYS}|${MONTHS}|q[1-4])(?![${L}])`, 'giu');
-const DATE_ONLY = new RegExp(`^(?:${DAYS}|${MONTHS}|q[1-4])$`, 'iu');
-export const isDateWord = (w: string) => DATE_ONLY.test(w);
+const DATE_WORDS = new Set([...DAYS.split('|'), ...MONTHS.split('|'), 'q1', 'q2', 'q3', 'q4']);
+export const isDateWord = (w: string) => DATE_WORDS.has(w.toLowerCase());
+
+/** The date words of a text, where they stand (a word lookup: faster than the pattern). */
+export function dateWords(text: string): Array<{ word: string; index: number }> {
+  const out: Array<{ word: string; index: number }> = [];
+  for (const m of text.matchAll(/[\p{L}\p{N}]+(?:-[\p{L}]+)?/gu))
+    if (DATE_WORDS.has(m[0].toLowerCase())) out.push({ word: m[0], index: m.index ?? 0 });
+  return out;
+}

@@ -108,7 +108,7 @@ function partsOf(body: string): Part[] {
 
 /** A leading address ("Dana, ...", "Herr Müller, ...", "Panie Łukaszu, ...") is the sender's, not a claim. */
 function withoutAddress(text: string, known: ReadonlySet<string>): string {
-  const m = /^((?:[\p{Lu}][\p{L}'’.-]*\s+){0,3}[\p{Lu}][\p{L}'’.-]*),\s+/u.exec(text);
+  const m = /^((?:[\p{Lu}][\p{L}'’.-]*\s+){0,3}[\p{Lu}][\p{L}'’.-]*)(?:,|\s+[—–-])\s+/u.exec(text);
   if (!m) return text;
   const words = m[1].split(/\s+/).map((w) => w.toLowerCase().replace(/\.$/, ''));
   const address = /^(?:herr|frau|monsieur|madame|mr|mrs|ms|dr|sr|sra|señor|señora|pan|pani|panie|hanım|bey|dear)$/;
@@ -129,14 +129,29 @@ const isMetaCount = (text: string, c: Claim) =>
 /** A number in a meeting proposal is a day, time or duration, unless it is the prospect's ("your 40 hires"). */
 const isProspectsFigure = (text: string, c: Claim) => /\byour?\b(?:\s+\S+){0,2}\s*$/i.test(text.slice(Math.max(0, c.index - 30), c.index));
 
+/** What a list generation reads once per template and list, not once per draft (a few recent ones are kept). */
+const recent = new Map<string, { own: OwnMaterial; template: Set<string> }>();
+function templateOf(input: JudgeInput) {
+  const key = JSON.stringify([input.templateSubject, input.templateBody, input.listContext ?? []]);
+  let t = recent.get(key);
+  if (!t) {
+    t = {
+      own: ownMaterial([input.templateSubject, input.templateBody, ...(input.listContext ?? [])]),
+      template: new Set(
+        [...input.templateBody.split('\n'), ...partsOf(input.templateBody).map((p) => p.sentence), input.templateSubject].map(fold),
+      ),
+    };
+    if (recent.size >= 32) recent.delete(recent.keys().next().value as string);
+    recent.set(key, t);
+  }
+  return t;
+}
+
 export function flagsOf(input: JudgeInput, subject: string, body: string): Flag[] {
-  const own = ownMaterial([input.templateSubject, input.templateBody, ...(input.listContext ?? [])]);
+  const { own, template } = templateOf(input);
   const senderNames = input.senderNames ?? [];
   const senderWords = new Set(senderNames.flatMap((n) => foldText(n).split(/[^\p{L}\p{N}'’-]+/u)));
   const prospectWords = [...input.known].filter((w) => !senderWords.has(foldText(w)));
-  const template = new Set(
-    [...input.templateBody.split('\n'), ...partsOf(input.templateBody).map((p) => p.sentence), input.templateSubject].map(fold),
-  );
   const flags: Flag[] = [];
   const parts = [...segments(subject).map((s) => ({ sentence: s.text, text: s.text, signature: false })), ...partsOf(body)];
   for (const part of parts) {
@@ -217,49 +232,54 @@ function judge(
   const checkable = claims.filter((c) => c.kind !== 'event');
   if (checkable.length > 0) {
     claims = claims.filter((c) => c.kind !== 'event' || isDistinctEvent(c));
-  } else if (prospect && !intent && !question && !hedged) {
-    // A statement about the prospect with nothing checkable but its event ("Acme is investing heavily in outbound").
+  } else if (!offering && prospect && !intent && !question && !hedged) {
+    // A statement about the prospect with nothing checkable but its event ("Acme is investing heavily
+    // in outbound") or an observation ("I noticed your reps ..."). Without either, a sentence about
+    // the reader ("Your time is valuable") is read as courtesy, not as a claim.
     claims = claims.filter((c) => c.kind === 'event');
-    const seen = OBSERVATION.exec(text);
-    if (claims.length === 0 && seen) return unsupportedObservation(text, seen[0], cited, flag, flags);
+    const seen = OBSERVATION.exec(text)?.[0];
+    if (claims.length === 0 && seen) return unsupportedStatement(text.replace(seen, ''), seen, cited, own, flag, flags);
   } else claims = [];
 
   if (claims.length === 0) return flags;
   // A figure in a sentence about nobody in particular, uncited: the sender vouches for it.
-  if (cited.length === 0 && !prospect && !intent && claims.some((c) => c.kind === 'number' && c.value !== undefined)) {
+  // (Unless a name comes first: "Ruth Adeyemi mentioned ... 2026" speaks of that person.)
+  const figure = claims.find((c) => c.kind === 'number' && c.value !== undefined);
+  const named = claims.find((c) => c.kind === 'name');
+  if (cited.length === 0 && !prospect && !intent && figure && !(named && named.index < figure.index)) {
     const names = claims.filter((c) => c.kind === 'name').map((c) => c.token);
     const missing = newSenderClaims(ownText, names, own, { skipValues: (v) => metaValues.includes(v) });
     if (missing.length > 0) flag('sender-claim', missing);
     return flags;
   }
   const missing = unsupported(claims, cited);
-  if (missing.length > 0)
-    flag(
-      'unsupported-claim',
-      missing.map((c) => c.token),
-    );
+  if (missing.length > 0) flag('unsupported-claim', [...new Set(missing.map((c) => c.token))]);
   return flags;
 }
 
 const ownHas = (own: OwnMaterial, c: Claim) => foldText(own.text).includes(foldText(c.token));
 
-/** An observation with nothing checkable in it ("I noticed your reps still research accounts by hand"): its words must be its source's. */
-function unsupportedObservation(
+/**
+ * A statement with nothing checkable in it ("I noticed your reps still research accounts by hand"):
+ * most of its words must be its cited source's, or the sender's own material's (the list's context).
+ */
+function unsupportedStatement(
   text: string,
   marker: string,
   cited: CitedSource[],
+  own: OwnMaterial,
   flag: (kind: FlagKind, claims: string[]) => void,
   flags: Flag[],
 ): Flag[] {
-  const evidence = new Set(
-    foldText(cited.map((c) => `${c.title} ${c.snippet}`).join(' '))
+  const support = new Set(
+    foldText(`${cited.map((c) => `${c.title} ${c.snippet}`).join(' ')} ${own.text}`)
       .split(/[^\p{L}]+/u)
       .map((w) => w.slice(0, 5)),
   );
-  const words = foldText(text.replace(marker, ''))
+  const words = foldText(text)
     .split(/[^\p{L}]+/u)
     .filter((w) => w.length > 3);
-  const found = words.filter((w) => evidence.has(w.slice(0, 5))).length;
-  if (cited.length === 0 || found * 2 < words.length) flag('unsupported-claim', [marker]);
+  const found = words.filter((w) => support.has(w.slice(0, 5))).length;
+  if (found * 2 < words.length || words.length === 0) flag('unsupported-claim', [marker]);
   return flags;
 }

@@ -46,7 +46,7 @@ export interface EvalSet {
   items: EvalItem[];
 }
 
-export const loadEvalSet = (name: 'eval-set' | 'held-out'): EvalSet =>
+export const loadEvalSet = (name: 'eval-set' | 'held-out' | 'held-out-2'): EvalSet =>
   JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8')) as EvalSet;
 
 /** The words a draft may use without a source, as generation builds them (src/drafting/generate.ts). */
