@@ -3,7 +3,10 @@
 // written in memory (the model calls concurrently, within LLM_CONCURRENCY), and everything the
 // batch changes commits in one transaction: the quota it takes, the drafts (superseding older
 // versions), the contacts' derived research, the sequences' statuses, the list run's counters and
-// every event. Idempotent per generation pass: a re-run of the same pass writes nothing twice.
+// every event. Before the writers run, each sequence is pinned to the mailbox it will send from
+// (src/dispatch/senders.ts; committed with the quota check), whose name signs its drafts with the
+// list owner's title (src/drafting/sender.ts). Idempotent per generation pass: a re-run of the
+// same pass writes nothing twice.
 import { sql } from 'kysely';
 import { type Tx, withOrg } from '../../db/database.js';
 import { draftsRemaining, takeDrafts } from '../account/usage.js';
@@ -11,6 +14,8 @@ import { heldOutUnits } from '../analytics/holdout.js';
 import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
 import { isLiveContactRow } from '../crm/live-contacts.js';
+import { candidates, pinMailboxes } from '../dispatch/senders.js';
+import { sendingSettings } from '../dispatch/settings.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
 import type { Deps } from '../platform/services.js';
@@ -21,6 +26,7 @@ import { type DraftContext, storedEvidence, type TemplateStep, type WrittenDraft
 import { writeFallback } from './fallback.js';
 import { nameParts } from './merge.js';
 import { writeOrFallBack, writeWithModel } from './model-writer.js';
+import { type ListOwner, listOwners, senderValues } from './sender.js';
 
 /**
  * Which steps a pass writes: `missing` those without a live draft (a new sequence); `unapproved`
@@ -66,6 +72,8 @@ type Derived = ReturnType<typeof assessContact> & {
 interface Item {
   /** account: the contact's company, the unit of the ai_email_lift holdout experiment. */
   seq: string;
+  /** Who the drafts are signed for (with the mailbox pinned to the sequence: src/drafting/sender.ts); null for nobody named. */
+  owner: ListOwner | null;
   contact: string;
   account: string | null;
   step: TemplateStep;
@@ -84,7 +92,11 @@ interface Failure {
 }
 
 async function load(trx: Tx, org: string, req: GenerationRequest, secret: string | null) {
-  const organization = await trx.selectFrom('organizations').select(['name', 'plan']).where('id', '=', org).executeTakeFirstOrThrow();
+  const organization = await trx
+    .selectFrom('organizations')
+    .select(['name', 'plan', 'sending'])
+    .where('id', '=', org)
+    .executeTakeFirstOrThrow();
   const sequences = await trx
     .selectFrom('contact_sequences')
     .select(['id', 'contact_id', 'status', 'anchor_at_utc', 'created_at', 'steps', 'product_id'])
@@ -121,6 +133,7 @@ async function load(trx: Tx, org: string, req: GenerationRequest, secret: string
             'l.name as list_name',
             'l.connection_point',
             'l.goal',
+            'l.user_id as list_owner_id',
           ])
           .where('c.organization_id', '=', org)
           .where('c.id', 'in', contactIds)
@@ -136,7 +149,19 @@ async function load(trx: Tx, org: string, req: GenerationRequest, secret: string
     contacts.filter((c) => c.erased_at === null).map((c) => c.email_normalized),
     secret,
   );
-  return { organization, sequences, contacts: new Map(contacts.map((c) => [c.id, c])), products, suppressed };
+  return {
+    organization,
+    sequences,
+    contacts: new Map(contacts.map((c) => [c.id, c])),
+    products,
+    suppressed,
+    owners: await listOwners(
+      trx,
+      org,
+      organization.name,
+      contacts.map((c) => c.list_owner_id),
+    ),
+  };
 }
 
 /** Live drafts (and the highest version of each step) of the sequences, by `seq:step`. */
@@ -237,6 +262,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
     for (const st of steps) {
       items.push({
         seq: s.id,
+        owner: input.owners.get(c.list_owner_id ?? '') ?? null,
         contact: c.id,
         account: c.company_id,
         step: st,
@@ -275,6 +301,14 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
         reason: 'quota_exceeded',
         detail: "the plan's drafts per month are used up",
       });
+    // Each sequence is pinned to its mailbox now, before its drafts are written: its name signs them.
+    const all = await candidates(trx, org, sendingSettings(input.organization.sending), deps.config);
+    const pins = await pinMailboxes(trx, org, [...new Set(items.map((it) => it.seq))], all);
+    for (const it of items) {
+      const sender = senderValues(pins.get(it.seq) ?? null, it.owner, input.organization.name);
+      it.ctx.merge = { ...it.ctx.merge, ...sender };
+      it.ctx.known = new Set([...it.ctx.known, ...knownWords(sender['sender.name'], sender['sender.title'])]);
+    }
     return heldOutUnits(
       trx,
       org,

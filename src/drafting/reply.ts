@@ -128,7 +128,7 @@ export function writeReplyFallback(rc: ReplyContext): WrittenDraft & { template:
   const quote = firstSentence ? `You wrote: "${clip(firstSentence, QUOTE_MAX)}"` : null;
   if (quote) citations.push({ text: quote, sourceIndex: rc.messageIndex, snippet: rc.research.sources[rc.messageIndex - 1].snippet });
   const fact = say.personal && input.research ? rankFacts(input.research.facts, null)[0] : undefined;
-  const factSentence = fact ? sentenceFor(fact) : null;
+  const factSentence = fact ? sentenceFor(fact, 1, input.contact.company) : null;
   if (fact && factSentence) citations.push({ text: factSentence, sourceIndex: fact.sourceIndex, snippet: fact.source.snippet });
   const template = [greeting, '', `Thank you for your message. ${say.line}`, '', say.closing, '', 'Best regards'].join('\n');
   const body = [

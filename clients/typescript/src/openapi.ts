@@ -1304,8 +1304,10 @@ export interface paths {
          *     do-not-contact contacts and product collisions are skipped and counted in the run's record.
          *     Results are read with `GET /drafts?status=DRAFT_GENERATED`. Takes no body.
          *
-         *     A list created without `useCaseTemplateId` uses the built-in template `builtin-first-touch`: one
-         *     first-touch step written from the list's connection point (and, with a model, its goal).
+         *     A list created without `useCaseTemplateId` uses the built-in sequence `builtin-sequence`: a
+         *     first touch (day 0), a follow-up (day 3) and a break-up (day 7), each with one cited line from
+         *     the contact's research, the list's connection point and the sender's signature (merge fields in
+         *     docs/sequences-and-drafts.md).
          *
          *     Errors: 400 `list-template-unavailable` when the list's template no longer exists or is no
          *     longer active;
@@ -1418,8 +1420,10 @@ export interface paths {
         put?: never;
         /**
          * Start a sequence for a contact
-         * @description Creates a sequence of the contact from the template (an organization sequence template or an
-         *     active public template; its steps are copied into the sequence) and answers **200** (not 201)
+         * @description Creates a sequence of the contact from the template (an organization sequence template, an
+         *     active public template, or a built-in one: `builtin-sequence`, a first touch, a follow-up and a
+         *     break-up, or `builtin-first-touch`, its first step alone; the steps are copied into the
+         *     sequence) and answers **200** (not 201)
          *     with it, in status `NEW`. The work is asynchronous: a job writes one draft per step (the
          *     sequence becomes `DRAFTED` when every step has one; a step whose generation fails emits
          *     `draft.failed` and leaves the sequence `NEW`), and `sequence.started` is emitted when the
@@ -3212,6 +3216,7 @@ export interface components {
          *       "anchorAtUtc": "2026-07-20T08:00:00Z",
          *       "currentStep": 0,
          *       "productId": null,
+         *       "mailboxId": null,
          *       "pausedFrom": null,
          *       "createdAt": "2026-07-18T10:00:00Z",
          *       "updatedAt": "2026-07-18T10:00:00Z"
@@ -3229,6 +3234,12 @@ export interface components {
             /** @description The last step sent (0 before the first send). */
             currentStep: number;
             id: string;
+            /**
+             * @description The mailbox every step of the sequence goes from (`deployment` for the deployment sender),
+             *     chosen when its drafts are first written, whose name signs them; null until then, or while
+             *     no mailbox could send (it is then chosen at the first send).
+             */
+            mailboxId: string | null;
             organizationId: string;
             /** @description The status the sequence was in when it was last paused (kept for the record after a resume); null if never paused. */
             pausedFrom: string | null;
