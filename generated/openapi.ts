@@ -2573,7 +2573,11 @@ export interface components {
         };
         /** @description Outcome of the content guardrails run on a draft. */
         DraftGuardrailReport: {
-            /** @description Findings left as advisories (unsupported-claim flags among them, which approval must acknowledge). */
+            /**
+             * @description Findings left as advisories (unsupported-claim flags among them, which approval must
+             *     acknowledge), each `<kind>: <detail>`; `foreign-link` names a link a model wrote that is not
+             *     the template's, the sender's or the prospect's, removed with its sentence.
+             */
             advisories: string[];
             /** @description Number of generation attempts made. */
             attempts: number;
@@ -3166,6 +3170,10 @@ export interface components {
             feedItems: number;
             hasMinimumCoverage: boolean;
             lowConfidence: boolean;
+            /**
+             * @description Why confidence is low and what could not be used; also how many passages were left out as
+             *     instruction-like text (words aimed at an AI model, never a fact, snippet or title).
+             */
             notes: string[];
             pagesFetched: number;
             /** @description HTTP requests the run made (robots.txt, pages, feed, sitemap). */

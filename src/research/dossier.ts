@@ -6,6 +6,7 @@
 import { sentences } from '../platform/text.js';
 import { type CrawledPage, type CrawlResult, NEWS_WINDOW_DAYS } from './crawl.js';
 import { type Article, hasContactDetails } from './extract.js';
+import { withoutSuspicious } from './suspicious.js';
 
 export type Source = {
   url: string;
@@ -123,7 +124,9 @@ export interface CompanyRef {
   domain: string;
 }
 
-export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlResult, now = new Date()): Dossier {
+export function buildDossier(runId: string, company: CompanyRef, fetched: CrawlResult, now = new Date()): Dossier {
+  // Instruction-like passages (text aimed at an AI model) are never facts, snippets or titles.
+  const { crawl, leftOut } = withoutSuspicious(fetched);
   const sources: Source[] = [];
   const indexOf = new Map<string, number>();
   const addSource = (s: Source): number => {
@@ -266,6 +269,7 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
   if (crawl.robots.state !== 'parsed') notes.push(crawl.robots.detail);
   if (crawl.homeError !== null) notes.push(`the home page could not be used: ${crawl.homeError}`);
   if (!hasMinimumCoverage) notes.push('below minimum coverage: the home page plus two more pages, or plus one dated news item, are needed');
+  if (leftOut > 0) notes.push(`${leftOut} passage(s) left out as instruction-like text (words aimed at an AI model, not at a reader)`);
   if (facts.length < MIN_FACTS_FOR_CONFIDENCE) notes.push(`only ${facts.length} fact(s) could be read from the site`);
   const lowConfidence = !hasMinimumCoverage || facts.length < MIN_FACTS_FOR_CONFIDENCE;
 
