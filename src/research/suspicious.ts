@@ -16,19 +16,22 @@ for (let i = 0; i < LOOK_ALIKES.length; i += 2) LATIN_OF.set(LOOK_ALIKES[i], LOO
 
 const TAG_FIRST = 0xe0000;
 
+const TAGGED = /[\u{E0020}-\u{E007E}]/gu;
+const INVISIBLE = /\p{Cf}/gu;
+const LOOK_ALIKE = new RegExp(`[${[...LATIN_OF.keys()].join('')}]`, 'g');
+
 /** The text as a model reads it: NFKC, tag characters as ASCII, invisible characters dropped, lower case. */
 export function asRead(text: string): string {
-  let out = '';
-  for (const ch of text.normalize('NFKC')) {
-    const cp = ch.codePointAt(0)!;
-    if (cp >= TAG_FIRST + 0x20 && cp <= TAG_FIRST + 0x7e) out += String.fromCodePoint(cp - TAG_FIRST);
-    else if (!/\p{Cf}/u.test(ch)) out += ch;
-  }
-  return out.replace(/\s+/g, ' ').toLowerCase();
+  return text
+    .normalize('NFKC')
+    .replace(TAGGED, (ch) => String.fromCodePoint(ch.codePointAt(0)! - TAG_FIRST))
+    .replace(INVISIBLE, '')
+    .replace(/\s+/g, ' ')
+    .toLowerCase();
 }
 
 /** The same text with look-alike letters read as Latin (only for the Latin-script patterns). */
-const skeleton = (read: string) => [...read].map((ch) => LATIN_OF.get(ch) ?? ch).join('');
+const skeleton = (read: string) => read.replace(LOOK_ALIKE, (ch) => LATIN_OF.get(ch) ?? ch);
 
 /** Words that name an AI model unambiguously. */
 const AI = String.raw`(?:ai|a\.i\.|llms?|gpts?|chatgpt|claude|gemini|copilot|language models?|chat ?bots?|(?:ai|virtual|digital) (?:assistant|model|agent|system|tool|crawler|writer|reader)s?)`;
@@ -159,6 +162,7 @@ const LETTER_SCRIPTS = /\p{Script=Latin}|\p{Script=Cyrillic}|\p{Script=Greek}/gu
 
 /** A word that mixes Latin letters with Cyrillic or Greek ones: a look-alike spelling. */
 function mixedScriptWord(read: string): boolean {
+  if (!/[\p{Script=Cyrillic}\p{Script=Greek}]/u.test(read)) return false;
   for (const word of read.split(/[^\p{L}]+/u)) {
     if (word.length < 3) continue;
     const scripts = new Set(
