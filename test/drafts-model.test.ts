@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, uid } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, STEP_ONE, sequence, settle, template } from './drafting-support.js';
+import { expectCitedSentencesSupported } from './support/citations.js';
 import { behaviours, type FakeAnswer, type FakeModel, type FakeModelCall, promptOf, startFakeModel } from './support/fake-llm.js';
 import { startService, type TestService } from './support/harness.js';
 import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
@@ -67,6 +68,7 @@ describe('drafts written by a model', () => {
     expect(full.citations).toHaveLength(1);
     expect(full.citations![0]).toMatchObject({ resolved: true, sourceUrl: expect.stringContaining('/sites/') });
     expect(full.body).toContain(full.citations![0].text);
+    expectCitedSentencesSupported(full);
     expect(full.guardrailReport).toMatchObject({ clean: true, attempts: 1, flags: [] });
     const usage = (await s.api.GET('/usage', {})).data!;
     expect(usage.llm.tokensUsed).toBe(1200);
