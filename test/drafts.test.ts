@@ -16,8 +16,9 @@ import {
   settle,
   template,
 } from './drafting-support.js';
+import { expectCitedSentencesSupported } from './support/citations.js';
 import { raw, setClock, startService, type TestService } from './support/harness.js';
-import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
+import { companySite, type SiteServer, startSiteServer, THEME_TEXT } from './support/site-server.js';
 
 let svc: TestService;
 let site: SiteServer;
@@ -32,9 +33,9 @@ afterAll(async () => {
 });
 
 /** A contact at a company whose site has been researched (so drafts have facts to cite). */
-async function researchedContact(s: DraftingOrg, body: Record<string, unknown> = {}) {
+async function researchedContact(s: DraftingOrg, body: Record<string, unknown> = {}, theme: 'plain' | 'shared' = 'plain') {
   const domain = `${uid('acme')}.example`;
-  site.site(domain, companySite(domain, site.origin));
+  site.site(domain, companySite(domain, site.origin, { theme }));
   const c = await contact(s.api, {
     name: 'Dana Whitfield',
     title: 'VP of Engineering',
@@ -46,8 +47,13 @@ async function researchedContact(s: DraftingOrg, body: Record<string, unknown> =
   return c;
 }
 
-async function generated(s: DraftingOrg, steps = [STEP_ONE, STEP_TWO], contactBody: Record<string, unknown> = {}) {
-  const c = await researchedContact(s, contactBody);
+async function generated(
+  s: DraftingOrg,
+  steps = [STEP_ONE, STEP_TWO],
+  contactBody: Record<string, unknown> = {},
+  theme: 'plain' | 'shared' = 'plain',
+) {
+  const c = await researchedContact(s, contactBody, theme);
   const tpl = await template(svc, s.org.id, steps);
   const seq = await sequence(s.api, c.id, tpl);
   await settle(svc);
@@ -79,6 +85,7 @@ describe('generation with the fallback provider', () => {
     const src = research.sources[cit.sourceIndex - 1] as { url: string; title: string; domain: string };
     expect(cit).toMatchObject({ sourceUrl: src.url, sourceTitle: src.title, sourceDomain: src.domain });
     expect(cit.sourceSnippet).toContain('Acme raises $40M Series B');
+    expectCitedSentencesSupported(full);
     // Step 2 brings the next fact.
     const e2 = await evidence(s, d2.id);
     expect(e2.body).toBe(
@@ -88,6 +95,27 @@ describe('generation with the fallback provider', () => {
     // Without the include the four keys are absent.
     const plain = (await s.api.GET('/drafts/{id}', { params: { path: { id: d1.id } } })).data!;
     for (const k of ['citations', 'unresolvedCitationCount', 'guardrailReport', 'provider']) expect(plain).not.toHaveProperty(k);
+  });
+
+  it('cites the headline or lead sentence of each news item, never the description, tagline or footer a site repeats on every page', async () => {
+    const s = await draftingOrg(svc);
+    const steps = [1, 2, 3, 4].map((n) => ({ ...STEP_TWO, dayOffset: 3 * n }));
+    const { drafts } = await generated(s, steps, {}, 'shared');
+    const cited = [];
+    for (const d of drafts) {
+      const e = await evidence(s, d.id);
+      expectCitedSentencesSupported(e);
+      cited.push(...e.citations!.map((c) => c.sourceSnippet));
+    }
+    const shared = Object.values(THEME_TEXT);
+    expect(cited).toHaveLength(4);
+    for (const snippet of cited) for (const t of shared) expect(snippet).not.toContain(t);
+    expect(cited).toEqual([
+      'Acme raises $40M Series B led by Orbital Ventures to build a second launch site.',
+      'Ada Lovelace joins Acme as Chief Technology Officer from Analytical Engines.',
+      expect.stringMatching(/^(Introducing Roadrunner 2|Roadrunner 2 launches with a bigger fairing and a 48-hour turnaround\.)$/),
+      'Acme opens a new office in Lisbon',
+    ]);
   });
 
   it('is deterministic: the same inputs give the same draft', async () => {

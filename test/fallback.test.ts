@@ -10,6 +10,7 @@ import { fillMergeFields, MERGE_FIELDS, type MergeValues } from '../src/drafting
 import { senderValues } from '../src/drafting/sender.js';
 import type { Fact, Source } from '../src/research/dossier.js';
 import { BUILTIN_TEMPLATES } from '../src/sequences/builtin-templates.js';
+import { citationProblems } from './support/citations.js';
 
 const FETCHED = '2031-03-02T09:00:00.000Z';
 const BUILTIN = BUILTIN_TEMPLATES['builtin-sequence'];
@@ -199,21 +200,26 @@ describe('the fallback writer: the built-in sequence without a model', () => {
         expect(line.startsWith(step > 1 ? 'I also ' : 'I ')).toBe(true);
         expect(written.citations[0].sourceIndex).toBe(fact.sourceIndex);
         expect(written.flags, `${f.kind}: "${line}"`).toEqual([]);
+        // The suite's own check: every number, name and date of the cited line is in its snippet or title.
+        const cited = written.citations.map((c) => ({ text: c.text, sourceSnippet: c.snippet, sourceTitle: fact.source.title }));
+        expect(citationProblems({ citations: cited })).toEqual([]);
         expect(written.subject).toBe('A quick idea for Nordlicht Logistics');
         seen.add(line);
       }
     }
     expect(seen.size).toBe(FACTS.length * 2); // a line per fact, and its "I also" form for later steps
     // A few lines as a reader sees them.
-    const line = (i: number, company: string | null = 'Nordlicht Logistics') => sentenceFor(factOf(FACTS[i], i), 1, company);
+    const line = (i: number) => sentenceFor(factOf(FACTS[i], i));
     expect(line(0)).toBe('I saw the news of your funding: "Nordlicht Logistics raises €18M to automate cold-chain hubs in a Series B".');
     expect(line(4)).toBe('I saw your partnership announcement: "Nordlicht partners with “Polar Freight” on Baltic routes".');
     expect(line(5)).toBe('I read your announcement: "What we learned from a winter of night shifts?"');
     expect(line(6)).toBe('I noticed you are hiring for the Senior Warehouse Automation Engineer role.');
     expect(line(9)).toBe('I read about "Cold-chain visibility for every pallet" on your product page.');
-    expect(line(12)).toBe('I read that Nordlicht Logistics was founded in 2014.');
-    expect(line(12, null)).toBe('I read that your company was founded in 2014.');
-    expect(line(14)).toBe('I read that Nordlicht Logistics is based in Hamburg, Germany.');
+    expect(line(12)).toBe('I read that your company was founded in 2014.');
+    expect(line(14)).toBe('I read that your team is based in Hamburg, Germany.');
+    expect(line(11)).toBe(
+      'I read how you describe your company: "Nordlicht Logistics runs temperature-controlled warehouses for grocers".',
+    );
   });
 
   it('stays whole without research, a company, a connection point or a sender title', () => {

@@ -98,18 +98,17 @@ function titled(text: string): string {
 
 /**
  * The personal sentence for a fact, as step `step` of a sequence says it ("I also saw…" after the
- * first step's); `company` is the prospect's name when known. Always one whole sentence ending in
- * punctuation, whatever the fact's own wording.
+ * first step's). Always one whole sentence ending in punctuation, whatever the fact's own wording;
+ * it names the prospect "you", never by a name its source may not show.
  */
-export function sentenceFor(fact: Fact, step = 1, company: string | null = null): string {
+export function sentenceFor(fact: Fact, step = 1): string {
   const I = step > 1 ? 'I also' : 'I';
-  const they = company?.trim() || 'your company';
   const value = structured(fact);
   if (value !== null) {
-    if (fact.kind === 'founded') return `${I} read that ${they} was founded in ${value}.`;
-    if (fact.kind === 'headquarters') return `${I} read that ${they} is based in ${value}.`;
-    if (fact.kind === 'employees') return `${I} read that ${they} has about ${value} employees.`;
-    return `${I} noticed that ${they} works in ${value}.`;
+    if (fact.kind === 'founded') return `${I} read that your company was founded in ${value}.`;
+    if (fact.kind === 'headquarters') return `${I} read that your team is based in ${value}.`;
+    if (fact.kind === 'employees') return `${I} read that your company has about ${value} employees.`;
+    return `${I} noticed that your company works in ${value}.`;
   }
   if (isRole(fact)) return `${I} noticed you are hiring for the ${roleOf(fact).replace(/[\s.,;:]+$/, '')} role.`;
   const q = quoted(fact.text);
@@ -131,7 +130,7 @@ export function sentenceFor(fact: Fact, step = 1, company: string | null = null)
     case 'product':
       return `${I} read about ${titled(fact.text)} on your product page.`;
     case 'description':
-      return `${I} read how you describe ${they}: ${q}`;
+      return `${I} read how you describe your company: ${q}`;
     default:
       // A challenge, customers, a statement of the site: its own words, quoted.
       return `${I} noticed this line on your site: ${q}`;
@@ -164,7 +163,7 @@ export function writeFallback(ctx: DraftContext): WrittenDraft {
   const citations: StoredCitation[] = [];
   const fact = ctx.research ? rankFacts(ctx.research.facts, ctx.contactFunction)[ctx.step.step - 1] : undefined;
   if (fact) {
-    const sentence = sentenceFor(fact, ctx.step.step, ctx.merge.company);
+    const sentence = sentenceFor(fact, ctx.step.step);
     text = insertAfterOpening(text, sentence);
     citations.push({ text: sentence, sourceIndex: fact.sourceIndex, snippet: fact.source.snippet });
   }

@@ -22,8 +22,10 @@ import type { Deps } from '../platform/services.js';
 import { assessContact, functionOf } from '../research/assess.js';
 import type { Fact, Source } from '../research/dossier.js';
 import { storedDossier } from '../research/runs.js';
+import { citableResearch } from '../research/suspicious.js';
 import { type DraftContext, storedEvidence, type TemplateStep, type WrittenDraft } from './context.js';
 import { writeFallback } from './fallback.js';
+import { linkPolicy, senderDomains } from './links.js';
 import { nameParts } from './merge.js';
 import { writeOrFallBack, writeWithModel } from './model-writer.js';
 import { type ListOwner, listOwners, senderValues } from './sender.js';
@@ -52,11 +54,14 @@ interface ContactResearch {
   sources: Source[];
 }
 
-/** The contact research a draft may cite: stored research of this version of the service, or null. */
+/**
+ * The contact research a draft may cite: stored research of this version of the service, without
+ * instruction-like facts (research stored before they were left out may hold some), or null.
+ */
 export function storedContactResearch(research: unknown): ContactResearch | null {
   const r = research as Partial<ContactResearch & { version: number }> | null;
   return r && typeof r === 'object' && r.version === 1 && typeof r.runId === 'string' && Array.isArray(r.facts) && Array.isArray(r.sources)
-    ? { runId: r.runId, facts: r.facts, sources: r.sources }
+    ? citableResearch({ runId: r.runId, facts: r.facts, sources: r.sources })
     : null;
 }
 
@@ -149,12 +154,14 @@ async function load(trx: Tx, org: string, req: GenerationRequest, secret: string
     contacts.filter((c) => c.erased_at === null).map((c) => c.email_normalized),
     secret,
   );
+  const sender = await senderDomains(trx, org);
   return {
     organization,
     sequences,
     contacts: new Map(contacts.map((c) => [c.id, c])),
     products,
     suppressed,
+    sender,
     owners: await listOwners(
       trx,
       org,
@@ -253,7 +260,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
           lowConfidence: dossier.coverage.lowConfidence,
           hasMinimumCoverage: dossier.coverage.hasMinimumCoverage,
         });
-        research = { runId, facts: a.facts, sources: a.sources };
+        research = citableResearch({ runId, facts: a.facts, sources: a.sources });
       }
     }
     const { first, last } = nameParts(c.name);
@@ -274,6 +281,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
           research,
           known,
           contactFunction: functionOf(c.title),
+          links: linkPolicy(input.sender, deps.config.researchSiteUrlTemplate, c.domain_normalized),
           merge: {
             firstName: first,
             lastName: last,

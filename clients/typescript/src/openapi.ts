@@ -388,7 +388,10 @@ export interface paths {
          *     sitemap), and the two newest news articles. Every fact cites its source: `researchSources` is
          *     the ordered source list (draft citations point at its 1-based index), and every fact, news
          *     item and pain point carries `sourceIndex` and `source` `{url, title, domain, snippet,
-         *     fetchedAt}` whose snippet is text that is on that source. A site that cannot be fetched is not
+         *     fetchedAt}` whose snippet is the verbatim text on that source that states it (a news item's
+         *     lead sentence when it states the headline, else the headline), never text the site repeats on
+         *     several of its pages such as a shared meta description, tagline or footer (only the home page's
+         *     facts about the company itself may rest on that). A site that cannot be fetched is not
          *     an error: the run completes with what it found, `coverage.lowConfidence` true and
          *     `coverage.notes` saying why.
          *
@@ -2569,6 +2572,11 @@ export interface components {
             sourceDomain: string | null;
             /** @description 1-based index into the contact's research source list. */
             sourceIndex: number;
+            /**
+             * @description The text on the source the sentence rests on, as it was when the draft was written: the
+             *     snippet of the fact it cites (never text the site repeats on several of its pages), or the
+             *     source's own.
+             */
             sourceSnippet: string | null;
             sourceTitle: string | null;
             sourceUrl: string | null;
@@ -2577,7 +2585,11 @@ export interface components {
         };
         /** @description Outcome of the content guardrails run on a draft. */
         DraftGuardrailReport: {
-            /** @description Findings left as advisories (unsupported-claim flags among them, which approval must acknowledge). */
+            /**
+             * @description Findings left as advisories (unsupported-claim flags among them, which approval must
+             *     acknowledge), each `<kind>: <detail>`; `foreign-link` names a link a model wrote that is not
+             *     the template's, the sender's or the prospect's, removed with its sentence.
+             */
             advisories: string[];
             /** @description Number of generation attempts made. */
             attempts: number;
@@ -3170,6 +3182,10 @@ export interface components {
             feedItems: number;
             hasMinimumCoverage: boolean;
             lowConfidence: boolean;
+            /**
+             * @description Why confidence is low and what could not be used; also how many passages were left out as
+             *     instruction-like text (words aimed at an AI model, never a fact, snippet or title).
+             */
             notes: string[];
             pagesFetched: number;
             /** @description HTTP requests the run made (robots.txt, pages, feed, sitemap). */
@@ -3189,8 +3205,9 @@ export interface components {
          *     description, founded, headquarters, employees, industry, customers, product, or a news kind
          *     (funding, launch, expansion, leadership, partnership) with `publishedAt`; `sourceIndex` is the
          *     1-based index of its source in the source list; `source` is `{url, title, domain, snippet,
-         *     fetchedAt}` where `snippet` is the text on that source the fact rests on. [] for a malformed
-         *     stored value.
+         *     fetchedAt}` where `snippet` is the verbatim text on that source that states the fact (a news
+         *     fact's lead sentence or headline), never text the site repeats on several of its pages (only the
+         *     home page's facts about the company itself may rest on that). [] for a malformed stored value.
          */
         ResearchFacts: {
             [key: string]: unknown;
@@ -3198,9 +3215,13 @@ export interface components {
         /**
          * @description The ordered source list of the research; a draft citation's `sourceIndex` is a 1-based index
          *     into it. Each source is `{url, title, domain, snippet, fetchedAt, kind}`: a fetched page (`kind`
-         *     home, about, product, customers, careers, news, article; `snippet` is its description or first
-         *     substantial paragraph, as on the page) or an item of the site's feed (`kind` feed-item, with
-         *     `feedUrl`; `snippet` is the item's text in the feed). [] for a malformed stored value.
+         *     home, about, product, customers, careers, news, article; `snippet` is its own description or
+         *     first substantial paragraph, as on the page, and for an article its lead sentence or headline)
+         *     or an item of the site's feed (`kind` feed-item, with `feedUrl`; `snippet` is the item's text in
+         *     the feed when it states the headline, else the headline). Text the site repeats on several of
+         *     its pages (a shared meta description, tagline, sidebar or footer) is a page's snippet only when
+         *     the page has no text of its own, and a `<title>` every page shares gives way to the page's own
+         *     heading. [] for a malformed stored value.
          */
         ResearchSources: {
             [key: string]: unknown;
