@@ -650,6 +650,7 @@ export interface Users {
   removed_at: Timestamp | null;
   role: string;
   status: Generated<string>;
+  title: string | null;
 }
 
 export interface WebhookDeliveries {

@@ -414,9 +414,12 @@ export interface paths {
          * @description Adds a mailbox and verifies it at once with an SMTP handshake through its transport (its own
          *     `smtpUrl`, else the deployment's SMTP_URL; the capture transport always verifies): status
          *     `verified`, or `failed` with the reason. The SMTP URL and the DKIM private key are sealed at
-         *     rest and never shown again. Several verified mailboxes rotate: a sequence's first step goes
-         *     from the one with most cap left, every later step from the same one. A second mailbox with the
-         *     same address, or an `smtpUrl` that cannot be parsed, is 400.
+         *     rest and never shown again. Several verified mailboxes rotate: when a sequence's drafts are
+         *     first written it is pinned to the one with most cap left (daily cap less its sends of the last
+         *     24 hours and the sequences pinned to it that have not started), and every step of it goes from
+         *     that one. The `name` is the From display name and signs the drafts (`{{sender.name}}`); give
+         *     the person's name. A second mailbox with the same address, or an `smtpUrl` that cannot be
+         *     parsed, is 400.
          */
         post: operations["adminCreateMailbox"];
         delete?: never;
@@ -703,7 +706,14 @@ export interface paths {
         delete: operations["adminRemoveUser"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a sales person's name or title
+         * @description Changes the person's `name` and `title` (null clears it), as their signature shows them:
+         *     drafts written from then on for the lists the person owns sign with them
+         *     (`{{sender.name}}`, `{{sender.title}}`; drafts already written keep theirs). A removed person
+         *     can be changed too (the row is kept for the record). Emits nothing.
+         */
+        patch: operations["adminUpdateUser"];
         trace?: never;
     };
     "/organizations/{orgId}/users/{userId}/activate": {
@@ -1076,7 +1086,7 @@ export interface components {
             } | null;
             email: string;
             id: string;
-            /** @description Display name of the From header. */
+            /** @description Display name of the From header, and the sender's name in the drafts of the sequences pinned to the mailbox (`{{sender.name}}`, `{{sender.firstName}}`). */
             name: string | null;
             /** @description Whether it sends through its own SMTP URL (else the deployment's transport). */
             ownSmtp: boolean;
@@ -1375,6 +1385,11 @@ export interface components {
             removedAt: string | null;
             role: components["schemas"]["AdminUserRole"];
             status: components["schemas"]["AdminUserStatus"];
+            /**
+             * @description The person's job title, as a signature shows it (`{{sender.title}}` in templates, filled for
+             *     the lists the person owns); null when none was given.
+             */
+            title: string | null;
         };
         /**
          * @description Role of a sales person. MANAGER, ADMIN and OWNER may erase contacts and act on other people's action items.
@@ -2802,6 +2817,7 @@ export interface operations {
                  * @example {
                  *       "name": "Grace Hopper",
                  *       "email": "grace@acme.example",
+                 *       "title": "Account Executive",
                  *       "role": "MANAGER"
                  *     }
                  */
@@ -2811,6 +2827,8 @@ export interface operations {
                     invite?: boolean;
                     name: string;
                     role: components["schemas"]["AdminUserRole"];
+                    /** @description The person's job title, as their signature shows it (`{{sender.title}}`); null or absent for none. */
+                    title?: string | null;
                 };
             };
         };
@@ -2861,6 +2879,51 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict-2"];
+            429: components["responses"]["AuthenticationThrottled"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminUpdateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                /** @description The sales person's id. */
+                userId: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Grace Hopper",
+                 *       "title": "Head of Partnerships"
+                 *     }
+                 */
+                "application/json": {
+                    name?: string;
+                    title?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The person. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdminUser"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };

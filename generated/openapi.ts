@@ -388,7 +388,10 @@ export interface paths {
          *     sitemap), and the two newest news articles. Every fact cites its source: `researchSources` is
          *     the ordered source list (draft citations point at its 1-based index), and every fact, news
          *     item and pain point carries `sourceIndex` and `source` `{url, title, domain, snippet,
-         *     fetchedAt}` whose snippet is text that is on that source. A site that cannot be fetched is not
+         *     fetchedAt}` whose snippet is the verbatim text on that source that states it (a news item's
+         *     lead sentence when it states the headline, else the headline), never text the site repeats on
+         *     several of its pages such as a shared meta description, tagline or footer (only the home page's
+         *     facts about the company itself may rest on that). A site that cannot be fetched is not
          *     an error: the run completes with what it found, `coverage.lowConfidence` true and
          *     `coverage.notes` saying why.
          *
@@ -1305,8 +1308,10 @@ export interface paths {
          *     do-not-contact contacts and product collisions are skipped and counted in the run's record.
          *     Results are read with `GET /drafts?status=DRAFT_GENERATED`. Takes no body.
          *
-         *     A list created without `useCaseTemplateId` uses the built-in template `builtin-first-touch`: one
-         *     first-touch step written from the list's connection point (and, with a model, its goal).
+         *     A list created without `useCaseTemplateId` uses the built-in sequence `builtin-sequence`: a
+         *     first touch (day 0), a follow-up (day 3) and a break-up (day 7), each with one cited line from
+         *     the contact's research, the list's connection point and the sender's signature (merge fields in
+         *     docs/sequences-and-drafts.md).
          *
          *     Errors: 400 `list-template-unavailable` when the list's template no longer exists or is no
          *     longer active;
@@ -1419,8 +1424,10 @@ export interface paths {
         put?: never;
         /**
          * Start a sequence for a contact
-         * @description Creates a sequence of the contact from the template (an organization sequence template or an
-         *     active public template; its steps are copied into the sequence) and answers **200** (not 201)
+         * @description Creates a sequence of the contact from the template (an organization sequence template, an
+         *     active public template, or a built-in one: `builtin-sequence`, a first touch, a follow-up and a
+         *     break-up, or `builtin-first-touch`, its first step alone; the steps are copied into the
+         *     sequence) and answers **200** (not 201)
          *     with it, in status `NEW`. The work is asynchronous: a job writes one draft per step (the
          *     sequence becomes `DRAFTED` when every step has one; a step whose generation fails emits
          *     `draft.failed` and leaves the sequence `NEW`), and `sequence.started` is emitted when the
@@ -2566,6 +2573,11 @@ export interface components {
             sourceDomain: string | null;
             /** @description 1-based index into the contact's research source list. */
             sourceIndex: number;
+            /**
+             * @description The text on the source the sentence rests on, as it was when the draft was written: the
+             *     snippet of the fact it cites (never text the site repeats on several of its pages), or the
+             *     source's own.
+             */
             sourceSnippet: string | null;
             sourceTitle: string | null;
             sourceUrl: string | null;
@@ -2574,7 +2586,11 @@ export interface components {
         };
         /** @description Outcome of the content guardrails run on a draft. */
         DraftGuardrailReport: {
-            /** @description Findings left as advisories (the flags among them, which approval must acknowledge). */
+            /**
+             * @description Findings left as advisories (the flags among them, which approval must acknowledge), each
+             *     `<kind>: <detail>`; `foreign-link` names a link a model wrote that is not the template's, the
+             *     sender's or the prospect's, removed with its sentence.
+             */
             advisories: string[];
             /** @description Number of generation attempts made. */
             attempts: number;
@@ -3180,6 +3196,10 @@ export interface components {
             feedItems: number;
             hasMinimumCoverage: boolean;
             lowConfidence: boolean;
+            /**
+             * @description Why confidence is low and what could not be used; also how many passages were left out as
+             *     instruction-like text (words aimed at an AI model, never a fact, snippet or title).
+             */
             notes: string[];
             pagesFetched: number;
             /** @description HTTP requests the run made (robots.txt, pages, feed, sitemap). */
@@ -3199,8 +3219,9 @@ export interface components {
          *     description, founded, headquarters, employees, industry, customers, product, or a news kind
          *     (funding, launch, expansion, leadership, partnership) with `publishedAt`; `sourceIndex` is the
          *     1-based index of its source in the source list; `source` is `{url, title, domain, snippet,
-         *     fetchedAt}` where `snippet` is the text on that source the fact rests on. [] for a malformed
-         *     stored value.
+         *     fetchedAt}` where `snippet` is the verbatim text on that source that states the fact (a news
+         *     fact's lead sentence or headline), never text the site repeats on several of its pages (only the
+         *     home page's facts about the company itself may rest on that). [] for a malformed stored value.
          */
         ResearchFacts: {
             [key: string]: unknown;
@@ -3208,9 +3229,13 @@ export interface components {
         /**
          * @description The ordered source list of the research; a draft citation's `sourceIndex` is a 1-based index
          *     into it. Each source is `{url, title, domain, snippet, fetchedAt, kind}`: a fetched page (`kind`
-         *     home, about, product, customers, careers, news, article; `snippet` is its description or first
-         *     substantial paragraph, as on the page) or an item of the site's feed (`kind` feed-item, with
-         *     `feedUrl`; `snippet` is the item's text in the feed). [] for a malformed stored value.
+         *     home, about, product, customers, careers, news, article; `snippet` is its own description or
+         *     first substantial paragraph, as on the page, and for an article its lead sentence or headline)
+         *     or an item of the site's feed (`kind` feed-item, with `feedUrl`; `snippet` is the item's text in
+         *     the feed when it states the headline, else the headline). Text the site repeats on several of
+         *     its pages (a shared meta description, tagline, sidebar or footer) is a page's snippet only when
+         *     the page has no text of its own, and a `<title>` every page shares gives way to the page's own
+         *     heading. [] for a malformed stored value.
          */
         ResearchSources: {
             [key: string]: unknown;
@@ -3226,6 +3251,7 @@ export interface components {
          *       "anchorAtUtc": "2026-07-20T08:00:00Z",
          *       "currentStep": 0,
          *       "productId": null,
+         *       "mailboxId": null,
          *       "pausedFrom": null,
          *       "createdAt": "2026-07-18T10:00:00Z",
          *       "updatedAt": "2026-07-18T10:00:00Z"
@@ -3243,6 +3269,12 @@ export interface components {
             /** @description The last step sent (0 before the first send). */
             currentStep: number;
             id: string;
+            /**
+             * @description The mailbox every step of the sequence goes from (`deployment` for the deployment sender),
+             *     chosen when its drafts are first written, whose name signs them; null until then, or while
+             *     no mailbox could send (it is then chosen at the first send).
+             */
+            mailboxId: string | null;
             organizationId: string;
             /** @description The status the sequence was in when it was last paused (kept for the record after a resume); null if never paused. */
             pausedFrom: string | null;

@@ -4242,14 +4242,13 @@ return errors === 0;
 }
 validate108.evaluated = {"props":{"orgId":true,"ruleId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.applyActionItemVerb_path = validate113;
-const schema72 = {"$id":"applyActionItemVerb_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/0/schema"},"verb":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/1/schema"}},"required":["id","verb"]};
-const schema74 = {"type":"string","minLength":1,"maxLength":64};
+exports.adminUpdateUser_path = validate113;
+const schema72 = {"$id":"adminadminUpdateUser_path","type":"object","properties":{"orgId":{"$ref":"adminopenapi.json#/components/parameters/OrgId/schema"},"userId":{"$ref":"adminopenapi.json#/components/parameters/UserId/schema"}},"required":["orgId","userId"]};
 
-function validate115(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate114(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate115.evaluated;
+const evaluated0 = validate114.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4306,17 +4305,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate115.errors = vErrors;
+validate114.errors = vErrors;
 return errors === 0;
 }
-validate115.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate114.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema75 = {"type":"string","minLength":1};
 
-function validate117(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate116(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate117.evaluated;
+const evaluated0 = validate116.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4352,8 +4350,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4362,15 +4360,25 @@ vErrors.push(err1);
 }
 errors++;
 }
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
 }
-validate117.errors = vErrors;
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate116.errors = vErrors;
 return errors === 0;
 }
-validate117.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate116.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate113(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="applyActionItemVerb_path" */;
+/*# sourceURL="adminadminUpdateUser_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate113.evaluated;
@@ -4381,8 +4389,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data.orgId === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "orgId"},message:"must have required property '"+"orgId"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -4391,8 +4399,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.verb === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verb"},message:"must have required property '"+"verb"+"'"};
+if(data.userId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "userId"},message:"must have required property '"+"userId"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4401,15 +4409,15 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate115(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate115.errors : vErrors.concat(validate115.errors);
+if(data.orgId !== undefined){
+if(!(validate114(data.orgId, {instancePath:instancePath+"/orgId",parentData:data,parentDataProperty:"orgId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate114.errors : vErrors.concat(validate114.errors);
 errors = vErrors.length;
 }
 }
-if(data.verb !== undefined){
-if(!(validate117(data.verb, {instancePath:instancePath+"/verb",parentData:data,parentDataProperty:"verb",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate117.errors : vErrors.concat(validate117.errors);
+if(data.userId !== undefined){
+if(!(validate116(data.userId, {instancePath:instancePath+"/userId",parentData:data,parentDataProperty:"userId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate116.errors : vErrors.concat(validate116.errors);
 errors = vErrors.length;
 }
 }
@@ -4427,10 +4435,10 @@ errors++;
 validate113.errors = vErrors;
 return errors === 0;
 }
-validate113.evaluated = {"props":{"id":true,"verb":true},"dynamicProps":false,"dynamicItems":false};
+validate113.evaluated = {"props":{"orgId":true,"userId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.approveDraft_path = validate119;
-const schema76 = {"$id":"approveDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1approve/parameters/0/schema"}},"required":["id"]};
+exports.applyActionItemVerb_path = validate118;
+const schema75 = {"$id":"applyActionItemVerb_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/0/schema"},"verb":{"$ref":"openapi.json#/paths/~1action-items~1{id}~1{verb}/parameters/1/schema"}},"required":["id","verb"]};
 const schema77 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate120(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -4498,123 +4506,9 @@ return errors === 0;
 }
 validate120.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-
-function validate119(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="approveDraft_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate119.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate120(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate120.errors : vErrors.concat(validate120.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate119.errors = vErrors;
-return errors === 0;
-}
-validate119.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.changeDealStage_path = validate122;
-const schema78 = {"$id":"changeDealStage_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1stage/parameters/0/schema"}},"required":["id"]};
-const schema79 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate123(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate123.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate123.errors = vErrors;
-return errors === 0;
-}
-validate123.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
+const schema78 = {"type":"string","minLength":1};
 
 function validate122(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="changeDealStage_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate122.evaluated;
@@ -4624,53 +4518,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate123(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate123.errors : vErrors.concat(validate123.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate122.errors = vErrors;
-return errors === 0;
-}
-validate122.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.convertLead_path = validate125;
-const schema80 = {"$id":"convertLead_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1convert/parameters/0/schema"}},"required":["id"]};
-const schema81 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate126(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate126.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -4700,8 +4547,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func0(data) < 1){
+const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4710,8 +4557,60 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+validate122.errors = vErrors;
+return errors === 0;
+}
+validate122.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate118(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="applyActionItemVerb_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate118.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.verb === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "verb"},message:"must have required property '"+"verb"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate120(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate120.errors : vErrors.concat(validate120.errors);
+errors = vErrors.length;
+}
+}
+if(data.verb !== undefined){
+if(!(validate122(data.verb, {instancePath:instancePath+"/verb",parentData:data,parentDataProperty:"verb",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate122.errors : vErrors.concat(validate122.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -4720,15 +4619,16 @@ vErrors.push(err2);
 }
 errors++;
 }
-}
-validate126.errors = vErrors;
+validate118.errors = vErrors;
 return errors === 0;
 }
-validate126.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate118.evaluated = {"props":{"id":true,"verb":true},"dynamicProps":false,"dynamicItems":false};
 
+exports.approveDraft_path = validate124;
+const schema79 = {"$id":"approveDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1approve/parameters/0/schema"}},"required":["id"]};
+const schema80 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate125(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="convertLead_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate125.evaluated;
@@ -4738,53 +4638,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate126(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate126.errors : vErrors.concat(validate126.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate125.errors = vErrors;
-return errors === 0;
-}
-validate125.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.createDeal_header = validate128;
-const schema82 = {"$id":"createDeal_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
-const schema83 = {"type":"string","minLength":1,"maxLength":255};
-
-function validate129(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate129.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -4814,8 +4667,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 255){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4835,14 +4688,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate129.errors = vErrors;
+validate125.errors = vErrors;
 return errors === 0;
 }
-validate129.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate125.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate124(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="approveDraft_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate124.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate125(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate125.errors : vErrors.concat(validate125.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate124.errors = vErrors;
+return errors === 0;
+}
+validate124.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.changeDealStage_path = validate127;
+const schema81 = {"$id":"changeDealStage_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1stage/parameters/0/schema"}},"required":["id"]};
+const schema82 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate128(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createDeal_header" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate128.evaluated;
@@ -4852,42 +4752,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data["idempotency-key"] !== undefined){
-if(!(validate129(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate129.errors : vErrors.concat(validate129.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate128.errors = vErrors;
-return errors === 0;
-}
-validate128.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.createDealActivity_header = validate131;
-const schema84 = {"$id":"createDealActivity_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
-
-function validate132(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate132.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -4917,8 +4781,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 255){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -4938,14 +4802,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate132.errors = vErrors;
+validate128.errors = vErrors;
 return errors === 0;
 }
-validate132.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate128.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate127(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="changeDealStage_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate127.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate128(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate128.errors : vErrors.concat(validate128.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate127.errors = vErrors;
+return errors === 0;
+}
+validate127.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.convertLead_path = validate130;
+const schema83 = {"$id":"convertLead_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1convert/parameters/0/schema"}},"required":["id"]};
+const schema84 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate131(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createDealActivity_header" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate131.evaluated;
@@ -4955,43 +4866,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data["idempotency-key"] !== undefined){
-if(!(validate132(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate132.errors : vErrors.concat(validate132.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate131.errors = vErrors;
-return errors === 0;
-}
-validate131.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.createDealActivity_path = validate134;
-const schema86 = {"$id":"createDealActivity_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1activities/parameters/0/schema"}},"required":["id"]};
-const schema87 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate135(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate135.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -5042,17 +4916,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate135.errors = vErrors;
+validate131.errors = vErrors;
 return errors === 0;
 }
-validate135.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate131.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createDealActivity_path" */;
+function validate130(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="convertLead_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate134.evaluated;
+const evaluated0 = validate130.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5071,8 +4945,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate135(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate135.errors : vErrors.concat(validate135.errors);
+if(!(validate131(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate131.errors : vErrors.concat(validate131.errors);
 errors = vErrors.length;
 }
 }
@@ -5087,18 +4961,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate134.errors = vErrors;
+validate130.errors = vErrors;
 return errors === 0;
 }
-validate134.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate130.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.createList_header = validate137;
-const schema88 = {"$id":"createList_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
+exports.createDeal_header = validate133;
+const schema85 = {"$id":"createDeal_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
+const schema86 = {"type":"string","minLength":1,"maxLength":255};
 
-function validate138(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate134(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate138.evaluated;
+const evaluated0 = validate134.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5155,17 +5030,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate138.errors = vErrors;
+validate134.errors = vErrors;
 return errors === 0;
 }
-validate138.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate134.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate137(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="createList_header" */;
+function validate133(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createDeal_header" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate137.evaluated;
+const evaluated0 = validate133.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5174,8 +5049,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data["idempotency-key"] !== undefined){
-if(!(validate138(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate138.errors : vErrors.concat(validate138.errors);
+if(!(validate134(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate134.errors : vErrors.concat(validate134.errors);
 errors = vErrors.length;
 }
 }
@@ -5190,19 +5065,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate137.errors = vErrors;
+validate133.errors = vErrors;
 return errors === 0;
 }
-validate137.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
+validate133.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.deleteContact_path = validate140;
-const schema90 = {"$id":"deleteContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema91 = {"type":"string","minLength":1,"maxLength":64};
+exports.createDealActivity_header = validate136;
+const schema87 = {"$id":"createDealActivity_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
 
-function validate141(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate137(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate141.evaluated;
+const evaluated0 = validate137.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5238,8 +5112,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(func0(data) > 255){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5259,14 +5133,51 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate141.errors = vErrors;
+validate137.errors = vErrors;
 return errors === 0;
 }
-validate141.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate137.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate136(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createDealActivity_header" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate136.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data["idempotency-key"] !== undefined){
+if(!(validate137(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate137.errors : vErrors.concat(validate137.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate136.errors = vErrors;
+return errors === 0;
+}
+validate136.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.createDealActivity_path = validate139;
+const schema89 = {"$id":"createDealActivity_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1activities/parameters/0/schema"}},"required":["id"]};
+const schema90 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate140(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="deleteContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate140.evaluated;
@@ -5276,6 +5187,73 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate140.errors = vErrors;
+return errors === 0;
+}
+validate140.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate139(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createDealActivity_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate139.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.id === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
@@ -5288,8 +5266,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate141(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate141.errors : vErrors.concat(validate141.errors);
+if(!(validate140(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate140.errors : vErrors.concat(validate140.errors);
 errors = vErrors.length;
 }
 }
@@ -5304,19 +5282,122 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate140.errors = vErrors;
+validate139.errors = vErrors;
 return errors === 0;
 }
-validate140.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate139.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.deleteList_path = validate143;
-const schema92 = {"$id":"deleteList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema93 = {"type":"string","minLength":1,"maxLength":64};
+exports.createList_header = validate142;
+const schema91 = {"$id":"createList_header","type":"object","properties":{"idempotency-key":{"$ref":"openapi.json#/components/parameters/IdempotencyKey/schema"}},"required":[]};
 
-function validate144(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate143(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate144.evaluated;
+const evaluated0 = validate143.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 255){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate143.errors = vErrors;
+return errors === 0;
+}
+validate143.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate142(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="createList_header" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate142.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data["idempotency-key"] !== undefined){
+if(!(validate143(data["idempotency-key"], {instancePath:instancePath+"/idempotency-key",parentData:data,parentDataProperty:"idempotency-key",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate143.errors : vErrors.concat(validate143.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate142.errors = vErrors;
+return errors === 0;
+}
+validate142.evaluated = {"props":{"idempotency-key":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.deleteContact_path = validate145;
+const schema93 = {"$id":"deleteContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema94 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate146(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate146.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5373,17 +5454,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate144.errors = vErrors;
+validate146.errors = vErrors;
 return errors === 0;
 }
-validate144.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate146.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate143(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="deleteList_path" */;
+function validate145(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="deleteContact_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate143.evaluated;
+const evaluated0 = validate145.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5402,8 +5483,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate144(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate144.errors : vErrors.concat(validate144.errors);
+if(!(validate146(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate146.errors : vErrors.concat(validate146.errors);
 errors = vErrors.length;
 }
 }
@@ -5418,19 +5499,133 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate143.errors = vErrors;
+validate145.errors = vErrors;
 return errors === 0;
 }
-validate143.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate145.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.deleteList_query = validate146;
-const schema94 = {"$id":"deleteList_query","type":"object","properties":{"force":{"$ref":"openapi.json#/paths/~1lists~1{id}/delete/parameters/0/schema"}},"required":[]};
-const schema95 = {"type":"string","enum":["true"]};
+exports.deleteList_path = validate148;
+const schema95 = {"$id":"deleteList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema96 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate147(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate147.evaluated;
+const evaluated0 = validate149.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate149.errors = vErrors;
+return errors === 0;
+}
+validate149.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate148(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="deleteList_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate148.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate149(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate149.errors : vErrors.concat(validate149.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate148.errors = vErrors;
+return errors === 0;
+}
+validate148.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.deleteList_query = validate151;
+const schema97 = {"$id":"deleteList_query","type":"object","properties":{"force":{"$ref":"openapi.json#/paths/~1lists~1{id}/delete/parameters/0/schema"}},"required":[]};
+const schema98 = {"type":"string","enum":["true"]};
+
+function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate152.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -5466,270 +5661,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema95.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate147.errors = vErrors;
-return errors === 0;
-}
-validate147.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate146(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="deleteList_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate146.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.force !== undefined){
-if(!(validate147(data.force, {instancePath:instancePath+"/force",parentData:data,parentDataProperty:"force",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate147.errors : vErrors.concat(validate147.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate146.errors = vErrors;
-return errors === 0;
-}
-validate146.evaluated = {"props":{"force":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.deleteWebhook_path = validate149;
-const schema96 = {"$id":"deleteWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema97 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate150(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate150.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate150.errors = vErrors;
-return errors === 0;
-}
-validate150.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate149(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="deleteWebhook_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate149.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate150(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate150.errors : vErrors.concat(validate150.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate149.errors = vErrors;
-return errors === 0;
-}
-validate149.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.eraseContact_path = validate152;
-const schema98 = {"$id":"eraseContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1erase/parameters/0/schema"}},"required":["id"]};
-const schema99 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate153(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate153.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate153.errors = vErrors;
-return errors === 0;
-}
-validate153.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate152(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="eraseContact_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate152.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate153(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate153.errors : vErrors.concat(validate153.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema98.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -5741,34 +5673,30 @@ errors++;
 validate152.errors = vErrors;
 return errors === 0;
 }
-validate152.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate152.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-exports.generateListDrafts_path = validate155;
-const schema100 = {"$id":"generateListDrafts_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}~1generate/parameters/0/schema"}},"required":["id"]};
-const schema101 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate156(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate151(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="deleteList_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate156.evaluated;
+const evaluated0 = validate151.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.force !== undefined){
+if(!(validate152(data.force, {instancePath:instancePath+"/force",parentData:data,parentDataProperty:"force",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate152.errors : vErrors.concat(validate152.errors);
+errors = vErrors.length;
 }
-else if(data === null){
-coerced0 = "";
+}
 }
 else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -5777,44 +5705,16 @@ vErrors.push(err0);
 }
 errors++;
 }
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate156.errors = vErrors;
+validate151.errors = vErrors;
 return errors === 0;
 }
-validate156.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate151.evaluated = {"props":{"force":true},"dynamicProps":false,"dynamicItems":false};
 
+exports.deleteWebhook_path = validate154;
+const schema99 = {"$id":"deleteWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema100 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate155(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="generateListDrafts_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate155.evaluated;
@@ -5824,53 +5724,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate156(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate156.errors : vErrors.concat(validate156.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate155.errors = vErrors;
-return errors === 0;
-}
-validate155.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getActionItem_path = validate158;
-const schema102 = {"$id":"getActionItem_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema103 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate159(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate159.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -5921,14 +5774,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate159.errors = vErrors;
+validate155.errors = vErrors;
 return errors === 0;
 }
-validate159.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate155.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate154(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="deleteWebhook_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate154.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate155(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate155.errors : vErrors.concat(validate155.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate154.errors = vErrors;
+return errors === 0;
+}
+validate154.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.eraseContact_path = validate157;
+const schema101 = {"$id":"eraseContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1erase/parameters/0/schema"}},"required":["id"]};
+const schema102 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate158(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getActionItem_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate158.evaluated;
@@ -5938,53 +5838,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate159(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate159.errors : vErrors.concat(validate159.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate158.errors = vErrors;
-return errors === 0;
-}
-validate158.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getCompany_path = validate161;
-const schema104 = {"$id":"getCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema105 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate162(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate162.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -6035,14 +5888,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate162.errors = vErrors;
+validate158.errors = vErrors;
 return errors === 0;
 }
-validate162.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate158.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate157(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="eraseContact_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate157.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate158(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate158.errors : vErrors.concat(validate158.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate157.errors = vErrors;
+return errors === 0;
+}
+validate157.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.generateListDrafts_path = validate160;
+const schema103 = {"$id":"generateListDrafts_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}~1generate/parameters/0/schema"}},"required":["id"]};
+const schema104 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate161(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getCompany_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate161.evaluated;
@@ -6052,53 +5952,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate162(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate162.errors : vErrors.concat(validate162.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate161.errors = vErrors;
-return errors === 0;
-}
-validate161.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getCompanyResearch_path = validate164;
-const schema106 = {"$id":"getCompanyResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
-const schema107 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate165(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate165.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -6149,14 +6002,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate165.errors = vErrors;
+validate161.errors = vErrors;
 return errors === 0;
 }
-validate165.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate161.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate160(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="generateListDrafts_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate160.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate161(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate161.errors : vErrors.concat(validate161.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate160.errors = vErrors;
+return errors === 0;
+}
+validate160.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getActionItem_path = validate163;
+const schema105 = {"$id":"getActionItem_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1action-items~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema106 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate164(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getCompanyResearch_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate164.evaluated;
@@ -6166,52 +6066,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate165(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate165.errors : vErrors.concat(validate165.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate164.errors = vErrors;
-return errors === 0;
-}
-validate164.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getContact_path = validate167;
-const schema108 = {"$id":"getContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate168(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate168.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -6262,14 +6116,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate168.errors = vErrors;
+validate164.errors = vErrors;
 return errors === 0;
 }
-validate168.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate164.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate163(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getActionItem_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate163.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate164(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate164.errors : vErrors.concat(validate164.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate163.errors = vErrors;
+return errors === 0;
+}
+validate163.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getCompany_path = validate166;
+const schema107 = {"$id":"getCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema108 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate167(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate167.evaluated;
@@ -6279,53 +6180,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate168(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate168.errors : vErrors.concat(validate168.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate167.errors = vErrors;
-return errors === 0;
-}
-validate167.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getContact_query = validate170;
-const schema110 = {"$id":"getContact_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1contacts~1{id}/get/parameters/0/schema"}},"required":[]};
-const schema111 = {"type":"string","maxLength":200};
-
-function validate171(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate171.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -6355,8 +6209,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 200){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6365,15 +6219,72 @@ vErrors.push(err1);
 }
 errors++;
 }
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
 }
-validate171.errors = vErrors;
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate167.errors = vErrors;
 return errors === 0;
 }
-validate171.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate167.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate166(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getCompany_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate166.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate167(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate167.errors : vErrors.concat(validate167.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate166.errors = vErrors;
+return errors === 0;
+}
+validate166.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getCompanyResearch_path = validate169;
+const schema109 = {"$id":"getCompanyResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+const schema110 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate170(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getContact_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate170.evaluated;
@@ -6383,43 +6294,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.include !== undefined){
-if(!(validate171(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate171.errors : vErrors.concat(validate171.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate170.errors = vErrors;
-return errors === 0;
-}
-validate170.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getContactResearch_path = validate173;
-const schema112 = {"$id":"getContactResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
-const schema113 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate174(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate174.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -6470,14 +6344,60 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate174.errors = vErrors;
+validate170.errors = vErrors;
 return errors === 0;
 }
-validate174.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate170.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate169(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getCompanyResearch_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate169.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate170(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate170.errors : vErrors.concat(validate170.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate169.errors = vErrors;
+return errors === 0;
+}
+validate169.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getContact_path = validate172;
+const schema111 = {"$id":"getContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
 
 function validate173(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getContactResearch_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate173.evaluated;
@@ -6487,9 +6407,18 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -6498,15 +6427,17 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate174(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate174.errors : vErrors.concat(validate174.errors);
-errors = vErrors.length;
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
 }
 }
 }
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6514,38 +6445,38 @@ else {
 vErrors.push(err1);
 }
 errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
 }
 validate173.errors = vErrors;
 return errors === 0;
 }
-validate173.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate173.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-exports.getDeal_path = validate176;
-const schema114 = {"$id":"getDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema115 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate177(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate172(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getContact_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate177.evaluated;
+const evaluated0 = validate172.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -6554,17 +6485,15 @@ vErrors.push(err0);
 }
 errors++;
 }
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
+if(data.id !== undefined){
+if(!(validate173(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate173.errors : vErrors.concat(validate173.errors);
+errors = vErrors.length;
 }
 }
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6573,271 +6502,19 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate177.errors = vErrors;
+validate172.errors = vErrors;
 return errors === 0;
 }
-validate177.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate172.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
+exports.getContact_query = validate175;
+const schema113 = {"$id":"getContact_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1contacts~1{id}/get/parameters/0/schema"}},"required":[]};
+const schema114 = {"type":"string","maxLength":200};
 
 function validate176(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDeal_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate176.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate177(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate177.errors : vErrors.concat(validate177.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate176.errors = vErrors;
-return errors === 0;
-}
-validate176.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getDeal_query = validate179;
-const schema116 = {"$id":"getDeal_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1deals~1{id}/get/parameters/0/schema"}},"required":[]};
-const schema117 = {"type":"string"};
-
-function validate180(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate180.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-validate180.errors = vErrors;
-return errors === 0;
-}
-validate180.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate179(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDeal_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate179.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.include !== undefined){
-if(!(validate180(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate180.errors : vErrors.concat(validate180.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate179.errors = vErrors;
-return errors === 0;
-}
-validate179.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getDraft_path = validate182;
-const schema118 = {"$id":"getDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema119 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate183(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate183.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate183.errors = vErrors;
-return errors === 0;
-}
-validate183.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate182(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDraft_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate182.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate183(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate183.errors : vErrors.concat(validate183.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate182.errors = vErrors;
-return errors === 0;
-}
-validate182.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getDraft_query = validate185;
-const schema120 = {"$id":"getDraft_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1drafts~1{id}/get/parameters/0/schema"}},"required":[]};
-const schema121 = {"type":"string","maxLength":200};
-
-function validate186(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate186.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6884,17 +6561,17 @@ vErrors.push(err1);
 errors++;
 }
 }
-validate186.errors = vErrors;
+validate176.errors = vErrors;
 return errors === 0;
 }
-validate186.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate176.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate185(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getDraft_query" */;
+function validate175(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getContact_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate185.evaluated;
+const evaluated0 = validate175.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6903,8 +6580,8 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.include !== undefined){
-if(!(validate186(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate186.errors : vErrors.concat(validate186.errors);
+if(!(validate176(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate176.errors : vErrors.concat(validate176.errors);
 errors = vErrors.length;
 }
 }
@@ -6919,20 +6596,19 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate185.errors = vErrors;
+validate175.errors = vErrors;
 return errors === 0;
 }
-validate185.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
+validate175.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getFunnelAnalytics_query = validate188;
-const schema122 = {"$id":"getFunnelAnalytics_query","type":"object","properties":{"from":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/0/schema"},"to":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/1/schema"}},"required":["from","to"]};
-const schema123 = {"type":"string","format":"date"};
-const formats0 = require("ajv-formats/dist/formats").fullFormats.date;
+exports.getContactResearch_path = validate178;
+const schema115 = {"$id":"getContactResearch_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+const schema116 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate189(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate179(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate189.evaluated;
+const evaluated0 = validate179.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -6968,8 +6644,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats0.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -6978,13 +6654,380 @@ vErrors.push(err1);
 }
 errors++;
 }
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
 }
-validate189.errors = vErrors;
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate179.errors = vErrors;
 return errors === 0;
 }
-validate189.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate179.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema124 = {"type":"string","format":"date"};
+
+function validate178(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getContactResearch_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate178.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate179(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate179.errors : vErrors.concat(validate179.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate178.errors = vErrors;
+return errors === 0;
+}
+validate178.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getDeal_path = validate181;
+const schema117 = {"$id":"getDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema118 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate182(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate182.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate182.errors = vErrors;
+return errors === 0;
+}
+validate182.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate181(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getDeal_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate181.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate182(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate182.errors : vErrors.concat(validate182.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate181.errors = vErrors;
+return errors === 0;
+}
+validate181.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getDeal_query = validate184;
+const schema119 = {"$id":"getDeal_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1deals~1{id}/get/parameters/0/schema"}},"required":[]};
+const schema120 = {"type":"string"};
+
+function validate185(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate185.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+validate185.errors = vErrors;
+return errors === 0;
+}
+validate185.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate184(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getDeal_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate184.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.include !== undefined){
+if(!(validate185(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate185.errors : vErrors.concat(validate185.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate184.errors = vErrors;
+return errors === 0;
+}
+validate184.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getDraft_path = validate187;
+const schema121 = {"$id":"getDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema122 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate188.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate188.errors = vErrors;
+return errors === 0;
+}
+validate188.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate187(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getDraft_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate187.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate188(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate188.errors : vErrors.concat(validate188.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate187.errors = vErrors;
+return errors === 0;
+}
+validate187.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getDraft_query = validate190;
+const schema123 = {"$id":"getDraft_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1drafts~1{id}/get/parameters/0/schema"}},"required":[]};
+const schema124 = {"type":"string","maxLength":200};
 
 function validate191(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7025,8 +7068,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats0.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(func0(data) > 200){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7042,11 +7085,11 @@ return errors === 0;
 validate191.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate188(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getFunnelAnalytics_query" */;
+function validate190(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getDraft_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate188.evaluated;
+const evaluated0 = validate190.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7054,8 +7097,15 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.from === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(data.include !== undefined){
+if(!(validate191(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate191.errors : vErrors.concat(validate191.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7064,46 +7114,15 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.to === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.from !== undefined){
-if(!(validate189(data.from, {instancePath:instancePath+"/from",parentData:data,parentDataProperty:"from",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate189.errors : vErrors.concat(validate189.errors);
-errors = vErrors.length;
-}
-}
-if(data.to !== undefined){
-if(!(validate191(data.to, {instancePath:instancePath+"/to",parentData:data,parentDataProperty:"to",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate191.errors : vErrors.concat(validate191.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate188.errors = vErrors;
+validate190.errors = vErrors;
 return errors === 0;
 }
-validate188.evaluated = {"props":{"from":true,"to":true},"dynamicProps":false,"dynamicItems":false};
+validate190.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getList_path = validate193;
-const schema125 = {"$id":"getList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.getFunnelAnalytics_query = validate193;
+const schema125 = {"$id":"getFunnelAnalytics_query","type":"object","properties":{"from":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/0/schema"},"to":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/1/schema"}},"required":["from","to"]};
+const schema126 = {"type":"string","format":"date"};
+const formats0 = require("ajv-formats/dist/formats").fullFormats.date;
 
 function validate194(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7144,23 +7163,13 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(!(formats0.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
 }
 errors++;
 }
@@ -7170,9 +7179,66 @@ return errors === 0;
 }
 validate194.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema127 = {"type":"string","format":"date"};
+
+function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate196.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(!(formats0.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+validate196.errors = vErrors;
+return errors === 0;
+}
+validate196.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
 
 function validate193(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getList_path" */;
+/*# sourceURL="getFunnelAnalytics_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate193.evaluated;
@@ -7183,8 +7249,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data.from === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -7193,15 +7259,8 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.id !== undefined){
-if(!(validate194(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate194.errors : vErrors.concat(validate194.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.to === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -7210,19 +7269,41 @@ vErrors.push(err1);
 }
 errors++;
 }
+if(data.from !== undefined){
+if(!(validate194(data.from, {instancePath:instancePath+"/from",parentData:data,parentDataProperty:"from",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate194.errors : vErrors.concat(validate194.errors);
+errors = vErrors.length;
+}
+}
+if(data.to !== undefined){
+if(!(validate196(data.to, {instancePath:instancePath+"/to",parentData:data,parentDataProperty:"to",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate196.errors : vErrors.concat(validate196.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
 validate193.errors = vErrors;
 return errors === 0;
 }
-validate193.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate193.evaluated = {"props":{"from":true,"to":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getSequence_path = validate196;
-const schema127 = {"$id":"getSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1sequences~1{id}/parameters/0/schema"}},"required":["id"]};
-const schema128 = {"type":"string","minLength":1,"maxLength":64};
+exports.getList_path = validate198;
+const schema128 = {"$id":"getList_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1lists~1{id}/parameters/0/schema"}},"required":["id"]};
 
-function validate197(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate197.evaluated;
+const evaluated0 = validate199.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7279,17 +7360,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate197.errors = vErrors;
+validate199.errors = vErrors;
 return errors === 0;
 }
-validate197.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate199.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate196(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getSequence_path" */;
+function validate198(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getList_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate196.evaluated;
+const evaluated0 = validate198.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7308,8 +7389,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate197(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate197.errors : vErrors.concat(validate197.errors);
+if(!(validate199(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate199.errors : vErrors.concat(validate199.errors);
 errors = vErrors.length;
 }
 }
@@ -7324,21 +7405,135 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate196.errors = vErrors;
+validate198.errors = vErrors;
 return errors === 0;
 }
-validate196.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate198.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getSuppression_query = validate199;
-const schema129 = {"$id":"getSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/get/parameters/0/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
-const schema130 = {"type":"string","format":"email","maxLength":320,"pattern":"^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$","description":"An email address as the service accepts it, stricter than `format: email` alone: ASCII only,\n`local@domain`, the local part one or more dot-separated runs of letters, digits and\n``!#$%&'*+/=?^_`{|}~-`` (no quoted local part, no leading, trailing or double dot), the domain\ntwo or more dot-separated labels of letters, digits and inner hyphens (no IP literal such as\n`[127.0.0.1]`, no single-label host such as `localhost`, no internationalized domain: send its\n`xn--` form). Anything else is refused with 400 `validation-failed`. At most 320 characters.\n","examples":["ada@example.com"]};
+exports.getSequence_path = validate201;
+const schema130 = {"$id":"getSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1sequences~1{id}/parameters/0/schema"}},"required":["id"]};
+const schema131 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate202(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate202.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate202.errors = vErrors;
+return errors === 0;
+}
+validate202.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate201(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getSequence_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate201.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate202(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate202.errors : vErrors.concat(validate202.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate201.errors = vErrors;
+return errors === 0;
+}
+validate201.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.getSuppression_query = validate204;
+const schema132 = {"$id":"getSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/get/parameters/0/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
+const schema133 = {"type":"string","format":"email","maxLength":320,"pattern":"^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$","description":"An email address as the service accepts it, stricter than `format: email` alone: ASCII only,\n`local@domain`, the local part one or more dot-separated runs of letters, digits and\n``!#$%&'*+/=?^_`{|}~-`` (no quoted local part, no leading, trailing or double dot), the domain\ntwo or more dot-separated labels of letters, digits and inner hyphens (no IP literal such as\n`[127.0.0.1]`, no single-label host such as `localhost`, no internationalized domain: send its\n`xn--` form). Anything else is refused with 400 `validation-failed`. At most 320 characters.\n","examples":["ada@example.com"]};
 const formats4 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 const pattern0 = new RegExp("^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$", "u");
 
-function validate200(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate205(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate200.evaluated;
+const evaluated0 = validate205.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7405,17 +7600,17 @@ vErrors.push(err3);
 errors++;
 }
 }
-validate200.errors = vErrors;
+validate205.errors = vErrors;
 return errors === 0;
 }
-validate200.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate205.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema131 = {"type":"string","minLength":1,"maxLength":512};
+const schema134 = {"type":"string","minLength":1,"maxLength":512};
 
-function validate202(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate207(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate202.evaluated;
+const evaluated0 = validate207.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7472,17 +7667,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate202.errors = vErrors;
+validate207.errors = vErrors;
 return errors === 0;
 }
-validate202.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate207.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema132 = {"type":"integer","minimum":1,"maximum":200,"default":50};
+const schema135 = {"type":"integer","minimum":1,"maximum":200,"default":50};
 
-function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate204.evaluated;
+const evaluated0 = validate209.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7537,17 +7732,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate204.errors = vErrors;
+validate209.errors = vErrors;
 return errors === 0;
 }
-validate204.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate209.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate204(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="getSuppression_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate199.evaluated;
+const evaluated0 = validate204.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7556,20 +7751,20 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.email !== undefined){
-if(!(validate200(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate200.errors : vErrors.concat(validate200.errors);
+if(!(validate205(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate205.errors : vErrors.concat(validate205.errors);
 errors = vErrors.length;
 }
 }
 if(data.cursor !== undefined){
-if(!(validate202(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate202.errors : vErrors.concat(validate202.errors);
+if(!(validate207(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate207.errors : vErrors.concat(validate207.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate204(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate204.errors : vErrors.concat(validate204.errors);
+if(!(validate209(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate209.errors : vErrors.concat(validate209.errors);
 errors = vErrors.length;
 }
 }
@@ -7584,194 +7779,13 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate199.errors = vErrors;
+validate204.errors = vErrors;
 return errors === 0;
 }
-validate199.evaluated = {"props":{"email":true,"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
+validate204.evaluated = {"props":{"email":true,"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.getWebhook_path = validate206;
-const schema133 = {"$id":"getWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate207(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate207.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate207.errors = vErrors;
-return errors === 0;
-}
-validate207.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate206(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getWebhook_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate206.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate207(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate207.errors : vErrors.concat(validate207.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate206.errors = vErrors;
-return errors === 0;
-}
-validate206.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.getWebhookDelivery_path = validate209;
-const schema135 = {"$id":"getWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/1/schema"}},"required":["id","deliveryId"]};
-const schema136 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate210(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate210.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate210.errors = vErrors;
-return errors === 0;
-}
-validate210.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema137 = {"type":"string","minLength":1,"maxLength":64};
+exports.getWebhook_path = validate211;
+const schema136 = {"$id":"getWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
 
 function validate212(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7839,11 +7853,11 @@ return errors === 0;
 validate212.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate209(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="getWebhookDelivery_path" */;
+function validate211(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="getWebhook_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate209.evaluated;
+const evaluated0 = validate211.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -7861,292 +7875,36 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.deliveryId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
 if(data.id !== undefined){
-if(!(validate210(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate210.errors : vErrors.concat(validate210.errors);
-errors = vErrors.length;
-}
-}
-if(data.deliveryId !== undefined){
-if(!(validate212(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
+if(!(validate212(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate212.errors : vErrors.concat(validate212.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err2];
+vErrors = [err1];
 }
 else {
-vErrors.push(err2);
+vErrors.push(err1);
 }
 errors++;
 }
-validate209.errors = vErrors;
+validate211.errors = vErrors;
 return errors === 0;
 }
-validate209.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
+validate211.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listActionItems_query = validate214;
-const schema138 = {"$id":"listActionItems_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/2/schema"},"priority":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/3/schema"},"salesPersonId":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/4/schema"}},"required":[]};
+exports.getWebhookDelivery_path = validate214;
+const schema138 = {"$id":"getWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}/parameters/1/schema"}},"required":["id","deliveryId"]};
+const schema139 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate215(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate215.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate215.errors = vErrors;
-return errors === 0;
-}
-validate215.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate217.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate217.errors = vErrors;
-return errors === 0;
-}
-validate217.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema141 = {"type":"string","description":"State of an action item. A snoozed item stays `pending` (see `snoozedUntilAt`).","enum":["pending","completed","dismissed","expired"]};
-
-function validate219(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate219.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!((((data === "pending") || (data === "completed")) || (data === "dismissed")) || (data === "expired"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema141.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate219.errors = vErrors;
-return errors === 0;
-}
-validate219.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema142 = {"type":"string","description":"Priority of an action item.","enum":["urgent","high","medium","low"]};
-
-function validate221(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate221.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!((((data === "urgent") || (data === "high")) || (data === "medium")) || (data === "low"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema142.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate221.errors = vErrors;
-return errors === 0;
-}
-validate221.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema143 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate223(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate223.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8203,14 +7961,81 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate223.errors = vErrors;
+validate215.errors = vErrors;
 return errors === 0;
 }
-validate223.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate215.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema140 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate217(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate217.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate217.errors = vErrors;
+return errors === 0;
+}
+validate217.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate214(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listActionItems_query" */;
+/*# sourceURL="getWebhookDelivery_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate214.evaluated;
@@ -8221,39 +8046,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate215(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate215.errors : vErrors.concat(validate215.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate217(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate217.errors : vErrors.concat(validate217.errors);
-errors = vErrors.length;
-}
-}
-if(data.status !== undefined){
-if(!(validate219(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate219.errors : vErrors.concat(validate219.errors);
-errors = vErrors.length;
-}
-}
-if(data.priority !== undefined){
-if(!(validate221(data.priority, {instancePath:instancePath+"/priority",parentData:data,parentDataProperty:"priority",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate221.errors : vErrors.concat(validate221.errors);
-errors = vErrors.length;
-}
-}
-if(data.salesPersonId !== undefined){
-if(!(validate223(data.salesPersonId, {instancePath:instancePath+"/salesPersonId",parentData:data,parentDataProperty:"salesPersonId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate223.errors : vErrors.concat(validate223.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -8262,18 +8056,51 @@ vErrors.push(err0);
 }
 errors++;
 }
+if(data.deliveryId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate215(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate215.errors : vErrors.concat(validate215.errors);
+errors = vErrors.length;
+}
+}
+if(data.deliveryId !== undefined){
+if(!(validate217(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate217.errors : vErrors.concat(validate217.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
 validate214.errors = vErrors;
 return errors === 0;
 }
-validate214.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"priority":true,"salesPersonId":true},"dynamicProps":false,"dynamicItems":false};
+validate214.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listCompanies_query = validate225;
-const schema144 = {"$id":"listCompanies_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"search":{"$ref":"openapi.json#/paths/~1companies/get/parameters/2/schema"}},"required":[]};
+exports.listActionItems_query = validate219;
+const schema141 = {"$id":"listActionItems_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/2/schema"},"priority":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/3/schema"},"salesPersonId":{"$ref":"openapi.json#/paths/~1action-items/get/parameters/4/schema"}},"required":[]};
 
-function validate226(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate220(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate226.evaluated;
+const evaluated0 = validate220.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8330,16 +8157,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate226.errors = vErrors;
+validate220.errors = vErrors;
 return errors === 0;
 }
-validate226.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate220.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate228(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate222(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate228.evaluated;
+const evaluated0 = validate222.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8394,17 +8221,385 @@ vErrors.push(err2);
 errors++;
 }
 }
+validate222.errors = vErrors;
+return errors === 0;
+}
+validate222.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema144 = {"type":"string","description":"State of an action item. A snoozed item stays `pending` (see `snoozedUntilAt`).","enum":["pending","completed","dismissed","expired"]};
+
+function validate224(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate224.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!((((data === "pending") || (data === "completed")) || (data === "dismissed")) || (data === "expired"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema144.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate224.errors = vErrors;
+return errors === 0;
+}
+validate224.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema145 = {"type":"string","description":"Priority of an action item.","enum":["urgent","high","medium","low"]};
+
+function validate226(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate226.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(!((((data === "urgent") || (data === "high")) || (data === "medium")) || (data === "low"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema145.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate226.errors = vErrors;
+return errors === 0;
+}
+validate226.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema146 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate228(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate228.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
 validate228.errors = vErrors;
 return errors === 0;
 }
 validate228.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema147 = {"type":"string","minLength":1,"maxLength":255};
 
-function validate230(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate219(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listActionItems_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate230.evaluated;
+const evaluated0 = validate219.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate220(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate220.errors : vErrors.concat(validate220.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate222(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate222.errors : vErrors.concat(validate222.errors);
+errors = vErrors.length;
+}
+}
+if(data.status !== undefined){
+if(!(validate224(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate224.errors : vErrors.concat(validate224.errors);
+errors = vErrors.length;
+}
+}
+if(data.priority !== undefined){
+if(!(validate226(data.priority, {instancePath:instancePath+"/priority",parentData:data,parentDataProperty:"priority",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate226.errors : vErrors.concat(validate226.errors);
+errors = vErrors.length;
+}
+}
+if(data.salesPersonId !== undefined){
+if(!(validate228(data.salesPersonId, {instancePath:instancePath+"/salesPersonId",parentData:data,parentDataProperty:"salesPersonId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate228.errors : vErrors.concat(validate228.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate219.errors = vErrors;
+return errors === 0;
+}
+validate219.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"priority":true,"salesPersonId":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listCompanies_query = validate230;
+const schema147 = {"$id":"listCompanies_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"search":{"$ref":"openapi.json#/paths/~1companies/get/parameters/2/schema"}},"required":[]};
+
+function validate231(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate231.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate231.errors = vErrors;
+return errors === 0;
+}
+validate231.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate233(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate233.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate233.errors = vErrors;
+return errors === 0;
+}
+validate233.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema150 = {"type":"string","minLength":1,"maxLength":255};
+
+function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate235.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8461,17 +8656,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate230.errors = vErrors;
+validate235.errors = vErrors;
 return errors === 0;
 }
-validate230.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate235.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate225(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate230(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listCompanies_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate225.evaluated;
+const evaluated0 = validate230.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8480,20 +8675,20 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate226(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate226.errors : vErrors.concat(validate226.errors);
+if(!(validate231(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate231.errors : vErrors.concat(validate231.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate228(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate228.errors : vErrors.concat(validate228.errors);
+if(!(validate233(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate233.errors : vErrors.concat(validate233.errors);
 errors = vErrors.length;
 }
 }
 if(data.search !== undefined){
-if(!(validate230(data.search, {instancePath:instancePath+"/search",parentData:data,parentDataProperty:"search",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate230.errors : vErrors.concat(validate230.errors);
+if(!(validate235(data.search, {instancePath:instancePath+"/search",parentData:data,parentDataProperty:"search",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate235.errors : vErrors.concat(validate235.errors);
 errors = vErrors.length;
 }
 }
@@ -8508,18 +8703,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate225.errors = vErrors;
+validate230.errors = vErrors;
 return errors === 0;
 }
-validate225.evaluated = {"props":{"cursor":true,"limit":true,"search":true},"dynamicProps":false,"dynamicItems":false};
+validate230.evaluated = {"props":{"cursor":true,"limit":true,"search":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listContacts_query = validate232;
-const schema148 = {"$id":"listContacts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"listId":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/2/schema"},"qualificationStatus":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/3/schema"},"q":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/4/schema"},"email":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/5/schema"},"includeDeleted":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/6/schema"}},"required":[]};
+exports.listContacts_query = validate237;
+const schema151 = {"$id":"listContacts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"listId":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/2/schema"},"qualificationStatus":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/3/schema"},"q":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/4/schema"},"email":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/5/schema"},"includeDeleted":{"$ref":"openapi.json#/paths/~1contacts/get/parameters/6/schema"}},"required":[]};
 
-function validate233(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate238(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate233.evaluated;
+const evaluated0 = validate238.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8576,16 +8771,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate233.errors = vErrors;
+validate238.errors = vErrors;
 return errors === 0;
 }
-validate233.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate238.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate235(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate240(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate235.evaluated;
+const evaluated0 = validate240.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8640,17 +8835,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate235.errors = vErrors;
+validate240.errors = vErrors;
 return errors === 0;
 }
-validate235.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate240.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema151 = {"type":"string","minLength":1,"maxLength":64};
+const schema154 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate237(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate242(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate237.evaluated;
+const evaluated0 = validate242.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8707,17 +8902,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate237.errors = vErrors;
+validate242.errors = vErrors;
 return errors === 0;
 }
-validate237.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate242.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema152 = {"type":"string","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
+const schema155 = {"type":"string","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
 
-function validate239(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate244(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate239.evaluated;
+const evaluated0 = validate244.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8753,7 +8948,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!((((((data === "NEW") || (data === "CONTACTED")) || (data === "QUALIFIED")) || (data === "UNQUALIFIED")) || (data === "NURTURE")) || (data === "CUSTOMER"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema152.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema155.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8762,17 +8957,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate239.errors = vErrors;
+validate244.errors = vErrors;
 return errors === 0;
 }
-validate239.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate244.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema153 = {"type":"string","minLength":1,"maxLength":200};
+const schema156 = {"type":"string","minLength":1,"maxLength":200};
 
-function validate241(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate246(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate241.evaluated;
+const evaluated0 = validate246.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8829,17 +9024,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate241.errors = vErrors;
+validate246.errors = vErrors;
 return errors === 0;
 }
-validate241.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate246.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema154 = {"type":"string","minLength":1,"maxLength":320};
+const schema157 = {"type":"string","minLength":1,"maxLength":320};
 
-function validate243(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate248(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate243.evaluated;
+const evaluated0 = validate248.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8896,17 +9091,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate243.errors = vErrors;
+validate248.errors = vErrors;
 return errors === 0;
 }
-validate243.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate248.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema155 = {"type":"string","enum":["true"]};
+const schema158 = {"type":"string","enum":["true"]};
 
-function validate245(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate250(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate245.evaluated;
+const evaluated0 = validate250.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8942,7 +9137,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema155.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema158.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -8951,17 +9146,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate245.errors = vErrors;
+validate250.errors = vErrors;
 return errors === 0;
 }
-validate245.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate250.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate232(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate237(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listContacts_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate232.evaluated;
+const evaluated0 = validate237.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -8970,44 +9165,44 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate233(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate233.errors : vErrors.concat(validate233.errors);
+if(!(validate238(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate238.errors : vErrors.concat(validate238.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate235(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate235.errors : vErrors.concat(validate235.errors);
+if(!(validate240(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate240.errors : vErrors.concat(validate240.errors);
 errors = vErrors.length;
 }
 }
 if(data.listId !== undefined){
-if(!(validate237(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate237.errors : vErrors.concat(validate237.errors);
+if(!(validate242(data.listId, {instancePath:instancePath+"/listId",parentData:data,parentDataProperty:"listId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate242.errors : vErrors.concat(validate242.errors);
 errors = vErrors.length;
 }
 }
 if(data.qualificationStatus !== undefined){
-if(!(validate239(data.qualificationStatus, {instancePath:instancePath+"/qualificationStatus",parentData:data,parentDataProperty:"qualificationStatus",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate239.errors : vErrors.concat(validate239.errors);
+if(!(validate244(data.qualificationStatus, {instancePath:instancePath+"/qualificationStatus",parentData:data,parentDataProperty:"qualificationStatus",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate244.errors : vErrors.concat(validate244.errors);
 errors = vErrors.length;
 }
 }
 if(data.q !== undefined){
-if(!(validate241(data.q, {instancePath:instancePath+"/q",parentData:data,parentDataProperty:"q",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate241.errors : vErrors.concat(validate241.errors);
+if(!(validate246(data.q, {instancePath:instancePath+"/q",parentData:data,parentDataProperty:"q",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate246.errors : vErrors.concat(validate246.errors);
 errors = vErrors.length;
 }
 }
 if(data.email !== undefined){
-if(!(validate243(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate243.errors : vErrors.concat(validate243.errors);
+if(!(validate248(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate248.errors : vErrors.concat(validate248.errors);
 errors = vErrors.length;
 }
 }
 if(data.includeDeleted !== undefined){
-if(!(validate245(data.includeDeleted, {instancePath:instancePath+"/includeDeleted",parentData:data,parentDataProperty:"includeDeleted",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate245.errors : vErrors.concat(validate245.errors);
+if(!(validate250(data.includeDeleted, {instancePath:instancePath+"/includeDeleted",parentData:data,parentDataProperty:"includeDeleted",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate250.errors : vErrors.concat(validate250.errors);
 errors = vErrors.length;
 }
 }
@@ -9022,19 +9217,19 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate232.errors = vErrors;
+validate237.errors = vErrors;
 return errors === 0;
 }
-validate232.evaluated = {"props":{"cursor":true,"limit":true,"listId":true,"qualificationStatus":true,"q":true,"email":true,"includeDeleted":true},"dynamicProps":false,"dynamicItems":false};
+validate237.evaluated = {"props":{"cursor":true,"limit":true,"listId":true,"qualificationStatus":true,"q":true,"email":true,"includeDeleted":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDealHistory_path = validate247;
-const schema156 = {"$id":"listDealHistory_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1history/parameters/0/schema"}},"required":["id"]};
-const schema157 = {"type":"string","minLength":1,"maxLength":64};
+exports.listDealHistory_path = validate252;
+const schema159 = {"$id":"listDealHistory_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}~1history/parameters/0/schema"}},"required":["id"]};
+const schema160 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate248(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate248.evaluated;
+const evaluated0 = validate253.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9091,17 +9286,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate248.errors = vErrors;
+validate253.errors = vErrors;
 return errors === 0;
 }
-validate248.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate253.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate247(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate252(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDealHistory_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate247.evaluated;
+const evaluated0 = validate252.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9120,8 +9315,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate248(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate248.errors : vErrors.concat(validate248.errors);
+if(!(validate253(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
 errors = vErrors.length;
 }
 }
@@ -9136,186 +9331,13 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate247.errors = vErrors;
+validate252.errors = vErrors;
 return errors === 0;
 }
-validate247.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate252.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDealHistory_query = validate250;
-const schema158 = {"$id":"listDealHistory_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
-
-function validate251(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate251.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate251.errors = vErrors;
-return errors === 0;
-}
-validate251.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate253(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate253.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate253.errors = vErrors;
-return errors === 0;
-}
-validate253.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate250(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listDealHistory_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate250.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate251(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate251.errors : vErrors.concat(validate251.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate253(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate253.errors : vErrors.concat(validate253.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate250.errors = vErrors;
-return errors === 0;
-}
-validate250.evaluated = {"props":{"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listDeals_query = validate255;
-const schema161 = {"$id":"listDeals_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"stageSlug":{"$ref":"openapi.json#/paths/~1deals/get/parameters/2/schema"},"minValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/3/schema"},"maxValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/4/schema"},"include":{"$ref":"openapi.json#/paths/~1deals/get/parameters/5/schema"}},"required":[]};
+exports.listDealHistory_query = validate255;
+const schema161 = {"$id":"listDealHistory_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
 
 function validate256(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -9446,12 +9468,185 @@ return errors === 0;
 }
 validate258.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema164 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate255(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listDealHistory_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate260.evaluated;
+const evaluated0 = validate255.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate256(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate256.errors : vErrors.concat(validate256.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate258(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate255.errors = vErrors;
+return errors === 0;
+}
+validate255.evaluated = {"props":{"cursor":true,"limit":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listDeals_query = validate260;
+const schema164 = {"$id":"listDeals_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"stageSlug":{"$ref":"openapi.json#/paths/~1deals/get/parameters/2/schema"},"minValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/3/schema"},"maxValueCents":{"$ref":"openapi.json#/paths/~1deals/get/parameters/4/schema"},"include":{"$ref":"openapi.json#/paths/~1deals/get/parameters/5/schema"}},"required":[]};
+
+function validate261(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate261.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate261.errors = vErrors;
+return errors === 0;
+}
+validate261.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate263(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate263.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate263.errors = vErrors;
+return errors === 0;
+}
+validate263.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema167 = {"type":"string","minLength":1,"maxLength":100};
+
+function validate265(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate265.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9508,17 +9703,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate260.errors = vErrors;
+validate265.errors = vErrors;
 return errors === 0;
 }
-validate260.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate265.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema165 = {"type":"integer","minimum":0,"maximum":10000000000000};
+const schema168 = {"type":"integer","minimum":0,"maximum":10000000000000};
 
-function validate262(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate267(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate262.evaluated;
+const evaluated0 = validate267.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9573,17 +9768,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate262.errors = vErrors;
+validate267.errors = vErrors;
 return errors === 0;
 }
-validate262.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate267.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema166 = {"type":"integer","minimum":0,"maximum":10000000000000};
+const schema169 = {"type":"integer","minimum":0,"maximum":10000000000000};
 
-function validate264(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate269(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate264.evaluated;
+const evaluated0 = validate269.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9638,17 +9833,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate264.errors = vErrors;
+validate269.errors = vErrors;
 return errors === 0;
 }
-validate264.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate269.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema167 = {"type":"string"};
+const schema170 = {"type":"string"};
 
-function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate266.evaluated;
+const evaluated0 = validate271.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9683,17 +9878,17 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-validate266.errors = vErrors;
+validate271.errors = vErrors;
 return errors === 0;
 }
-validate266.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate271.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate255(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate260(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDeals_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate255.evaluated;
+const evaluated0 = validate260.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9702,38 +9897,38 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate256(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate256.errors : vErrors.concat(validate256.errors);
+if(!(validate261(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate261.errors : vErrors.concat(validate261.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate258(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate258.errors : vErrors.concat(validate258.errors);
+if(!(validate263(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate263.errors : vErrors.concat(validate263.errors);
 errors = vErrors.length;
 }
 }
 if(data.stageSlug !== undefined){
-if(!(validate260(data.stageSlug, {instancePath:instancePath+"/stageSlug",parentData:data,parentDataProperty:"stageSlug",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate260.errors : vErrors.concat(validate260.errors);
+if(!(validate265(data.stageSlug, {instancePath:instancePath+"/stageSlug",parentData:data,parentDataProperty:"stageSlug",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate265.errors : vErrors.concat(validate265.errors);
 errors = vErrors.length;
 }
 }
 if(data.minValueCents !== undefined){
-if(!(validate262(data.minValueCents, {instancePath:instancePath+"/minValueCents",parentData:data,parentDataProperty:"minValueCents",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate262.errors : vErrors.concat(validate262.errors);
+if(!(validate267(data.minValueCents, {instancePath:instancePath+"/minValueCents",parentData:data,parentDataProperty:"minValueCents",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate267.errors : vErrors.concat(validate267.errors);
 errors = vErrors.length;
 }
 }
 if(data.maxValueCents !== undefined){
-if(!(validate264(data.maxValueCents, {instancePath:instancePath+"/maxValueCents",parentData:data,parentDataProperty:"maxValueCents",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate264.errors : vErrors.concat(validate264.errors);
+if(!(validate269(data.maxValueCents, {instancePath:instancePath+"/maxValueCents",parentData:data,parentDataProperty:"maxValueCents",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate269.errors : vErrors.concat(validate269.errors);
 errors = vErrors.length;
 }
 }
 if(data.include !== undefined){
-if(!(validate266(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate266.errors : vErrors.concat(validate266.errors);
+if(!(validate271(data.include, {instancePath:instancePath+"/include",parentData:data,parentDataProperty:"include",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate271.errors : vErrors.concat(validate271.errors);
 errors = vErrors.length;
 }
 }
@@ -9748,18 +9943,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate255.errors = vErrors;
+validate260.errors = vErrors;
 return errors === 0;
 }
-validate255.evaluated = {"props":{"cursor":true,"limit":true,"stageSlug":true,"minValueCents":true,"maxValueCents":true,"include":true},"dynamicProps":false,"dynamicItems":false};
+validate260.evaluated = {"props":{"cursor":true,"limit":true,"stageSlug":true,"minValueCents":true,"maxValueCents":true,"include":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listDrafts_query = validate268;
-const schema168 = {"$id":"listDrafts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/2/schema"},"contactId":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/3/schema"},"includeSuperseded":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/4/schema"}},"required":[]};
+exports.listDrafts_query = validate273;
+const schema171 = {"$id":"listDrafts_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/2/schema"},"contactId":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/3/schema"},"includeSuperseded":{"$ref":"openapi.json#/paths/~1drafts/get/parameters/4/schema"}},"required":[]};
 
-function validate269(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate274(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate269.evaluated;
+const evaluated0 = validate274.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9816,16 +10011,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate269.errors = vErrors;
+validate274.errors = vErrors;
 return errors === 0;
 }
-validate269.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate274.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate271(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate276(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate271.evaluated;
+const evaluated0 = validate276.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9880,17 +10075,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate271.errors = vErrors;
+validate276.errors = vErrors;
 return errors === 0;
 }
-validate271.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate276.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema171 = {"type":"string","description":"Draft state (uppercase). `DRAFT_GENERATED`, `EDITED` and `REGENERATED` can be approved or rejected;\n`APPROVED` can be sent (POST /drafts/{id}/send); `REJECTED` is final.\n","enum":["DRAFT_GENERATED","EDITED","REGENERATED","APPROVED","REJECTED"]};
+const schema174 = {"type":"string","description":"Draft state (uppercase). `DRAFT_GENERATED`, `EDITED` and `REGENERATED` can be approved or rejected;\n`APPROVED` can be sent (POST /drafts/{id}/send); `REJECTED` is final.\n","enum":["DRAFT_GENERATED","EDITED","REGENERATED","APPROVED","REJECTED"]};
 
-function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate278(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate273.evaluated;
+const evaluated0 = validate278.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -9926,7 +10121,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(((((data === "DRAFT_GENERATED") || (data === "EDITED")) || (data === "REGENERATED")) || (data === "APPROVED")) || (data === "REJECTED"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema171.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema174.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -9935,17 +10130,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate273.errors = vErrors;
+validate278.errors = vErrors;
 return errors === 0;
 }
-validate273.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate278.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema172 = {"type":"string","minLength":1,"maxLength":64};
+const schema175 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate275(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate275.evaluated;
+const evaluated0 = validate280.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10002,17 +10197,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate275.errors = vErrors;
+validate280.errors = vErrors;
 return errors === 0;
 }
-validate275.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate280.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema173 = {"type":"string","enum":["true"]};
+const schema176 = {"type":"string","enum":["true"]};
 
-function validate277(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate277.evaluated;
+const evaluated0 = validate282.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10048,7 +10243,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!(data === "true")){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema173.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema176.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10057,17 +10252,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate277.errors = vErrors;
+validate282.errors = vErrors;
 return errors === 0;
 }
-validate277.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate282.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate268(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate273(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listDrafts_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate268.evaluated;
+const evaluated0 = validate273.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10076,32 +10271,32 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate269(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate269.errors : vErrors.concat(validate269.errors);
+if(!(validate274(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate274.errors : vErrors.concat(validate274.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate271(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate271.errors : vErrors.concat(validate271.errors);
+if(!(validate276(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate276.errors : vErrors.concat(validate276.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate273(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate273.errors : vErrors.concat(validate273.errors);
+if(!(validate278(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate278.errors : vErrors.concat(validate278.errors);
 errors = vErrors.length;
 }
 }
 if(data.contactId !== undefined){
-if(!(validate275(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate275.errors : vErrors.concat(validate275.errors);
+if(!(validate280(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate280.errors : vErrors.concat(validate280.errors);
 errors = vErrors.length;
 }
 }
 if(data.includeSuperseded !== undefined){
-if(!(validate277(data.includeSuperseded, {instancePath:instancePath+"/includeSuperseded",parentData:data,parentDataProperty:"includeSuperseded",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate277.errors : vErrors.concat(validate277.errors);
+if(!(validate282(data.includeSuperseded, {instancePath:instancePath+"/includeSuperseded",parentData:data,parentDataProperty:"includeSuperseded",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate282.errors : vErrors.concat(validate282.errors);
 errors = vErrors.length;
 }
 }
@@ -10116,18 +10311,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate268.errors = vErrors;
+validate273.errors = vErrors;
 return errors === 0;
 }
-validate268.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"contactId":true,"includeSuperseded":true},"dynamicProps":false,"dynamicItems":false};
+validate273.evaluated = {"props":{"cursor":true,"limit":true,"status":true,"contactId":true,"includeSuperseded":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listEvents_query = validate279;
-const schema174 = {"$id":"listEvents_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"type":{"$ref":"openapi.json#/paths/~1events/get/parameters/2/schema"},"resourceType":{"$ref":"openapi.json#/paths/~1events/get/parameters/3/schema"},"resourceId":{"$ref":"openapi.json#/paths/~1events/get/parameters/4/schema"},"createdAfter":{"$ref":"openapi.json#/paths/~1events/get/parameters/5/schema"},"createdBefore":{"$ref":"openapi.json#/paths/~1events/get/parameters/6/schema"}},"required":[]};
+exports.listEvents_query = validate284;
+const schema177 = {"$id":"listEvents_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"type":{"$ref":"openapi.json#/paths/~1events/get/parameters/2/schema"},"resourceType":{"$ref":"openapi.json#/paths/~1events/get/parameters/3/schema"},"resourceId":{"$ref":"openapi.json#/paths/~1events/get/parameters/4/schema"},"createdAfter":{"$ref":"openapi.json#/paths/~1events/get/parameters/5/schema"},"createdBefore":{"$ref":"openapi.json#/paths/~1events/get/parameters/6/schema"}},"required":[]};
 
-function validate280(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate285(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate280.evaluated;
+const evaluated0 = validate285.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10182,16 +10377,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate280.errors = vErrors;
+validate285.errors = vErrors;
 return errors === 0;
 }
-validate280.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate285.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate282(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate287(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate282.evaluated;
+const evaluated0 = validate287.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10248,18 +10443,18 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate282.errors = vErrors;
+validate287.errors = vErrors;
 return errors === 0;
 }
-validate282.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate287.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema177 = {"type":"string","minLength":1,"maxLength":2000,"pattern":"^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"};
+const schema180 = {"type":"string","minLength":1,"maxLength":2000,"pattern":"^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$"};
 const pattern1 = new RegExp("^[a-z0-9_]+\\.[a-z0-9_]+(,[a-z0-9_]+\\.[a-z0-9_]+)*$", "u");
 
-function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate289(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate284.evaluated;
+const evaluated0 = validate289.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10326,17 +10521,17 @@ vErrors.push(err3);
 errors++;
 }
 }
-validate284.errors = vErrors;
+validate289.errors = vErrors;
 return errors === 0;
 }
-validate284.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate289.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema178 = {"type":"string","minLength":1,"maxLength":64};
+const schema181 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate286(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate286.evaluated;
+const evaluated0 = validate291.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10393,17 +10588,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate286.errors = vErrors;
+validate291.errors = vErrors;
 return errors === 0;
 }
-validate286.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate291.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema179 = {"type":"string","minLength":1,"maxLength":64};
+const schema182 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate288(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate288.evaluated;
+const evaluated0 = validate293.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10460,199 +10655,13 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate288.errors = vErrors;
+validate293.errors = vErrors;
 return errors === 0;
 }
-validate288.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate293.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema180 = {"type":"string","format":"date-time"};
+const schema183 = {"type":"string","format":"date-time"};
 const formats6 = require("ajv-formats/dist/formats").fullFormats["date-time"];
-
-function validate290(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate290.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(!(formats6.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-validate290.errors = vErrors;
-return errors === 0;
-}
-validate290.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema181 = {"type":"string","format":"date-time"};
-
-function validate292(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate292.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(!(formats6.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-validate292.errors = vErrors;
-return errors === 0;
-}
-validate292.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate279(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listEvents_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate279.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit !== undefined){
-if(!(validate280(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate280.errors : vErrors.concat(validate280.errors);
-errors = vErrors.length;
-}
-}
-if(data.cursor !== undefined){
-if(!(validate282(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate282.errors : vErrors.concat(validate282.errors);
-errors = vErrors.length;
-}
-}
-if(data.type !== undefined){
-if(!(validate284(data.type, {instancePath:instancePath+"/type",parentData:data,parentDataProperty:"type",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate284.errors : vErrors.concat(validate284.errors);
-errors = vErrors.length;
-}
-}
-if(data.resourceType !== undefined){
-if(!(validate286(data.resourceType, {instancePath:instancePath+"/resourceType",parentData:data,parentDataProperty:"resourceType",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate286.errors : vErrors.concat(validate286.errors);
-errors = vErrors.length;
-}
-}
-if(data.resourceId !== undefined){
-if(!(validate288(data.resourceId, {instancePath:instancePath+"/resourceId",parentData:data,parentDataProperty:"resourceId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate288.errors : vErrors.concat(validate288.errors);
-errors = vErrors.length;
-}
-}
-if(data.createdAfter !== undefined){
-if(!(validate290(data.createdAfter, {instancePath:instancePath+"/createdAfter",parentData:data,parentDataProperty:"createdAfter",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate290.errors : vErrors.concat(validate290.errors);
-errors = vErrors.length;
-}
-}
-if(data.createdBefore !== undefined){
-if(!(validate292(data.createdBefore, {instancePath:instancePath+"/createdBefore",parentData:data,parentDataProperty:"createdBefore",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate292.errors : vErrors.concat(validate292.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate279.errors = vErrors;
-return errors === 0;
-}
-validate279.evaluated = {"props":{"limit":true,"cursor":true,"type":true,"resourceType":true,"resourceId":true,"createdAfter":true,"createdBefore":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listLeads_query = validate294;
-const schema182 = {"$id":"listLeads_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1leads/get/parameters/2/schema"}},"required":[]};
 
 function validate295(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10693,6 +10702,192 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
+if(!(formats6.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+validate295.errors = vErrors;
+return errors === 0;
+}
+validate295.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema184 = {"type":"string","format":"date-time"};
+
+function validate297(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate297.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(!(formats6.validate(data))){
+const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+validate297.errors = vErrors;
+return errors === 0;
+}
+validate297.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate284(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listEvents_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate284.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.limit !== undefined){
+if(!(validate285(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate285.errors : vErrors.concat(validate285.errors);
+errors = vErrors.length;
+}
+}
+if(data.cursor !== undefined){
+if(!(validate287(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate287.errors : vErrors.concat(validate287.errors);
+errors = vErrors.length;
+}
+}
+if(data.type !== undefined){
+if(!(validate289(data.type, {instancePath:instancePath+"/type",parentData:data,parentDataProperty:"type",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate289.errors : vErrors.concat(validate289.errors);
+errors = vErrors.length;
+}
+}
+if(data.resourceType !== undefined){
+if(!(validate291(data.resourceType, {instancePath:instancePath+"/resourceType",parentData:data,parentDataProperty:"resourceType",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate291.errors : vErrors.concat(validate291.errors);
+errors = vErrors.length;
+}
+}
+if(data.resourceId !== undefined){
+if(!(validate293(data.resourceId, {instancePath:instancePath+"/resourceId",parentData:data,parentDataProperty:"resourceId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate293.errors : vErrors.concat(validate293.errors);
+errors = vErrors.length;
+}
+}
+if(data.createdAfter !== undefined){
+if(!(validate295(data.createdAfter, {instancePath:instancePath+"/createdAfter",parentData:data,parentDataProperty:"createdAfter",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate295.errors : vErrors.concat(validate295.errors);
+errors = vErrors.length;
+}
+}
+if(data.createdBefore !== undefined){
+if(!(validate297(data.createdBefore, {instancePath:instancePath+"/createdBefore",parentData:data,parentDataProperty:"createdBefore",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate297.errors : vErrors.concat(validate297.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate284.errors = vErrors;
+return errors === 0;
+}
+validate284.evaluated = {"props":{"limit":true,"cursor":true,"type":true,"resourceType":true,"resourceId":true,"createdAfter":true,"createdBefore":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listLeads_query = validate299;
+const schema185 = {"$id":"listLeads_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"status":{"$ref":"openapi.json#/paths/~1leads/get/parameters/2/schema"}},"required":[]};
+
+function validate300(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate300.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
 if(func0(data) > 512){
 const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
 if(vErrors === null){
@@ -10714,16 +10909,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate295.errors = vErrors;
+validate300.errors = vErrors;
 return errors === 0;
 }
-validate295.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate300.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate297(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate297.evaluated;
+const evaluated0 = validate302.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10778,17 +10973,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate297.errors = vErrors;
+validate302.errors = vErrors;
 return errors === 0;
 }
-validate297.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate302.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema185 = {"type":"string","description":"Lead state. `NEW` on capture; `QUALIFIED` once the qualification sweep (every 5 minutes) finds\n`fitScore >= 60` and `intentConfidence >= 0.5`; `CONVERTED` (final) after conversion to a contact\n(and deal), by POST /leads/{id}/convert from `NEW` or `QUALIFIED`, or by the sweep for a\n`QUALIFIED` lead captured at least 15 minutes ago; `SPAM` (final) after POST /leads/{id}/spam from\n`NEW` or `QUALIFIED` (a spam lead is never converted).\n","enum":["NEW","QUALIFIED","CONVERTED","SPAM"]};
+const schema188 = {"type":"string","description":"Lead state. `NEW` on capture; `QUALIFIED` once the qualification sweep (every 5 minutes) finds\n`fitScore >= 60` and `intentConfidence >= 0.5`; `CONVERTED` (final) after conversion to a contact\n(and deal), by POST /leads/{id}/convert from `NEW` or `QUALIFIED`, or by the sweep for a\n`QUALIFIED` lead captured at least 15 minutes ago; `SPAM` (final) after POST /leads/{id}/spam from\n`NEW` or `QUALIFIED` (a spam lead is never converted).\n","enum":["NEW","QUALIFIED","CONVERTED","SPAM"]};
 
-function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate299.evaluated;
+const evaluated0 = validate304.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10824,7 +11019,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!((((data === "NEW") || (data === "QUALIFIED")) || (data === "CONVERTED")) || (data === "SPAM"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema185.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema188.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -10833,17 +11028,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate299.errors = vErrors;
+validate304.errors = vErrors;
 return errors === 0;
 }
-validate299.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate304.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate294(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate299(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listLeads_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate294.evaluated;
+const evaluated0 = validate299.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10852,20 +11047,20 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate295(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate295.errors : vErrors.concat(validate295.errors);
+if(!(validate300(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate300.errors : vErrors.concat(validate300.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate297(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate297.errors : vErrors.concat(validate297.errors);
+if(!(validate302(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
 errors = vErrors.length;
 }
 }
 if(data.status !== undefined){
-if(!(validate299(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate299.errors : vErrors.concat(validate299.errors);
+if(!(validate304(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate304.errors : vErrors.concat(validate304.errors);
 errors = vErrors.length;
 }
 }
@@ -10880,18 +11075,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate294.errors = vErrors;
+validate299.errors = vErrors;
 return errors === 0;
 }
-validate294.evaluated = {"props":{"cursor":true,"limit":true,"status":true},"dynamicProps":false,"dynamicItems":false};
+validate299.evaluated = {"props":{"cursor":true,"limit":true,"status":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listLists_query = validate301;
-const schema186 = {"$id":"listLists_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"includeArchived":{"$ref":"openapi.json#/paths/~1lists/get/parameters/2/schema"}},"required":[]};
+exports.listLists_query = validate306;
+const schema189 = {"$id":"listLists_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"includeArchived":{"$ref":"openapi.json#/paths/~1lists/get/parameters/2/schema"}},"required":[]};
 
-function validate302(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate307(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate302.evaluated;
+const evaluated0 = validate307.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -10948,16 +11143,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate302.errors = vErrors;
+validate307.errors = vErrors;
 return errors === 0;
 }
-validate302.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate307.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate304(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate304.evaluated;
+const evaluated0 = validate309.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11012,17 +11207,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate304.errors = vErrors;
+validate309.errors = vErrors;
 return errors === 0;
 }
-validate304.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate309.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema189 = {"type":"string","enum":["1","0"],"default":"0"};
+const schema192 = {"type":"string","enum":["1","0"],"default":"0"};
 
-function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate306.evaluated;
+const evaluated0 = validate311.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11058,7 +11253,7 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(!((data === "1") || (data === "0"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema189.enum},message:"must be equal to one of the allowed values"};
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema192.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -11067,17 +11262,17 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate306.errors = vErrors;
+validate311.errors = vErrors;
 return errors === 0;
 }
-validate306.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate311.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate301(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate306(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listLists_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate301.evaluated;
+const evaluated0 = validate306.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11086,20 +11281,20 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate302(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate302.errors : vErrors.concat(validate302.errors);
+if(!(validate307(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate307.errors : vErrors.concat(validate307.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate304(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate304.errors : vErrors.concat(validate304.errors);
+if(!(validate309(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate309.errors : vErrors.concat(validate309.errors);
 errors = vErrors.length;
 }
 }
 if(data.includeArchived !== undefined){
-if(!(validate306(data.includeArchived, {instancePath:instancePath+"/includeArchived",parentData:data,parentDataProperty:"includeArchived",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate306.errors : vErrors.concat(validate306.errors);
+if(!(validate311(data.includeArchived, {instancePath:instancePath+"/includeArchived",parentData:data,parentDataProperty:"includeArchived",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate311.errors : vErrors.concat(validate311.errors);
 errors = vErrors.length;
 }
 }
@@ -11114,18 +11309,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate301.errors = vErrors;
+validate306.errors = vErrors;
 return errors === 0;
 }
-validate301.evaluated = {"props":{"cursor":true,"limit":true,"includeArchived":true},"dynamicProps":false,"dynamicItems":false};
+validate306.evaluated = {"props":{"cursor":true,"limit":true,"includeArchived":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listMessages_query = validate308;
-const schema190 = {"$id":"listMessages_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1messages/get/parameters/2/schema"},"direction":{"$ref":"openapi.json#/paths/~1messages/get/parameters/3/schema"},"intent":{"$ref":"openapi.json#/paths/~1messages/get/parameters/4/schema"}},"required":[]};
+exports.listMessages_query = validate313;
+const schema193 = {"$id":"listMessages_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1messages/get/parameters/2/schema"},"direction":{"$ref":"openapi.json#/paths/~1messages/get/parameters/3/schema"},"intent":{"$ref":"openapi.json#/paths/~1messages/get/parameters/4/schema"}},"required":[]};
 
-function validate309(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate314(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate309.evaluated;
+const evaluated0 = validate314.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11182,16 +11377,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate309.errors = vErrors;
+validate314.errors = vErrors;
 return errors === 0;
 }
-validate309.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate314.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate311(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate316(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate311.evaluated;
+const evaluated0 = validate316.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11246,17 +11441,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate311.errors = vErrors;
+validate316.errors = vErrors;
 return errors === 0;
 }
-validate311.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate316.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema193 = {"type":"string","minLength":1,"maxLength":64};
+const schema196 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate318(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate313.evaluated;
+const evaluated0 = validate318.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11313,194 +11508,12 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate313.errors = vErrors;
+validate318.errors = vErrors;
 return errors === 0;
 }
-validate313.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate318.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema194 = {"type":"string","enum":["INBOUND","OUTBOUND"]};
-
-function validate315(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate315.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!((data === "INBOUND") || (data === "OUTBOUND"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema194.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate315.errors = vErrors;
-return errors === 0;
-}
-validate315.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema195 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate317(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate317.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate317.errors = vErrors;
-return errors === 0;
-}
-validate317.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate308(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listMessages_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate308.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate309(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate309.errors : vErrors.concat(validate309.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate311(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate311.errors : vErrors.concat(validate311.errors);
-errors = vErrors.length;
-}
-}
-if(data.contactId !== undefined){
-if(!(validate313(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate313.errors : vErrors.concat(validate313.errors);
-errors = vErrors.length;
-}
-}
-if(data.direction !== undefined){
-if(!(validate315(data.direction, {instancePath:instancePath+"/direction",parentData:data,parentDataProperty:"direction",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate315.errors : vErrors.concat(validate315.errors);
-errors = vErrors.length;
-}
-}
-if(data.intent !== undefined){
-if(!(validate317(data.intent, {instancePath:instancePath+"/intent",parentData:data,parentDataProperty:"intent",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate317.errors : vErrors.concat(validate317.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate308.errors = vErrors;
-return errors === 0;
-}
-validate308.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"direction":true,"intent":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listPublicTemplates_query = validate319;
-const schema196 = {"$id":"listPublicTemplates_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"useCase":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/2/schema"},"useCaseSlug":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/3/schema"},"industry":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/4/schema"},"sequenceStep":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/5/schema"}},"required":[]};
+const schema197 = {"type":"string","enum":["INBOUND","OUTBOUND"]};
 
 function validate320(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11540,6 +11553,188 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
+if(!((data === "INBOUND") || (data === "OUTBOUND"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema197.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate320.errors = vErrors;
+return errors === 0;
+}
+validate320.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const schema198 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate322.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate322.errors = vErrors;
+return errors === 0;
+}
+validate322.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate313(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listMessages_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate313.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate314(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate314.errors : vErrors.concat(validate314.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate316(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate316.errors : vErrors.concat(validate316.errors);
+errors = vErrors.length;
+}
+}
+if(data.contactId !== undefined){
+if(!(validate318(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate318.errors : vErrors.concat(validate318.errors);
+errors = vErrors.length;
+}
+}
+if(data.direction !== undefined){
+if(!(validate320(data.direction, {instancePath:instancePath+"/direction",parentData:data,parentDataProperty:"direction",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate320.errors : vErrors.concat(validate320.errors);
+errors = vErrors.length;
+}
+}
+if(data.intent !== undefined){
+if(!(validate322(data.intent, {instancePath:instancePath+"/intent",parentData:data,parentDataProperty:"intent",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate322.errors : vErrors.concat(validate322.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+validate313.errors = vErrors;
+return errors === 0;
+}
+validate313.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"direction":true,"intent":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.listPublicTemplates_query = validate324;
+const schema199 = {"$id":"listPublicTemplates_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"useCase":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/2/schema"},"useCaseSlug":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/3/schema"},"industry":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/4/schema"},"sequenceStep":{"$ref":"openapi.json#/paths/~1public-templates/get/parameters/5/schema"}},"required":[]};
+
+function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate325.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
 if(typeof data === "string"){
 if(func0(data) > 512){
 const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
@@ -11562,16 +11757,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate320.errors = vErrors;
+validate325.errors = vErrors;
 return errors === 0;
 }
-validate320.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate325.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate322(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate327(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate322.evaluated;
+const evaluated0 = validate327.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11626,17 +11821,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate322.errors = vErrors;
+validate327.errors = vErrors;
 return errors === 0;
 }
-validate322.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate327.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema199 = {"type":"string","minLength":1,"maxLength":100};
+const schema202 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate329(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate324.evaluated;
+const evaluated0 = validate329.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11693,17 +11888,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate324.errors = vErrors;
+validate329.errors = vErrors;
 return errors === 0;
 }
-validate324.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate329.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema200 = {"type":"string","minLength":1,"maxLength":100};
+const schema203 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate326(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate331(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate326.evaluated;
+const evaluated0 = validate331.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11760,17 +11955,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate326.errors = vErrors;
+validate331.errors = vErrors;
 return errors === 0;
 }
-validate326.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate331.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema201 = {"type":"string","minLength":1,"maxLength":100};
+const schema204 = {"type":"string","minLength":1,"maxLength":100};
 
-function validate328(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate328.evaluated;
+const evaluated0 = validate333.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11827,17 +12022,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate328.errors = vErrors;
+validate333.errors = vErrors;
 return errors === 0;
 }
-validate328.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate333.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema202 = {"type":"integer","minimum":1,"maximum":1000};
+const schema205 = {"type":"integer","minimum":1,"maximum":1000};
 
-function validate330(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate330.evaluated;
+const evaluated0 = validate335.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11892,17 +12087,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate330.errors = vErrors;
+validate335.errors = vErrors;
 return errors === 0;
 }
-validate330.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate335.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate319(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate324(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="listPublicTemplates_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate319.evaluated;
+const evaluated0 = validate324.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -11911,38 +12106,38 @@ evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.cursor !== undefined){
-if(!(validate320(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate320.errors : vErrors.concat(validate320.errors);
+if(!(validate325(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate325.errors : vErrors.concat(validate325.errors);
 errors = vErrors.length;
 }
 }
 if(data.limit !== undefined){
-if(!(validate322(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate322.errors : vErrors.concat(validate322.errors);
+if(!(validate327(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate327.errors : vErrors.concat(validate327.errors);
 errors = vErrors.length;
 }
 }
 if(data.useCase !== undefined){
-if(!(validate324(data.useCase, {instancePath:instancePath+"/useCase",parentData:data,parentDataProperty:"useCase",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate324.errors : vErrors.concat(validate324.errors);
+if(!(validate329(data.useCase, {instancePath:instancePath+"/useCase",parentData:data,parentDataProperty:"useCase",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate329.errors : vErrors.concat(validate329.errors);
 errors = vErrors.length;
 }
 }
 if(data.useCaseSlug !== undefined){
-if(!(validate326(data.useCaseSlug, {instancePath:instancePath+"/useCaseSlug",parentData:data,parentDataProperty:"useCaseSlug",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate326.errors : vErrors.concat(validate326.errors);
+if(!(validate331(data.useCaseSlug, {instancePath:instancePath+"/useCaseSlug",parentData:data,parentDataProperty:"useCaseSlug",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate331.errors : vErrors.concat(validate331.errors);
 errors = vErrors.length;
 }
 }
 if(data.industry !== undefined){
-if(!(validate328(data.industry, {instancePath:instancePath+"/industry",parentData:data,parentDataProperty:"industry",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate328.errors : vErrors.concat(validate328.errors);
+if(!(validate333(data.industry, {instancePath:instancePath+"/industry",parentData:data,parentDataProperty:"industry",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
 errors = vErrors.length;
 }
 }
 if(data.sequenceStep !== undefined){
-if(!(validate330(data.sequenceStep, {instancePath:instancePath+"/sequenceStep",parentData:data,parentDataProperty:"sequenceStep",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate330.errors : vErrors.concat(validate330.errors);
+if(!(validate335(data.sequenceStep, {instancePath:instancePath+"/sequenceStep",parentData:data,parentDataProperty:"sequenceStep",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate335.errors : vErrors.concat(validate335.errors);
 errors = vErrors.length;
 }
 }
@@ -11957,18 +12152,18 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate319.errors = vErrors;
+validate324.errors = vErrors;
 return errors === 0;
 }
-validate319.evaluated = {"props":{"cursor":true,"limit":true,"useCase":true,"useCaseSlug":true,"industry":true,"sequenceStep":true},"dynamicProps":false,"dynamicItems":false};
+validate324.evaluated = {"props":{"cursor":true,"limit":true,"useCase":true,"useCaseSlug":true,"industry":true,"sequenceStep":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listSequences_query = validate332;
-const schema203 = {"$id":"listSequences_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/2/schema"},"status":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/3/schema"}},"required":[]};
+exports.listSequences_query = validate337;
+const schema206 = {"$id":"listSequences_query","type":"object","properties":{"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"contactId":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/2/schema"},"status":{"$ref":"openapi.json#/paths/~1sequences/get/parameters/3/schema"}},"required":[]};
 
-function validate333(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate338(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate333.evaluated;
+const evaluated0 = validate338.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12025,16 +12220,16 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate333.errors = vErrors;
+validate338.errors = vErrors;
 return errors === 0;
 }
-validate333.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate338.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate335(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate340(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate335.evaluated;
+const evaluated0 = validate340.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12089,188 +12284,11 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate335.errors = vErrors;
+validate340.errors = vErrors;
 return errors === 0;
 }
-validate335.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate340.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema206 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate337.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate337.errors = vErrors;
-return errors === 0;
-}
-validate337.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema207 = {"type":"string","enum":["NEW","ACTIVE","QUEUED","DRAFTED","APPROVED","PAUSED","COMPLETED"]};
-
-function validate339(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate339.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(!(((((((data === "NEW") || (data === "ACTIVE")) || (data === "QUEUED")) || (data === "DRAFTED")) || (data === "APPROVED")) || (data === "PAUSED")) || (data === "COMPLETED"))){
-const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema207.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate339.errors = vErrors;
-return errors === 0;
-}
-validate339.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate332(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listSequences_query" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate332.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.cursor !== undefined){
-if(!(validate333(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate333.errors : vErrors.concat(validate333.errors);
-errors = vErrors.length;
-}
-}
-if(data.limit !== undefined){
-if(!(validate335(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate335.errors : vErrors.concat(validate335.errors);
-errors = vErrors.length;
-}
-}
-if(data.contactId !== undefined){
-if(!(validate337(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate337.errors : vErrors.concat(validate337.errors);
-errors = vErrors.length;
-}
-}
-if(data.status !== undefined){
-if(!(validate339(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate339.errors : vErrors.concat(validate339.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-validate332.errors = vErrors;
-return errors === 0;
-}
-validate332.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"status":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listWebhookDeliveries_path = validate341;
-const schema208 = {"$id":"listWebhookDeliveries_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries/parameters/0/schema"}},"required":["id"]};
 const schema209 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate342(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -12338,74 +12356,30 @@ return errors === 0;
 }
 validate342.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema210 = {"type":"string","enum":["NEW","ACTIVE","QUEUED","DRAFTED","APPROVED","PAUSED","COMPLETED"]};
 
-function validate341(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWebhookDeliveries_path" */;
+function validate344(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate341.evaluated;
+const evaluated0 = validate344.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate342(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate342.errors : vErrors.concat(validate342.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate341.errors = vErrors;
-return errors === 0;
-}
-validate341.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.listWebhookDeliveries_query = validate344;
-const schema210 = {"$id":"listWebhookDeliveries_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
-
-function validate345(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate345.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
+if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
 if(!(coerced0 !== undefined)){
-if(dataType0 === "boolean" || data === null
-              || (dataType0 === "string" && data && data == +data && !(data % 1))){
-coerced0 = +data;
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
 }
 else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12422,9 +12396,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(typeof data == "number"){
-if(data > 200 || isNaN(data)){
-const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
+if(!(((((((data === "NEW") || (data === "ACTIVE")) || (data === "QUEUED")) || (data === "DRAFTED")) || (data === "APPROVED")) || (data === "PAUSED")) || (data === "COMPLETED"))){
+const err1 = {instancePath,schemaPath:"#/enum",keyword:"enum",params:{allowedValues: schema210.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12433,22 +12406,67 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(data < 1 || isNaN(data)){
-const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err2];
+validate344.errors = vErrors;
+return errors === 0;
+}
+validate344.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate337(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listSequences_query" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate337.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.cursor !== undefined){
+if(!(validate338(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate338.errors : vErrors.concat(validate338.errors);
+errors = vErrors.length;
+}
+}
+if(data.limit !== undefined){
+if(!(validate340(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate340.errors : vErrors.concat(validate340.errors);
+errors = vErrors.length;
+}
+}
+if(data.contactId !== undefined){
+if(!(validate342(data.contactId, {instancePath:instancePath+"/contactId",parentData:data,parentDataProperty:"contactId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate342.errors : vErrors.concat(validate342.errors);
+errors = vErrors.length;
+}
+}
+if(data.status !== undefined){
+if(!(validate344(data.status, {instancePath:instancePath+"/status",parentData:data,parentDataProperty:"status",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate344.errors : vErrors.concat(validate344.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
-vErrors.push(err2);
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
 }
 errors++;
 }
-}
-validate345.errors = vErrors;
+validate337.errors = vErrors;
 return errors === 0;
 }
-validate345.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate337.evaluated = {"props":{"cursor":true,"limit":true,"contactId":true,"status":true},"dynamicProps":false,"dynamicItems":false};
 
+exports.listWebhookDeliveries_path = validate346;
+const schema211 = {"$id":"listWebhookDeliveries_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries/parameters/0/schema"}},"required":["id"]};
+const schema212 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate347(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -12489,8 +12507,8 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) > 512){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12516,11 +12534,11 @@ return errors === 0;
 validate347.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate344(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWebhookDeliveries_query" */;
+function validate346(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="listWebhookDeliveries_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate344.evaluated;
+const evaluated0 = validate346.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -12528,21 +12546,8 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.limit !== undefined){
-if(!(validate345(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate345.errors : vErrors.concat(validate345.errors);
-errors = vErrors.length;
-}
-}
-if(data.cursor !== undefined){
-if(!(validate347(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate347.errors : vErrors.concat(validate347.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12551,13 +12556,30 @@ vErrors.push(err0);
 }
 errors++;
 }
-validate344.errors = vErrors;
+if(data.id !== undefined){
+if(!(validate347(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate347.errors : vErrors.concat(validate347.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate346.errors = vErrors;
 return errors === 0;
 }
-validate344.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
+validate346.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.listWebhooks_query = validate349;
-const schema213 = {"$id":"listWebhooks_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
+exports.listWebhookDeliveries_query = validate349;
+const schema213 = {"$id":"listWebhookDeliveries_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
 
 function validate350(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -12690,7 +12712,7 @@ validate352.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
 function validate349(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="listWebhooks_query" */;
+/*# sourceURL="listWebhookDeliveries_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate349.evaluated;
@@ -12729,9 +12751,8 @@ return errors === 0;
 }
 validate349.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.markLeadSpam_path = validate354;
-const schema216 = {"$id":"markLeadSpam_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1spam/parameters/0/schema"}},"required":["id"]};
-const schema217 = {"type":"string","minLength":1,"maxLength":64};
+exports.listWebhooks_query = validate354;
+const schema216 = {"$id":"listWebhooks_query","type":"object","properties":{"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"}},"required":[]};
 
 function validate355(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -12743,18 +12764,16 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(typeof data !== "string"){
+if(!((typeof data == "number") && (!(data % 1) && !isNaN(data)))){
 let dataType0 = typeof data;
 let coerced0 = undefined;
 if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
+if(dataType0 === "boolean" || data === null
+              || (dataType0 === "string" && data && data == +data && !(data % 1))){
+coerced0 = +data;
 }
 else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -12771,9 +12790,9 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 }
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(typeof data == "number"){
+if(data > 200 || isNaN(data)){
+const err1 = {instancePath,schemaPath:"#/maximum",keyword:"maximum",params:{comparison: "<=", limit: 200},message:"must be <= 200"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -12782,8 +12801,8 @@ vErrors.push(err1);
 }
 errors++;
 }
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data < 1 || isNaN(data)){
+const err2 = {instancePath,schemaPath:"#/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -12799,8 +12818,74 @@ return errors === 0;
 validate355.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
+function validate357(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate357.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 512){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate357.errors = vErrors;
+return errors === 0;
+}
+validate357.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
 function validate354(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="markLeadSpam_path" */;
+/*# sourceURL="listWebhooks_query" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate354.evaluated;
@@ -12811,224 +12896,39 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate355(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+if(data.limit !== undefined){
+if(!(validate355(data.limit, {instancePath:instancePath+"/limit",parentData:data,parentDataProperty:"limit",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate355.errors : vErrors.concat(validate355.errors);
+errors = vErrors.length;
+}
+}
+if(data.cursor !== undefined){
+if(!(validate357(data.cursor, {instancePath:instancePath+"/cursor",parentData:data,parentDataProperty:"cursor",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate357.errors : vErrors.concat(validate357.errors);
 errors = vErrors.length;
 }
 }
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err1];
+vErrors = [err0];
 }
 else {
-vErrors.push(err1);
+vErrors.push(err0);
 }
 errors++;
 }
 validate354.errors = vErrors;
 return errors === 0;
 }
-validate354.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate354.evaluated = {"props":{"limit":true,"cursor":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.pauseContactSequence_path = validate357;
-const schema218 = {"$id":"pauseContactSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1pause-sequence/parameters/0/schema"}},"required":["id"]};
-const schema219 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate358(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate358.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate358.errors = vErrors;
-return errors === 0;
-}
-validate358.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate357(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="pauseContactSequence_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate357.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate358(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate358.errors : vErrors.concat(validate358.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate357.errors = vErrors;
-return errors === 0;
-}
-validate357.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.rejectDraft_path = validate360;
-const schema220 = {"$id":"rejectDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1reject/parameters/0/schema"}},"required":["id"]};
-const schema221 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate361(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate361.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate361.errors = vErrors;
-return errors === 0;
-}
-validate361.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
+exports.markLeadSpam_path = validate359;
+const schema219 = {"$id":"markLeadSpam_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1leads~1{id}~1spam/parameters/0/schema"}},"required":["id"]};
+const schema220 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate360(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="rejectDraft_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate360.evaluated;
@@ -13038,6 +12938,73 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate360.errors = vErrors;
+return errors === 0;
+}
+validate360.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate359(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="markLeadSpam_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate359.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.id === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
@@ -13050,8 +13017,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate361(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate361.errors : vErrors.concat(validate361.errors);
+if(!(validate360(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate360.errors : vErrors.concat(validate360.errors);
 errors = vErrors.length;
 }
 }
@@ -13066,18 +13033,246 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate360.errors = vErrors;
+validate359.errors = vErrors;
 return errors === 0;
 }
-validate360.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate359.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.removeSuppression_query = validate363;
-const schema222 = {"$id":"removeSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/delete/parameters/0/schema"}},"required":["email"]};
+exports.pauseContactSequence_path = validate362;
+const schema221 = {"$id":"pauseContactSequence_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1pause-sequence/parameters/0/schema"}},"required":["id"]};
+const schema222 = {"type":"string","minLength":1,"maxLength":64};
 
-function validate364(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate364.evaluated;
+const evaluated0 = validate363.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate363.errors = vErrors;
+return errors === 0;
+}
+validate363.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate362(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="pauseContactSequence_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate362.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate363(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate363.errors : vErrors.concat(validate363.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate362.errors = vErrors;
+return errors === 0;
+}
+validate362.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.rejectDraft_path = validate365;
+const schema223 = {"$id":"rejectDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1reject/parameters/0/schema"}},"required":["id"]};
+const schema224 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate366(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate366.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate366.errors = vErrors;
+return errors === 0;
+}
+validate366.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate365(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="rejectDraft_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate365.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate366(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate366.errors : vErrors.concat(validate366.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate365.errors = vErrors;
+return errors === 0;
+}
+validate365.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.removeSuppression_query = validate368;
+const schema225 = {"$id":"removeSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/delete/parameters/0/schema"}},"required":["email"]};
+
+function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate369.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13144,17 +13339,17 @@ vErrors.push(err3);
 errors++;
 }
 }
-validate364.errors = vErrors;
+validate369.errors = vErrors;
 return errors === 0;
 }
-validate364.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate369.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate363(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate368(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="removeSuppression_query" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate363.evaluated;
+const evaluated0 = validate368.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -13173,8 +13368,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.email !== undefined){
-if(!(validate364(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate364.errors : vErrors.concat(validate364.errors);
+if(!(validate369(data.email, {instancePath:instancePath+"/email",parentData:data,parentDataProperty:"email",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate369.errors : vErrors.concat(validate369.errors);
 errors = vErrors.length;
 }
 }
@@ -13189,210 +13384,14 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate363.errors = vErrors;
+validate368.errors = vErrors;
 return errors === 0;
 }
-validate363.evaluated = {"props":{"email":true},"dynamicProps":false,"dynamicItems":false};
+validate368.evaluated = {"props":{"email":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.replayWebhookDelivery_path = validate366;
-const schema224 = {"$id":"replayWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/1/schema"}},"required":["id","deliveryId"]};
-const schema225 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate367(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate367.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate367.errors = vErrors;
-return errors === 0;
-}
-validate367.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const schema226 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate369(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate369.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate369.errors = vErrors;
-return errors === 0;
-}
-validate369.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate366(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="replayWebhookDelivery_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate366.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.deliveryId === undefined){
-const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate367(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate367.errors : vErrors.concat(validate367.errors);
-errors = vErrors.length;
-}
-}
-if(data.deliveryId !== undefined){
-if(!(validate369(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate369.errors : vErrors.concat(validate369.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-validate366.errors = vErrors;
-return errors === 0;
-}
-validate366.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.researchCompany_path = validate371;
-const schema227 = {"$id":"researchCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
+exports.replayWebhookDelivery_path = validate371;
+const schema227 = {"$id":"replayWebhookDelivery_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/0/schema"},"deliveryId":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1deliveries~1{deliveryId}~1replay/parameters/1/schema"}},"required":["id","deliveryId"]};
+const schema228 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate372(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -13459,9 +13458,76 @@ return errors === 0;
 }
 validate372.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+const schema229 = {"type":"string","minLength":1,"maxLength":64};
+
+function validate374(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate374.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate374.errors = vErrors;
+return errors === 0;
+}
+validate374.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
 
 function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="researchCompany_path" */;
+/*# sourceURL="replayWebhookDelivery_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate371.evaluated;
@@ -13482,213 +13548,48 @@ vErrors.push(err0);
 }
 errors++;
 }
+if(data.deliveryId === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "deliveryId"},message:"must have required property '"+"deliveryId"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
 if(data.id !== undefined){
 if(!(validate372(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
 vErrors = vErrors === null ? validate372.errors : vErrors.concat(validate372.errors);
 errors = vErrors.length;
 }
 }
+if(data.deliveryId !== undefined){
+if(!(validate374(data.deliveryId, {instancePath:instancePath+"/deliveryId",parentData:data,parentDataProperty:"deliveryId",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate374.errors : vErrors.concat(validate374.errors);
+errors = vErrors.length;
+}
+}
 }
 else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err2 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err1];
+vErrors = [err2];
 }
 else {
-vErrors.push(err1);
+vErrors.push(err2);
 }
 errors++;
 }
 validate371.errors = vErrors;
 return errors === 0;
 }
-validate371.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate371.evaluated = {"props":{"id":true,"deliveryId":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.researchContact_path = validate374;
-const schema229 = {"$id":"researchContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
-
-function validate375(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate375.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate375.errors = vErrors;
-return errors === 0;
-}
-validate375.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-
-function validate374(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="researchContact_path" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate374.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate375(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate375.errors : vErrors.concat(validate375.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate374.errors = vErrors;
-return errors === 0;
-}
-validate374.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.rotateWebhookSecret_path = validate377;
-const schema231 = {"$id":"rotateWebhookSecret_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1rotate-secret/parameters/0/schema"}},"required":["id"]};
-const schema232 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate378(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate378.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(typeof data !== "string"){
-let dataType0 = typeof data;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data;
-}
-else if(data === null){
-coerced0 = "";
-}
-else {
-const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data = coerced0;
-if(parentData !== undefined){
-parentData[parentDataProperty] = coerced0;
-}
-}
-}
-if(typeof data === "string"){
-if(func0(data) > 64){
-const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(func0(data) < 1){
-const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-validate378.errors = vErrors;
-return errors === 0;
-}
-validate378.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
+exports.researchCompany_path = validate376;
+const schema230 = {"$id":"researchCompany_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1companies~1{id}~1research/parameters/0/schema"}},"required":["id"]};
 
 function validate377(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="rotateWebhookSecret_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate377.evaluated;
@@ -13698,53 +13599,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate378(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate378.errors : vErrors.concat(validate378.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate377.errors = vErrors;
-return errors === 0;
-}
-validate377.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.sendDraft_path = validate380;
-const schema233 = {"$id":"sendDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1send/parameters/0/schema"}},"required":["id"]};
-const schema234 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate381(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate381.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -13795,14 +13649,60 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate381.errors = vErrors;
+validate377.errors = vErrors;
 return errors === 0;
 }
-validate381.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate377.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate376(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="researchCompany_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate376.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate377(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate377.errors : vErrors.concat(validate377.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate376.errors = vErrors;
+return errors === 0;
+}
+validate376.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.researchContact_path = validate379;
+const schema232 = {"$id":"researchContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}~1research/parameters/0/schema"}},"required":["id"]};
 
 function validate380(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="sendDraft_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate380.evaluated;
@@ -13812,53 +13712,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate381(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate381.errors : vErrors.concat(validate381.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate380.errors = vErrors;
-return errors === 0;
-}
-validate380.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.testDeliverWebhook_path = validate383;
-const schema235 = {"$id":"testDeliverWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1test-deliver/parameters/0/schema"}},"required":["id"]};
-const schema236 = {"type":"string","minLength":1,"maxLength":64};
-
-function validate384(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate384.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -13909,14 +13762,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate384.errors = vErrors;
+validate380.errors = vErrors;
 return errors === 0;
 }
-validate384.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate380.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate379(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="researchContact_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate379.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate380(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate380.errors : vErrors.concat(validate380.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate379.errors = vErrors;
+return errors === 0;
+}
+validate379.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.rotateWebhookSecret_path = validate382;
+const schema234 = {"$id":"rotateWebhookSecret_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1rotate-secret/parameters/0/schema"}},"required":["id"]};
+const schema235 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate383(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="testDeliverWebhook_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate383.evaluated;
@@ -13926,52 +13826,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate384(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate384.errors : vErrors.concat(validate384.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate383.errors = vErrors;
-return errors === 0;
-}
-validate383.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.updateContact_path = validate386;
-const schema237 = {"$id":"updateContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate387(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate387.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -14022,14 +13876,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate387.errors = vErrors;
+validate383.errors = vErrors;
 return errors === 0;
 }
-validate387.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate383.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate382(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="rotateWebhookSecret_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate382.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate383(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate383.errors : vErrors.concat(validate383.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate382.errors = vErrors;
+return errors === 0;
+}
+validate382.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.sendDraft_path = validate385;
+const schema236 = {"$id":"sendDraft_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1drafts~1{id}~1send/parameters/0/schema"}},"required":["id"]};
+const schema237 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate386(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateContact_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate386.evaluated;
@@ -14039,52 +13940,6 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.id === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.id !== undefined){
-if(!(validate387(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate387.errors : vErrors.concat(validate387.errors);
-errors = vErrors.length;
-}
-}
-}
-else {
-const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-validate386.errors = vErrors;
-return errors === 0;
-}
-validate386.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
-
-exports.updateDeal_path = validate389;
-const schema239 = {"$id":"updateDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
-
-function validate390(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate390.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
 if(typeof data !== "string"){
 let dataType0 = typeof data;
 let coerced0 = undefined;
@@ -14135,14 +13990,61 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate390.errors = vErrors;
+validate386.errors = vErrors;
 return errors === 0;
 }
-validate390.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate386.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
+
+function validate385(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="sendDraft_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate385.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate386(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate386.errors : vErrors.concat(validate386.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate385.errors = vErrors;
+return errors === 0;
+}
+validate385.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.testDeliverWebhook_path = validate388;
+const schema238 = {"$id":"testDeliverWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}~1test-deliver/parameters/0/schema"}},"required":["id"]};
+const schema239 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate389(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateDeal_path" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate389.evaluated;
@@ -14152,6 +14054,73 @@ evaluated0.props = undefined;
 if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate389.errors = vErrors;
+return errors === 0;
+}
+validate389.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate388(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="testDeliverWebhook_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate388.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
 if(data && typeof data == "object" && !Array.isArray(data)){
 if(data.id === undefined){
 const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
@@ -14164,8 +14133,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate390(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate390.errors : vErrors.concat(validate390.errors);
+if(!(validate389(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate389.errors : vErrors.concat(validate389.errors);
 errors = vErrors.length;
 }
 }
@@ -14180,18 +14149,18 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate389.errors = vErrors;
+validate388.errors = vErrors;
 return errors === 0;
 }
-validate389.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate388.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
 
-exports.updateWebhook_path = validate392;
-const schema241 = {"$id":"updateWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
+exports.updateContact_path = validate391;
+const schema240 = {"$id":"updateContact_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1contacts~1{id}/parameters/0/schema"}},"required":["id"]};
 
-function validate393(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate392(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate393.evaluated;
+const evaluated0 = validate392.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14248,17 +14217,17 @@ vErrors.push(err2);
 errors++;
 }
 }
-validate393.errors = vErrors;
+validate392.errors = vErrors;
 return errors === 0;
 }
-validate393.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate392.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 
-function validate392(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="updateWebhook_path" */;
+function validate391(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateContact_path" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate392.evaluated;
+const evaluated0 = validate391.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -14277,8 +14246,8 @@ vErrors.push(err0);
 errors++;
 }
 if(data.id !== undefined){
-if(!(validate393(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate393.errors : vErrors.concat(validate393.errors);
+if(!(validate392(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate392.errors : vErrors.concat(validate392.errors);
 errors = vErrors.length;
 }
 }
@@ -14293,7 +14262,233 @@ vErrors.push(err1);
 }
 errors++;
 }
-validate392.errors = vErrors;
+validate391.errors = vErrors;
 return errors === 0;
 }
-validate392.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+validate391.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.updateDeal_path = validate394;
+const schema242 = {"$id":"updateDeal_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1deals~1{id}/parameters/0/schema"}},"required":["id"]};
+
+function validate395(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate395.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate395.errors = vErrors;
+return errors === 0;
+}
+validate395.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate394(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateDeal_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate394.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate395(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate395.errors : vErrors.concat(validate395.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate394.errors = vErrors;
+return errors === 0;
+}
+validate394.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};
+
+exports.updateWebhook_path = validate397;
+const schema244 = {"$id":"updateWebhook_path","type":"object","properties":{"id":{"$ref":"openapi.json#/paths/~1webhooks~1{id}/parameters/0/schema"}},"required":["id"]};
+
+function validate398(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate398.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(typeof data !== "string"){
+let dataType0 = typeof data;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data;
+}
+else if(data === null){
+coerced0 = "";
+}
+else {
+const err0 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data = coerced0;
+if(parentData !== undefined){
+parentData[parentDataProperty] = coerced0;
+}
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+validate398.errors = vErrors;
+return errors === 0;
+}
+validate398.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+
+function validate397(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="updateWebhook_path" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate397.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.id === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id !== undefined){
+if(!(validate398(data.id, {instancePath:instancePath+"/id",parentData:data,parentDataProperty:"id",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate398.errors : vErrors.concat(validate398.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err1 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+validate397.errors = vErrors;
+return errors === 0;
+}
+validate397.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems":false};

@@ -3,8 +3,9 @@
 // DATA_DIR, as npm start). It creates an organization, an OWNER key attributed to its owner, and
 // sample data: lists, companies researched from a bundled sample site (scripts/demo-site, served
 // on loopback), contacts, sequences with drafts from the fallback writer, deals on stages and a
-// webhook endpoint to a local receiver that verifies every delivery's signature. It stops at the
-// first failing step with that step's message.
+// webhook endpoint to a local receiver that verifies every delivery's signature. The owner gets a
+// name, a title and a mailbox, so the drafts (the built-in sequence) are signed; the first
+// contact's three drafts are printed. It stops at the first failing step with that step's message.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -144,8 +145,18 @@ async function step<T>(name: string, fn: () => Promise<T>): Promise<T> {
 // The sample data
 
 const COMPANIES = [
-  { domain: 'northwind-robotics.example', name: 'Northwind Robotics', list: 'Warehouse automation' },
-  { domain: 'bluepeak-analytics.example', name: 'BluePeak Analytics', list: 'SaaS finance' },
+  {
+    domain: 'northwind-robotics.example',
+    name: 'Northwind Robotics',
+    list: 'Warehouse automation',
+    connectionPoint: 'We spoke briefly at the Warehouse Automation Forum in Rotterdam',
+  },
+  {
+    domain: 'bluepeak-analytics.example',
+    name: 'BluePeak Analytics',
+    list: 'SaaS finance',
+    connectionPoint: 'Your team came up at the SaaS Finance Meetup in Amsterdam',
+  },
 ];
 const CONTACTS = [
   { name: 'Maria Jansen', title: 'Chief Executive Officer', company: 0 },
@@ -155,18 +166,11 @@ const CONTACTS = [
   { name: 'Priya Raman', title: 'VP Finance', company: 1 },
   { name: 'Sam Whitaker', title: 'Revenue Operations Manager', company: 1 },
 ];
-const STEPS = [
-  {
-    dayOffset: 0,
-    subject: 'A quicker start for {{company}}',
-    body: 'Hi {{firstName}},\n\nTeams like {{company}} use us to book qualified meetings without adding headcount.\n\nWould a 20-minute call next week be useful?\n\nBest,\nAlex',
-  },
-  {
-    dayOffset: 3,
-    subject: 'Following up',
-    body: 'Hi {{firstName}}, checking whether my last note was useful. Happy to send a short overview instead.',
-  },
-];
+/** The person the demo's lists belong to: the owner, named, and the mailbox that signs the drafts. */
+const SENDER = { name: 'Alex Morgan', title: 'Account Executive', email: 'alex@harborline.example' };
+/** The built-in sequence (first touch, follow-up, break-up): what a list without its own template gets. */
+const TEMPLATE_ID = 'builtin-sequence';
+const STEP_COUNT = 3;
 const DEALS = [
   // The first deal is created without a stage: that seeds the default pipeline, which the others name.
   { name: 'Northwind Robotics: pilot, Rotterdam site', valueCents: 4_800_000, contact: 0, stage: undefined, moveTo: 'qualification' },
@@ -178,7 +182,7 @@ async function seed(baseUrl: string, adminToken: string, siteHits: Map<string, n
   const admin = client(`${baseUrl}/admin/api`, adminToken);
   const tag = crypto.randomBytes(3).toString('hex');
   const org = await step('organization created', () =>
-    admin('POST', '/organizations', { name: `Demo: Northwind Outbound ${tag}`, plan: 'growth' }),
+    admin('POST', '/organizations', { name: `Harborline (demo ${tag})`, plan: 'growth' }),
   );
   const key = await step('OWNER API key created (attributed to the owner)', () =>
     admin('POST', `/organizations/${org.id}/api-keys`, { name: 'demo', scopes: ['*'], userId: org.owner.id }),
@@ -198,8 +202,16 @@ async function seed(baseUrl: string, adminToken: string, siteHits: Map<string, n
   );
   rx.secret = hook.signingSecret;
 
+  await step(`the owner named ${SENDER.name} (${SENDER.title}), with a mailbox in that name`, async () => {
+    await admin('PATCH', `/organizations/${org.id}/users/${org.owner.id}`, { name: SENDER.name, title: SENDER.title });
+    await admin('POST', `/organizations/${org.id}/mailboxes`, { email: SENDER.email, name: SENDER.name });
+  });
   const lists = await step('2 lists', () =>
-    Promise.all(COMPANIES.map((c) => api('POST', '/lists', { name: c.list, description: `Demo list: ${c.name}` }))),
+    Promise.all(
+      COMPANIES.map((c) =>
+        api('POST', '/lists', { name: c.list, description: `Demo list: ${c.name}`, connectionPoint: c.connectionPoint }),
+      ),
+    ),
   );
   const companies = await step('2 companies', () =>
     Promise.all(COMPANIES.map((c) => api('POST', '/companies', { domain: c.domain, name: c.name }))),
@@ -231,19 +243,24 @@ async function seed(baseUrl: string, adminToken: string, siteHits: Map<string, n
     }
   });
 
-  const template = await step('sequence template (2 steps)', () =>
-    admin('POST', `/organizations/${org.id}/sequence-templates`, { name: 'Demo: intro and follow-up', steps: STEPS }),
-  );
   const sequenced = contacts.filter((_, i) => i !== 1);
-  await step(`${sequenced.length} sequences started`, () =>
-    Promise.all(sequenced.map((c) => api('POST', '/sequences', { contactId: c.id, templateId: template.id }))),
+  await step(`${sequenced.length} sequences started on the built-in sequence`, () =>
+    Promise.all(sequenced.map((c) => api('POST', '/sequences', { contactId: c.id, templateId: TEMPLATE_ID }))),
   );
   const drafts = await step('drafts written by the fallback provider', () =>
     until('the drafts', async () => {
       const page = await api('GET', '/drafts?limit=100');
-      return page.data.length >= sequenced.length * STEPS.length ? (page.data as Json[]) : null;
+      return page.data.length >= sequenced.length * STEP_COUNT ? (page.data as Json[]) : null;
     }),
   );
+  // The three drafts of the first contact, as the fallback writer wrote them.
+  const first = sequenced[0];
+  const mine = drafts.filter((d) => d.contactId === first.id).sort((a, b) => a.step - b.step);
+  for (const d of mine) {
+    const full = await api('GET', `/drafts/${d.id}?include=evidence`);
+    const cited = (full.citations as Json[]).map((c) => `  [cites ${c.sourceUrl}]`).join('\n');
+    console.log(`\n  Step ${d.step} to ${first.name}: ${full.subject}\n\n${indent(full.body)}\n${cited}\n`);
+  }
 
   await step(`${DEALS.length} deals on stages`, async () => {
     for (const d of DEALS) {
@@ -281,6 +298,12 @@ async function seed(baseUrl: string, adminToken: string, siteHits: Map<string, n
 }
 
 // ---------------------------------------------------------------------------------------------
+
+const indent = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => (l ? `    ${l}` : ''))
+    .join('\n');
 
 function argUrl(): string | null {
   const i = process.argv.indexOf('--url');

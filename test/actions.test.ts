@@ -488,7 +488,7 @@ describe('draft_reply', () => {
     });
     expect(d.body).toBe(
       'Hi Dana,\n\nThank you for your message. You wrote: "Sounds interesting." Great to hear that this is of interest. ' +
-        'I saw the news "Acme raises $40M Series B".\n\nWould a 20-minute call next week work for you? Let me know a time that suits you.\n\nBest regards',
+        'I saw the news of your funding: "Acme raises $40M Series B".\n\nWould a 20-minute call next week work for you? Let me know a time that suits you.\n\nBest regards',
     );
     const research = (await x.api.GET('/contacts/{id}/research', { params: { path: { id: c.id } } })).data!;
     expect(d.citations).toEqual([
@@ -502,7 +502,7 @@ describe('draft_reply', () => {
         sourceSnippet: 'Sounds interesting. How does pricing work?',
       },
       expect.objectContaining({
-        text: 'I saw the news "Acme raises $40M Series B".',
+        text: 'I saw the news of your funding: "Acme raises $40M Series B".',
         resolved: true,
         sourceUrl: (research.sources[d.citations![1].sourceIndex - 1] as { url: string }).url,
       }),

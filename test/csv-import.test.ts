@@ -291,5 +291,5 @@ describe('POST /admin/api/organizations/{orgId}/lists/{listId}/import', () => {
     const growthMb = (peak - base) / 1024 / 1024;
     console.log(`csv import of ${ROWS} rows: peak live heap growth ${growthMb.toFixed(1)} MB`);
     expect(growthMb).toBeLessThan(LIVE_HEAP_BOUND_MB);
-  }, 300_000);
+  }, 600_000); // about 2 minutes on 2 idle cores; a cap, not a measure (npm run bench times the import)
 });

@@ -97,6 +97,7 @@ describe('npm run demo', () => {
       '✓ organization created',
       '✓ OWNER API key created (attributed to the owner)',
       '✓ research of both companies from the sample site',
+      '✓ the owner named Alex Morgan (Account Executive), with a mailbox in that name',
       '✓ drafts written by the fallback provider',
       '✓ 3 deals on stages',
       '✓ webhook deliveries verified',
@@ -108,13 +109,16 @@ describe('npm run demo', () => {
     expect(curls).toHaveLength(3);
     for (const c of curls) expect(c).toContain(`Authorization: Bearer ${key}`);
     expect(r.out).not.toContain('NOT verified');
+    // The first contact's three drafts are printed, signed by the named owner's mailbox.
+    for (const n of [1, 2, 3]) expect(r.out).toContain(`  Step ${n} to Maria Jansen: A quick idea for Northwind Robotics`);
+    expect(r.out).toContain('    Best regards,\n    Alex Morgan\n    Account Executive\n');
 
     // The key works, is the owner's, and sees what the demo made.
     const me = await raw(svc.baseUrl, 'GET', '/api/v1/me', { key });
     expect(me.status).toBe(200);
     expect(me.body).toMatchObject({
       apiKey: { role: 'OWNER', name: 'demo' },
-      organization: { name: expect.stringMatching(/^Demo: Northwind Outbound/), plan: 'growth' },
+      organization: { name: expect.stringMatching(/^Harborline \(demo [0-9a-f]{6}\)$/), plan: 'growth' },
     });
     const orgId = (me.body.organization as { id: string }).id;
     const state = await system(svc, async (trx) => ({
@@ -154,7 +158,7 @@ describe('npm run demo', () => {
       expect(c.company_id).not.toBeNull();
       expect(c.list_id).not.toBeNull();
     }
-    expect(state.drafts).toHaveLength(10);
+    expect(state.drafts).toHaveLength(15); // 5 sequences of the built-in sequence's 3 steps
     expect(state.drafts.every((d) => d.provider === 'fallback')).toBe(true);
     expect(state.deals.map((d) => d.slug)).toEqual(['qualification', 'proposal', 'negotiation']);
     // One verified line per delivery, every delivery succeeded: two research completions, three deals created, three stage changes.

@@ -512,6 +512,17 @@ describe('gates', () => {
       body: { email: 'rep@nowhere.test', smtpUrl: 'smtp://127.0.0.1:1' },
     });
     expect(failed.data).toMatchObject({ status: 'failed', statusReason: expect.stringMatching(/ECONNREFUSED|connect/) });
+    // Drafted while no mailbox could send, the sequence has none; it is pinned by the same rotation at its first send.
+    const seqId = (await s.api.GET('/drafts/{id}', { params: { path: { id: drafts[0].id } } })).data!.sequenceId!;
+    expect((await getSequence(s.api, seqId)).mailboxId).toBeNull();
+    const late = await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+      params: { path: { orgId: s.org.id } },
+      body: { email: `late@${uid('pin')}.test`, name: 'Late Starter' },
+    });
+    expect(late.data!.status).toBe('verified');
+    await sendStep(svc.rt, s.org.id, (await queueOf(s.org.id))[0].id);
+    expect(forTo(c.email).map((m) => m.from)).toEqual([late.data!.email]);
+    expect((await getSequence(s.api, seqId)).mailboxId).toBe(late.data!.id);
   });
 
   it('refuses an smtpUrl that cannot be parsed with 400 on body.smtpUrl, adding nothing', async () => {
@@ -606,6 +617,75 @@ describe('mailboxes and caps under concurrency', () => {
     for (const h of held)
       expect(h).toMatchObject({ state: 'deferred', heldBy: expect.stringMatching(/^(mailbox_daily_cap|previous_step_pending)$/) });
     expect(sink.messages.filter((m) => m.from.endsWith('@rotate.test'))).toHaveLength(12);
+  });
+
+  it('pins each sequence to a mailbox when its drafts are written, by cap left: sends of the last 24 hours and pinned sequences not started count', async () => {
+    const s = await sendingOrg();
+    const mailbox = async (email: string, dailyCap: number) =>
+      (
+        await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+          params: { path: { orgId: s.org.id } },
+          body: { email, name: email, dailyCap },
+        })
+      ).data!;
+    const a = await mailbox(`a@${uid('pin')}.test`, 3);
+    const b = await mailbox(`b@${uid('pin')}.test`, 8);
+    // b sent 3 messages in the last 24 hours (and one 30 hours ago, which no longer counts): 5 left, against a's 3.
+    await system(svc, (trx) =>
+      trx
+        .insertInto('send_records')
+        .values(
+          [1, 2, 3, 30].map((h, i) => ({
+            organization_id: s.org.id,
+            id: uid('snd_'),
+            mailbox_id: b.id,
+            status: 'sent',
+            sent_at: new Date(Date.now() - h * 3_600_000),
+            to_email: `x${i}@earlier.example`,
+          })),
+        )
+        .execute(),
+    );
+    const pins: string[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      const c = await contact(s.api, { email: `${uid('p')}@${uid('rcpt')}.example` });
+      const seq = await sequence(s.api, c.id, await template(svc, s.org.id, STEPS));
+      expect(seq.mailboxId).toBeNull(); // chosen when the drafts are written, not before
+      await settle(svc);
+      const drafted = await getSequence(s.api, seq.id);
+      expect(drafted.status).toBe('DRAFTED');
+      pins.push(drafted.mailboxId!);
+    }
+    // b (5 left), b (4), then a and b at 3 each take one each; nothing has been sent.
+    expect(pins.slice(0, 2)).toEqual([b.id, b.id]);
+    expect(pins.slice(2).sort()).toEqual([a.id, b.id].sort());
+    expect((await outbox(s.org.id)).filter((m) => m.draftId !== null)).toEqual([]);
+    expect(await queueOf(s.org.id)).toEqual([]);
+  });
+
+  it("sends every step from the sequence's pinned mailbox, even when another mailbox has more cap left", async () => {
+    const s = await sendingOrg();
+    const first = (
+      await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+        params: { path: { orgId: s.org.id } },
+        body: { email: `first@${uid('pin')}.test`, name: 'Dana Reyes', dailyCap: 5 },
+      })
+    ).data!;
+    const { c, seq, drafts } = await approved(s);
+    expect((await getSequence(s.api, seq.id)).mailboxId).toBe(first.id);
+    // A mailbox with far more cap left arrives after the drafts were written (signed "Dana Reyes").
+    await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+      params: { path: { orgId: s.org.id } },
+      body: { email: `roomy@${uid('pin')}.test`, name: 'Sam Lee', dailyCap: 500 },
+    });
+    await send(s, drafts[0].id);
+    await settle(svc);
+    const box = (await outbox(s.org.id)).filter((m) => m.status === 'sent');
+    expect(box.map((m) => [m.step, m.mailboxId, m.from])).toEqual([
+      [1, first.id, first.email],
+      [2, first.id, first.email],
+    ]);
+    expect(forTo(c.email).map((m) => m.from)).toEqual([first.email, first.email]);
   });
 });
 

@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, uid } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, STEP_ONE, sequence, settle, template } from './drafting-support.js';
-import { type FakeAnswer, type FakeModel, startFakeModel } from './support/fake-llm.js';
+import { expectCitedSentencesSupported } from './support/citations.js';
+import { behaviours, type FakeAnswer, type FakeModel, type FakeModelCall, promptOf, startFakeModel } from './support/fake-llm.js';
 import { startService, type TestService } from './support/harness.js';
 import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
 
@@ -12,39 +13,16 @@ let svc: TestService;
 let site: SiteServer;
 let model: FakeModel;
 
-interface Prompt {
-  template: { subject: string; body: string };
-  recipient: { name: string };
-  sources: Array<{ sourceIndex: number; facts: string[] }>;
-}
-
 const INVENTED = 'Congrats on your 500 new customers in Berlin last week.';
 
-/** A draft citing the first fact of the first source. */
-function citing(p: Prompt): string {
-  const s = p.sources[0];
-  const sentence = `I read this on your site: "${s.facts[0]}"`;
-  return JSON.stringify({
-    subject: p.template.subject,
-    body: `${p.template.body}\n\n${sentence}`,
-    citations: [{ sentence, sourceIndex: s.sourceIndex }],
-  });
-}
-
-function act(call: { body: { messages: Array<{ content: string }> } }): FakeAnswer {
-  const user = call.body.messages[1].content;
-  const p = JSON.parse(user.split('\n\n')[0]) as Prompt;
-  const told = user.includes('Your previous answer was');
-  const name = p.recipient.name;
-  if (name.startsWith('Hanging')) return { hang: true };
-  if (name.startsWith('Garbled')) return { content: 'Here is your email: Hi!' };
-  if (name.startsWith('Inventing') || (name.startsWith('Learning') && !told)) {
-    return {
-      content: JSON.stringify({ subject: p.template.subject, body: `${p.template.body}\n\n${INVENTED}`, citations: [] }),
-      usage: { prompt_tokens: 1000, completion_tokens: 200 },
-    };
-  }
-  return { content: citing(p), usage: { prompt_tokens: 1000, completion_tokens: 200 } };
+/** The recipient's name picks the model's behaviour (test/support/fake-llm.ts keeps one per failure). */
+function act(call: FakeModelCall): FakeAnswer {
+  const name = promptOf(call).recipient.name ?? '';
+  if (name.startsWith('Hanging')) return behaviours.hangs();
+  if (name.startsWith('Garbled')) return behaviours.malformed();
+  if (name.startsWith('Inventing')) return behaviours.inventsFacts(INVENTED, { stubborn: true })(call);
+  if (name.startsWith('Learning')) return behaviours.inventsFacts(INVENTED, { stubborn: false })(call);
+  return behaviours.cites(call);
 }
 
 beforeAll(async () => {
@@ -90,6 +68,7 @@ describe('drafts written by a model', () => {
     expect(full.citations).toHaveLength(1);
     expect(full.citations![0]).toMatchObject({ resolved: true, sourceUrl: expect.stringContaining('/sites/') });
     expect(full.body).toContain(full.citations![0].text);
+    expectCitedSentencesSupported(full);
     expect(full.guardrailReport).toMatchObject({ clean: true, attempts: 1, flags: [] });
     const usage = (await s.api.GET('/usage', {})).data!;
     expect(usage.llm.tokensUsed).toBe(1200);

@@ -16,8 +16,9 @@ import {
   settle,
   template,
 } from './drafting-support.js';
+import { expectCitedSentencesSupported } from './support/citations.js';
 import { raw, setClock, startService, type TestService } from './support/harness.js';
-import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
+import { companySite, type SiteServer, startSiteServer, THEME_TEXT } from './support/site-server.js';
 
 let svc: TestService;
 let site: SiteServer;
@@ -32,9 +33,9 @@ afterAll(async () => {
 });
 
 /** A contact at a company whose site has been researched (so drafts have facts to cite). */
-async function researchedContact(s: DraftingOrg, body: Record<string, unknown> = {}) {
+async function researchedContact(s: DraftingOrg, body: Record<string, unknown> = {}, theme: 'plain' | 'shared' = 'plain') {
   const domain = `${uid('acme')}.example`;
-  site.site(domain, companySite(domain, site.origin));
+  site.site(domain, companySite(domain, site.origin, { theme }));
   const c = await contact(s.api, {
     name: 'Dana Whitfield',
     title: 'VP of Engineering',
@@ -46,8 +47,13 @@ async function researchedContact(s: DraftingOrg, body: Record<string, unknown> =
   return c;
 }
 
-async function generated(s: DraftingOrg, steps = [STEP_ONE, STEP_TWO], contactBody: Record<string, unknown> = {}) {
-  const c = await researchedContact(s, contactBody);
+async function generated(
+  s: DraftingOrg,
+  steps = [STEP_ONE, STEP_TWO],
+  contactBody: Record<string, unknown> = {},
+  theme: 'plain' | 'shared' = 'plain',
+) {
+  const c = await researchedContact(s, contactBody, theme);
   const tpl = await template(svc, s.org.id, steps);
   const seq = await sequence(s.api, c.id, tpl);
   await settle(svc);
@@ -65,7 +71,7 @@ describe('generation with the fallback provider', () => {
     expect(d1.subject).toBe('A quick idea for Acme Rockets');
     const full = await evidence(s, d1.id);
     expect(full.body).toBe(
-      'Hi Dana,\n\nI saw the news "Acme raises $40M Series B".\n\nWe help revenue teams book more qualified meetings without extra headcount.\n\nWould a short call next week be useful?\n\nBest,\nSam',
+      'Hi Dana,\n\nI saw the news of your funding: "Acme raises $40M Series B".\n\nWe help revenue teams book more qualified meetings without extra headcount.\n\nWould a short call next week be useful?\n\nBest,\nSam',
     );
     expect(full).toMatchObject({
       provider: 'fallback',
@@ -75,19 +81,41 @@ describe('generation with the fallback provider', () => {
     const research = (await s.api.GET('/contacts/{id}/research', { params: { path: { id: c.id } } })).data!;
     expect(full.citations).toHaveLength(1);
     const cit = full.citations![0];
-    expect(cit).toMatchObject({ text: 'I saw the news "Acme raises $40M Series B".', resolved: true });
+    expect(cit).toMatchObject({ text: 'I saw the news of your funding: "Acme raises $40M Series B".', resolved: true });
     const src = research.sources[cit.sourceIndex - 1] as { url: string; title: string; domain: string };
     expect(cit).toMatchObject({ sourceUrl: src.url, sourceTitle: src.title, sourceDomain: src.domain });
     expect(cit.sourceSnippet).toContain('Acme raises $40M Series B');
+    expectCitedSentencesSupported(full);
     // Step 2 brings the next fact.
     const e2 = await evidence(s, d2.id);
     expect(e2.body).toBe(
-      'Hello again Dana, checking whether my last note was useful. I saw the news "Acme names Ada Lovelace as Chief Technology Officer". Worth a call?',
+      'Hello again Dana, checking whether my last note was useful. I also saw your leadership announcement: "Acme names Ada Lovelace as Chief Technology Officer". Worth a call?',
     );
     expect(d1.bodyPreview).toBe(full.body.length <= 200 ? full.body : expect.stringMatching(/…$/));
     // Without the include the four keys are absent.
     const plain = (await s.api.GET('/drafts/{id}', { params: { path: { id: d1.id } } })).data!;
     for (const k of ['citations', 'unresolvedCitationCount', 'guardrailReport', 'provider']) expect(plain).not.toHaveProperty(k);
+  });
+
+  it('cites the headline or lead sentence of each news item, never the description, tagline or footer a site repeats on every page', async () => {
+    const s = await draftingOrg(svc);
+    const steps = [1, 2, 3, 4].map((n) => ({ ...STEP_TWO, dayOffset: 3 * n }));
+    const { drafts } = await generated(s, steps, {}, 'shared');
+    const cited = [];
+    for (const d of drafts) {
+      const e = await evidence(s, d.id);
+      expectCitedSentencesSupported(e);
+      cited.push(...e.citations!.map((c) => c.sourceSnippet));
+    }
+    const shared = Object.values(THEME_TEXT);
+    expect(cited).toHaveLength(4);
+    for (const snippet of cited) for (const t of shared) expect(snippet).not.toContain(t);
+    expect(cited).toEqual([
+      'Acme raises $40M Series B led by Orbital Ventures to build a second launch site.',
+      'Ada Lovelace joins Acme as Chief Technology Officer from Analytical Engines.',
+      expect.stringMatching(/^(Introducing Roadrunner 2|Roadrunner 2 launches with a bigger fairing and a 48-hour turnaround\.)$/),
+      'Acme opens a new office in Lisbon',
+    ]);
   });
 
   it('is deterministic: the same inputs give the same draft', async () => {
@@ -143,7 +171,7 @@ describe('generation with the fallback provider', () => {
       sourceTitle: null,
       sourceDomain: null,
       sourceSnippet: null,
-      text: 'I saw the news "Acme raises $40M Series B".',
+      text: 'I saw the news of your funding: "Acme raises $40M Series B".',
     });
   });
 
@@ -173,6 +201,72 @@ describe('generation with the fallback provider', () => {
         [seq2.id, 'contact_do_not_contact'],
       ]),
     );
+  });
+});
+
+describe('the built-in sequence without a model', () => {
+  it("writes a list without a template the built-in sequence: whole sentences, one cited line a step, signed from the sequence's pinned mailbox and the list owner", async () => {
+    const s = await draftingOrg(svc);
+    const { name: company } = await system(svc, (trx) =>
+      trx.selectFrom('organizations').select('name').where('id', '=', s.org.id).executeTakeFirstOrThrow(),
+    );
+    // The list belongs to Dana, who has a mailbox in her name; Sam's mailbox is the other one.
+    const dana = await svc.admin.POST('/organizations/{orgId}/users', {
+      params: { path: { orgId: s.org.id } },
+      body: { name: 'Dana Reyes', email: `${uid('dana')}@sender.example`, role: 'MANAGER', title: 'Account Executive' },
+    });
+    const mailbox = async (name: string, email: string) =>
+      (await svc.admin.POST('/organizations/{orgId}/mailboxes', { params: { path: { orgId: s.org.id } }, body: { email, name } })).data!;
+    const boxes = [await mailbox('Dana Reyes', dana.data!.email), await mailbox('Sam Lee', `${uid('sam')}@sender.example`)];
+    expect(boxes.map((b) => b.status)).toEqual(['verified', 'verified']);
+    const api = svc.api(await s.org.key(undefined, { userId: dana.data!.id }));
+    const list = (await api.POST('/lists', { body: { name: uid('Rockets '), connectionPoint: 'We met at the Austin Space Summit' } }))
+      .data!;
+    const people = [
+      await researchedContact({ ...s, api }, { listId: list.id }),
+      await researchedContact({ ...s, api }, { listId: list.id, name: 'Lee Park', title: 'Head of Operations' }),
+    ];
+    expect((await api.POST('/lists/{id}/generate', { params: { path: { id: list.id } } })).data).toMatchObject({ generationQueued: true });
+    await settle(svc);
+
+    const pinned = new Set<string>();
+    for (const c of people) {
+      const seq = (await api.GET('/sequences', { params: { query: { contactId: c.id } } })).data!.data[0];
+      expect(seq).toMatchObject({ templateId: 'builtin-sequence', status: 'DRAFTED' });
+      pinned.add(seq.mailboxId!);
+      const box = boxes.find((b) => b.id === seq.mailboxId)!;
+      const first = box.name!.split(' ')[0];
+      const drafts = await draftsOf(api, c.id);
+      expect(drafts.map((d) => d.step)).toEqual([1, 2, 3]);
+      const lines = new Set<string>();
+      for (const d of drafts) {
+        const e = await evidence({ ...s, api }, d.id);
+        expect(e).toMatchObject({ provider: 'fallback', flagged: false, guardrailReport: { flags: [] } });
+        const paragraphs = e.body.split('\n\n');
+        expect(paragraphs[0]).toBe(`Hi ${c.name.split(' ')[0]},`);
+        // One cited line, right after the greeting, each step its own.
+        expect(e.citations).toHaveLength(1);
+        expect(paragraphs[1]).toBe(e.citations![0].text);
+        expect(e.citations![0]).toMatchObject({ resolved: true });
+        lines.add(paragraphs[1]);
+        for (const p of paragraphs.slice(1, -1)) expect(p, p).toMatch(/^["“]?[A-Z][^\n]*[.!?]["”]?$/);
+        // The signature is the pinned mailbox's person; the title only under the list owner's own name.
+        const signature = paragraphs.at(-1)!.split('\n');
+        if (d.step === 1) {
+          expect(e.body).toContain(`I'm ${first} from ${company}.`);
+          expect(signature).toEqual(
+            box.name === 'Dana Reyes'
+              ? ['Best regards,', 'Dana Reyes', 'Account Executive', company]
+              : ['Best regards,', 'Sam Lee', company],
+          );
+        } else {
+          expect(signature).toEqual([d.step === 2 ? 'Best,' : 'All the best,', first, company]);
+        }
+      }
+      expect(lines.size).toBe(3);
+    }
+    // Rotation at drafting: the two sequences went to the two mailboxes.
+    expect(pinned).toEqual(new Set(boxes.map((b) => b.id)));
   });
 });
 

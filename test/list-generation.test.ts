@@ -147,18 +147,39 @@ describe('POST /lists/{id}/generate', () => {
     const other = await draftingOrg(svc);
     expect((await generate(other, withPublic.id)).response.status).toBe(404);
     expect((await raw(svc.baseUrl, 'POST', '/api/v1/lists/lst_000000000000000000000000/generate', { key: s.key })).status).toBe(404);
-    // A list without a template uses the built-in first-touch step, written from its connection point.
-    const bare = await list(s, { connectionPoint: 'We met at the Austin Space Summit in October.' });
+    // A list without a template uses the built-in sequence: a first touch written from its
+    // connection point, a follow-up and a break-up. Signed by nobody yet: the organization's owner
+    // still has its generated name and the deployment sender is no person, so only the
+    // organization signs, and the sentence that would name the sender is left out.
+    const bare = await list(s, { connectionPoint: 'We met at the Austin Space Summit in October' });
     const bc = await contact(s.api, { listId: bare.id, name: 'Rae Lind' });
     expect((await generate(s, bare.id)).data).toMatchObject({ generationQueued: true, totalContacts: 1 });
     await settle(svc);
-    const [bd] = await draftsOf(s.api, bc.id);
-    const body = (await s.api.GET('/drafts/{id}', { params: { path: { id: bd.id } } })).data!.body;
-    expect(body).toBe(
-      'Hi Rae,\n\nWe met at the Austin Space Summit in October.\n\nWould a short call next week be useful?\n\nBest regards',
+    const { name: orgName } = await system(svc, (trx) =>
+      trx.selectFrom('organizations').select('name').where('id', '=', s.org.id).executeTakeFirstOrThrow(),
     );
-    expect((await s.api.GET('/sequences', { params: { query: { contactId: bc.id } } })).data!.data[0].templateId).toBe(
-      'builtin-first-touch',
+    const bodies = [];
+    for (const d of await draftsOf(s.api, bc.id))
+      bodies.push((await s.api.GET('/drafts/{id}', { params: { path: { id: d.id } } })).data!.body);
+    expect(bodies).toEqual([
+      `Hi Rae,\n\nWe met at the Austin Space Summit in October.\n\nWould you be open to a 15-minute call next week?\n\nBest regards,\n${orgName}`,
+      `Hi Rae,\n\nI'm following up on my note from a few days ago in case it got buried.\n\nIf a call is too much right now, I can send a short overview you can read in two minutes. Would that be useful?\n\nBest,\n${orgName}`,
+      `Hi Rae,\n\nI haven't heard back, so I'll assume the timing isn't right and won't keep writing.\n\nIf that changes, just reply to this email and I'll pick it up from there.\n\nAll the best,\n${orgName}`,
+    ]);
+    const seq = (await s.api.GET('/sequences', { params: { query: { contactId: bc.id } } })).data!.data[0];
+    expect(seq).toMatchObject({ templateId: 'builtin-sequence', mailboxId: 'deployment' });
+    // Once the operator names the owner, a re-run signs with the person (the deployment sender is no person).
+    await svc.admin.PATCH('/organizations/{orgId}/users/{userId}', {
+      params: { path: { orgId: s.org.id, userId: s.org.ownerId } },
+      body: { name: 'Sam Lee', title: 'Head of Sales' },
+    });
+    await generate(s, bare.id);
+    await settle(svc);
+    const [again] = await draftsOf(s.api, bc.id);
+    const signed = (await s.api.GET('/drafts/{id}', { params: { path: { id: again.id } } })).data!;
+    expect(signed).toMatchObject({ version: 2, status: 'REGENERATED' });
+    expect(signed.body).toBe(
+      `Hi Rae,\n\nWe met at the Austin Space Summit in October.\n\nI'm Sam from ${orgName}.\n\nWould you be open to a 15-minute call next week?\n\nBest regards,\nSam Lee\nHead of Sales\n${orgName}`,
     );
     // A template that is no longer active is refused.
     const gone = await svc.admin.POST('/public-templates', {

@@ -5,8 +5,9 @@ import type { AddressInfo } from 'node:net';
 import * as cheerio from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
+import { unsupportedTokens } from './support/citations.js';
 import { ALL_SCOPES, raw, setClock, startService, type TestService } from './support/harness.js';
-import { companySite, type Route, type SiteServer, startSiteServer } from './support/site-server.js';
+import { companySite, type Route, type SiteServer, startSiteServer, THEME_TEXT } from './support/site-server.js';
 import { ADDRESS_CASES } from './support/ssrf-addresses.js';
 
 let site: SiteServer;
@@ -46,9 +47,13 @@ async function setup(scopes: readonly string[] = ALL_SCOPES) {
 }
 
 /** A company site on the site server (the realistic one, with overrides) and its company in the organization. */
-async function companyWithSite(s: Awaited<ReturnType<typeof setup>>, overrides: Record<string, Route | undefined> = {}) {
+async function companyWithSite(
+  s: Awaited<ReturnType<typeof setup>>,
+  overrides: Record<string, Route | undefined> = {},
+  theme: 'plain' | 'shared' = 'plain',
+) {
   const domain = `${uid('acme')}.example`;
-  const routes: Record<string, Route> = { ...companySite(domain, site.origin) };
+  const routes: Record<string, Route> = { ...companySite(domain, site.origin, { theme }) };
   for (const [path, route] of Object.entries(overrides)) {
     if (route === undefined) delete routes[path];
     else routes[path] = route;
@@ -269,6 +274,54 @@ describe('POST /companies/{id}/research', () => {
     expect(Date.parse(again.data!.updatedAt)).toBeGreaterThan(Date.parse(d.updatedAt));
     expect(site.paths(domain).filter((p) => p === '/')).toHaveLength(2);
     expect(await eventsOf(svc, s.org.id, 'company.research_completed')).toHaveLength(2);
+  });
+
+  it('never takes text the site repeats on its pages as a snippet: a news snippet is its headline or lead sentence, not the shared description, tagline, sidebar or footer', async () => {
+    const s = await setup();
+    const { domain, routes, company } = await companyWithSite(s, {}, 'shared');
+    const r = await research(s, company.id);
+    expect(r.response.status).toBe(200);
+    const d = r.data!;
+    const sources = d.researchSources as Array<{ url: string; title: string; snippet: string; kind: string }>;
+    const news = d.recentNews as unknown as Array<Sourced & { kind: string; title: string; source: { title: string } }>;
+    const facts = d.facts as unknown as Array<Sourced & { kind: string; text: string; publishedAt?: string | null }>;
+    const pains = d.painPoints as unknown as Array<Sourced & { kind: string; text: string }>;
+    expectVerbatim([...facts, ...news, ...pains], sources, routes, domain);
+
+    // Each news item cites the text of its own page or feed item that states it.
+    const lead: Record<string, string> = {
+      'Acme raises $40M Series B': 'Acme raises $40M Series B led by Orbital Ventures to build a second launch site.',
+      'Acme names Ada Lovelace as Chief Technology Officer': 'Ada Lovelace joins Acme as Chief Technology Officer from Analytical Engines.',
+      'Introducing Roadrunner 2': 'Roadrunner 2 launches with a bigger fairing and a 48-hour turnaround.',
+      'Acme opens a new office in Lisbon': 'Acme opens a new office in Lisbon to serve European operators.',
+    };
+    expect(news.map((n) => n.title)).toEqual(Object.keys(lead));
+    // What happened is read from each item's own words (the Lisbon item's "launch company" is the site's).
+    expect(news.map((n) => n.kind)).toEqual(['funding', 'leadership', 'launch', 'expansion']);
+    for (const n of news) expect([n.title, lead[n.title]]).toContain(n.source.snippet);
+    // The two articles read as pages: their lead sentences; the feed gives Lisbon the site's
+    // description, so its headline is what states it.
+    expect(news.slice(0, 2).map((n) => n.source.snippet)).toEqual([lead[news[0].title], lead[news[1].title]]);
+    expect(news[3].source.snippet).toBe('Acme opens a new office in Lisbon');
+    const newsFacts = facts.filter((f) => typeof f.publishedAt === 'string');
+    expect(newsFacts.length).toBeGreaterThanOrEqual(4);
+    for (const f of newsFacts) expect([f.text, lead[f.text]]).toContain(f.source.snippet);
+    for (const n of news) expect(unsupportedTokens(n.title, n.source.snippet, n.source.title), n.title).toEqual([]);
+
+    // An article's source is titled by its headline, not the posts' shared <title>.
+    const articles = sources.filter((x) => x.kind === 'article');
+    expect(articles.map((a) => a.title).sort()).toEqual([
+      'Acme names Ada Lovelace as Chief Technology Officer',
+      'Acme raises $40M Series B',
+    ]);
+
+    // The shared text is no snippet of any page but the home page (whose company description it is).
+    const shared = Object.values(THEME_TEXT).map((t) => t.toLowerCase());
+    const isShared = (snippet: string) => shared.some((t) => snippet.toLowerCase().includes(t));
+    for (const [i, src] of sources.entries()) if (i > 0) expect(isShared(src.snippet), `${src.url}: ${src.snippet}`).toBe(false);
+    for (const e of [...facts, ...news, ...pains])
+      if (e.sourceIndex !== 1) expect(isShared(e.source.snippet), `${e.source.url}: ${e.source.snippet}`).toBe(false);
+    for (const e of pains) expect(isShared(e.source.snippet), e.source.snippet).toBe(false);
   });
 
   it('honours robots.txt: the group for its token, a 4xx allowing everything, a 5xx allowing nothing', async () => {

@@ -21,7 +21,7 @@ type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
 const TEAM_TYPES = ['team.member_added', 'team.member_removed', 'rep.invited', 'rep.activated'];
 const teamEvents = async (orgId: string) => (await eventsOf(svc, orgId)).filter((e) => TEAM_TYPES.includes(e.type));
 
-const addUser = (orgId: string, body: { name?: string; email?: string; role?: Role; invite?: boolean } = {}) =>
+const addUser = (orgId: string, body: { name?: string; email?: string; role?: Role; invite?: boolean; title?: string | null } = {}) =>
   svc.admin.POST('/organizations/{orgId}/users', {
     params: { path: { orgId } },
     body: { name: 'Ada Lovelace', email: `${uid('ada')}@acme.example`, role: 'REP', ...body },
@@ -129,6 +129,43 @@ describe('adding and inviting people', () => {
       (await system(svc, (trx) => trx.selectFrom('users').select('status').where('id', '=', bob.id).executeTakeFirstOrThrow())).status,
     ).toBe('active');
     expect(await teamEvents(a.id)).toEqual([]);
+  });
+});
+
+describe("a person's name and title (their signature)", () => {
+  it('keeps the title given at creation, changes name and title with PATCH (null clears it), and lists them; 404 and 400 otherwise', async () => {
+    const org = await svc.newOrg();
+    const email = `${uid('dana')}@acme.example`;
+    const created = await addUser(org.id, { name: 'Dana Reyes', email, title: 'Account Executive' });
+    expect(created.data).toMatchObject({ name: 'Dana Reyes', title: 'Account Executive' });
+    const untitled = await addUser(org.id, { name: 'Lee Park' });
+    expect(untitled.data!.title).toBeNull();
+    const patch = (userId: string, body: Record<string, unknown>) =>
+      svc.admin.PATCH('/organizations/{orgId}/users/{userId}', { params: { path: { orgId: org.id, userId } }, body: body as never });
+    const changed = await patch(created.data!.id, { name: 'Dana Reyes-Ortiz', title: 'Head of Partnerships' });
+    expect(changed.response.status).toBe(200);
+    expect(changed.data).toMatchObject({
+      id: created.data!.id,
+      name: 'Dana Reyes-Ortiz',
+      email,
+      title: 'Head of Partnerships',
+      status: 'active',
+    });
+    expect((await patch(untitled.data!.id, { title: 'Solutions Engineer' })).data).toMatchObject({
+      name: 'Lee Park',
+      title: 'Solutions Engineer',
+    });
+    const listed = (await listUsers(org.id)).data!.data;
+    expect(listed.find((u) => u.id === created.data!.id)).toMatchObject({ name: 'Dana Reyes-Ortiz', title: 'Head of Partnerships' });
+    expect(listed.find((u) => u.id === untitled.data!.id)).toMatchObject({ title: 'Solutions Engineer' });
+    expect((await patch(created.data!.id, { title: null })).data).toMatchObject({ name: 'Dana Reyes-Ortiz', title: null });
+    // The owner created with the organization has none until given one.
+    expect(listed.find((u) => u.id === org.ownerId)).toMatchObject({ title: null });
+    expect((await patch(org.ownerId, { name: 'Grace Hopper', title: 'Founder' })).data).toMatchObject({ role: 'OWNER', title: 'Founder' });
+    expect((await patch(uid('usr_'), { title: 'x' })).response.status).toBe(404);
+    for (const body of [{}, { title: '' }, { name: '' }, { role: 'OWNER' }, { title: 't'.repeat(201) }])
+      expect((await patch(created.data!.id, body)).response.status, JSON.stringify(body)).toBe(400);
+    expect((await teamEvents(org.id)).map((e) => e.type)).toEqual(['team.member_added', 'team.member_added']);
   });
 });
 

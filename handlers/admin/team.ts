@@ -1,11 +1,12 @@
 // Operator rows of the team lifecycle (src/account/team.ts): a sales person is added as an active
-// member or invited, activated when they accept, and removed (their keys revoked, their pending
-// action items to the owner); and the organization's health (src/account/org-health.ts).
+// member or invited, activated when they accept, renamed or given a title (their signature), and
+// removed (their keys revoked, their pending action items to the owner); and the organization's
+// health (src/account/org-health.ts).
 
 import { withOrg } from '../../db/database.js';
 import { organizationHealth } from '../../src/account/org-health.js';
 import { requireOrg } from '../../src/account/organizations.js';
-import { activateTeamMember, addTeamMember, listTeam, removeTeamMember } from '../../src/account/team.js';
+import { activateTeamMember, addTeamMember, listTeam, removeTeamMember, updateTeamMember } from '../../src/account/team.js';
 import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 
 const adminCreateUser: AdminHandler<'adminCreateUser'> = async ({ db, params, body }) =>
@@ -23,6 +24,12 @@ const adminListUsers: AdminHandler<'adminListUsers'> = async ({ db, params, quer
 const adminActivateUser: AdminHandler<'adminActivateUser'> = async ({ db, params }) =>
   withOrg(db, params.orgId, async (trx) => ({ status: 200 as const, body: await activateTeamMember(trx, params.orgId, params.userId) }));
 
+const adminUpdateUser: AdminHandler<'adminUpdateUser'> = async ({ db, params, body }) =>
+  withOrg(db, params.orgId, async (trx) => ({
+    status: 200 as const,
+    body: await updateTeamMember(trx, params.orgId, params.userId, body),
+  }));
+
 const adminRemoveUser: AdminHandler<'adminRemoveUser'> = async ({ db, params }) =>
   withOrg(db, params.orgId, async (trx) => ({ status: 200 as const, body: await removeTeamMember(trx, params.orgId, params.userId) }));
 
@@ -33,6 +40,7 @@ export const teamHandlers = {
   adminCreateUser,
   adminListUsers,
   adminActivateUser,
+  adminUpdateUser,
   adminRemoveUser,
   adminGetOrganizationHealth,
 } satisfies Partial<AdminHandlers>;

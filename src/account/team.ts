@@ -19,6 +19,7 @@ type Role = 'REP' | 'MANAGER' | 'ADMIN' | 'OWNER';
 type Status = 'invited' | 'active' | 'removed';
 type UserRow = Selectable<Users>;
 type NewMember = adminOperations['adminCreateUser']['requestBody']['content']['application/json'];
+type MemberChanges = adminOperations['adminUpdateUser']['requestBody']['content']['application/json'];
 export type TeamFilter = NonNullable<adminOperations['adminListUsers']['parameters']['query']>;
 
 export const toAdminUser = (u: UserRow) => ({
@@ -26,6 +27,7 @@ export const toAdminUser = (u: UserRow) => ({
   organizationId: u.organization_id,
   name: u.name,
   email: u.email,
+  title: u.title,
   role: u.role as Role,
   status: u.status as Status,
   invitedAt: iso(u.invited_at),
@@ -75,6 +77,7 @@ export async function addTeamMember(trx: Tx, orgId: string, body: NewMember) {
       id: newId('usr'),
       name: body.name,
       email,
+      title: body.title ?? null,
       role: body.role,
       status: invite ? 'invited' : 'active',
       invited_at: invite ? sql<Date>`now_ms()` : null,
@@ -123,6 +126,19 @@ export async function activateTeamMember(trx: Tx, orgId: string, userId: string)
     memberAdded(a, true),
   ]);
   return toAdminUser(a);
+}
+
+/** Changes a person's name or title (what their signature shows); 404 when there is no such person. */
+export async function updateTeamMember(trx: Tx, orgId: string, userId: string, body: MemberChanges) {
+  await lockedUser(trx, orgId, userId);
+  const u = await trx
+    .updateTable('users')
+    .set({ ...(body.name !== undefined ? { name: body.name } : {}), ...(body.title !== undefined ? { title: body.title } : {}) })
+    .where('organization_id', '=', orgId)
+    .where('id', '=', userId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toAdminUser(u);
 }
 
 /**

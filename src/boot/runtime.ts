@@ -2,6 +2,7 @@
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { type ServerType, serve } from '@hono/node-server';
@@ -14,6 +15,7 @@ import { adminHandlers } from '../../handlers/admin/index.js';
 import { handlers } from '../../handlers/index.js';
 import { createApp } from '../http/app.js';
 import { installCursorKey } from '../http/paging.js';
+import { applyServerTimeouts } from '../http/server-timeouts.js';
 import { type InboundListener, startInboundSmtp } from '../inbound/smtp-listener.js';
 import { createModelClient } from '../llm/client.js';
 import { createSigner } from '../mail/tokens.js';
@@ -126,6 +128,7 @@ export async function serveHttp(
 ): Promise<{ server: ServerType; port: number; close(): Promise<void> }> {
   return new Promise((resolve) => {
     const server = serve({ fetch: rt.app.fetch, port, hostname }, (info: AddressInfo) => {
+      applyServerTimeouts(server as Server);
       resolve({
         server,
         port: info.port,

@@ -2,10 +2,12 @@
 // fix. The HTTP port is bound (and the inbound SMTP port probed) before Postgres starts, so a port
 // in use costs no database start; whatever did start is stopped again by the caller.
 
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { createAdaptorServer } from '@hono/node-server';
 import pg from 'pg';
+import { applyServerTimeouts } from '../http/server-timeouts.js';
 import type { Config } from '../platform/config.js';
 
 /** A start failure whose message is the one line the operator reads. */
@@ -52,6 +54,7 @@ export async function bindHttp(config: Config, baseUrl: string): Promise<HttpLis
       { status: 503, headers: { 'Content-Type': 'application/problem+json', 'Retry-After': '1' } },
     );
   const server = createAdaptorServer({ fetch: (req: Request, env: unknown) => (handler ? handler(req, env) : starting()) });
+  applyServerTimeouts(server as Server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e) =>
       reject(listenFailure(e as NodeJS.ErrnoException, config.host, config.port, { port: 'PORT', host: 'HOST' })),

@@ -1,6 +1,6 @@
 // Taking steps: the batch's queue rows locked, the data of its steps read (contact, sequence,
 // live draft, the step before), and the claims written: each claimed step's send record as
-// `sending` (the caps' ledger row), its queue row, its sequence's mailbox, usage.
+// `sending` (the caps' ledger row), its queue row, usage.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { usagePeriod } from '../account/usage.js';
@@ -119,7 +119,7 @@ export function takeStepData(rows: Row[], data: StepData): void {
   }
 }
 
-/** Writes the claims: each step's send record (`sending`, with the message as it will go), its queue row, its sequence's mailbox, usage. */
+/** Writes the claims: each step's send record (`sending`, with the message as it will go), its queue row, usage. */
 export async function writeClaims(
   deps: Deps,
   trx: Tx,
@@ -170,14 +170,6 @@ export async function writeClaims(
       draft_id = v.draft_id, updated_at = now_ms()
     FROM unnest(${claims.map((c) => c.queueId)}::text[], ${claims.map((c) => c.recordId)}::text[], ${claims.map((c) => c.draftId)}::text[]) AS v(id, record_id, draft_id)
     WHERE q.organization_id = ${org} AND q.id = v.id`.execute(trx);
-  const firstSteps = new Set(rows.filter((r) => r.seqMailbox === null).map((r) => r.id));
-  const firsts = claims.filter((c) => firstSteps.has(c.queueId));
-  if (firsts.length) {
-    await sql`
-      UPDATE contact_sequences s SET mailbox_id = v.mailbox_id
-      FROM unnest(${firsts.map((c) => c.sequenceId)}::text[], ${firsts.map((c) => c.mailbox.id)}::text[]) AS v(id, mailbox_id)
-      WHERE s.organization_id = ${org} AND s.id = v.id AND s.mailbox_id IS NULL`.execute(trx);
-  }
   await countInHourlyBuckets(trx, org, claims);
   await sql`
     INSERT INTO usage_counters (organization_id, period_start, sends_attempted) VALUES (${org}, ${usagePeriod(deps.services.clock.now()).start.toISOString().slice(0, 10)}, ${claims.length})

@@ -1,6 +1,7 @@
 // What a draft is written from, and what a writer hands back.
 import type { Fact, Source } from '../research/dossier.js';
 import type { Citation, Flag } from './guardrails.js';
+import type { LinkPolicy } from './links.js';
 import type { MergeValues } from './merge.js';
 
 export interface TemplateStep {
@@ -22,6 +23,8 @@ export interface DraftContext {
   senderNames?: ReadonlyArray<string>;
   /** The contact's function (from the title), to rank open roles in it first. */
   contactFunction: string | null;
+  /** The links a model-written draft may carry besides the template's (links.ts); undefined: the template's only. */
+  links?: LinkPolicy;
 }
 
 export interface StoredCitation extends Citation {

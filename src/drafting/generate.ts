@@ -3,7 +3,10 @@
 // written in memory (the model calls concurrently, within LLM_CONCURRENCY), and everything the
 // batch changes commits in one transaction: the quota it takes, the drafts (superseding older
 // versions), the contacts' derived research, the sequences' statuses, the list run's counters and
-// every event. Idempotent per generation pass: a re-run of the same pass writes nothing twice.
+// every event. Before the writers run, each sequence is pinned to the mailbox it will send from
+// (src/dispatch/senders.ts; committed with the quota check), whose name signs its drafts with the
+// list owner's title (src/drafting/sender.ts). Idempotent per generation pass: a re-run of the
+// same pass writes nothing twice.
 import { sql } from 'kysely';
 import { type Tx, withOrg } from '../../db/database.js';
 import { draftsRemaining, takeDrafts } from '../account/usage.js';
@@ -11,16 +14,21 @@ import { heldOutUnits } from '../analytics/holdout.js';
 import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
 import { isLiveContactRow } from '../crm/live-contacts.js';
+import { candidates, pinMailboxes } from '../dispatch/senders.js';
+import { sendingSettings } from '../dispatch/settings.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
 import type { Deps } from '../platform/services.js';
 import { assessContact, functionOf } from '../research/assess.js';
 import type { Fact, Source } from '../research/dossier.js';
 import { storedDossier } from '../research/runs.js';
+import { citableResearch } from '../research/suspicious.js';
 import { type DraftContext, storedEvidence, type TemplateStep, type WrittenDraft } from './context.js';
 import { writeFallback } from './fallback.js';
+import { linkPolicy, senderDomains } from './links.js';
 import { nameParts } from './merge.js';
 import { writeOrFallBack, writeWithModel } from './model-writer.js';
+import { type ListOwner, listOwners, senderValues } from './sender.js';
 
 /**
  * Which steps a pass writes: `missing` those without a live draft (a new sequence); `unapproved`
@@ -46,11 +54,14 @@ interface ContactResearch {
   sources: Source[];
 }
 
-/** The contact research a draft may cite: stored research of this version of the service, or null. */
+/**
+ * The contact research a draft may cite: stored research of this version of the service, without
+ * instruction-like facts (research stored before they were left out may hold some), or null.
+ */
 export function storedContactResearch(research: unknown): ContactResearch | null {
   const r = research as Partial<ContactResearch & { version: number }> | null;
   return r && typeof r === 'object' && r.version === 1 && typeof r.runId === 'string' && Array.isArray(r.facts) && Array.isArray(r.sources)
-    ? { runId: r.runId, facts: r.facts, sources: r.sources }
+    ? citableResearch({ runId: r.runId, facts: r.facts, sources: r.sources })
     : null;
 }
 
@@ -66,6 +77,8 @@ type Derived = ReturnType<typeof assessContact> & {
 interface Item {
   /** account: the contact's company, the unit of the ai_email_lift holdout experiment. */
   seq: string;
+  /** Who the drafts are signed for (with the mailbox pinned to the sequence: src/drafting/sender.ts); null for nobody named. */
+  owner: ListOwner | null;
   contact: string;
   account: string | null;
   step: TemplateStep;
@@ -84,7 +97,11 @@ interface Failure {
 }
 
 async function load(trx: Tx, org: string, req: GenerationRequest, secret: string | null) {
-  const organization = await trx.selectFrom('organizations').select(['name', 'plan']).where('id', '=', org).executeTakeFirstOrThrow();
+  const organization = await trx
+    .selectFrom('organizations')
+    .select(['name', 'plan', 'sending'])
+    .where('id', '=', org)
+    .executeTakeFirstOrThrow();
   const sequences = await trx
     .selectFrom('contact_sequences')
     .select(['id', 'contact_id', 'status', 'anchor_at_utc', 'created_at', 'steps', 'product_id'])
@@ -121,6 +138,7 @@ async function load(trx: Tx, org: string, req: GenerationRequest, secret: string
             'l.name as list_name',
             'l.connection_point',
             'l.goal',
+            'l.user_id as list_owner_id',
           ])
           .where('c.organization_id', '=', org)
           .where('c.id', 'in', contactIds)
@@ -136,7 +154,21 @@ async function load(trx: Tx, org: string, req: GenerationRequest, secret: string
     contacts.filter((c) => c.erased_at === null).map((c) => c.email_normalized),
     secret,
   );
-  return { organization, sequences, contacts: new Map(contacts.map((c) => [c.id, c])), products, suppressed };
+  const sender = await senderDomains(trx, org);
+  return {
+    organization,
+    sequences,
+    contacts: new Map(contacts.map((c) => [c.id, c])),
+    products,
+    suppressed,
+    sender,
+    owners: await listOwners(
+      trx,
+      org,
+      organization.name,
+      contacts.map((c) => c.list_owner_id),
+    ),
+  };
 }
 
 /** Live drafts (and the highest version of each step) of the sequences, by `seq:step`. */
@@ -228,7 +260,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
           lowConfidence: dossier.coverage.lowConfidence,
           hasMinimumCoverage: dossier.coverage.hasMinimumCoverage,
         });
-        research = { runId, facts: a.facts, sources: a.sources };
+        research = citableResearch({ runId, facts: a.facts, sources: a.sources });
       }
     }
     const { first, last } = nameParts(c.name);
@@ -238,6 +270,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
     for (const st of steps) {
       items.push({
         seq: s.id,
+        owner: input.owners.get(c.list_owner_id ?? '') ?? null,
         contact: c.id,
         account: c.company_id,
         step: st,
@@ -250,6 +283,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
           known,
           senderNames,
           contactFunction: functionOf(c.title),
+          links: linkPolicy(input.sender, deps.config.researchSiteUrlTemplate, c.domain_normalized),
           merge: {
             firstName: first,
             lastName: last,
@@ -277,6 +311,14 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
         reason: 'quota_exceeded',
         detail: "the plan's drafts per month are used up",
       });
+    // Each sequence is pinned to its mailbox now, before its drafts are written: its name signs them.
+    const all = await candidates(trx, org, sendingSettings(input.organization.sending), deps.config);
+    const pins = await pinMailboxes(trx, org, [...new Set(items.map((it) => it.seq))], all);
+    for (const it of items) {
+      const sender = senderValues(pins.get(it.seq) ?? null, it.owner, input.organization.name);
+      it.ctx.merge = { ...it.ctx.merge, ...sender };
+      it.ctx.known = new Set([...it.ctx.known, ...knownWords(sender['sender.name'], sender['sender.title'])]);
+    }
     return heldOutUnits(
       trx,
       org,

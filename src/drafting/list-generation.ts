@@ -11,7 +11,8 @@ import { isLiveContact } from '../crm/live-contacts.js';
 import { invalid, ProblemError } from '../http/problems.js';
 import { newId } from '../platform/ids.js';
 import type { Deps } from '../platform/services.js';
-import { ACTIVE_SEQUENCE_STATUSES, BUILTIN_TEMPLATE_ID, templateSteps } from '../sequences/lifecycle.js';
+import { BUILTIN_SEQUENCE_ID } from '../sequences/builtin-templates.js';
+import { ACTIVE_SEQUENCE_STATUSES, templateSteps } from '../sequences/lifecycle.js';
 import { generateDrafts } from './generate.js';
 
 export const CHUNK_SIZE = 100;
@@ -34,8 +35,8 @@ export async function startListGeneration(
     .where('status', '=', 'running')
     .executeTakeFirst();
   if (running) return { listId: list.id, generationQueued: false, generationRunning: true, runId: running.id };
-  // A list without a template uses the built-in first-touch step (written from the list's context).
-  const templateId = list.use_case_template_id ?? BUILTIN_TEMPLATE_ID;
+  // A list without a template uses the built-in sequence (first touch, follow-up, break-up).
+  const templateId = list.use_case_template_id ?? BUILTIN_SEQUENCE_ID;
   const template = await templateSteps(trx, org, templateId);
   if (!template)
     throw new ProblemError('list-template-unavailable', `The list's template ${templateId} no longer exists or is no longer active.`);

@@ -122,7 +122,7 @@ export const HEDGE =
 
 /** Marks a sentence as an observation about the prospect: "I saw", "congrats", "loved the interview". */
 export const OBSERVATION =
-  /(?<![\p{L}])(?:I (?:saw|noticed|read|heard|came across|see|spotted|learned|learnt)|saw that|noticed that|read that|looks like|it looks like|congrat\p{L}*|kudos|loved|enjoyed|impressed|great to see|nice to see|well done|parabéns|vi que|li que|felicidades|felicitaciones|enhorabuena|félicitations|bravo|j'ai vu|j'ai lu|glückwunsch\p{L}*|gratuliere|habe gesehen|habe gelesen|gratulacje|widziałem|widziałam|tebrikler|tebrik ederim|gördüm|tillykke|поздравляю|поздравления|видел|видела)(?![\p{L}])|拝見|おめでとう/iu;
+  /(?<![\p{L}])(?:I (?:also |just |recently |once )?(?:saw|noticed|read|heard|came across|see|spotted|learned|learnt)|saw that|noticed that|read that|looks like|it looks like|congrat\p{L}*|kudos|loved|enjoyed|impressed|great to see|nice to see|well done|parabéns|vi que|li que|felicidades|felicitaciones|enhorabuena|félicitations|bravo|j'ai vu|j'ai lu|glückwunsch\p{L}*|gratuliere|habe gesehen|habe gelesen|gratulacje|widziałem|widziałam|tebrikler|tebrik ederim|gördüm|tillykke|поздравляю|поздравления|видел|видела)(?![\p{L}])|拝見|おめでとう/iu;
 /** Congratulations imply a recent event: they need a dated source. */
 export const CONGRATS =
   /(?<![\p{L}])(?:congrat\p{L}*|kudos|parabéns|felicidades|felicitaciones|enhorabuena|félicitations|glückwunsch\p{L}*|gratuliere|gratulacje|tebrikler|tebrik ederim|tillykke|поздравляю|поздравления)(?![\p{L}])|おめでとう/iu;

@@ -205,7 +205,10 @@ function judge(
   const meeting = isMeetingProposal(text) && !isTagQuestion(text);
   const clause = offering || meeting ? null : senderClause(text, senderNames);
   if (clause !== null && !INTENT.test(clause) && !OBSERVATION.test(text)) {
-    const names = claims.filter((c) => c.kind === 'name').map((c) => c.token);
+    // Names in quotation marks are someone else's words, not the sender's claim.
+    const names = claimsOf(ownText, known)
+      .filter((c) => c.kind === 'name' && !ownHas(own, c))
+      .map((c) => c.token);
     const missing = newSenderClaims(ownText, names, own, { skipValues: (v) => metaValues.includes(v) });
     if (missing.length > 0) flag('sender-claim', missing);
     return flags;

@@ -61,7 +61,7 @@ export const PROBLEMS = {
     status: 400,
     title: 'List template unavailable',
     meaning: 'The list names a template (useCaseTemplateId) that no longer exists or is no longer active, so its drafts cannot be written.',
-    retry: 'No: use a list whose template is available (a list without one uses the built-in first-touch step).',
+    retry: 'No: use a list whose template is available (a list without one uses the built-in sequence).',
   },
   'freemail-domain': {
     status: 400,

@@ -1,17 +1,26 @@
 // A company dossier from one crawl: the ordered source list (a draft citation's sourceIndex is a
 // 1-based index into it), facts, recent news and pain points, each citing its source with a
 // snippet copied verbatim from that source. Nothing here invents a fact: every entry is a sentence,
-// heading, description or structured-data value of a fetched page or feed item.
+// heading, description or structured-data value of a fetched page or feed item. A snippet is the
+// text that states its fact (a news item's headline or lead sentence), never text the site repeats
+// on its pages (src/research/boilerplate.ts): that describes the company, so it is cited only from
+// the home page and only for what the company states about itself.
 
 import { sentences } from '../platform/text.js';
+import { type Boilerplate, documentKey, normalise, siteBoilerplate } from './boilerplate.js';
 import { type CrawledPage, type CrawlResult, NEWS_WINDOW_DAYS } from './crawl.js';
 import { type Article, hasContactDetails } from './extract.js';
+import { withoutSuspicious } from './suspicious.js';
 
 export type Source = {
   url: string;
   title: string;
   domain: string;
-  /** Text that is on the source (its description, or its first substantial paragraph). */
+  /**
+   * Text that is on the source and only there: an article's or feed item's news snippet, else the
+   * page's own description, first substantial paragraph or first block (text the site repeats on
+   * its pages only when the page has nothing else).
+   */
   snippet: string;
   fetchedAt: string;
   kind: string;
@@ -110,6 +119,34 @@ const ROLE =
 const classify = (classes: Array<[string, RegExp]>, text: string): string | null => classes.find(([, re]) => re.test(text))?.[0] ?? null;
 const words = (s: string) => s.split(/\s+/).length;
 
+/** The names and numbers of a headline: its words that carry a digit or open with a capital. */
+const namesAndNumbers = (headline: string): string[] =>
+  [...headline.matchAll(/[\p{Lu}\p{N}$€£][\p{L}\p{M}\p{N}$€£%.,'’-]*/gu)]
+    .map((m) => normalise(m[0].replace(/['’]s$/u, '')))
+    .filter((t) => t.length > 0);
+
+/**
+ * Whether a passage states a headline's news: it names at least one of the headline's names and
+ * numbers, and each of them is in it or in the source's title (so a reader of the snippet and
+ * title finds everything the headline says).
+ */
+function statesHeadline(passage: string, headline: string, title: string): boolean {
+  const tokens = namesAndNumbers(headline);
+  const p = normalise(passage);
+  const t = normalise(title);
+  return tokens.some((x) => p.includes(x)) && tokens.every((x) => p.includes(x) || t.includes(x));
+}
+
+/** A news item's snippet: the first candidate that is the item's own text and states the headline, else the headline itself. */
+function newsSnippet(candidates: Array<string | null | undefined>, headline: string, title: string, boilerplate: Boilerplate): string {
+  for (const c of candidates) {
+    if (!c || boilerplate(c) || sentences(c).some(boilerplate)) continue;
+    const clipped = clip(c);
+    if (statesHeadline(clipped, headline, title)) return clipped;
+  }
+  return headline;
+}
+
 const hostOf = (url: string) => {
   try {
     return new URL(url).hostname;
@@ -123,7 +160,9 @@ export interface CompanyRef {
   domain: string;
 }
 
-export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlResult, now = new Date()): Dossier {
+export function buildDossier(runId: string, company: CompanyRef, fetched: CrawlResult, now = new Date()): Dossier {
+  // Instruction-like passages (text aimed at an AI model) are never facts, snippets or titles.
+  const { crawl, leftOut } = withoutSuspicious(fetched);
   const sources: Source[] = [];
   const indexOf = new Map<string, number>();
   const addSource = (s: Source): number => {
@@ -154,51 +193,96 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
     });
   };
 
+  const boilerplate = siteBoilerplate(crawl);
+  // The headlines the feed and the news index give each news URL.
+  const listedTitles = new Map<string, Set<string>>();
+  for (const a of [...(crawl.feed?.items ?? []), ...crawl.pages.flatMap((p) => p.page.articles)]) {
+    const k = documentKey(a.url);
+    listedTitles.set(k, (listedTitles.get(k) ?? new Set()).add(normalise(a.title)));
+  }
+  // An article's headline: the heading its listings give it, else its first heading (or title)
+  // that is not the site's (a sidebar's heading may come first); null when it has none of its own.
+  const headlineOf = (p: CrawledPage): string | null => {
+    const listed = listedTitles.get(documentKey(p.url));
+    return (
+      p.page.headings.find((h) => listed?.has(normalise(h))) ??
+      p.page.headings.find((h) => !boilerplate(h)) ??
+      (p.page.title && !boilerplate(p.page.title) ? p.page.title : null)
+    );
+  };
+  // An article's news snippet: its lead sentence (the first of the first substantial block of its
+  // own after the headline) when that states the headline, else the headline.
+  const articleNews = new Map<CrawledPage, { headline: string; snippet: string; title: string }>();
+  for (const p of crawl.pages) {
+    if (p.kind !== 'article') continue;
+    const headline = headlineOf(p);
+    if (!headline) continue;
+    const title = p.page.title && !boilerplate(p.page.title) ? p.page.title : headline;
+    const after = p.page.blocks.slice(p.page.blocks.indexOf(headline) + 1);
+    const lead = after.find((b) => b !== headline && b.length >= 40 && !boilerplate(b));
+    const leadSentence = lead ? sentences(lead).find((x) => !boilerplate(x)) : undefined;
+    articleNews.set(p, { headline, title, snippet: newsSnippet([leadSentence], headline, title, boilerplate) });
+  }
+
   // Pages first, in crawl order (home, about, product, customers, careers, news, articles).
   const pageIndex = new Map<CrawledPage, number>();
   for (const p of crawl.pages) {
-    const firstParagraph = p.page.blocks.find((b) => b.length >= 60 && words(b) >= 8);
-    const snippet = p.page.description ?? firstParagraph ?? p.page.blocks[0] ?? p.page.title;
+    const { page } = p;
+    const own = (t: string | null | undefined): t is string => !!t && !boilerplate(t);
+    const firstParagraph = page.blocks.find((b) => b.length >= 60 && words(b) >= 8 && own(b));
+    const article = articleNews.get(p);
+    const snippet =
+      article?.snippet ??
+      [page.description, firstParagraph, page.blocks.find(own), page.title].find(own) ??
+      page.description ??
+      page.blocks[0] ??
+      page.title;
     if (!snippet) continue; // a page with no text says nothing to cite
-    pageIndex.set(
-      p,
-      addSource({
-        url: p.url,
-        title: p.page.title ?? p.page.headings[0] ?? p.url,
-        domain: hostOf(p.url),
-        snippet,
-        fetchedAt: p.fetchedAt.toISOString(),
-        kind: p.kind,
-      }),
-    );
+    // A title every page shares names the site, not the page: the page's own heading does.
+    const title =
+      p.kind === 'home'
+        ? (page.title ?? page.headings[0] ?? p.url)
+        : (article?.title ?? [page.title, ...page.headings].find(own) ?? page.title ?? page.headings[0] ?? p.url);
+    pageIndex.set(p, addSource({ url: p.url, title, domain: hostOf(p.url), snippet, fetchedAt: p.fetchedAt.toISOString(), kind: p.kind }));
   }
 
   for (const [p, at] of pageIndex) {
     const { page } = p;
     const org = page.organization;
-    if (p.kind === 'home' || p.kind === 'about') {
+    const isHome = p.kind === 'home';
+    if (isHome || p.kind === 'about') {
       if (org?.description) push(facts, 'description', org.description, org.description, at);
-      if (page.description) push(facts, 'description', page.description, page.description, at);
+      if (page.description && (isHome || !boilerplate(page.description)))
+        push(facts, 'description', page.description, page.description, at);
       if (org?.foundingDate) push(facts, 'founded', `Founded in ${org.foundingDate}`, org.foundingDate, at);
       if (org?.location) push(facts, 'headquarters', `Located in ${org.location}`, org.location, at);
       if (org?.numberOfEmployees) push(facts, 'employees', `About ${org.numberOfEmployees} employees`, org.numberOfEmployees, at);
       if (org?.industry) push(facts, 'industry', `Industry: ${org.industry}`, org.industry, at);
     }
     for (const block of page.blocks) {
+      const repeated = boilerplate(block);
       for (const sentence of sentences(block)) {
         if (sentence.length < 20 || sentence.length > 400) continue;
+        // What the site repeats on its pages is the company speaking of itself: a statement about
+        // the company, cited from the home page, and nothing else (no page's challenge or role).
+        const shared = repeated || boilerplate(sentence);
+        if (shared && !isHome) continue;
         const kind = p.kind === 'news' || p.kind === 'article' ? null : classify(STATEMENTS, sentence);
         if (kind) push(facts, kind, sentence, sentence, at);
+        if (shared) continue;
         if (CHALLENGE.test(sentence) && FIRST_PERSON.test(sentence)) push(painPoints, 'challenge', sentence, sentence, at);
         if (p.kind === 'careers' && HIRING_LINE.test(sentence)) push(painPoints, 'hiring', sentence, sentence, at);
       }
     }
     if (p.kind === 'product') {
-      for (const h of page.headings.slice(0, 6)) if (words(h) >= 3 && words(h) <= 16) push(facts, 'product', h, h, at);
+      const headings = page.headings.filter((h) => !boilerplate(h)).slice(0, 6);
+      for (const h of headings) if (words(h) >= 3 && words(h) <= 16) push(facts, 'product', h, h, at);
     }
     if (p.kind === 'careers') {
       // Open roles: short headings or list items naming a role.
-      const roles = [...page.headings, ...page.blocks].filter((t) => ROLE.test(t) && words(t) <= 8 && t.length <= 80 && !/[.!?]$/.test(t));
+      const roles = [...page.headings, ...page.blocks].filter(
+        (t) => ROLE.test(t) && words(t) <= 8 && t.length <= 80 && !/[.!?]$/.test(t) && !boilerplate(t),
+      );
       for (const role of roles) push(painPoints, 'hiring', `Hiring: ${role}`, role, at);
     }
   }
@@ -210,10 +294,14 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
   const newsSeen = new Set<string>();
   const addNews = (a: Article, at: number, snippet: string) => {
     if (at < 1 || newsSeen.has(a.url) || !a.publishedAt || Date.parse(a.publishedAt) < cut || !a.title) return;
+    if (boilerplate(a.title)) return; // a title many items share ("Weekly update") names no news
     newsSeen.add(a.url);
     const s = sources[at - 1];
+    // What happened is read from the item's own words: a summary sentence the site repeats
+    // elsewhere (its description in a feed) says nothing about this item.
+    const own = sentences(a.summary ?? '').filter((x) => !boilerplate(x));
     news.push({
-      kind: classify(EVENTS, `${a.title} ${a.summary ?? ''}`) ?? 'news',
+      kind: classify(EVENTS, `${a.title} ${own.join(' ')}`) ?? 'news',
       text: a.title,
       title: a.title,
       url: a.url,
@@ -223,11 +311,9 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
     });
   };
   for (const [p, at] of pageIndex) {
-    if (p.kind !== 'article' || !p.page.publishedAt) continue;
-    const title = p.page.headings[0] ?? p.page.title ?? '';
-    const lead = p.page.blocks.find((b) => b !== title && b.length >= 40);
-    const snippet = p.page.description ?? (lead ? sentences(lead)[0] : title);
-    addNews({ title, url: p.url, publishedAt: p.page.publishedAt, summary: snippet }, at, snippet);
+    const article = articleNews.get(p);
+    if (!article || !p.page.publishedAt) continue;
+    addNews({ title: article.headline, url: p.url, publishedAt: p.page.publishedAt, summary: article.snippet }, at, article.snippet);
   }
   const listed: Array<{ a: Article; via: string | null; fetchedAt: Date }> = [
     ...(crawl.feed?.items ?? []).map((a) => ({ a, via: crawl.feed!.url, fetchedAt: crawl.feed!.fetchedAt })),
@@ -237,21 +323,23 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
   ];
   const newsIndexAt = crawl.pages.find((p) => p.kind === 'news');
   for (const { a, via, fetchedAt } of listed.sort((x, y) => Date.parse(y.a.publishedAt ?? '') - Date.parse(x.a.publishedAt ?? '') || 0)) {
-    if (newsSeen.has(a.url) || !a.publishedAt || Date.parse(a.publishedAt) < cut || !a.title) continue;
-    // A feed item is a source of its own (its snippet is its text in the feed); an entry of the
-    // news index page cites that page, where its title and summary are shown.
+    if (newsSeen.has(a.url) || !a.publishedAt || Date.parse(a.publishedAt) < cut || !a.title || boilerplate(a.title)) continue;
+    // A feed item is a source of its own (its snippet is its text in the feed when that states
+    // the headline, else the headline); an entry of the news index page cites that page, where its
+    // title is shown.
+    const snippet = via ? newsSnippet([a.summary, ...sentences(a.summary ?? '')], a.title, a.title, boilerplate) : a.title;
     const at = via
       ? addSource({
           url: a.url,
           title: a.title,
           domain: hostOf(a.url),
-          snippet: a.summary ?? a.title,
+          snippet,
           fetchedAt: fetchedAt.toISOString(),
           kind: 'feed-item',
           feedUrl: via,
         })
       : (pageIndex.get(newsIndexAt!) ?? -1);
-    addNews(a, at, a.summary && via ? a.summary : a.title);
+    addNews(a, at, snippet);
   }
   news.sort((x, y) => Date.parse(y.publishedAt) - Date.parse(x.publishedAt));
   const recentNews = news.slice(0, MAX_NEWS);
@@ -266,6 +354,7 @@ export function buildDossier(runId: string, company: CompanyRef, crawl: CrawlRes
   if (crawl.robots.state !== 'parsed') notes.push(crawl.robots.detail);
   if (crawl.homeError !== null) notes.push(`the home page could not be used: ${crawl.homeError}`);
   if (!hasMinimumCoverage) notes.push('below minimum coverage: the home page plus two more pages, or plus one dated news item, are needed');
+  if (leftOut > 0) notes.push(`${leftOut} passage(s) left out as instruction-like text (words aimed at an AI model, not at a reader)`);
   if (facts.length < MIN_FACTS_FOR_CONFIDENCE) notes.push(`only ${facts.length} fact(s) could be read from the site`);
   const lowConfidence = !hasMinimumCoverage || facts.length < MIN_FACTS_FOR_CONFIDENCE;
 

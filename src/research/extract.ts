@@ -5,11 +5,13 @@
 // machine, and it is as forgiving of broken markup. The page's encoding is found the way a browser
 // finds it (BOM, the HTTP charset, <meta charset>) by encoding-sniffer.
 // Text is kept as the page shows it (block by block, whitespace collapsed), so every snippet taken
-// from it is text that really is on the page. Sentences naming an email address or an
+// from it is text that really is on the page; text the page hides from its readers is not read
+// at all (hidden.ts: the usual carrier of words meant for a model). Sentences naming an email address or an
 // international phone number are dropped here, so no dossier ever stores them.
 import * as cheerio from 'cheerio';
 import { decodeBuffer } from 'encoding-sniffer';
 import { collapse } from '../platform/text.js';
+import { removeHidden } from './hidden.js';
 
 type CheerioAPI = ReturnType<typeof cheerio.load>;
 /** The part of a parsed node (domhandler) the text walker reads. */
@@ -253,6 +255,7 @@ export function extractPage(body: Buffer, charset: string | null, baseUrl: strin
     const v = $(sel).attr('content');
     return v && collapse(v) ? collapse(v) : null;
   };
+  // Links first: a menu hidden until a script opens it still shows where the pages are.
   const links: ExtractedPage['links'] = [];
   const seen = new Set<string>();
   $('a[href]').each((_, el) => {
@@ -267,6 +270,7 @@ export function extractPage(body: Buffer, charset: string | null, baseUrl: strin
     .map((_, el) => absolute($(el).attr('href'), baseUrl))
     .get()
     .filter((u): u is string => u !== null);
+  removeHidden($);
   const articles = articlesOf($, baseUrl);
   const publishedAt = publishedOf($, nodes);
   const headings = $('h1, h2, h3')
@@ -310,10 +314,16 @@ const childText = (el: ReturnType<CheerioAPI>, ...names: string[]): string | nul
   return null;
 };
 
-/** Plain text of a feed field that may hold escaped HTML. */
+/** Plain text of a feed field that may hold escaped HTML (what it hides, and its scripts, left out). */
 const feedText = (s: string | null): string | null => {
   if (!s) return null;
-  const t = s.includes('<') ? collapse(cheerio.load(s, HTML_MODE).text()) : s;
+  let t = s;
+  if (s.includes('<')) {
+    const $ = cheerio.load(s, HTML_MODE);
+    removeHidden($);
+    $(DROPPED).remove();
+    t = collapse($.root().text());
+  }
   return t && !hasContactDetails(t) ? t : null;
 };
 

@@ -12,6 +12,7 @@ import type { TemplateStep } from '../drafting/context.js';
 import { notFound, ProblemError } from '../http/problems.js';
 import { emit, emitMany } from '../platform/events.js';
 import { iso, isoNN, newId } from '../platform/ids.js';
+import { BUILTIN_TEMPLATES } from './builtin-templates.js';
 
 /** Statuses that hold a list's deletion (409 without force=true) and that pausing acts on. */
 export const IN_FLIGHT_SEQUENCE_STATUSES = ['ACTIVE', 'QUEUED', 'DRAFTED', 'APPROVED'];
@@ -27,6 +28,7 @@ export type SequenceRow = {
   status: string;
   anchor_at_utc: Date | null;
   current_step: number;
+  mailbox_id: string | null;
   paused_from: string | null;
   created_at: Date;
   updated_at: Date;
@@ -42,6 +44,7 @@ export function toSequence(r: SequenceRow) {
     anchorAtUtc: iso(r.anchor_at_utc),
     currentStep: r.current_step,
     productId: r.product_id,
+    mailboxId: r.mailbox_id,
     pausedFrom: r.paused_from,
     createdAt: isoNN(r.created_at),
     updatedAt: isoNN(r.updated_at),
@@ -57,36 +60,24 @@ export const SEQUENCE_COLUMNS = [
   'status',
   'anchor_at_utc',
   'current_step',
+  'mailbox_id',
   'paused_from',
   'created_at',
   'updated_at',
 ] as const;
 
-/**
- * The built-in template: one first-touch step written from the list's connection point (and, with
- * a model, its goal), for lists created without a useCaseTemplateId. Usable as a templateId too.
- */
-export const BUILTIN_TEMPLATE_ID = 'builtin-first-touch';
-const BUILTIN_STEPS: TemplateStep[] = [
-  {
-    step: 1,
-    dayOffset: 0,
-    subject: 'A quick idea for {{company}}',
-    body: 'Hi {{firstName}},\n\n{{connectionPoint}}\n\nWould a short call next week be useful?\n\nBest regards',
-  },
-];
-
 /** Stored template steps ({dayOffset, subject, body} in order) numbered from 1. */
 const numbered = (steps: Array<Omit<TemplateStep, 'step'>>): TemplateStep[] =>
   steps.map((s, i) => ({ step: i + 1, dayOffset: s.dayOffset, subject: s.subject, body: s.body }));
 
-/** A template the organization may use: the built-in one, its own sequence template, else an active public one. */
+/** A template the organization may use: a built-in one, its own sequence template, else an active public one. */
 export async function templateSteps(
   trx: Tx,
   organizationId: string,
   templateId: string,
 ): Promise<{ steps: TemplateStep[]; productId: string | null } | null> {
-  if (templateId === BUILTIN_TEMPLATE_ID) return { steps: BUILTIN_STEPS, productId: null };
+  const builtin = BUILTIN_TEMPLATES[templateId];
+  if (builtin) return { steps: builtin, productId: null };
   const own = await trx
     .selectFrom('sequence_templates')
     .select(['steps', 'product_id'])

@@ -4,6 +4,7 @@ import { type Tx, withOrg } from '../../db/database.js';
 import { draftsRemaining, takeDrafts } from '../account/usage.js';
 import { storedEvidence } from '../drafting/context.js';
 import { storedContactResearch } from '../drafting/generate.js';
+import { linkPolicy, senderDomains } from '../drafting/links.js';
 import { replyContext, writeReply } from '../drafting/reply.js';
 import type { AuthInfo } from '../http/handler.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
@@ -61,7 +62,8 @@ export async function draftReply(deps: Deps, auth: AuthInfo, body: ActionBody): 
             .where('organization_id', '=', org)
             .where('id', '=', contact.company_id)
             .executeTakeFirst();
-    return { contact, message, company: company ? (company.name ?? company.domain_normalized) : null };
+    const links = linkPolicy(await senderDomains(trx, org), config.researchSiteUrlTemplate, company?.domain_normalized ?? null);
+    return { contact, message, company: company ? (company.name ?? company.domain_normalized) : null, links };
   });
   if ('done' in read) return read.done!;
   const { contact, message } = read;
@@ -77,6 +79,7 @@ export async function draftReply(deps: Deps, auth: AuthInfo, body: ActionBody): 
       receivedAt: message.created_at,
     },
     research: storedContactResearch(contact.research),
+    links: read.links,
   });
   const w = await writeReply(rc, deps.services.model, deps.log);
 

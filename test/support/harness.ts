@@ -16,6 +16,7 @@ import { type Config, loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import type { OperationInfo } from '../../src/platform/openapi-doc.js';
 import { ALL_SCOPES, adminOperations, publicOperations } from '../../src/platform/spec.js';
+import { storedDraftProblems } from './citations.js';
 
 export { ALL_SCOPES };
 
@@ -263,10 +264,15 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
       await http.close();
       await rt.close();
       await recordObservedTypes(pool, dbName);
+      // Every draft the file's tests generated, read or not: a cited sentence states only what
+      // its snippet or source title does (test/support/citations.ts). Reported after clean-up.
+      const unsupported = await storedDraftProblems(pool);
       await ownerDb.destroy();
       await database.drop();
       const fs = await import('node:fs');
       fs.rmSync(dataDir, { recursive: true, force: true });
+      if (unsupported.length > 0)
+        throw new Error(`cited sentences their citation does not support:\n${unsupported.slice(0, 20).join('\n')}`);
     },
   };
 }

@@ -115,8 +115,41 @@ function chrome(base: string, padBytes: number): { nav: string; footer: string; 
   return { nav, footer, head: filler };
 }
 
-const page = (title: string, description: string | null, base: string, padBytes: number, main: string, extraHead = '') => {
+/**
+ * What a site built on one theme repeats on every page, in the page text itself (no <main>, so the
+ * whole body is read): one meta description, a tagline under the logo, a sidebar widget before the
+ * content, a footer of plain paragraphs; its posts also share one generic <title>. None of it is
+ * news, and none of it may be the snippet of a page-specific fact.
+ */
+export const THEME_TEXT = {
+  description: 'Acme Rockets: the reusable launch company for small satellite operators.',
+  tagline: 'Orbit for everyone, every week.',
+  widgetHeading: 'Fly with Acme',
+  widget: 'Acme Rockets has flown more than 40 customers to orbit since 2015.',
+  footer: 'Acme Rockets, reusable rockets made in Austin, Texas.',
+  postTitle: 'Acme Rockets blog',
+} as const;
+
+type Theme = 'plain' | 'shared';
+
+const themedPage = (
+  title: string,
+  description: string | null,
+  base: string,
+  padBytes: number,
+  main: string,
+  extraHead = '',
+  theme: Theme = 'plain',
+) => {
   const c = chrome(base, padBytes);
+  if (theme === 'shared') {
+    const t = THEME_TEXT;
+    return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title>
+<meta name="description" content="${t.description}"><meta property="og:description" content="${t.description}">${extraHead}${c.head}</head>
+<body>${c.nav}<div class="brand"><a href="${base}/">Acme Rockets</a><p class="tagline">${t.tagline}</p></div>
+<div class="sidebar"><div class="widget"><h3>${t.widgetHeading}</h3><p>${t.widget}</p></div></div>
+<div class="content">${main}</div><div class="site-footer"><p>${t.footer}</p></div>${c.footer}</body></html>`;
+  }
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title>
 ${description ? `<meta name="description" content="${description}">` : ''}${extraHead}${c.head}</head>
 <body>${c.nav}<main>${main}</main>${c.footer}</body></html>`;
@@ -124,11 +157,18 @@ ${description ? `<meta name="description" content="${description}">` : ''}${extr
 
 /**
  * The routes of a realistic small company site for `domain` (paths relative to the site root).
- * `padBytes` makes each HTML page about that much larger, as real pages are.
+ * `padBytes` makes each HTML page about that much larger, as real pages are; `theme: 'shared'`
+ * builds it on one theme whose text every page repeats (THEME_TEXT), gives the feed's Lisbon item
+ * the site's description instead of its own, and quotes an article where listings do (its
+ * headline as a link on the home page, its lead as the blog index's excerpt), which is no repetition.
  */
-export function companySite(domain: string, origin: string, opts: { padBytes?: number } = {}): Record<string, Route> {
+export function companySite(domain: string, origin: string, opts: { padBytes?: number; theme?: Theme } = {}): Record<string, Route> {
   const base = `${origin}/sites/${domain}`;
   const pad = opts.padBytes ?? 0;
+  const theme = opts.theme ?? 'plain';
+  const shared = theme === 'shared';
+  const page = (title: string, description: string | null, b: string, p: number, main: string, extraHead = '') =>
+    themedPage(title, description, b, p, main, extraHead, theme);
   const jsonLd = JSON.stringify({
     '@context': 'https://schema.org',
     '@graph': [
@@ -153,7 +193,11 @@ export function companySite(domain: string, origin: string, opts: { padBytes?: n
     <section class="hero"><h1>Orbit, every week</h1>
       <p>Acme Rockets launches small satellites on reusable rockets from Texas. More than 40 customers have flown with us since our first launch.</p></section>
     <section><h2>Why teams choose Acme</h2><ul><li>Weekly launch windows</li><li>Rideshare pricing from $1M</li><li>Mission support from integration to orbit</li></ul></section>
-    <section><h2>Latest news</h2><p>Acme raises $40M Series B to build its second launch site.</p></section>`,
+    <section><h2>Latest news</h2><p>${
+      shared
+        ? `<a href="${base}/blog/series-b">Acme raises $40M Series B</a>`
+        : 'Acme raises $40M Series B to build its second launch site.'
+    }</p></section>`,
     `<meta property="og:title" content="Acme Rockets"><meta property="og:site_name" content="Acme Rockets">
    <meta property="og:description" content="Reusable rockets for small satellite operators.">
    <link rel="alternate" type="application/rss+xml" title="Acme news" href="${base}/feed.xml">
@@ -198,13 +242,18 @@ export function companySite(domain: string, origin: string, opts: { padBytes?: n
     <h1>Careers</h1><p>We're hiring across engineering and operations as we prepare our second launch site.</p>
     <h2>Open roles</h2><ul><li>Senior Propulsion Engineer</li><li>Launch Operations Manager</li><li>Account Executive, Government</li></ul>`,
   );
+  const SERIES_B_LEAD = 'Acme raises $40M Series B led by Orbital Ventures to build a second launch site.';
+  // A themed post is a plain <div> under the generic title, as many blog themes write it.
   const post = (title: string, daysAgo: number, text: string) =>
     page(
-      title,
+      shared ? THEME_TEXT.postTitle : title,
       text,
       base,
       pad,
-      `
+      shared
+        ? `
+    <div class="post"><h1>${title}</h1><p class="meta">Posted ${daysAgo} days ago</p><p>${text}</p></div>`
+        : `
     <article><h1>${title}</h1><time datetime="${isoDaysAgo(daysAgo)}">${daysAgo} days ago</time><p>${text}</p></article>`,
       `<meta property="article:published_time" content="${isoDaysAgo(daysAgo)}">`,
     );
@@ -215,7 +264,9 @@ export function companySite(domain: string, origin: string, opts: { padBytes?: n
     pad,
     `
     <h1>Blog</h1>
-    <article><h2><a href="${base}/blog/series-b">Acme raises $40M Series B</a></h2><time datetime="${isoDaysAgo(12)}"></time><p>Funding for a second launch site.</p></article>
+    <article><h2><a href="${base}/blog/series-b">Acme raises $40M Series B</a></h2><time datetime="${isoDaysAgo(12)}"></time><p>${
+      shared ? SERIES_B_LEAD : 'Funding for a second launch site.'
+    }</p></article>
     <article><h2><a href="${base}/blog/roadrunner-2">Introducing Roadrunner 2</a></h2><time datetime="${isoDaysAgo(40)}"></time><p>A bigger fairing and faster turnaround.</p></article>
     <article><h2><a href="${base}/blog/first-launch">Our first launch</a></h2><time datetime="${isoDaysAgo(900)}"></time><p>Where it all began.</p></article>`,
   );
@@ -227,7 +278,7 @@ export function companySite(domain: string, origin: string, opts: { padBytes?: n
     <item><title>Acme names Ada Lovelace as Chief Technology Officer</title><link>${base}/blog/new-cto</link><pubDate>${rfc822DaysAgo(20)}</pubDate>
       <description>Ada Lovelace joins Acme as Chief Technology Officer from Analytical Engines.</description></item>
     <item><title>Acme opens a new office in Lisbon</title><link>${base}/blog/lisbon</link><pubDate>${rfc822DaysAgo(70)}</pubDate>
-      <description>Acme opens a new office in Lisbon to serve European operators.</description></item>
+      <description>${shared ? THEME_TEXT.description : 'Acme opens a new office in Lisbon to serve European operators.'}</description></item>
     <item><title>Our first launch</title><link>${base}/blog/first-launch</link><pubDate>${rfc822DaysAgo(900)}</pubDate>
       <description>Where it all began.</description></item>
   </channel></rss>`;
@@ -243,7 +294,7 @@ export function companySite(domain: string, origin: string, opts: { padBytes?: n
     '/careers': { body: careers },
     '/blog': { body: blog },
     '/blog/series-b': {
-      body: post('Acme raises $40M Series B', 12, 'Acme raises $40M Series B led by Orbital Ventures to build a second launch site.'),
+      body: post('Acme raises $40M Series B', 12, SERIES_B_LEAD),
     },
     '/blog/roadrunner-2': {
       body: post('Introducing Roadrunner 2', 40, 'Roadrunner 2 launches with a bigger fairing and a 48-hour turnaround.'),
