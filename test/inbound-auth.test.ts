@@ -1,4 +1,4 @@
-// Who sent it (issue 26), over real SMTP into the inbound listener with a DNS server on loopback
+// Who sent it: over real SMTP into the inbound listener with a DNS server on loopback
 // holding the records of the senders' domains (DKIM keys made here, DMARC and SPF records): a
 // forged reply changes nothing but the stored message; a reply proved by its reply token, by its
 // thread to our Message-ID from the address we wrote to, or by an aligned DMARC pass acts as

@@ -15,7 +15,7 @@ import { budgetedResolver } from '../net/dns-resolver.js';
 import type { ParsedMail } from './analysis.js';
 import type { Route } from './route.js';
 
-/** All DNS of one message's checks, in all (issue 26): past it the message is not authenticated. */
+/** All DNS of one message's checks, in all: past it the message is not authenticated. */
 export const AUTH_DNS_BUDGET_MS = 3000;
 
 /**
