@@ -61,8 +61,8 @@ export async function startDnsServer(opts: { silent?: boolean } = {}): Promise<D
     });
   }
 
-  const udp = dgram.createSocket('udp4');
-  udp.on('message', (msg, rinfo) => {
+  let udp = dgram.createSocket('udp4');
+  const onDatagram = (msg: Buffer, rinfo: dgram.RemoteInfo) => {
     let out = answer(msg);
     if (!out) return;
     if (out.length > UDP_MAX) {
@@ -71,9 +71,7 @@ export async function startDnsServer(opts: { silent?: boolean } = {}): Promise<D
       out = dnsPacket.encode({ type: 'response', id: q.id, flags: AA | TC | ((q.flags ?? 0) & RD), questions: q.questions });
     }
     udp.send(out, rinfo.port, rinfo.address);
-  });
-  await new Promise<void>((r) => udp.bind(0, '127.0.0.1', () => r()));
-  const port = udp.address().port;
+  };
   const sockets = new Set<net.Socket>();
   const tcp = net.createServer((socket) => {
     sockets.add(socket);
@@ -90,10 +88,26 @@ export async function startDnsServer(opts: { silent?: boolean } = {}): Promise<D
       }
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    tcp.once('error', reject);
-    tcp.listen(port, '127.0.0.1', () => resolve());
-  });
+  // UDP and TCP on one port: the UDP socket takes a free port, and TCP the same number, which
+  // another process may hold already (each port is free for one protocol only): then both again.
+  let port = 0;
+  for (let attempt = 1; ; attempt += 1) {
+    if (attempt > 1) udp = dgram.createSocket('udp4');
+    udp.on('message', onDatagram);
+    await new Promise<void>((r) => udp.bind(0, '127.0.0.1', () => r()));
+    port = udp.address().port;
+    const listened = await new Promise<boolean>((resolve, reject) => {
+      const fail = (e: NodeJS.ErrnoException) => (e.code === 'EADDRINUSE' && attempt < 20 ? resolve(false) : reject(e));
+      tcp.once('error', fail);
+      tcp.listen(port, '127.0.0.1', () => {
+        tcp.off('error', fail);
+        resolve(true);
+      });
+    });
+    if (listened) break;
+    tcp.close(() => {}); // as Node's documentation does before listening again after EADDRINUSE
+    await new Promise<void>((r) => udp.close(() => r()));
+  }
   return {
     address: `127.0.0.1:${port}`,
     set(name, type, values) {
