@@ -9,7 +9,6 @@
 import net from 'node:net';
 import { sql } from 'kysely';
 import { simpleParser } from 'mailparser';
-import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runOrgHealthSweep } from '../src/account/org-health-sweep.js';
 import { serveInbound } from '../src/boot/runtime.js';
@@ -22,6 +21,7 @@ import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence
 import { signingDomain } from './support/dkim.js';
 import { type DnsServer, startDnsServer } from './support/dns-server.js';
 import { startService, type TestService } from './support/harness.js';
+import { deliverSmtp, inboundOf as inboundMessages } from './support/inbound-mail.js';
 import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
 const DOMAIN = 'replies.auth-sender.test';
@@ -112,29 +112,12 @@ function reply(h: { from: string; to: string; inReplyTo?: string; subject?: stri
 }
 
 /** Delivers a message like an MTA (envelope sender `from`): the answer, or the error given. */
-async function deliver(raw: string, to: string[], from: string, port = inbound.port): Promise<{ ok: boolean; response: string }> {
-  const t = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, name: 'mx.client.example' });
-  try {
-    return { ok: true, response: (await t.sendMail({ envelope: { from, to }, raw })).response };
-  } catch (e) {
-    const err = e as { response?: string; message: string };
-    return { ok: false, response: err.response ?? err.message };
-  } finally {
-    t.close();
-  }
-}
+const deliver = async (raw: string, to: string[], from: string, port = inbound.port) => {
+  const { ok, response } = await deliverSmtp(port, raw, to, from, 'mx.client.example');
+  return { ok, response };
+};
 
-const inboundOf = (orgId: string) =>
-  system(svc, (trx) =>
-    trx
-      .selectFrom('messages')
-      .selectAll()
-      .where('organization_id', '=', orgId)
-      .where('direction', '=', 'INBOUND')
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute(),
-  );
+const inboundOf = (orgId: string) => inboundMessages(svc, orgId);
 const itemsOf = (orgId: string) =>
   system(svc, (trx) => trx.selectFrom('action_items').selectAll().where('organization_id', '=', orgId).orderBy('created_at').execute());
 const suppression = async (s: DraftingOrg, email: string) =>

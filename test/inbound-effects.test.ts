@@ -7,7 +7,6 @@
 
 import { sql } from 'kysely';
 import { simpleParser } from 'mailparser';
-import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveInbound } from '../src/boot/runtime.js';
 import { sendStep } from '../src/dispatch/send.js';
@@ -16,6 +15,7 @@ import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
 import { type DnsServer, startDnsServer } from './support/dns-server.js';
 import { setClock, startService, type TestService } from './support/harness.js';
+import { deliverSmtp, inboundOf as inboundMessages, mime } from './support/inbound-mail.js';
 import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
 const DOMAIN = 'replies.effects-sender.test';
@@ -96,13 +96,6 @@ async function outreach(
 }
 
 /** A message as a mail server writes it (CRLF lines). */
-function mime(headers: Record<string, string | undefined>, body: string): string {
-  const head = Object.entries({ 'MIME-Version': '1.0', Date: new Date().toUTCString(), ...headers })
-    .filter(([, v]) => v !== undefined)
-    .map(([k, v]) => `${k}: ${v}`)
-    .join('\r\n');
-  return `${head}\r\n\r\n${body.replace(/\r?\n/g, '\r\n')}`;
-}
 
 interface Entry {
   address: string;
@@ -202,27 +195,12 @@ function arf(o: { to: string; type: string; rcpt: string; returnedId: string; ex
 
 /** Delivers a message to the listener over SMTP like an MTA (null envelope sender, as reports have). */
 async function deliver(raw: string, to: string[], from = ''): Promise<void> {
-  const t = nodemailer.createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, ignoreTLS: true });
-  try {
-    const info = await t.sendMail({ envelope: { from, to }, raw });
-    expect(info.response).toMatch(/^250 /);
-  } finally {
-    t.close();
-  }
+  const answer = await deliverSmtp(inbound.port, raw, to, from);
+  expect(answer.response).toMatch(/^250 /);
   await settle(svc);
 }
 
-const inboundOf = (orgId: string) =>
-  system(svc, (trx) =>
-    trx
-      .selectFrom('messages')
-      .selectAll()
-      .where('organization_id', '=', orgId)
-      .where('direction', '=', 'INBOUND')
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute(),
-  );
+const inboundOf = (orgId: string) => inboundMessages(svc, orgId);
 const suppression = async (s: DraftingOrg, email: string) =>
   (await s.api.GET('/suppression', { params: { query: { email } } })).data as {
     suppressed: boolean;

@@ -22,6 +22,7 @@ import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence
 import { signingDomain } from './support/dkim.js';
 import { type DnsServer, startDnsServer } from './support/dns-server.js';
 import { startService, type TestService } from './support/harness.js';
+import { deliverSmtp, inboundOf as inboundMessages, mime } from './support/inbound-mail.js';
 import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
 const DOMAIN = 'replies.acme-sender.test';
@@ -106,15 +107,6 @@ async function outreach(opts: { mailbox?: string; email?: string } = {}): Promis
   };
 }
 
-/** A message as a mail client writes it (CRLF lines). */
-function mime(headers: Record<string, string | undefined>, body: string): string {
-  const head = Object.entries({ 'MIME-Version': '1.0', Date: new Date().toUTCString(), ...headers })
-    .filter(([, v]) => v !== undefined)
-    .map(([k, v]) => `${k}: ${v}`)
-    .join('\r\n');
-  return `${head}\r\n\r\n${body.replace(/\r?\n/g, '\r\n')}`;
-}
-
 const textReply = (
   h: { from: string; to: string; subject?: string; inReplyTo?: string; references?: string; id?: string; extra?: Record<string, string> },
   body: string,
@@ -135,34 +127,9 @@ const textReply = (
   );
 
 /** Delivers a message to the listener over SMTP like an MTA: the server's answer, or the error it gave. */
-async function deliver(
-  raw: string | Buffer,
-  to: string[],
-  from = 'mta@client.example',
-): Promise<{ ok: boolean; response: string; code: number | null; rejected?: unknown[] }> {
-  const t = nodemailer.createTransport({ host: '127.0.0.1', port: inbound.port, secure: false, ignoreTLS: true });
-  try {
-    const info = await t.sendMail({ envelope: { from, to }, raw });
-    return { ok: true, response: info.response, code: 250, rejected: info.rejected };
-  } catch (e) {
-    const err = e as { response?: string; responseCode?: number; message: string };
-    return { ok: false, response: err.response ?? err.message, code: err.responseCode ?? null };
-  } finally {
-    t.close();
-  }
-}
+const deliver = (raw: string | Buffer, to: string[], from = 'mta@client.example') => deliverSmtp(inbound.port, raw, to, from);
 
-const inboundOf = (orgId: string) =>
-  system(svc, (trx) =>
-    trx
-      .selectFrom('messages')
-      .selectAll()
-      .where('organization_id', '=', orgId)
-      .where('direction', '=', 'INBOUND')
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute(),
-  );
+const inboundOf = (orgId: string) => inboundMessages(svc, orgId);
 const itemsOf = (orgId: string) =>
   system(svc, (trx) => trx.selectFrom('action_items').selectAll().where('organization_id', '=', orgId).execute());
 const contactRow = (id: string) =>
