@@ -5,7 +5,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, uid } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, STEP_ONE, sequence, settle, template } from './drafting-support.js';
 import { expectCitedSentencesSupported } from './support/citations.js';
-import { behaviours, type FakeAnswer, type FakeModel, type FakeModelCall, promptOf, startFakeModel } from './support/fake-llm.js';
+import {
+  behaviours,
+  draftingEnv,
+  type FakeAnswer,
+  type FakeModel,
+  type FakeModelCall,
+  promptOf,
+  startFakeModel,
+} from './support/fake-llm.js';
 import { startService, type TestService } from './support/harness.js';
 import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
 
@@ -31,15 +39,7 @@ beforeAll(async () => {
   model.answer(act);
   // The model's time limit: a loaded machine's loopback answer stays well within it (an answer past
   // it is retried, and the counted calls and attempts would be off); the hanging model waits it out.
-  svc = await startService({
-    RESEARCH_SITE_URL_TEMPLATE: site.template,
-    RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
-    LLM_BASE_URL: model.baseUrl,
-    LLM_MODEL: 'gpt-4o-mini',
-    LLM_API_KEY: 'sk-test',
-    LLM_TIMEOUT_MS: '2000',
-    LLM_MAX_RETRIES: '1',
-  });
+  svc = await startService(draftingEnv(model, site.template));
   await svc.startWorker();
 });
 afterAll(async () => {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, system, uid } from './crm-support.js';
 import { contact, draftingOrg, draftsOf, STEP_ONE, sequence, settle, template } from './drafting-support.js';
-import { type FakeAnswer, type FakeModel, startFakeModel } from './support/fake-llm.js';
+import { draftingEnv, type FakeAnswer, type FakeModel, startFakeModel } from './support/fake-llm.js';
 import { startService, type TestService } from './support/harness.js';
 import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
 
@@ -44,15 +44,7 @@ beforeAll(async () => {
   site = await startSiteServer();
   model = await startFakeModel();
   model.answer(act);
-  svc = await startService({
-    RESEARCH_SITE_URL_TEMPLATE: site.template,
-    RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
-    LLM_BASE_URL: model.baseUrl,
-    LLM_MODEL: 'gpt-4o-mini',
-    LLM_API_KEY: 'sk-test',
-    LLM_TIMEOUT_MS: '2000',
-    LLM_MAX_RETRIES: '1',
-  });
+  svc = await startService(draftingEnv(model, site.template));
   await svc.startWorker();
 });
 afterAll(async () => {

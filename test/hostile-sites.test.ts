@@ -15,6 +15,7 @@ import { contact, type DraftingOrg, draftingOrg, draftsOf, sequence, settle, tem
 import {
   asReadByAModel,
   behaviours,
+  draftingEnv,
   type FakeAnswer,
   type FakeModel,
   type FakeModelCall,
@@ -58,16 +59,9 @@ beforeAll(async () => {
   site = await startSiteServer();
   model = await startFakeModel();
   model.answer((call) => ((promptOf(call).recipient.name ?? '').startsWith('Linking') ? linking(call) : behaviours.obeysInjections(call)));
-  svc = await startService({
-    RESEARCH_SITE_URL_TEMPLATE: site.template,
-    RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
-    LLM_BASE_URL: model.baseUrl,
-    LLM_MODEL: 'gpt-4o-mini',
-    LLM_API_KEY: 'sk-test',
-    LLM_TIMEOUT_MS: '5000',
-    LLM_MAX_RETRIES: '0',
-    RATE_LIMIT_PER_MINUTE: '100000',
-  });
+  svc = await startService(
+    draftingEnv(model, site.template, { LLM_TIMEOUT_MS: '5000', LLM_MAX_RETRIES: '0', RATE_LIMIT_PER_MINUTE: '100000' }),
+  );
   await svc.startWorker();
 });
 afterAll(async () => {

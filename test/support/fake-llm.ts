@@ -34,6 +34,23 @@ export interface FakeModel {
   close(): Promise<void>;
 }
 
+/**
+ * The settings of a service that researches the loopback site (`siteTemplate`) and drafts with the
+ * fake model: a 2 s time limit and one retry unless `overrides` say otherwise.
+ */
+export function draftingEnv(model: FakeModel, siteTemplate: string, overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    RESEARCH_SITE_URL_TEMPLATE: siteTemplate,
+    RESEARCH_ALLOW_PRIVATE_TARGETS: 'true',
+    LLM_BASE_URL: model.baseUrl,
+    LLM_MODEL: 'gpt-4o-mini',
+    LLM_API_KEY: 'sk-test',
+    LLM_TIMEOUT_MS: '2000',
+    LLM_MAX_RETRIES: '1',
+    ...overrides,
+  };
+}
+
 export async function startFakeModel(): Promise<FakeModel> {
   let handler: (call: FakeModelCall) => FakeAnswer | Promise<FakeAnswer> = () => ({ content: '{}' });
   const calls: FakeModelCall[] = [];
