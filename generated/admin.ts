@@ -822,7 +822,8 @@ export interface paths {
          * @description Every queued step that has not gone out (and steps that will not: skipped, failed, possibly
          *     sent), oldest due first, with its state and the gate that holds it (`heldBy`, a stable code;
          *     null when none): `not_yet_due`, `kill_switch`, `previous_step_pending`, `contact_snoozed`,
-         *     `contact_out_of_office` (the contact answered with an out-of-office reply: held until its
+         *     `insecure_links` (PUBLIC_BASE_URL is not a public https URL while the step would go over a
+         *     real SMTP server; ALLOW_INSECURE_LINKS=true lets it go), `contact_out_of_office` (the contact answered with an out-of-office reply: held until its
          *     return date, or 7 days when it gave none), `sending_window`, `no_verified_mailbox`, `mailbox_unavailable`, `mailbox_paused`,
          *     `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `transport_retry` (deferred:
          *     `nextAttemptAt` says when it is tried again); `contact_removed`, `sequence_not_active`,

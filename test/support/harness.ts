@@ -227,6 +227,8 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   let config = loadConfig({
     ERASURE_HASH_SECRET: 'test-erasure-secret-0123456789abcdef0123',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    // Tests send through loopback SMTP with links on the loopback origin: allowed for testing only.
+    ALLOW_INSECURE_LINKS: 'true',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...env,
     ADMIN_TOKEN: adminToken,
