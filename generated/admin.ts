@@ -1321,6 +1321,8 @@ export interface components {
         AdminSendingSettings: {
             /** @description Whether an organization with no verified mailbox of its own sends from the deployment's MAIL_FROM. Default true. */
             allowDeploymentSender?: boolean;
+            /** @description Most messages to one contact per day, the day read in `timeZone`, across every sequence and every mailbox of the organization; a step over it waits (`heldBy` `contact_daily_limit`) until the next local day's start, or the window's opening after it. Default 1. */
+            contactDailyLimit?: number;
             /** @description ISO weekdays the window is open (1 Monday .. 7 Sunday). Default every day. */
             days?: number[];
             /** @description Daily cap (rolling 24 hours) of the deployment sender for this organization. Default 200. */
