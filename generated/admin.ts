@@ -824,7 +824,8 @@ export interface paths {
          *     null when none): `not_yet_due`, `kill_switch`, `previous_step_pending`, `contact_snoozed`,
          *     `contact_out_of_office` (the contact answered with an out-of-office reply: held until its
          *     return date, or 7 days when it gave none), `sending_window`, `no_verified_mailbox`, `mailbox_unavailable`, `mailbox_paused`,
-         *     `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `transport_retry` (deferred:
+         *     `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `contact_daily_limit` (the contact
+         *     had its messages of the local day: held until the next one), `transport_retry` (deferred:
          *     `nextAttemptAt` says when it is tried again); `contact_removed`, `sequence_not_active`,
          *     `draft_not_approved`, `suppressed`, `do_not_contact` (skipped); `hard_bounce` (refused for
          *     good, about the recipient), `soft_bounce` (refused for good for now: mailbox full, a
