@@ -827,7 +827,8 @@ export interface paths {
          *     `insecure_links` (PUBLIC_BASE_URL is not a public https URL while the step would go over a
          *     real SMTP server; ALLOW_INSECURE_LINKS=true lets it go), `contact_out_of_office` (the contact answered with an out-of-office reply: held until its
          *     return date, or 7 days when it gave none), `sending_window`, `no_verified_mailbox`, `mailbox_unavailable`, `mailbox_paused`,
-         *     `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `transport_retry` (deferred:
+         *     `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `contact_daily_limit` (the contact
+         *     had its messages of the local day: held until the next one), `transport_retry` (deferred:
          *     `nextAttemptAt` says when it is tried again); `contact_removed`, `sequence_not_active`,
          *     `draft_not_approved`, `suppressed`, `do_not_contact` (skipped); `hard_bounce` (refused for
          *     good, about the recipient), `soft_bounce` (refused for good for now: mailbox full, a
@@ -1387,6 +1388,8 @@ export interface components {
         AdminSendingSettings: {
             /** @description Whether an organization with no verified mailbox of its own sends from the deployment's MAIL_FROM. Default true. */
             allowDeploymentSender?: boolean;
+            /** @description Most messages to one contact per day, the day read in `timeZone`, across every sequence and every mailbox of the organization; a step over it waits (`heldBy` `contact_daily_limit`) until the next local day's start, or the window's opening after it. Default 1. */
+            contactDailyLimit?: number;
             /** @description ISO weekdays the window is open (1 Monday .. 7 Sunday). Default every day. */
             days?: number[];
             /** @description Daily cap (rolling 24 hours) of the deployment sender for this organization. Default 200. */
