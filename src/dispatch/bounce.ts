@@ -24,8 +24,10 @@ import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { suppressAddress } from '../compliance/suppression-add.js';
 import type { BounceClass, BounceReason } from '../mail/bounce-taxonomy.js';
+import { isThrottleReason } from '../mail/throttle.js';
 import type { Clock } from '../platform/clock.js';
 import type { EmitInput } from '../platform/events.js';
+import { backOff, DOMAIN_BACKOFF_MS, domainScope } from './backoff.js';
 import { checkMailboxHealth } from './health.js';
 import { cancelQueued } from './queue.js';
 
@@ -156,6 +158,11 @@ export async function recordDeliveryFailure(trx: Tx, org: string, f: DeliveryFai
     stop = 'sender_refused';
   }
   if (suppressed) effects.push('suppressed');
+  // A report that the recipient's domain throttled us backs the domain off (src/dispatch/backoff.ts).
+  if (!atSendTime && isThrottleReason(f.reason)) {
+    await backOff(trx, org, domainScope(f.email), f.diagnostic, DOMAIN_BACKOFF_MS);
+    effects.push('recipient_domain_backed_off');
+  }
   const paused = stop ? await stopSequences(trx, org, f, stop) : [];
   if (paused.length) effects.push('paused');
   events.push({

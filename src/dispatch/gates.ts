@@ -8,6 +8,7 @@ import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
 import { isLiveContactRow } from '../crm/live-contacts.js';
 import type { Deps } from '../platform/services.js';
+import { throttleGates } from './backoff.js';
 import { type Batch, type Decision, type Mailbox, RECHECK_MS, type Row } from './batch.js';
 import { loadStepData, type StepData, takeStepData } from './claim.js';
 import { chooseMailboxes, recipientDomainCap } from './mailbox.js';
@@ -45,8 +46,14 @@ export async function runGates(deps: Deps, trx: Tx, org: string, batch: Batch): 
   // mailbox_unavailable, no_verified_mailbox, mailbox_paused, mailbox_daily_cap, min_gap.
   const chosen = await chooseMailboxes(deps, trx, org, batch, settings);
   await recipientDomainCap(trx, org, batch, chosen, settings);
+  await throttled(deps, trx, org, batch, chosen);
   if (batch.pending.length === 0) return null;
   return { settings, chosen };
+}
+
+/** server_throttled, recipient_domain_throttled: a server or recipient domain that said "slow down" is backed off, then resumes slowly. */
+async function throttled(deps: Deps, trx: Tx, org: string, batch: Batch, chosen: Map<string, Mailbox>): Promise<void> {
+  await throttleGates(deps, trx, org, batch, chosen);
 }
 
 function notYetDue(r: Row, now: Date): Decision | null {

@@ -12,7 +12,8 @@ import { smtpTransport, type Transport } from '../mail/transport.js';
 import { isoNN, newId } from '../platform/ids.js';
 import type { Services } from '../platform/services.js';
 import { type Deliverability, mailboxDeliverability } from './health.js';
-import { DEFAULT_MAILBOX_DAILY_CAP } from './settings.js';
+import { effectiveDailyCap, type RampUp } from './ramp-up.js';
+import { DEFAULT_MAILBOX_DAILY_CAP, sendingSettings } from './settings.js';
 
 type NewMailbox = adminOperations['adminCreateMailbox']['requestBody']['content']['application/json'];
 type MailboxChanges = adminOperations['adminUpdateMailbox']['requestBody']['content']['application/json'];
@@ -24,11 +25,12 @@ async function mailboxRow(trx: Tx, orgId: string, id: string) {
   return m;
 }
 
-const toMailbox = (m: MailboxRow, deliverability: Deliverability) => ({
+const toMailbox = (m: MailboxRow, deliverability: Deliverability, ramp: RampUp, now: Date) => ({
   id: m.id,
   email: m.email,
   name: m.name,
   dailyCap: m.daily_cap,
+  effectiveDailyCap: effectiveDailyCap({ dailyCap: m.daily_cap, ownSmtp: m.smtp_url_sealed !== null, createdAt: m.created_at }, ramp, now),
   status: m.status as 'verified' | 'failed' | 'paused',
   statusReason: m.status_reason,
   ownSmtp: m.smtp_url_sealed !== null,
@@ -37,14 +39,17 @@ const toMailbox = (m: MailboxRow, deliverability: Deliverability) => ({
   createdAt: isoNN(m.created_at),
 });
 
-/** Mailboxes as the operator reads them, each with what its sends met lately (src/dispatch/health.ts). */
+/** Mailboxes as the operator reads them, each with what its sends met lately (src/dispatch/health.ts) and the cap it sends under now (ramp-up). */
 async function withDeliverability(trx: Tx, orgId: string, rows: MailboxRow[]) {
   const d = await mailboxDeliverability(
     trx,
     orgId,
     rows.map((r) => r.id),
   );
-  return rows.map((r) => toMailbox(r, d.get(r.id)!));
+  const org = await trx.selectFrom('organizations').select('sending').where('id', '=', orgId).executeTakeFirst();
+  const ramp = sendingSettings(org?.sending).rampUp;
+  const now = new Date();
+  return rows.map((r) => toMailbox(r, d.get(r.id)!, ramp, now));
 }
 
 /** How long a handshake waits on the mailbox's server. */
