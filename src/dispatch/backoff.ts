@@ -17,7 +17,7 @@ import { domainOfEmail } from '../crm/domains.js';
 import { isThrottle } from '../mail/throttle.js';
 import type { SendOutcome } from '../mail/transport.js';
 import type { Deps } from '../platform/services.js';
-import type { Batch, Claim, Mailbox } from './batch.js';
+import type { Batch, Claim, Decision, Mailbox } from './batch.js';
 
 /** The longest backoff, however many throttles in a row. */
 export const MAX_BACKOFF_MS = 4 * 3_600_000;
@@ -165,24 +165,23 @@ async function roomLeft(
   return room;
 }
 
-/** A throttled step: when its server's backoff ends, and what the server said. */
-export interface Throttled {
-  until: Date;
-  detail: string;
+/** The queue row ids of the claims whose SMTP answer was a throttle. */
+export function throttledSteps(done: { c: Claim; outcome: SendOutcome }[]): Set<string> {
+  return new Set(done.filter((d) => d.outcome.kind === 'temporary' && isThrottle(d.outcome)).map((d) => d.c.queueId));
 }
 
 /**
- * Phase 3, before the outcomes: a throttle backs off the server that answered it (the throttled
- * steps are returned by queue row id, to wait for the backoff's end); each message accepted widens
- * the in-flight limit of its resuming server and recipient domain.
+ * Phase 3, after the outcomes: a throttle backs off the server that answered it, and its step
+ * waits for the backoff's end (the decisions returned, by queue row id, for the caller to write);
+ * each message accepted widens the in-flight limit of its resuming server and recipient domain.
  */
 export async function recordServerAnswers(
   deps: Deps,
   trx: Tx,
   org: string,
   done: { c: Claim; outcome: SendOutcome }[],
-): Promise<Map<string, Throttled>> {
-  const throttled = new Map<string, Throttled>();
+): Promise<Map<string, Decision>> {
+  const decisions = new Map<string, Decision>();
   const accepted = new Map<string, number>();
   const slowDown: { c: Claim; outcome: SendOutcome; scope: string }[] = [];
   for (const { c, outcome } of done) {
@@ -196,7 +195,8 @@ export async function recordServerAnswers(
   slowDown.sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0));
   for (const { c, outcome, scope } of slowDown) {
     const until = await backOff(trx, org, scope, outcome.response, deps.config.smtpThrottleBackoffMs);
-    throttled.set(c.queueId, { until, detail: `${scope.slice('server:'.length)} answered: ${outcome.response}`.slice(0, 500) });
+    const detail = `${scope.slice('server:'.length)} answered: ${outcome.response}`.slice(0, 500);
+    decisions.set(c.queueId, { defer: 'server_throttled', until, detail });
   }
   if (accepted.size > 0) {
     const resuming = await sql<{ scope: string }>`
@@ -211,5 +211,5 @@ export async function recordServerAnswers(
         WHERE b.organization_id = ${org} AND b.scope = v.scope`.execute(trx);
     }
   }
-  return throttled;
+  return decisions;
 }

@@ -158,11 +158,6 @@ export async function recordDeliveryFailure(trx: Tx, org: string, f: DeliveryFai
     stop = 'sender_refused';
   }
   if (suppressed) effects.push('suppressed');
-  // A report that the recipient's domain throttled us backs the domain off (src/dispatch/backoff.ts).
-  if (!atSendTime && isThrottleReason(f.reason)) {
-    await backOff(trx, org, domainScope(f.email), f.diagnostic, DOMAIN_BACKOFF_MS);
-    effects.push('recipient_domain_backed_off');
-  }
   const paused = stop ? await stopSequences(trx, org, f, stop) : [];
   if (paused.length) effects.push('paused');
   events.push({
@@ -187,5 +182,11 @@ export async function recordDeliveryFailure(trx: Tx, org: string, f: DeliveryFai
   // Hard bounces and refusals are what the mailbox's health counts.
   if (f.mailboxId !== null && (f.bounceClass === 'recipient' || f.bounceClass === 'sender'))
     events.push(...(await checkMailboxHealth(trx, org, f.mailboxId, clock)));
+  // A report that the recipient's domain throttled us backs the domain off (src/dispatch/backoff.ts);
+  // last, as the dispatcher's phase 3 does, since the send gates lock a backoff while holding queue rows.
+  if (!atSendTime && isThrottleReason(f.reason)) {
+    await backOff(trx, org, domainScope(f.email), f.diagnostic, DOMAIN_BACKOFF_MS);
+    effects.push('recipient_domain_backed_off');
+  }
   return { events, effects };
 }

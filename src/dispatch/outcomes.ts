@@ -12,7 +12,6 @@ import type { SendOutcome } from '../mail/transport.js';
 import type { Clock } from '../platform/clock.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
-import type { Throttled } from './backoff.js';
 import type { Claim, Decision } from './batch.js';
 import { recordDeliveryFailure, STEP_FAILED_REASON } from './bounce.js';
 import { scheduleSends } from './queue.js';
@@ -227,18 +226,17 @@ async function recordFailure(
  * Phase 3 for a temporary failure: tried again after a growing delay, then given up with
  * send.failed; a failure the receiving server stated is then judged by its reason like a 5xx.
  */
-async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome, clock: Clock, throttle?: Throttled): Promise<EmitInput[]> {
+async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome, clock: Clock, throttled: boolean): Promise<EmitInput[]> {
   await trx
     .updateTable('send_records')
     .set({ status: 'failed', smtp_response: outcome.response })
     .where('organization_id', '=', org)
     .where('id', '=', c.recordId)
     .execute();
-  if (throttle) {
-    // A throttle is the server's pace, not the message's trouble: the attempt is given back, and
-    // the step waits for its server's backoff to end (src/dispatch/backoff.ts).
+  if (throttled) {
+    // A throttle is the server's pace, not the message's trouble: the attempt is given back; the
+    // step is deferred to its server's backoff end once that is known (src/dispatch/backoff.ts).
     await sql`UPDATE send_queue SET attempts = greatest(attempts - 1, 0) WHERE organization_id = ${org} AND id = ${c.queueId}`.execute(trx);
-    await writeDecisions(trx, org, new Map([[c.queueId, { defer: 'server_throttled', until: throttle.until, detail: throttle.detail }]]));
     return [];
   }
   const q = await trx
@@ -283,15 +281,15 @@ async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome,
 
 /**
  * Phase 3: what the SMTP answers mean for the steps, the sequences, the contacts and the mailboxes
- * (`clock`: for the organization's health); `throttled`: the steps whose answer was a throttle, by
- * queue row id (src/dispatch/backoff.ts recordServerAnswers).
+ * (`clock`: for the organization's health); `throttled`: the queue row ids of the steps whose
+ * answer was a throttle (src/dispatch/backoff.ts), whose deferral the caller writes.
  */
 export async function recordOutcomes(
   trx: Tx,
   org: string,
   done: { c: Claim; outcome: SendOutcome }[],
   clock: Clock,
-  throttled: Map<string, Throttled> = new Map(),
+  throttled: Set<string> = new Set(),
 ): Promise<void> {
   const events = await recordAccepted(
     trx,
@@ -300,7 +298,7 @@ export async function recordOutcomes(
   );
   for (const { c, outcome } of done) {
     if (outcome.kind === 'permanent') events.push(...(await recordFailure(trx, org, c, outcome, clock, null)));
-    else if (outcome.kind === 'temporary') events.push(...(await recordRetry(trx, org, c, outcome, clock, throttled.get(c.queueId))));
+    else if (outcome.kind === 'temporary') events.push(...(await recordRetry(trx, org, c, outcome, clock, throttled.has(c.queueId))));
     else if (outcome.kind === 'unknown') await markPossiblySent(trx, org, c.recordId, outcome.response);
   }
   await emitMany(trx, org, events);

@@ -20,7 +20,7 @@ import pLimit from 'p-limit';
 import { type Tx, withOrg } from '../../db/database.js';
 import type { SendOutcome } from '../mail/transport.js';
 import type { Deps } from '../platform/services.js';
-import { recordServerAnswers } from './backoff.js';
+import { recordServerAnswers, throttledSteps } from './backoff.js';
 import { Batch, type Claim } from './batch.js';
 import { lockBatch, writeClaims } from './claim.js';
 import { runGates } from './gates.js';
@@ -58,9 +58,12 @@ async function dispatchBatch(deps: Deps, org: string, queueId: string | null): P
     }),
   );
   if (deps.services.faults.has('send:after-smtp')) throw new Error('injected fault: send:after-smtp');
-  await withOrg(deps.db, org, async (trx) =>
-    recordOutcomes(trx, org, done, deps.services.clock, await recordServerAnswers(deps, trx, org, done)),
-  );
+  await withOrg(deps.db, org, async (trx) => {
+    await recordOutcomes(trx, org, done, deps.services.clock, throttledSteps(done));
+    // The backoffs last: their rows are locked by the gates of batches that hold queue rows, so a
+    // transaction takes them only once it needs no other lock.
+    await writeDecisions(trx, org, await recordServerAnswers(deps, trx, org, done));
+  });
 }
 
 /** Phase 1: the gates, then the claims. */
