@@ -552,6 +552,16 @@ export interface Rules {
   updated_at: Generated<Timestamp>;
 }
 
+export interface SendBackoffs {
+  detail: string;
+  in_flight_limit: number | null;
+  level: number;
+  organization_id: string;
+  scope: string;
+  throttled_at: Timestamp;
+  until: Timestamp;
+}
+
 export interface SendLedgerHours {
   hour: Timestamp;
   organization_id: string;
@@ -724,6 +734,7 @@ export interface DB {
   research_runs: ResearchRuns;
   rule_firings: RuleFirings;
   rules: Rules;
+  send_backoffs: SendBackoffs;
   send_ledger_hours: SendLedgerHours;
   send_queue: SendQueue;
   send_records: SendRecords;

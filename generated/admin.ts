@@ -1076,7 +1076,7 @@ export interface components {
         AdminMailbox: {
             /** Format: date-time */
             createdAt: string;
-            /** @description Most messages per rolling 24 hours. */
+            /** @description Most messages per rolling 24 hours, as configured. */
             dailyCap: number;
             /**
              * @description What the mailbox's sends met over the last `windowDays` days (the window bounce-rate
@@ -1149,6 +1149,13 @@ export interface components {
                 dmarc: components["schemas"]["AdminDnsRecord"];
                 spf: components["schemas"]["AdminDnsRecord"] | null;
             };
+            /**
+             * @description The daily cap the mailbox sends under now: `dailyCap`, or less while a mailbox with its own
+             *     SMTP server ramps up (organization setting `sending.rampUp`): `startCap` on the day it was
+             *     added, `dailyIncrease` more each day (24 hours) since, up to `dailyCap`. Mailboxes sending
+             *     through the deployment's transport are not ramped.
+             */
+            effectiveDailyCap: number;
             email: string;
             id: string;
             /** @description Display name of the From header, and the sender's name in the drafts of the sequences pinned to the mailbox (`{{sender.name}}`, `{{sender.firstName}}`). */
@@ -1400,6 +1407,18 @@ export interface components {
             from?: string;
             /** @description Least seconds between two sends of one mailbox (plus a random extra of up to a fifth). Default 0. */
             minGapSeconds?: number;
+            /**
+             * @description The ramp-up of a new mailbox with its own SMTP server: its effective daily cap
+             *     (`effectiveDailyCap` of the mailbox) is `startCap` on the day it was added and grows by
+             *     `dailyIncrease` each day (24 hours) until its `dailyCap`. The deployment sender and mailboxes
+             *     sending through the deployment's transport are not ramped. A PATCH replaces the fields it
+             *     sends. Default `{enabled: true, startCap: 20, dailyIncrease: 3}`.
+             */
+            rampUp?: {
+                dailyIncrease?: number;
+                enabled?: boolean;
+                startCap?: number;
+            };
             /** @description Most messages to one recipient domain per rolling 24 hours, across the organization's mailboxes. Default 25. */
             recipientDomainDailyCap?: number;
             /**

@@ -519,6 +519,46 @@ describe('the answer at send time by the class of its reason', () => {
     expect(h.reasons).toEqual([expect.objectContaining({ code: 'mailbox_paused', mailboxId: mb.id, reason: 'refusal_rate' })]);
   });
 
+  it('a rate-limit report backs off the recipient domain: its next steps wait (recipient_domain_throttled); a throttle never pauses the mailbox', async () => {
+    const s = await draftingOrg(svc);
+    const domain = `${uid('busy')}.example`;
+    const mb = (
+      await svc.admin.POST('/organizations/{orgId}/mailboxes', {
+        params: { path: { orgId: s.org.id } },
+        body: { email: `sam@${uid('acme')}.test` },
+      })
+    ).data!;
+    await earlierSends(s.org.id, mb.id); // 25 + 1: one refusal would be past 2%
+    const sent = await outreach({ s, email: `${uid('dana')}@${domain}`, steps: [step(1, 0)] });
+    const [o] = sent.out;
+    await deliver(
+      dsn({
+        to: o.replyTo,
+        entries: [
+          {
+            address: sent.c.email,
+            action: 'failed',
+            status: '4.7.28',
+            diagnostic: '421 4.7.28 Mail from your relay arrives at an unusual rate and is limited for now; come back later',
+          },
+        ],
+        returnedId: o.messageId,
+        returnedTo: sent.c.email,
+      }),
+      [o.replyTo],
+    );
+    expect(await bounced(s.org.id)).toEqual([
+      expect.objectContaining({ bounceClass: 'sender', reason: 'rate_limited', temporary: true, suppressed: false }),
+    ]);
+    expect((await mailboxes(s.org.id))[0]).toMatchObject({ status: 'verified', statusReason: null });
+    // Another contact at the domain waits for the domain's backoff (15 minutes); one elsewhere does not.
+    const other = await outreach({ s, email: `${uid('lee')}@${domain}`, steps: [step(1, 0)], sends: 0 });
+    const [q] = (await queueOf(s.org.id)).filter((x) => x.contactId === other.c.id);
+    expect(q).toMatchObject({ state: 'deferred', heldBy: 'recipient_domain_throttled', attempts: 0 });
+    expect(Date.parse(q.nextAttemptAt) - Date.now()).toBeGreaterThan(14 * 60_000);
+    await outreach({ s, email: `${uid('kim')}@${uid('calm')}.example`, steps: [step(1, 0)] });
+  });
+
   it('a full mailbox at send time fails the step and is counted, never suppressed', async () => {
     const email = `${uid('kim')}@${uid('quota')}.example`;
     sink.behave(email, { reply: 552, text: '5.2.2 The mailbox of this recipient is full' });

@@ -25,9 +25,11 @@ import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { suppressAddress } from '../compliance/suppression-add.js';
 import type { BounceClass, BounceReason } from '../mail/bounce-taxonomy.js';
+import { isThrottleReason } from '../mail/throttle.js';
 import type { Clock } from '../platform/clock.js';
 import type { EmitInput } from '../platform/events.js';
 import { pauseSequencesOf } from '../sequences/lifecycle.js';
+import { backOff, DOMAIN_BACKOFF_MS, domainScope } from './backoff.js';
 import { checkMailboxHealth } from './health.js';
 
 /** Soft failures of one address that suppress it, within the window and spanning the days below (see docs/sending.md). */
@@ -176,5 +178,11 @@ export async function recordDeliveryFailure(trx: Tx, org: string, f: DeliveryFai
   // Hard bounces and refusals are what the mailbox's health counts.
   if (f.mailboxId !== null && (f.bounceClass === 'recipient' || f.bounceClass === 'sender'))
     events.push(...(await checkMailboxHealth(trx, org, f.mailboxId, clock)));
+  // A report that the recipient's domain throttled us backs the domain off (src/dispatch/backoff.ts);
+  // last, as the dispatcher's phase 3 does, since the send gates lock a backoff while holding queue rows.
+  if (!atSendTime && isThrottleReason(f.reason)) {
+    await backOff(trx, org, domainScope(f.email), f.diagnostic, DOMAIN_BACKOFF_MS);
+    effects.push('recipient_domain_backed_off');
+  }
   return { events, effects };
 }

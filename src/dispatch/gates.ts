@@ -10,6 +10,7 @@ import { suppressedAmong } from '../compliance/suppression-match.js';
 import { isLiveContactRow } from '../crm/live-contacts.js';
 import { deploymentSendsForReal, insecureLinksReason, mailboxSendsForReal } from '../mail/link-safety.js';
 import type { Deps } from '../platform/services.js';
+import { throttleGates } from './backoff.js';
 import { type Batch, type Decision, type Mailbox, RECHECK_MS, type Row } from './batch.js';
 import { loadStepData, type StepData, takeStepData } from './claim.js';
 import { lockAll } from './ledger.js';
@@ -51,8 +52,14 @@ export async function runGates(deps: Deps, trx: Tx, org: string, batch: Batch): 
   insecureLinks(deps, batch, chosen);
   await recipientDomainCap(trx, org, batch, chosen, settings);
   await contactDailyLimit(trx, org, batch, chosen, settings);
+  await throttled(deps, trx, org, batch, chosen);
   if (batch.pending.length === 0) return null;
   return { settings, chosen };
+}
+
+/** server_throttled, recipient_domain_throttled: a server or recipient domain that said "slow down" is backed off, then resumes slowly. */
+async function throttled(deps: Deps, trx: Tx, org: string, batch: Batch, chosen: Map<string, Mailbox>): Promise<void> {
+  await throttleGates(deps, trx, org, batch, chosen);
 }
 
 function notYetDue(r: Row, now: Date): Decision | null {

@@ -11,6 +11,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { BOUNCE_MAX_RATE, BOUNCE_MIN_SENDS, BOUNCE_WINDOW_DAYS, refreshOrgHealth } from '../account/org-health.js';
+import { THROTTLE_REASONS } from '../mail/throttle.js';
 import type { Clock } from '../platform/clock.js';
 import type { EmitInput } from '../platform/events.js';
 
@@ -21,9 +22,10 @@ const HARD_BOUNCE = sql`(status = 'bounced' AND coalesce(bounce_class, 'recipien
 
 /** Pauses the mailbox when its bounce or refusal rate says so; returns the organization's health change (read at the clock's now), if any. */
 export async function checkMailboxHealth(trx: Tx, org: string, mailboxId: string, clock: Clock): Promise<EmitInput[]> {
+  // A throttle (a rate limit: src/mail/throttle.ts) is the receiving side's pace, not a refusal of the sender: never counted to pause.
   const r = await sql<{ sends: number; bounces: number; refusals: number }>`
     SELECT count(*)::int AS sends, count(*) FILTER (WHERE ${HARD_BOUNCE})::int AS bounces,
-      count(*) FILTER (WHERE bounce_class = 'sender')::int AS refusals
+      count(*) FILTER (WHERE bounce_class = 'sender' AND coalesce(bounce_reason, '') <> ALL(${[...THROTTLE_REASONS]}::text[]))::int AS refusals
     FROM send_records WHERE organization_id = ${org} AND mailbox_id = ${mailboxId} AND ${COUNTED_SEND}
       AND sent_at > now() - make_interval(days => ${BOUNCE_WINDOW_DAYS})`.execute(trx);
   const { sends, bounces, refusals } = r.rows[0];

@@ -15,8 +15,9 @@ import type { Config } from '../platform/config.js';
 import { isoNN, newId } from '../platform/ids.js';
 import type { Services } from '../platform/services.js';
 import { type Deliverability, mailboxDeliverability } from './health.js';
+import { effectiveDailyCap, type RampUp } from './ramp-up.js';
 import { checkSenderDns, type DnsFindings, dkimPublicKey, dnsRecords, type SenderIdentity, spfMechanism } from './sender-dns.js';
-import { DEFAULT_MAILBOX_DAILY_CAP } from './settings.js';
+import { DEFAULT_MAILBOX_DAILY_CAP, sendingSettings } from './settings.js';
 
 type NewMailbox = adminOperations['adminCreateMailbox']['requestBody']['content']['application/json'];
 type MailboxChanges = adminOperations['adminUpdateMailbox']['requestBody']['content']['application/json'];
@@ -74,13 +75,18 @@ function senderIdentity(s: SenderSettings, config: MailboxContext['config']): Se
 const checkDns = (s: SenderSettings, config: MailboxContext['config']): Promise<DnsFindings> =>
   checkSenderDns(senderIdentity(s, config), s.dkimKey, config.inboundDnsServers);
 
-const toMailbox = (m: MailboxRow, deliverability: Deliverability, ctx: MailboxContext) => {
+const toMailbox = (m: MailboxRow, deliverability: Deliverability, ctx: MailboxContext, ramp: RampUp, now: Date) => {
   const id = senderIdentity(settingsOf(m, ctx), ctx.config);
   return {
     id: m.id,
     email: m.email,
     name: m.name,
     dailyCap: m.daily_cap,
+    effectiveDailyCap: effectiveDailyCap(
+      { dailyCap: m.daily_cap, ownSmtp: m.smtp_url_sealed !== null, createdAt: m.created_at },
+      ramp,
+      now,
+    ),
     status: m.status as 'verified' | 'failed' | 'paused',
     statusReason: m.status_reason,
     ownSmtp: m.smtp_url_sealed !== null,
@@ -93,14 +99,17 @@ const toMailbox = (m: MailboxRow, deliverability: Deliverability, ctx: MailboxCo
   };
 };
 
-/** Mailboxes as the operator reads them, each with what its sends met lately (src/dispatch/health.ts). */
+/** Mailboxes as the operator reads them, each with what its sends met lately (src/dispatch/health.ts) and the cap it sends under now (ramp-up). */
 async function withDeliverability(trx: Tx, orgId: string, rows: MailboxRow[], ctx: MailboxContext) {
   const d = await mailboxDeliverability(
     trx,
     orgId,
     rows.map((r) => r.id),
   );
-  return rows.map((r) => toMailbox(r, d.get(r.id)!, ctx));
+  const org = await trx.selectFrom('organizations').select('sending').where('id', '=', orgId).executeTakeFirst();
+  const ramp = sendingSettings(org?.sending).rampUp;
+  const now = new Date();
+  return rows.map((r) => toMailbox(r, d.get(r.id)!, ctx, ramp, now));
 }
 
 /** How long a handshake waits on the mailbox's server. */

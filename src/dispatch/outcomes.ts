@@ -226,13 +226,19 @@ async function recordFailure(
  * Phase 3 for a temporary failure: tried again after a growing delay, then given up with
  * send.failed; a failure the receiving server stated is then judged by its reason like a 5xx.
  */
-async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome, clock: Clock): Promise<EmitInput[]> {
+async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome, clock: Clock, throttled: boolean): Promise<EmitInput[]> {
   await trx
     .updateTable('send_records')
     .set({ status: 'failed', smtp_response: outcome.response })
     .where('organization_id', '=', org)
     .where('id', '=', c.recordId)
     .execute();
+  if (throttled) {
+    // A throttle is the server's pace, not the message's trouble: the attempt is given back; the
+    // step is deferred to its server's backoff end once that is known (src/dispatch/backoff.ts).
+    await sql`UPDATE send_queue SET attempts = greatest(attempts - 1, 0) WHERE organization_id = ${org} AND id = ${c.queueId}`.execute(trx);
+    return [];
+  }
   const q = await trx
     .selectFrom('send_queue')
     .select('attempts')
@@ -273,8 +279,18 @@ async function recordRetry(trx: Tx, org: string, c: Claim, outcome: SendOutcome,
   ];
 }
 
-/** Phase 3: what the SMTP answers mean for the steps, the sequences, the contacts and the mailboxes (`clock`: for the organization's health). */
-export async function recordOutcomes(trx: Tx, org: string, done: { c: Claim; outcome: SendOutcome }[], clock: Clock): Promise<void> {
+/**
+ * Phase 3: what the SMTP answers mean for the steps, the sequences, the contacts and the mailboxes
+ * (`clock`: for the organization's health); `throttled`: the queue row ids of the steps whose
+ * answer was a throttle (src/dispatch/backoff.ts), whose deferral the caller writes.
+ */
+export async function recordOutcomes(
+  trx: Tx,
+  org: string,
+  done: { c: Claim; outcome: SendOutcome }[],
+  clock: Clock,
+  throttled: Set<string> = new Set(),
+): Promise<void> {
   const events = await recordAccepted(
     trx,
     org,
@@ -282,7 +298,7 @@ export async function recordOutcomes(trx: Tx, org: string, done: { c: Claim; out
   );
   for (const { c, outcome } of done) {
     if (outcome.kind === 'permanent') events.push(...(await recordFailure(trx, org, c, outcome, clock, null)));
-    else if (outcome.kind === 'temporary') events.push(...(await recordRetry(trx, org, c, outcome, clock)));
+    else if (outcome.kind === 'temporary') events.push(...(await recordRetry(trx, org, c, outcome, clock, throttled.has(c.queueId))));
     else if (outcome.kind === 'unknown') await markPossiblySent(trx, org, c.recordId, outcome.response);
   }
   await emitMany(trx, org, events);

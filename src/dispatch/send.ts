@@ -10,8 +10,9 @@
 //      claimed steps removed;
 //   2. the SMTP transactions, outside any transaction, concurrently over the transports' pools;
 //   3. the outcomes (one transaction, outcomes.ts): sent, bounced (5xx: suppression, events, the
-//      sequence paused), tried again later (4xx, connection trouble), or possibly sent (no answer
-//      after the whole message went over).
+//      sequence paused), tried again later (4xx, connection trouble; a throttle also backs off the
+//      server that said it: backoff.ts), or possibly sent (no answer after the whole message went
+//      over).
 // A worker that dies between 1 and 3 leaves records `sending`: the recovery sweep marks them
 // possibly sent, and they are never sent again automatically.
 // Batching is what makes it fast: a step costs a share of some twenty statements, not thirty.
@@ -19,6 +20,7 @@ import pLimit from 'p-limit';
 import { type Tx, withOrg } from '../../db/database.js';
 import type { SendOutcome } from '../mail/transport.js';
 import type { Deps } from '../platform/services.js';
+import { recordServerAnswers, throttledSteps } from './backoff.js';
 import { Batch, type Claim } from './batch.js';
 import { lockBatch, writeClaims } from './claim.js';
 import { runGates } from './gates.js';
@@ -56,7 +58,12 @@ async function dispatchBatch(deps: Deps, org: string, queueId: string | null): P
     }),
   );
   if (deps.services.faults.has('send:after-smtp')) throw new Error('injected fault: send:after-smtp');
-  await withOrg(deps.db, org, (trx) => recordOutcomes(trx, org, done, deps.services.clock));
+  await withOrg(deps.db, org, async (trx) => {
+    await recordOutcomes(trx, org, done, deps.services.clock, throttledSteps(done));
+    // The backoffs last: their rows are locked by the gates of batches that hold queue rows, so a
+    // transaction takes them only once it needs no other lock.
+    await writeDecisions(trx, org, await recordServerAnswers(deps, trx, org, done));
+  });
 }
 
 /** Phase 1: the gates, then the claims. */

@@ -8,6 +8,7 @@ import type { Tx } from '../../db/database.js';
 import type { Config } from '../platform/config.js';
 import type { Mailbox } from './batch.js';
 import { ledger, lockAll } from './ledger.js';
+import { effectiveDailyCap } from './ramp-up.js';
 import type { SendingSettings } from './settings.js';
 
 /** The deployment sender's mailbox id in the ledger and on sequences. */
@@ -25,11 +26,17 @@ export async function candidates(trx: Tx, org: string, settings: SendingSettings
     .where('status', 'in', ['verified', 'paused'])
     .orderBy('id')
     .execute();
+  // A mailbox ramping up sends under its effective cap (src/dispatch/ramp-up.ts), in rotation as at its gate.
+  const now = new Date();
   const own = rows.map((m) => ({
     id: m.id,
     email: m.email,
     name: m.name,
-    dailyCap: m.daily_cap,
+    dailyCap: effectiveDailyCap(
+      { dailyCap: m.daily_cap, ownSmtp: m.smtp_url_sealed !== null, createdAt: m.created_at },
+      settings.rampUp,
+      now,
+    ),
     smtpUrlSealed: m.smtp_url_sealed,
     status: m.status,
     dkim:

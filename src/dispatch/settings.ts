@@ -3,6 +3,7 @@
 // IANA time zone, a step may go out (daylight-saving time included, through luxon).
 import { DateTime } from 'luxon';
 import { invalid } from '../http/problems.js';
+import { DEFAULT_RAMP_UP, type RampUp, rampUpSettings } from './ramp-up.js';
 
 export interface SendingSettings {
   /** IANA time zone the window is read in. */
@@ -24,6 +25,8 @@ export interface SendingSettings {
   deploymentDailyCap: number;
   /** Most messages to one contact per local day (in `timeZone`), across every sequence and mailbox. */
   contactDailyLimit: number;
+  /** The ramp-up of mailboxes with their own SMTP server (src/dispatch/ramp-up.ts). */
+  rampUp: RampUp;
 }
 
 export const DEFAULT_SENDING: SendingSettings = {
@@ -37,15 +40,16 @@ export const DEFAULT_SENDING: SendingSettings = {
   allowDeploymentSender: true,
   deploymentDailyCap: 200,
   contactDailyLimit: 1,
+  rampUp: DEFAULT_RAMP_UP,
 };
 
 /** A mailbox's daily cap when the operator gives none (lemlist and Instantly advise 30 to 100). */
 export const DEFAULT_MAILBOX_DAILY_CAP = 50;
 
-export const sendingSettings = (stored: unknown): SendingSettings => ({
-  ...DEFAULT_SENDING,
-  ...(stored && typeof stored === 'object' && !Array.isArray(stored) ? (stored as Partial<SendingSettings>) : {}),
-});
+export const sendingSettings = (stored: unknown): SendingSettings => {
+  const s = stored && typeof stored === 'object' && !Array.isArray(stored) ? (stored as Partial<SendingSettings>) : {};
+  return { ...DEFAULT_SENDING, ...s, rampUp: rampUpSettings(s.rampUp) };
+};
 
 const minutes = (hhmm: string) => {
   const [h, m] = hhmm.split(':').map(Number);
@@ -83,8 +87,14 @@ export function localDayStart(s: SendingSettings, at: Date): Date {
 }
 
 /** Stored sending settings with the sent ones replacing theirs; 400 for an unknown zone, a window that closes before it opens or a contact limit under 1. */
-export function checkedSending(patch: Partial<SendingSettings>, stored: unknown): Partial<SendingSettings> {
-  const merged = { ...(stored && typeof stored === 'object' ? (stored as Partial<SendingSettings>) : {}), ...patch };
+export function checkedSending(
+  patch: Partial<Omit<SendingSettings, 'rampUp'>> & { rampUp?: Partial<RampUp> },
+  stored: unknown,
+): Partial<SendingSettings> {
+  const old = stored && typeof stored === 'object' ? (stored as Partial<SendingSettings>) : {};
+  const merged = { ...old, ...patch } as Partial<SendingSettings>;
+  // rampUp is patched field by field, like the settings around it.
+  if (patch.rampUp !== undefined) merged.rampUp = rampUpSettings({ ...(old.rampUp ?? {}), ...patch.rampUp });
   const full = sendingSettings(merged);
   if (!validTimeZone(full.timeZone)) throw invalid(`${full.timeZone} is not a known IANA time zone.`, 'body.sending.timeZone');
   if (full.from >= full.to)

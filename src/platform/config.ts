@@ -28,6 +28,8 @@ export interface Config {
   smtpTimeoutMs: number;
   /** Pooled connections per SMTP server. */
   smtpMaxConnections: number;
+  /** The first backoff of a server or recipient domain that said "slow down"; doubled at each throttle in a row (src/dispatch/backoff.ts). */
+  smtpThrottleBackoffMs: number;
   /** The deployment's sender, `Name <address>`. */
   mailFrom: { name: string | null; address: string };
   logLevel: string;
@@ -225,6 +227,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
     smtpTimeoutMs: int(env, 'SMTP_TIMEOUT_MS', 30_000, 100, 600_000),
     smtpMaxConnections: int(env, 'SMTP_MAX_CONNECTIONS', 5, 1, 100),
+    smtpThrottleBackoffMs: int(env, 'SMTP_THROTTLE_BACKOFF_MS', 60_000, 1_000, 3_600_000),
     mailFrom: { name: mf[1]?.trim() || null, address: (mf[2] ?? mf[3]).toLowerCase() },
     logLevel,
     researchSiteUrlTemplate: template.replace(/\/+$/, ''),

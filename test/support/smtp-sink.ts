@@ -22,6 +22,9 @@ export interface SmtpSink {
   url: string;
   messages: SinkMessage[];
   hung: SinkMessage[];
+  /** Connections opened to it, and recipients given to it (RCPT TO), whatever the answer. */
+  connections: number;
+  recipients: number;
   /** How a recipient is answered (default accept); by exact address or by domain (`@x.com`). */
   behave(addressOrDomain: string, b: SinkBehaviour): void;
   /** Called with each message once it is fully received, before the server answers it. */
@@ -39,13 +42,18 @@ export async function startSmtpSink(): Promise<SmtpSink> {
   let hook: ((m: SinkMessage) => void | Promise<void>) | null = null;
   const behaviour = (address: string): SinkBehaviour =>
     rules.get(address.toLowerCase()) ?? rules.get(`@${address.split('@')[1]?.toLowerCase()}`) ?? 'accept';
-  const sink = { delayMs: 0 } as SmtpSink;
+  const sink = { delayMs: 0, connections: 0, recipients: 0 } as SmtpSink;
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
     logger: false,
     size: 10 * 1024 * 1024,
+    onConnect(_session, cb) {
+      sink.connections += 1;
+      cb();
+    },
     onRcptTo(address, _session, cb) {
+      sink.recipients += 1;
       const b = behaviour(address.address);
       if (typeof b === 'object') {
         cb(Object.assign(new Error(b.text), { responseCode: b.reply }));
