@@ -29,7 +29,9 @@ export async function startWorker(deps: WorkerDeps): Promise<Runner> {
   });
   // The runner is known alive (src/dispatch/liveness.ts) before it takes a job, and its pool ids
   // are recorded as they are made, so the recovery sweep can unlock its jobs once it is dead.
-  const liveness = await holdLiveness(deps.workerPool);
+  const liveness = await holdLiveness(deps.workerPool, (e) =>
+    deps.log.error({ err: e }, 'the worker lost its liveness lock: others take it for dead and take up its jobs; restart it'),
+  );
   const events: WorkerEvents = new EventEmitter();
   const pools: Promise<void>[] = [];
   events.on('pool:create', ({ workerPool }) => {

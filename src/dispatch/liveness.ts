@@ -7,7 +7,9 @@
 //
 // Liveness only speeds recovery; it never decides whether a message goes twice: a claim's hand-over
 // mark (src/dispatch/send.ts) is written only while its record is still `sending`, so a claim the
-// sweep took back, rightly or not, can no longer go out.
+// sweep took back, rightly or not, can no longer go out. Should the lock's connection drop while
+// the process lives, the runner passes for dead (its claims not handed over are taken back, its
+// jobs unlocked for others): that is logged as an error, and the process should be restarted.
 import { sql } from 'kysely';
 import type pg from 'pg';
 import type { Tx } from '../../db/database.js';
@@ -26,15 +28,17 @@ export interface Liveness {
   close(): Promise<void>;
 }
 
-/** Takes a runner's lock and registers it, before it takes any job. */
-export async function holdLiveness(pool: pg.Pool): Promise<Liveness> {
+/** Takes a runner's lock and registers it, before it takes any job; `onLost` hears of the lock's connection failing. */
+export async function holdLiveness(pool: pg.Pool, onLost: (e: Error) => void): Promise<Liveness> {
   const id = newId('wrk');
+  // Held for the runner's life, never returned to the pool while it runs.
   const client = await pool.connect();
-  // The lock's connection must not be taken back by the pool, nor closed for being idle.
-  client.on('error', () => {});
+  let closed = false;
+  client.on('error', (e) => {
+    if (!closed) onLost(e);
+  });
   await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockKey(id)]);
   await client.query('INSERT INTO worker_runners (id) VALUES ($1)', [id]);
-  let closed = false;
   return {
     id,
     async addPool(poolId) {
