@@ -591,10 +591,12 @@ export interface SendRecords {
   bounce_class: string | null;
   bounce_reason: string | null;
   bounced_at: Timestamp | null;
+  claimed_by: string | null;
   contact_id: string | null;
   created_at: Generated<Timestamp>;
   draft_id: string | null;
   from_email: string | null;
+  handed_over_at: Timestamp | null;
   headers: Json | null;
   html_body: string | null;
   id: string;
@@ -696,6 +698,12 @@ export interface WebhookEndpoints {
   url: string;
 }
 
+export interface WorkerRunners {
+  id: string;
+  pool_ids: Generated<string[]>;
+  started_at: Generated<Timestamp>;
+}
+
 export interface DB {
   action_items: ActionItems;
   analytics_cache: AnalyticsCache;
@@ -744,4 +752,5 @@ export interface DB {
   users: Users;
   webhook_deliveries: WebhookDeliveries;
   webhook_endpoints: WebhookEndpoints;
+  worker_runners: WorkerRunners;
 }

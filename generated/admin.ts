@@ -585,6 +585,44 @@ export interface paths {
         patch: operations["adminUpdateRule"];
         trace?: never;
     };
+    "/organizations/{orgId}/send-queue/{queueId}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                /** @description The send-queue row id (`id` in GET /admin/api/send-queue). */
+                queueId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resolve a possibly sent step
+         * @description A step whose message was handed to the SMTP server without an answer (its worker died, or the
+         *     connection failed, after the whole message went over) is `possibly_sent`: never sent again
+         *     automatically. Once the operator knows (the server's log, the recipient), they resolve it:
+         *
+         *     - `sent`: recorded as a send, as if the server had answered 250: the send record `sent`, the
+         *       message in the contact's conversation, the draft's `sentAt`, `draft.sent`, the sequence's
+         *       progress (`sequence.started` at its first step, `sequence.completed` after its last unless
+         *       it completed already), the next step released. The row is `sent`.
+         *     - `send_again`: the record is `failed` (no longer counted against the caps) and the step is
+         *       queued again, due now, through every gate (a new record and Message-ID); a sequence the
+         *       step had completed is ACTIVE again. The row is `queued`.
+         *
+         *     Errors: 404 `not-found` for an unknown organization or queue row; 409
+         *     `step-not-possibly-sent` for a row in any other state (resolved already, sent, queued).
+         */
+        post: operations["adminResolvePossiblySent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/organizations/{orgId}/sequence-templates": {
         parameters: {
             query?: never;
@@ -834,8 +872,12 @@ export interface paths {
          *     good, about the recipient), `soft_bounce` (refused for good for now: mailbox full, a
          *     temporary failure), `sender_refused` (a refusal of the sender: a block, its reputation,
          *     content, policy or rate), `delivery_failed` (refused for another reason), `transport_failed`
-         *     (out of attempts) (failed); `possibly_sent` (its worker stopped between the hand-over and
-         *     the record: never sent again automatically). With `organizationId`, only that organization's.
+         *     (out of attempts) (failed); `possibly_sent` (the message was handed to the server and no
+         *     answer recorded: its worker stopped, or the connection failed, after the hand-over; never
+         *     sent again automatically: the operator resolves it with
+         *     `POST /organizations/{orgId}/send-queue/{queueId}/resolve`). A skipped step's later steps
+         *     are skipped with its reason. A claim whose worker stopped before the hand-over is not
+         *     possibly sent: it is queued again. With `organizationId`, only that organization's.
          */
         get: operations["adminListSendQueue"];
         put?: never;
@@ -2750,6 +2792,54 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["AuthenticationThrottled"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    adminResolvePossiblySent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id. */
+                orgId: components["parameters"]["OrgId"];
+                /** @description The send-queue row id (`id` in GET /admin/api/send-queue). */
+                queueId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    outcome: "sent" | "send_again";
+                };
+            };
+        };
+        responses: {
+            /** @description The step, resolved. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        outcome: "sent" | "send_again";
+                        queueId: string;
+                        /**
+                         * @description The row's state now.
+                         * @enum {string}
+                         */
+                        state: "sent" | "queued";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["AuthenticationThrottled"];
             500: components["responses"]["InternalError"];
         };

@@ -11,7 +11,7 @@ import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendStep } from '../src/dispatch/send.js';
-import { sweepStaleSends } from '../src/dispatch/sweep.js';
+import { sweepSends } from '../src/dispatch/sweep.js';
 import { eventsOf, system, uid } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
 import { ALL_SCOPES, type PublicClient, raw, startService, type TestService, waitFor } from './support/harness.js';
@@ -957,7 +957,7 @@ describe('crash safety', () => {
       const q = (await crash.admin.GET('/send-queue', { params: { query: { organizationId: org.id } } })).data!.data;
       expect(q).toMatchObject([{ state: 'sending' }]);
       // The recovery sweep (every minute; here at once, with no waiting period) marks it.
-      expect(await sweepStaleSends(crash.rt.systemDb, 0)).toBe(1);
+      expect(await sweepSends(crash.rt.db, crash.rt.systemDb, { staleMs: 0 })).toMatchObject({ possiblySent: 1, released: 0 });
       const marked = (await crash.admin.GET('/send-queue', { params: { query: { organizationId: org.id } } })).data!.data;
       expect(marked).toMatchObject([{ state: 'possibly_sent', heldBy: 'possibly_sent' }]);
       const box = (await crash.admin.GET('/outbox', { params: { query: { organizationId: org.id } } })).data!.data;

@@ -319,6 +319,8 @@ describe('operator OpenAPI document', () => {
     ours.push('post /organizations/{orgId}/contacts/{contactId}/restore', 'post /organizations/{orgId}/lists/{listId}/import');
     // The sender's signature: a person's name and title.
     ours.push('patch /organizations/{orgId}/users/{userId}');
+    // A possibly sent step resolved by the operator.
+    ours.push('post /organizations/{orgId}/send-queue/{queueId}/resolve');
     const described: string[] = [];
     for (const [p, item] of Object.entries(adminDoc.paths)) {
       const it2 = resolve(adminDoc, item);

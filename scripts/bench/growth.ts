@@ -202,7 +202,7 @@ const area: BenchArea = {
             await owner.connection().execute(async (conn) => {
               await sql.raw(`BEGIN; SELECT set_config('app.org_id', '${o.orgId}', true)`).execute(conn);
               const s = performance.now();
-              batchRows = (await lockBatch(conn, o.orgId, null)).length;
+              batchRows = (await lockBatch(conn, o.orgId, null)).rows.length;
               if (round > 0 || i > 0) push(claims, o.n, performance.now() - s);
               await sql.raw('ROLLBACK').execute(conn);
             });

@@ -1,6 +1,7 @@
 // Taking steps: the batch's queue rows locked, the data of its steps read (contact, sequence,
 // live draft, the step before), and the claims written: each claimed step's send record as
-// `sending` (the caps' ledger row), its queue row, usage.
+// `sending` (the caps' ledger row), naming the worker runner that claimed it, its queue row,
+// usage; then each claim's hand-over mark, and which claims are still this batch's to record.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { usagePeriod } from '../account/usage.js';
@@ -11,8 +12,15 @@ import { composeClaims } from './compose.js';
 import { countInHourlyBuckets } from './ledger.js';
 import type { SendingSettings } from './settings.js';
 
-/** The batch: the job's own step first (when it is still open), then other due steps nobody holds. */
-export async function lockBatch(trx: Tx, org: string, ownId: string | null) {
+/** How long a job whose own step another batch holds waits before looking again. */
+export const BUSY_RECHECK_MS = 20_000;
+
+/**
+ * The batch, of up to `size` steps (BATCH at most): the job's own step first (when it is still
+ * open), then other due steps nobody holds. `ownBusy`: the own step is open but another batch
+ * holds it.
+ */
+export async function lockBatch(trx: Tx, org: string, ownId: string | null, size = BATCH) {
   type Locked = Pick<Row, 'id' | 'sequence_id' | 'step' | 'contact_id' | 'draft_id' | 'scheduled_at' | 'attempts'>;
   // Two statements, each on an index (the primary key; state and due time), not one that scans every open step.
   const own =
@@ -27,9 +35,15 @@ export async function lockBatch(trx: Tx, org: string, ownId: string | null) {
   const others = await sql<Locked>`
     SELECT id, sequence_id, step, contact_id, draft_id, scheduled_at, attempts FROM send_queue
     WHERE organization_id = ${org} AND state IN ('queued', 'deferred') AND next_attempt_at <= now() AND id <> ${ownId ?? ''}
-    ORDER BY next_attempt_at LIMIT ${BATCH - own.length}
+    ORDER BY next_attempt_at LIMIT ${Math.max(0, Math.min(size, BATCH) - own.length)}
     FOR UPDATE SKIP LOCKED`.execute(trx);
-  return [...own, ...others.rows];
+  // A plain read does not wait for the lock: the row is open as last committed.
+  const ownBusy =
+    ownId !== null &&
+    own.length === 0 &&
+    (await sql`SELECT 1 FROM send_queue WHERE organization_id = ${org} AND id = ${ownId} AND state IN ('queued', 'deferred')`.execute(trx))
+      .rows.length > 0;
+  return { rows: [...own, ...others.rows], ownBusy };
 }
 
 /** The steps' contacts, sequences and live drafts, and the queue states of the steps before them. */
@@ -127,6 +141,7 @@ export async function writeClaims(
   rows: Row[],
   chosen: Map<string, Mailbox>,
   settings: SendingSettings,
+  runnerId: string | null = null,
 ): Promise<Claim[]> {
   const claims = await composeClaims(deps, trx, org, rows, chosen, settings);
   if (claims.length === 0) return claims;
@@ -161,6 +176,7 @@ export async function writeClaims(
           mailbox_id: c.mailbox.id,
           recipient_domain: domainOfEmail(to),
           message_id: String(m.messageId),
+          claimed_by: runnerId,
         };
       }),
     )
@@ -177,4 +193,30 @@ export async function writeClaims(
     trx,
   );
   return claims;
+}
+
+/**
+ * The hand-over mark of a claim, committed right before its message's first byte goes (after the
+ * server's 354): from then on the claim is possibly sent if its worker dies. Written only while
+ * the record is still `sending` and unmarked: a claim the recovery sweep took back (its worker
+ * thought dead, or stale) throws here, and its message does not go.
+ */
+export async function markHandedOver(trx: Tx, org: string, recordId: string): Promise<void> {
+  const r = await sql`
+    UPDATE send_records SET handed_over_at = now_ms()
+    WHERE organization_id = ${org} AND id = ${recordId} AND status = 'sending' AND handed_over_at IS NULL`.execute(trx);
+  if (Number(r.numAffectedRows ?? 0) !== 1) throw new Error('the claim was taken back before its message went (the recovery sweep)');
+}
+
+/**
+ * The claims still this batch's to record (their record `sending`, or `possibly_sent` by the sweep
+ * while the server was slow), locked; one the sweep took back is another claim's business now.
+ */
+export async function stillClaimed<T extends { c: Claim }>(trx: Tx, org: string, done: T[]): Promise<T[]> {
+  if (done.length === 0) return done;
+  const live = await sql<{ id: string }>`
+    SELECT id FROM send_records WHERE organization_id = ${org} AND id = ANY(${done.map((d) => d.c.recordId)}::text[])
+      AND status IN ('sending', 'possibly_sent') ORDER BY id FOR UPDATE`.execute(trx);
+  const ids = new Set(live.rows.map((r) => r.id));
+  return done.filter((d) => ids.has(d.c.recordId));
 }

@@ -36,6 +36,54 @@ export async function writeDecisions(trx: Tx, org: string, decided: Map<string, 
     org,
     deferred.map(([id, d]) => ({ queueId: id, runAt: d.until })),
   );
+  const skipped = [...decided].filter(([, d]) => 'skip' in d) as [string, { skip: string; detail: string }][];
+  await stopAfterSkips(
+    trx,
+    org,
+    skipped.map(([id, d]) => ({ id, code: d.skip, detail: d.detail })),
+  );
+}
+
+/**
+ * A skipped step ends its sequence's sending: the later open steps are skipped with the same
+ * reason (else each would wait behind it for ever, `previous_step_pending`) and their jobs
+ * removed, and the sequence, when still QUEUED or ACTIVE, is PAUSED (pausedFrom kept) with
+ * `sequence.paused {reason}`, as a hard bounce or an unsubscribe pauses it.
+ */
+async function stopAfterSkips(trx: Tx, org: string, skips: { id: string; code: string; detail: string }[]): Promise<void> {
+  if (skips.length === 0) return;
+  const later = await sql<{ id: string }>`
+    WITH s AS (
+      SELECT DISTINCT ON (q.sequence_id) q.sequence_id, q.step, v.code, v.detail
+      FROM send_queue q JOIN unnest(${skips.map((k) => k.id)}::text[], ${skips.map((k) => k.code)}::text[], ${skips.map((k) => k.detail)}::text[])
+        AS v(id, code, detail) ON q.id = v.id
+      WHERE q.organization_id = ${org}
+      ORDER BY q.sequence_id, q.step
+    )
+    UPDATE send_queue l SET state = 'skipped', held_by = s.code, held_detail = left('step ' || s.step || ' was skipped: ' || s.detail, 500),
+      updated_at = now_ms()
+    FROM s WHERE l.organization_id = ${org} AND l.sequence_id = s.sequence_id AND l.step > s.step AND l.state IN ('queued', 'deferred')
+    RETURNING l.id`.execute(trx);
+  if (later.rows.length) await sql`SELECT remove_jobs(${later.rows.map((r) => r.id)}::text[])`.execute(trx);
+  const paused = await sql<{ id: string; contact_id: string; paused_from: string; reason: string }>`
+    WITH s AS (
+      SELECT DISTINCT ON (q.sequence_id) q.sequence_id, v.code
+      FROM send_queue q JOIN unnest(${skips.map((k) => k.id)}::text[], ${skips.map((k) => k.code)}::text[]) AS v(id, code) ON q.id = v.id
+      WHERE q.organization_id = ${org}
+      ORDER BY q.sequence_id, q.step
+    )
+    UPDATE contact_sequences c SET status = 'PAUSED', paused_from = c.status, paused_at = now_ms(), updated_at = now_ms()
+    FROM s WHERE c.organization_id = ${org} AND c.id = s.sequence_id AND c.status IN ('QUEUED', 'ACTIVE')
+    RETURNING c.id, c.contact_id, c.paused_from, s.code AS reason`.execute(trx);
+  await emitMany(
+    trx,
+    org,
+    paused.rows.map((p) => ({
+      type: 'sequence.paused',
+      resource: { type: 'Sequence', id: p.id },
+      data: { sequenceId: p.id, contactId: p.contact_id, reason: p.reason, pausedFrom: p.paused_from },
+    })),
+  );
 }
 
 /** The other steps now decided have their jobs moved (deferred: writeDecisions) or gone (skipped, claimed); the job running keeps its own. */
@@ -63,8 +111,9 @@ async function releaseNext(trx: Tx, org: string, after: { sequenceId: string; st
 
 /**
  * A claimed step whose outcome cannot be known (no answer after the message went over, or its
- * worker died): possibly sent, shown so in the outbox and the send queue, never sent again
- * automatically (sending twice does more harm than not knowing), and the sequence goes on.
+ * worker died after the hand-over): possibly sent, shown so in the outbox and the send queue,
+ * never sent again automatically (sending twice does more harm than not knowing; the operator
+ * resolves it: src/dispatch/resolve.ts), and the sequence goes on, or completes after its last step.
  */
 export async function markPossiblySent(trx: Tx, org: string, recordId: string, detail: string): Promise<boolean> {
   const r = await trx
@@ -84,11 +133,28 @@ export async function markPossiblySent(trx: Tx, org: string, recordId: string, d
     .where('state', '=', 'sending')
     .execute();
   await releaseNext(trx, org, [{ sequenceId: r.sequence_id!, step: r.step! }]);
+  // Its last step gone, as far as anyone can tell, the sequence has nothing left to send.
+  const completed = await sql<{ id: string; contact_id: string; steps: number }>`
+    UPDATE contact_sequences SET status = 'COMPLETED', current_step = greatest(current_step, ${r.step!}::int), updated_at = now_ms()
+    WHERE organization_id = ${org} AND id = ${r.sequence_id!} AND status IN ('QUEUED', 'ACTIVE') AND jsonb_array_length(steps) <= ${r.step!}::int
+    RETURNING id, contact_id, jsonb_array_length(steps) AS steps`.execute(trx);
+  await emitMany(
+    trx,
+    org,
+    completed.rows.map((s) => ({
+      type: 'sequence.completed',
+      resource: { type: 'Sequence', id: s.id },
+      data: { sequenceId: s.id, contactId: s.contact_id, steps: s.steps },
+    })),
+  );
   return true;
 }
 
-/** Phase 3 for the accepted steps, set-based: the ledger, the queue, the drafts, the sequences, the events, the next steps. */
-async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: SendOutcome }[]): Promise<EmitInput[]> {
+/**
+ * Phase 3 for the accepted steps, set-based: the ledger, the queue, the drafts, the sequences, the
+ * events, the next steps (also a possibly sent step the operator marks sent: src/dispatch/resolve.ts).
+ */
+export async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: SendOutcome }[]): Promise<EmitInput[]> {
   if (done.length === 0) return [];
   // A record the recovery sweep marked possibly sent while the server was slow is sent after all.
   // Each sent message joins the conversation (GET /messages) as OUTBOUND, in the same statement.
@@ -141,7 +207,7 @@ async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: S
         resource: { type: 'Sequence', id: c.sequenceId },
         data: { sequenceId: c.sequenceId, contactId: c.contactId },
       });
-    if (c.step >= c.stepCount)
+    if (c.step >= c.stepCount && old.get(c.sequenceId) !== 'COMPLETED')
       events.push({
         type: 'sequence.completed',
         resource: { type: 'Sequence', id: c.sequenceId },

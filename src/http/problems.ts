@@ -190,6 +190,12 @@ export const PROBLEMS = {
       'The same person (normalized address) has a live contact again, filed after this one was deleted; restoring would make two. `conflictingContactId` names it.',
     retry: 'Yes, after deleting the conflicting contact.',
   },
+  'step-not-possibly-sent': {
+    status: 409,
+    title: 'Step not possibly sent',
+    meaning: 'Only a step in the send queue as possibly_sent is resolved; this one is in another state (sent, queued, resolved already).',
+    retry: 'No.',
+  },
   'lead-already-converted': {
     status: 409,
     title: 'Lead already converted',

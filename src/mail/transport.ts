@@ -6,7 +6,7 @@
 // a timeout before the message went over: tried again later), or unknown (the whole message went
 // over and the connection failed before the server answered: it may have been delivered, so it is
 // never sent again; RFC 5321 section 6.1 names this duplicate-delivery window).
-import { Transform } from 'node:stream';
+import { Readable } from 'node:stream';
 import nodemailer from 'nodemailer';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 
@@ -27,7 +27,7 @@ export interface SendOutcome {
 
 export interface Transport {
   readonly name: string;
-  send(message: Mail.Options): Promise<SendOutcome>;
+  send(message: Mail.Options, opts?: SendOptions): Promise<SendOutcome>;
   /** An SMTP handshake (EHLO, STARTTLS, AUTH); null when it succeeded, else why not. */
   verify(): Promise<string | null>;
   close(): void;
@@ -36,18 +36,30 @@ export interface Transport {
 /** Socket limits of one SMTP exchange; a server that hangs is a temporary failure (or unknown, above). */
 const SMTP_TIMEOUT_MS = 30_000;
 
-/** Set once the message's last byte was handed to the socket, after the server's 354. */
+/** The hand-over of one message: the caller's mark before its first byte goes, and whether its last byte went. */
 interface HandOver {
+  beforeData?: () => Promise<void>;
   done: boolean;
 }
 const HANDOVER = 'outboundHandOver';
+
+/** Options of one send. */
+export interface SendOptions {
+  /**
+   * Called once the server answered DATA (354), before the first byte of the message goes; the
+   * message waits for it, and does not go at all when it fails (the connection is closed and the
+   * send is a temporary failure). The dispatcher commits its hand-over mark here.
+   */
+  beforeData?: () => Promise<void>;
+}
 
 /**
  * The last stage of the message stream, between nodemailer and its SMTP pool (after the DKIM
  * signer): it gathers the message and hands it over in one piece, so the socket takes it in one
  * write rather than one per MIME fragment (a write is a system call, and they add up), and it
- * marks when the message has gone over: its output is read only once the connection pipes the
- * message to the socket, which it does after the server answered DATA.
+ * knows when the message goes over: its output is read only once the connection pipes the
+ * message to the socket, which it does after the server answered DATA. The first read waits for
+ * the send's beforeData; the end of the output marks the whole message handed over.
  */
 function watchHandOver(mailer: Mail): void {
   const pool = mailer.transporter;
@@ -57,19 +69,30 @@ function watchHandOver(mailer: Mail): void {
     if (flag) {
       mail.message.processFunc((input) => {
         const parts: Buffer[] = [];
-        const whole = new Transform({
-          transform(chunk: Buffer, _enc, cb) {
-            parts.push(chunk);
-            cb();
-          },
-          flush(cb) {
-            cb(null, Buffer.concat(parts));
+        const whole = new Promise<Buffer>((resolve, reject) => {
+          input.on('data', (chunk: Buffer) => parts.push(chunk));
+          input.once('end', () => resolve(Buffer.concat(parts)));
+          input.once('error', reject);
+        });
+        whole.catch(() => {}); // surfaced by the first read
+        let started = false;
+        const out = new Readable({
+          read() {
+            if (started) return;
+            started = true;
+            Promise.all([whole, flag.beforeData?.()]).then(
+              ([message]) => {
+                this.push(message);
+                this.push(null);
+              },
+              (e: unknown) => this.destroy(e instanceof Error ? e : new Error(String(e))),
+            );
           },
         });
-        whole.once('end', () => {
+        out.once('end', () => {
           flag.done = true;
         });
-        return input.pipe(whole);
+        return out;
       });
     }
     send(mail, cb);
@@ -79,13 +102,26 @@ function watchHandOver(mailer: Mail): void {
 export function captureTransport(): Transport {
   return {
     name: 'capture',
-    send: async () => ({
-      kind: 'accepted',
-      response: '250 captured (no SMTP_URL: kept in the outbox)',
-      code: 250,
-      providerMessageId: null,
-      aboutRecipient: false,
-    }),
+    async send(_message, opts = {}) {
+      try {
+        await opts.beforeData?.();
+      } catch (e) {
+        return {
+          kind: 'temporary',
+          response: `not handed over: ${(e as Error).message}`,
+          code: null,
+          providerMessageId: null,
+          aboutRecipient: false,
+        };
+      }
+      return {
+        kind: 'accepted',
+        response: '250 captured (no SMTP_URL: kept in the outbox)',
+        code: 250,
+        providerMessageId: null,
+        aboutRecipient: false,
+      };
+    },
     verify: async () => null,
     close: () => {},
   };
@@ -112,8 +148,8 @@ export function smtpTransport(url: string, opts: { timeoutMs?: number; maxConnec
   })();
   return {
     name: `smtp ${host}`,
-    async send(message) {
-      const handOver: HandOver = { done: false };
+    async send(message, opts = {}) {
+      const handOver: HandOver = { beforeData: opts.beforeData, done: false };
       try {
         const info = (await t.sendMail({ ...message, [HANDOVER]: handOver } as Mail.Options)) as { response?: string; messageId?: string };
         const response = info.response ?? '250 accepted';

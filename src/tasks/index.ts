@@ -18,9 +18,9 @@ import { sweepSends } from './sweep-sends.js';
 /**
  * `deps.db` is the worker role's: a job for one organization binds it (withOrg) and row-level
  * security shows it that organization only. The sweeps also get `deps.systemDb`, the one role that
- * may cross organizations.
+ * may cross organizations. `runnerId`: the worker runner the send jobs claim for (src/dispatch/liveness.ts).
  */
-export function buildTaskList(deps: SystemDeps): TaskList {
+export function buildTaskList(deps: SystemDeps, runnerId: string | null = null): TaskList {
   return {
     fanout_event: fanoutEvent(deps),
     deliver_webhook: deliverWebhook(deps),
@@ -28,7 +28,7 @@ export function buildTaskList(deps: SystemDeps): TaskList {
     sweep_deals: sweepDeals(deps),
     generate_drafts: generateDraftsTask(deps),
     generate_list_chunk: generateListChunk(deps),
-    send_step: sendStepTask(deps),
+    send_step: sendStepTask(deps, runnerId),
     sweep_sends: sweepSends(deps),
     sweep_leads: sweepLeads(deps),
     classify_reply: classifyReplyTask(deps),

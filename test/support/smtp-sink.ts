@@ -2,7 +2,9 @@
 // bench. Per recipient it accepts (250), answers temporarily (451), permanently (550), with a
 // reply of the test's own (a refusal of the sender, a full mailbox: `{ reply, text }`), hangs on
 // the recipient (before any of the message) or on the message (after all of it) until the client
-// gives up; it records every message it received, raw (`hung` those it never answered).
+// gives up; it records every message it received, raw (`hung` those it never answered). For the
+// crash tests it can stall every session at one phase (`stall`: before its greeting, at MAIL FROM,
+// at RCPT TO) and call the test when one got there, and await a hook before answering RCPT TO.
 
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
@@ -31,6 +33,10 @@ export interface SmtpSink {
   onMessage(fn: ((m: SinkMessage) => void | Promise<void>) | null): void;
   /** A delay before the server answers each message. */
   delayMs: number;
+  /** Every session stalls at this phase, never answered, and `reached` is called (null: none). */
+  stall: { at: 'greeting' | 'mail' | 'rcpt'; reached: () => void } | null;
+  /** Awaited before a recipient is answered. */
+  beforeRcpt: ((address: string) => Promise<void>) | null;
   waitFor(n: number, timeoutMs?: number): Promise<SinkMessage[]>;
   close(): Promise<void>;
 }
@@ -42,7 +48,12 @@ export async function startSmtpSink(): Promise<SmtpSink> {
   let hook: ((m: SinkMessage) => void | Promise<void>) | null = null;
   const behaviour = (address: string): SinkBehaviour =>
     rules.get(address.toLowerCase()) ?? rules.get(`@${address.split('@')[1]?.toLowerCase()}`) ?? 'accept';
-  const sink = { delayMs: 0, connections: 0, recipients: 0 } as SmtpSink;
+  const sink = { delayMs: 0, connections: 0, recipients: 0, stall: null, beforeRcpt: null } as SmtpSink;
+  const stalled = (at: 'greeting' | 'mail' | 'rcpt') => {
+    if (sink.stall?.at !== at) return false;
+    sink.stall.reached();
+    return true;
+  };
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
@@ -50,10 +61,15 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     size: 10 * 1024 * 1024,
     onConnect(_session, cb) {
       sink.connections += 1;
-      cb();
+      if (!stalled('greeting')) cb();
     },
-    onRcptTo(address, _session, cb) {
+    onMailFrom(_address, _session, cb) {
+      if (!stalled('mail')) cb();
+    },
+    async onRcptTo(address, _session, cb) {
+      if (stalled('rcpt')) return;
       sink.recipients += 1;
+      if (sink.beforeRcpt) await sink.beforeRcpt(address.address);
       const b = behaviour(address.address);
       if (typeof b === 'object') {
         cb(Object.assign(new Error(b.text), { responseCode: b.reply }));
@@ -96,6 +112,8 @@ export async function startSmtpSink(): Promise<SmtpSink> {
       });
     },
   });
+  // A client killed mid-session resets its connection: that is the crash tests' business, not an error.
+  server.on('error', () => {});
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const port = (server.server.address() as AddressInfo).port;
   return Object.assign(sink, {
