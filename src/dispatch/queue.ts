@@ -61,11 +61,14 @@ export async function queueSteps(trx: Tx, organizationId: string, sequenceId: st
   return queued.rows.length;
 }
 
-/** Cancels the open queue rows of the given sequences or contacts (a pause, an erasure): they will not go out. */
+/**
+ * Cancels the open queue rows of the given sequences, contact or drafts (a pause, an erasure, a
+ * new version of an approved step): they will not go out.
+ */
 export async function cancelQueued(
   trx: Tx,
   organizationId: string,
-  where: { sequenceIds?: string[]; contactId?: string },
+  where: { sequenceIds?: string[]; contactId?: string; draftIds?: string[] },
   reason: string,
 ): Promise<number> {
   let q = trx
@@ -75,6 +78,10 @@ export async function cancelQueued(
     .where('state', 'in', ['queued', 'deferred']);
   if (where.sequenceIds) q = q.where('sequence_id', 'in', where.sequenceIds.length ? where.sequenceIds : ['']);
   if (where.contactId) q = q.where('contact_id', '=', where.contactId);
+  if (where.draftIds) {
+    if (where.draftIds.length === 0) return 0;
+    q = q.where('draft_id', 'in', where.draftIds);
+  }
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows);
 }

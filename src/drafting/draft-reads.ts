@@ -84,6 +84,19 @@ export async function listDrafts(trx: Tx, organizationId: string, filter: DraftF
   if (filter.includeSuperseded !== 'true') q = q.where('d.superseded_at', 'is', null);
   if (filter.status !== undefined) q = q.where('d.status', '=', filter.status);
   if (filter.contactId !== undefined) q = q.where('d.contact_id', '=', filter.contactId);
+  if (filter.sequenceId !== undefined) q = q.where('d.sequence_id', '=', filter.sequenceId);
+  if (filter.flagged !== undefined) q = q.where('d.flagged', '=', filter.flagged === 'true');
+  // A list's drafts are those of the sequences its generation started (the sequence keeps its list).
+  if (filter.listId !== undefined) {
+    const listId = filter.listId;
+    q = q.where('d.sequence_id', 'in', (eb) =>
+      eb
+        .selectFrom('contact_sequences as s')
+        .select('s.id')
+        .where('s.organization_id', '=', organizationId)
+        .where('s.list_id', '=', listId),
+    );
+  }
   const rows = await keyset(q, { cursor: filter.cursor, limit, createdCol: 'd.created_at', idCol: 'd.id' }).execute();
   return jsonPage<(typeof rows)[number], DraftListItem>(rows, limit, (r) => ({ at: r.created_ms, id: r.id }), itemJson);
 }
@@ -104,12 +117,19 @@ interface Evidence {
 /** The draft (any version); with `evidence`, its citations as they resolve now, the guardrail report and the provider. 404 when unknown or foreign. */
 export async function getDraft(trx: Tx, organizationId: string, id: string, opts: { evidence: boolean }) {
   const row = await draftSelect(trx)
-    .select(['d.body', 'd.evidence', 'd.guardrail', 'd.provider', sql<string | null>`c.research->>'runId'`.as('research_run_id')])
+    .select([
+      'd.body',
+      'd.evidence',
+      'd.guardrail',
+      'd.provider',
+      'd.rejection_reason',
+      sql<string | null>`c.research->>'runId'`.as('research_run_id'),
+    ])
     .where('d.organization_id', '=', organizationId)
     .where('d.id', '=', id)
     .executeTakeFirst();
   if (!row) throw notFound('draft');
-  const body = { ...common(row), body: row.body, ...tail(row) };
+  const body = { ...common(row), body: row.body, ...tail(row), rejectionReason: row.rejection_reason };
   if (!opts.evidence) return body;
   // A citation resolves while the contact's research is the run the draft cited.
   const ev = (row.evidence ?? {}) as Evidence;
