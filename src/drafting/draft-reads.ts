@@ -28,6 +28,7 @@ function draftSelect(trx: Tx) {
       'd.sequence_id',
       'd.version',
       'd.flagged',
+      'd.rejection_reason',
       epochMs('d.sent_at').as('sent_ms'),
       epochMs('d.opened_at').as('opened_ms'),
       epochMs('d.replied_at').as('replied_ms'),
@@ -61,6 +62,7 @@ function tail(r: DraftRow) {
     openedAt: msIso(r.opened_ms),
     repliedAt: msIso(r.replied_ms),
     createdAt: msIso(r.created_ms)!,
+    rejectionReason: r.rejection_reason,
   };
 }
 
@@ -71,7 +73,8 @@ function itemJson(r: DraftRow & { body_preview: string }): string {
     `{"id":${j(r.id)},"organizationId":${j(r.organization_id)},"contactId":${j(r.contact_id)},"contactName":${j(r.contact_name)},` +
     `"subject":${j(r.subject)},"bodyPreview":${j(r.body_preview)},"step":${r.step},"status":${j(r.status)},"sequenceId":${j(r.sequence_id)},` +
     `"version":${r.version},"flagged":${r.flagged},"scheduledAt":${msJson(r.scheduled_ms)},"supersededAt":${msJson(r.superseded_ms)},` +
-    `"sentAt":${msJson(r.sent_ms)},"openedAt":${msJson(r.opened_ms)},"repliedAt":${msJson(r.replied_ms)},"createdAt":${msJson(r.created_ms)}}`
+    `"sentAt":${msJson(r.sent_ms)},"openedAt":${msJson(r.opened_ms)},"repliedAt":${msJson(r.replied_ms)},"createdAt":${msJson(r.created_ms)},` +
+    `"rejectionReason":${j(r.rejection_reason)}}`
   );
 }
 
@@ -122,14 +125,13 @@ export async function getDraft(trx: Tx, organizationId: string, id: string, opts
       'd.evidence',
       'd.guardrail',
       'd.provider',
-      'd.rejection_reason',
       sql<string | null>`c.research->>'runId'`.as('research_run_id'),
     ])
     .where('d.organization_id', '=', organizationId)
     .where('d.id', '=', id)
     .executeTakeFirst();
   if (!row) throw notFound('draft');
-  const body = { ...common(row), body: row.body, ...tail(row), rejectionReason: row.rejection_reason };
+  const body = { ...common(row), body: row.body, ...tail(row) };
   if (!opts.evidence) return body;
   // A citation resolves while the contact's research is the run the draft cited.
   const ev = (row.evidence ?? {}) as Evidence;

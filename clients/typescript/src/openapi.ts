@@ -2842,6 +2842,8 @@ export interface components {
              */
             openedAt: string | null;
             organizationId: string;
+            /** @description The reason given when the draft was rejected (POST /drafts/{id}/reject `reason`); null when it was not rejected or no reason was given. */
+            rejectionReason: string | null;
             /**
              * Format: date-time
              * @description When a reply to this email was received; null when none.
