@@ -120,13 +120,7 @@ interface Evidence {
 /** The draft (any version); with `evidence`, its citations as they resolve now, the guardrail report and the provider. 404 when unknown or foreign. */
 export async function getDraft(trx: Tx, organizationId: string, id: string, opts: { evidence: boolean }) {
   const row = await draftSelect(trx)
-    .select([
-      'd.body',
-      'd.evidence',
-      'd.guardrail',
-      'd.provider',
-      sql<string | null>`c.research->>'runId'`.as('research_run_id'),
-    ])
+    .select(['d.body', 'd.evidence', 'd.guardrail', 'd.provider', sql<string | null>`c.research->>'runId'`.as('research_run_id')])
     .where('d.organization_id', '=', organizationId)
     .where('d.id', '=', id)
     .executeTakeFirst();
