@@ -62,6 +62,22 @@ export async function queueSteps(trx: Tx, organizationId: string, sequenceId: st
 }
 
 /**
+ * Whether a send has claimed the draft's step (its queue row is sending, or was handed over). Locks
+ * the draft's queue rows, so a claim running now is waited for; once this says no, a claim that
+ * follows finds the row as this transaction leaves it (cancelled by a new version of the step).
+ */
+export async function sendClaimed(trx: Tx, organizationId: string, draftId: string): Promise<boolean> {
+  const rows = await trx
+    .selectFrom('send_queue')
+    .select('state')
+    .where('organization_id', '=', organizationId)
+    .where('draft_id', '=', draftId)
+    .forUpdate()
+    .execute();
+  return rows.some((r) => ['sending', 'sent', 'possibly_sent'].includes(r.state));
+}
+
+/**
  * Cancels the open queue rows of the given sequences, contact or drafts (a pause, an erasure, a
  * new version of an approved step): they will not go out.
  */

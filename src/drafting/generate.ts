@@ -14,7 +14,7 @@ import { heldOutUnits } from '../analytics/holdout.js';
 import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
 import { isLiveContactRow } from '../crm/live-contacts.js';
-import { cancelQueued } from '../dispatch/queue.js';
+import { cancelQueued, sendClaimed } from '../dispatch/queue.js';
 import { candidates, pinMailboxes } from '../dispatch/senders.js';
 import { sendingSettings } from '../dispatch/settings.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
@@ -388,8 +388,11 @@ async function commit(
     .execute();
   const status = new Map(seqs.map((s) => [s.id, s.status]));
   const { live, maxVersion } = await draftsOf(trx, org, req.sequenceIds);
+  // A rewrite of a step that a send claimed meanwhile writes nothing: the step went out as it was.
+  const claimed = req.rewrite !== undefined && (await sendClaimed(trx, org, req.rewrite.replaces));
   const todo = items.filter(
-    (it) => statusesOf(req).includes(status.get(it.seq) ?? '') && wanted(req, it.step.step, live.get(`${it.seq}:${it.step.step}`)),
+    (it) =>
+      !claimed && statusesOf(req).includes(status.get(it.seq) ?? '') && wanted(req, it.step.step, live.get(`${it.seq}:${it.step.step}`)),
   );
   for (const it of todo) it.version = (maxVersion.get(`${it.seq}:${it.step.step}`) ?? 0) + 1;
   const firsts = todo.filter((it) => it.version === 1);

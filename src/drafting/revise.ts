@@ -6,6 +6,7 @@
 // (`x-long-running`): a regeneration may wait on the model.
 import { withOrg } from '../../db/database.js';
 import { draftsRemaining } from '../account/usage.js';
+import { sendClaimed } from '../dispatch/queue.js';
 import { invalid, ProblemError } from '../http/problems.js';
 import { newId } from '../platform/ids.js';
 import type { Deps } from '../platform/services.js';
@@ -34,14 +35,8 @@ async function revisable(deps: Deps, org: string, id: string, charged: boolean) 
       throw invalid('This draft is a superseded version of its step; change the live version (GET /drafts?sequenceId=...).');
     if (d.sequence_id === null) throw invalid('The draft is not part of a sequence; only the draft of a sequence step gets new versions.');
     if (d.sent_at !== null) throw notEditable('The draft was sent; a sent email cannot change.');
-    const sending = await trx
-      .selectFrom('send_queue')
-      .select('state')
-      .where('organization_id', '=', org)
-      .where('draft_id', '=', d.id)
-      .where('state', 'in', ['sending', 'sent', 'possibly_sent'])
-      .executeTakeFirst();
-    if (sending) throw notEditable('The draft is being sent (or was handed to the mail server); it cannot change.');
+    if (await sendClaimed(trx, org, d.id))
+      throw notEditable('The draft is being sent (or was handed to the mail server); it cannot change.');
     const seq = await trx
       .selectFrom('contact_sequences')
       .select('status')
