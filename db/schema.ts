@@ -272,6 +272,7 @@ export interface Drafts {
   opened_at: Timestamp | null;
   organization_id: string;
   provider: string | null;
+  rejection_reason: string | null;
   replied_at: Timestamp | null;
   scheduled_at: Timestamp | null;
   sent_at: Timestamp | null;

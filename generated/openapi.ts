@@ -922,8 +922,15 @@ export interface paths {
          *     Items carry a `bodyPreview` (about 200 characters, cut at a word); GET /drafts/{id} returns the
          *     full body. Only the live version of each step is listed unless `includeSuperseded=true`.
          *
-         *     Errors: 400 `validation-failed` for a bad `status`, `contactId` or `limit`, 400 `invalid-cursor`
-         *     for a cursor the service did not issue.
+         *     The filters combine (all must hold): `sequenceId` (the steps of one sequence), `listId` (the
+         *     drafts of the sequences a list's generation started, read from the sequence's list; an unknown
+         *     or foreign id gives an empty page), `flagged` (`true`: only drafts whose approval needs
+         *     `acknowledgeFlags`; `false`: only the others), with the same keyset paging. A review at volume
+         *     reads a list's drafts with `?listId=...&limit=200`, then decides them with
+         *     POST /drafts/batch/approve, /reject and /send (500 drafts a request).
+         *
+         *     Errors: 400 `validation-failed` for a bad `status`, `contactId`, `sequenceId`, `listId`,
+         *     `flagged` or `limit`, 400 `invalid-cursor` for a cursor the service did not issue.
          */
         get: operations["listDrafts"];
         put?: never;
@@ -963,7 +970,35 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Edit a draft
+         * @description Writes the reviewer's `subject` and/or `body` as a new version of the step's draft, `EDITED`,
+         *     which supersedes the edited one (its `version` + 1; the old version stays readable with
+         *     `includeSuperseded=true`). Only the live, unsent draft of a sequence step can be edited, in any
+         *     state but sent (an `APPROVED` draft included; a `REJECTED` one too, to be approved again).
+         *
+         *     The guardrails run again on the new text: the sentences kept unchanged keep their citations
+         *     (so a cited line stays supported), and a new or changed sentence stands on its own, so a new
+         *     statement about the prospect that no source supports flags the draft (`flagged`, approval then
+         *     needs `acknowledgeFlags: true`); the repairs and advisories are those of a generated draft.
+         *     An edit does not count against the drafts allowance. An edit that changes nothing answers the
+         *     live draft unchanged (no new version).
+         *
+         *     A new version of an `APPROVED` draft is not approved: the step leaves the send queue (nothing
+         *     is sent) and its sequence goes back from `APPROVED` to `DRAFTED`; approving the new version
+         *     queues the step again while the sequence is `QUEUED` or `ACTIVE`. Emits `draft.created` (with
+         *     the new `version`) and, when the new text is flagged, `grounding.would_fire`.
+         *
+         *     The operation is run without a request transaction (`x-long-running`: it shares the commit of
+         *     draft generation), so it takes no Idempotency-Key; repeating it with the same text changes
+         *     nothing.
+         *
+         *     Errors: 400 `validation-failed` for an empty body object, a subject over 120 or a body over
+         *     10,000 characters, a superseded version, a draft outside a sequence, or a contact that can no
+         *     longer be emailed; 404 `not-found`; 409 `draft-not-editable` when the draft was sent or is being
+         *     sent, or its sequence is paused or ended.
+         */
+        patch: operations["updateDraft"];
         trace?: never;
     };
     "/drafts/{id}/approve": {
@@ -1011,6 +1046,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/drafts/{id}/regenerate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The draft id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Regenerate a draft
+         * @description Writes the step's draft again, as list generation does (the model when one is configured, else
+         *     the fallback template, with the contact's current research), as a new version `REGENERATED`
+         *     that supersedes this one. `instructions` (up to 1,000 characters) go to the model as the
+         *     reviewer's wishes ("shorter", "mention the Chicago office"); they never override the drafting
+         *     rules (sources are cited, nothing is invented), and the fallback writer, which follows the
+         *     template only, ignores them. The guardrails run as on any generated draft.
+         *
+         *     Counts one regeneration against the period's drafts allowance (GET /usage `drafts.regenerated`);
+         *     with none left it is refused with 429 `drafts-allowance-exhausted` and nothing changes. Only the
+         *     live, unsent draft of a sequence step can be regenerated, in any state but sent. A new version of
+         *     an `APPROVED` draft is not approved: the step leaves the send queue and its sequence goes back
+         *     from `APPROVED` to `DRAFTED` until the new version is approved (which queues it again while the
+         *     sequence is `QUEUED` or `ACTIVE`). Emits `draft.created` (the new `version`) and, when flagged,
+         *     `grounding.would_fire`.
+         *
+         *     The model is asked outside any transaction (`x-long-running`), so the operation takes no
+         *     Idempotency-Key: each call writes a version.
+         *
+         *     Errors: 400 `validation-failed` for a superseded version, a draft outside a sequence, or a
+         *     contact that can no longer be emailed; 404 `not-found`; 409 `draft-not-editable` when the draft
+         *     was sent or is being sent, or its sequence is paused or ended (or changed while it was being
+         *     written); 429 `drafts-allowance-exhausted`.
+         */
+        post: operations["regenerateDraft"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/drafts/{id}/reject": {
         parameters: {
             query?: never;
@@ -1025,7 +1104,10 @@ export interface paths {
         put?: never;
         /**
          * Reject a draft
-         * @description Moves a `DRAFT_GENERATED`, `EDITED` or `REGENERATED` draft to `REJECTED` (final). Takes no body.
+         * @description Moves a `DRAFT_GENERATED`, `EDITED` or `REGENERATED` draft to `REJECTED`. An optional body
+         *     carries the reviewer's `reason` (up to 1,000 characters), stored with the draft and shown as its
+         *     `rejectionReason`. A rejected draft is not sent; it can be edited (PATCH /drafts/{id}) or
+         *     regenerated (POST /drafts/{id}/regenerate) into a new version to review again.
          *
          *     Errors: 400 `validation-failed` when the draft is in a non-approvable status (`APPROVED` or
          *     `REJECTED`) or is a superseded version; 404 `not-found`.
@@ -1067,15 +1149,112 @@ export interface paths {
          *     authentication, a rate limit), which counts against the sending mailbox instead.
          *
          *     Needs scope `drafts.send` and the organization flag `v1_2_api_send` (off by default; while it is
-         *     off the operation answers 404 as if it did not exist). `queued` is true only when
+         *     off the operation answers 404 as if it did not exist, with a detail saying that the draft is
+         *     unknown or API sending is not enabled for the organization; an operator turns the flag on with
+         *     `PATCH /admin/api/organizations/{orgId}` `{"flags": {"v1_2_api_send": true}}`). `queued` is true only when
          *     `queuedJobCount` > 0. A skip (contact removed, suppressed, do-not-contact, already in pipeline,
          *     every step already sent) is a 200 with `queued=false` and a `skippedReason`.
          *
          *     Errors: 400 `validation-failed` when the draft is not `APPROVED` or is not part of a sequence;
          *     403 `not-entitled` when the plan is not entitled to outbound (403 `insufficient-scope` without
-         *     `drafts.send`); 404 `not-found` for an unknown draft or when the flag is off.
+         *     `drafts.send`); 404 `not-found` for an unknown draft or when the flag is off (one detail for both: "No draft with
+         *     that id, or API sending is not enabled for the organization").
          */
         post: operations["sendDraft"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/drafts/batch/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve drafts in bulk
+         * @description Approves up to 500 drafts in one request, each exactly as POST /drafts/{id}/approve would (the
+         *     same code: the same conditions, refusals, events and effects, a flagged draft needing its own
+         *     `acknowledgeFlags: true`, an approved draft answering 200 unchanged, a step of a `QUEUED` or
+         *     `ACTIVE` sequence joining the send queue), each item independently: an item refused (400, 404)
+         *     changes nothing of its own and does not stop the others.
+         *
+         *     The request counts as one against the rate limit. It takes an `Idempotency-Key` as other writes:
+         *     a retry with the same key and body replays the first answer, whatever changed since. A request
+         *     refused as a whole (400 for a malformed body or more than 500 items, 401, 403 for the scope)
+         *     decides nothing; otherwise it answers 200 and each item carries its own `status`, its `result`
+         *     (200) or its `problem` (the problem the single operation would have answered, such as 400
+         *     `validation-failed` or 404 `not-found`); `succeeded` and `failed` count them.
+         */
+        post: operations["batchApproveDrafts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/drafts/batch/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject drafts in bulk
+         * @description Rejects up to 500 drafts in one request, each exactly as POST /drafts/{id}/reject would (the same
+         *     code, with the item's optional `reason`), each item independently: an item refused (400, 404)
+         *     does not stop the others.
+         *
+         *     The request counts as one against the rate limit. It takes an `Idempotency-Key` as other writes:
+         *     a retry with the same key and body replays the first answer, whatever changed since. A request
+         *     refused as a whole (400 for a malformed body or more than 500 items, 401, 403 for the scope)
+         *     decides nothing; otherwise it answers 200 and each item carries its own `status`, its `result`
+         *     (200) or its `problem` (the problem the single operation would have answered, such as 400
+         *     `validation-failed` or 404 `not-found`); `succeeded` and `failed` count them.
+         */
+        post: operations["batchRejectDrafts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/drafts/batch/send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Queue approved drafts' sequences in bulk
+         * @description Queues up to 500 drafts' sequences in one request, each exactly as POST /drafts/{id}/send would
+         *     (the same code: every approved, unsent step of the draft's sequence joins the send queue; a
+         *     skip is a 200 item with `queued=false` and its `skippedReason`; 400 for a draft not `APPROVED`
+         *     or outside a sequence, 403 `not-entitled` on a plan without outbound, 404 `not-found`), each
+         *     item independently.
+         *
+         *     While the organization's `v1_2_api_send` flag is off the request answers 404 `not-found` as a
+         *     whole (as POST /drafts/{id}/send does for each draft) and nothing is queued.
+         *
+         *     The request counts as one against the rate limit. It takes an `Idempotency-Key` as other writes:
+         *     a retry with the same key and body replays the first answer, whatever changed since. A request
+         *     refused as a whole (400 for a malformed body or more than 500 items, 401, 403 for the scope)
+         *     decides nothing; otherwise it answers 200 and each item carries its own `status`, its `result`
+         *     (200) or its `problem` (the problem the single operation would have answered, such as 400
+         *     `validation-failed` or 404 `not-found`); `succeeded` and `failed` count them.
+         */
+        post: operations["batchSendDrafts"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2518,6 +2697,8 @@ export interface components {
              * @example fallback
              */
             provider?: string | null;
+            /** @description The reason given when the draft was rejected (POST /drafts/{id}/reject `reason`); null when it was not rejected or no reason was given. */
+            rejectionReason: string | null;
             /**
              * Format: date-time
              * @description When a reply to this email was received; null when none.
@@ -2560,6 +2741,27 @@ export interface components {
              * @enum {string}
              */
             status: "approved";
+        };
+        /**
+         * @description Result of a batch decision (POST /drafts/batch/approve, /reject, /send): one entry per item, in
+         *     the order of the request, each what the single operation would have answered for that draft.
+         *     Items are independent: an item refused leaves the others' outcomes unchanged.
+         */
+        DraftBatchResult: {
+            /** @description Items refused with a problem. */
+            failed: number;
+            results: {
+                /** @description The draft id of the item. */
+                id: string;
+                /** @description The single operation's problem when the item was refused, else null. */
+                problem: components["schemas"]["Problem"] | null;
+                /** @description The single operation's answer when `status` is 200, else null. */
+                result: components["schemas"]["DraftApprovalResult"] | components["schemas"]["DraftRejectionResult"] | components["schemas"]["DraftSendResult"] | null;
+                /** @description The HTTP status the single operation would have answered for this item (200, 400, 403, 404, ...). */
+                status: number;
+            }[];
+            /** @description Items whose single operation would have answered 200 (a send skip, `queued=false`, included). */
+            succeeded: number;
         };
         /**
          * @description A factual sentence of a draft and the research source it came from. `resolved=false` is a real
@@ -2640,6 +2842,8 @@ export interface components {
              */
             openedAt: string | null;
             organizationId: string;
+            /** @description The reason given when the draft was rejected (POST /drafts/{id}/reject `reason`); null when it was not rejected or no reason was given. */
+            rejectionReason: string | null;
             /**
              * Format: date-time
              * @description When a reply to this email was received; null when none.
@@ -2698,8 +2902,10 @@ export interface components {
             skippedReason: "contact_removed" | "suppressed" | "do_not_contact" | "already_in_pipeline" | "all_steps_sent" | "sequence_not_active" | "already_queued" | null;
         };
         /**
-         * @description Draft state (uppercase). `DRAFT_GENERATED`, `EDITED` and `REGENERATED` can be approved or rejected;
-         *     `APPROVED` can be sent (POST /drafts/{id}/send); `REJECTED` is final.
+         * @description Draft state (uppercase). `DRAFT_GENERATED` (first written), `EDITED` (a reviewer's edit,
+         *     PATCH /drafts/{id}) and `REGENERATED` (written again: POST /drafts/{id}/regenerate, a resume, a
+         *     list re-run) can be approved or rejected; `APPROVED` can be sent (POST /drafts/{id}/send). A
+         *     `REJECTED` draft is not approved or sent; an edit or a regeneration makes a new version of it.
          * @enum {string}
          */
         DraftStatus: "DRAFT_GENERATED" | "EDITED" | "REGENERATED" | "APPROVED" | "REJECTED";
@@ -2854,7 +3060,7 @@ export interface components {
             sequencesReplied_count: number;
             /** @description Started sequences with at least one email sent. */
             sequencesSent_count: number;
-            /** @description Sequences started (created) in the window. */
+            /** @description Sequences enrolled in the window: created (by POST /sequences or a list's generation) with `createdAt` in the window, whether or not anything was sent. It is not the count of `sequence.started` events, which mark a sequence's first send; sequences with a send are `sequencesSent_count`. */
             sequencesStarted_count: number;
             /** @description Started sequences that led to a booked meeting (a human `meeting_request` reply, or a `meeting` activity on a deal credited to the sequence). */
             sequencesWithMeeting_count: number;
@@ -4982,10 +5188,16 @@ export interface operations {
                 contactId?: string;
                 /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
                 cursor?: components["parameters"]["Cursor"];
+                /** @description `true`: only flagged drafts (approval needs `acknowledgeFlags: true`); `false`: only unflagged ones. */
+                flagged?: "true" | "false";
                 /** @description Also list versions a regeneration superseded (only value `true`). */
                 includeSuperseded?: "true";
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
+                /** @description Only the drafts of sequences started from this list (POST /lists/{id}/generate). */
+                listId?: string;
+                /** @description Only the drafts of this sequence. */
+                sequenceId?: string;
                 /** @description Only drafts in this state. */
                 status?: components["schemas"]["DraftStatus"];
             };
@@ -5055,6 +5267,49 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    updateDraft: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The draft id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The new plain-text body. */
+                    body?: string;
+                    /** @description The new subject (the guardrails repair it as a generated one's). */
+                    subject?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new (EDITED) version, or the live draft unchanged when nothing changed. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Draft"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     approveDraft: {
         parameters: {
             query?: never;
@@ -5098,6 +5353,47 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    regenerateDraft: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The draft id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description What the reviewer wants changed, for the model writer. */
+                    instructions?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new (REGENERATED) version. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Draft"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     rejectDraft: {
         parameters: {
             query?: never;
@@ -5108,7 +5404,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description Why the draft is rejected (shown on the draft as `rejectionReason`). */
+                    reason?: string;
+                };
+            };
+        };
         responses: {
             /** @description The draft is rejected. */
             200: {
@@ -5126,6 +5429,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -5158,6 +5462,146 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    batchApproveDrafts: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body, or on another resource of the same operation (another path id), is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
+                    items: {
+                        /**
+                         * @description Must be true to approve a flagged draft, as for POST /drafts/{id}/approve.
+                         * @default false
+                         */
+                        acknowledgeFlags?: boolean;
+                        /** @description The draft id. */
+                        id: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Every item's outcome. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DraftBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    batchRejectDrafts: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body, or on another resource of the same operation (another path id), is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
+                    items: {
+                        /** @description The draft id. */
+                        id: string;
+                        /** @description Why the draft is rejected, as for POST /drafts/{id}/reject. */
+                        reason?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Every item's outcome. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DraftBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    batchSendDrafts: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the request safe to retry. The same key with the same body replays the first response (for 24 hours at least) with the header `Idempotent-Replayed` true; the same key with a different body, or on another resource of the same operation (another path id), is refused with 422 `idempotency-key-reused`; a duplicate sent while the first is still running waits for it and replays its answer. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
+                    items: {
+                        /** @description The draft id. */
+                        id: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Every item's outcome. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DraftBatchResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

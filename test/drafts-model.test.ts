@@ -131,3 +131,28 @@ describe('drafts written by a model', () => {
     expect(garbled.full.status).toBe('DRAFT_GENERATED');
   });
 });
+
+describe('regenerating a draft with the model', () => {
+  it("passes the reviewer's instructions to the model with the drafting rules, and writes its answer as a REGENERATED version", async () => {
+    const s = await draftingOrg(svc);
+    const { d } = await draftFor(s, 'Citing Cleo');
+    const before = model.calls.length;
+    const r = await s.api.POST('/drafts/{id}/regenerate', {
+      params: { path: { id: d.id } },
+      body: { instructions: 'Shorter, and mention the Chicago office.' },
+    });
+    expect(r.response.status).toBe(200);
+    expect(r.data).toMatchObject({ status: 'REGENERATED', version: 2 });
+    const calls = model.calls.slice(before);
+    expect(calls).toHaveLength(1);
+    expect(promptOf(calls[0]).reviewerInstructions).toBe('Shorter, and mention the Chicago office.');
+    expect(String(calls[0].body.messages[0].content)).toContain('reviewerInstructions');
+    const full = (await s.api.GET('/drafts/{id}', { params: { path: { id: r.data!.id }, query: { include: 'evidence' } } })).data!;
+    expect(full.provider).toBe('gpt-4o-mini');
+    expectCitedSentencesSupported(full);
+    // Without instructions the prompt has none.
+    const plain = await s.api.POST('/drafts/{id}/regenerate', { params: { path: { id: r.data!.id } } });
+    expect(plain.data).toMatchObject({ status: 'REGENERATED', version: 3 });
+    expect(promptOf(model.calls.at(-1)!).reviewerInstructions).toBeUndefined();
+  });
+});

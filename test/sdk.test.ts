@@ -220,6 +220,28 @@ describe('client behaviour', () => {
     expect(denied.error!.detail).toContain('lists.write');
   });
 
+  it('types and calls the extension operations: editing, regenerating and deciding drafts in bulk', async () => {
+    const org = await svc.newOrg();
+    const api = sdk(await org.key());
+    const missing = uid();
+    const edit = await api.PATCH('/drafts/{id}', { params: { path: { id: `drf_${missing}` } }, body: { subject: 'New subject' } });
+    expect(edit.response.status).toBe(404);
+    const regen = await api.POST('/drafts/{id}/regenerate', {
+      params: { path: { id: `drf_${missing}` } },
+      body: { instructions: 'Shorter.' },
+    });
+    expect(regen.response.status).toBe(404);
+    const batch = await api.POST('/drafts/batch/approve', {
+      params: { header: idempotencyKey() },
+      body: { items: [{ id: `drf_${missing}`, acknowledgeFlags: true }] },
+    });
+    expect(batch.data).toMatchObject({ succeeded: 0, failed: 1, results: [{ id: `drf_${missing}`, status: 404, result: null }] });
+    const rejected = await api.POST('/drafts/batch/reject', { body: { items: [{ id: `drf_${missing}`, reason: 'Off topic.' }] } });
+    expect(rejected.data!.failed).toBe(1);
+    const page = await api.GET('/drafts', { params: { query: { listId: `lst_${missing}`, flagged: 'true' } } });
+    expect(page.data!.data).toEqual([]);
+  });
+
   it('refuses unusable arguments up front', () => {
     expect(() => createOutboundClient({ baseUrl: svc.baseUrl, apiKey: '' })).toThrow(TypeError);
     expect(() => createOutboundClient({ baseUrl: svc.baseUrl, apiKey: 'obk_live_x\r\nX-Evil: 1' })).toThrow(TypeError);

@@ -96,7 +96,7 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
   // A draft's evidence, guardrail report and approval quote its sentences: they go with the text.
   await trx
     .updateTable('drafts')
-    .set({ subject: '', body: '', evidence: null, guardrail: null, approval: null, updated_at: at })
+    .set({ subject: '', body: '', evidence: null, guardrail: null, approval: null, rejection_reason: null, updated_at: at })
     .where('organization_id', '=', org)
     .where('contact_id', '=', contactId)
     .execute();

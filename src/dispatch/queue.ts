@@ -61,11 +61,30 @@ export async function queueSteps(trx: Tx, organizationId: string, sequenceId: st
   return queued.rows.length;
 }
 
-/** Cancels the open queue rows of the given sequences or contacts (a pause, an erasure): they will not go out. */
+/**
+ * Whether a send has claimed the draft's step (its queue row is sending, or was handed over). Locks
+ * the draft's queue rows, so a claim running now is waited for; once this says no, a claim that
+ * follows finds the row as this transaction leaves it (cancelled by a new version of the step).
+ */
+export async function sendClaimed(trx: Tx, organizationId: string, draftId: string): Promise<boolean> {
+  const rows = await trx
+    .selectFrom('send_queue')
+    .select('state')
+    .where('organization_id', '=', organizationId)
+    .where('draft_id', '=', draftId)
+    .forUpdate()
+    .execute();
+  return rows.some((r) => ['sending', 'sent', 'possibly_sent'].includes(r.state));
+}
+
+/**
+ * Cancels the open queue rows of the given sequences, contact or drafts (a pause, an erasure, a
+ * new version of an approved step): they will not go out.
+ */
 export async function cancelQueued(
   trx: Tx,
   organizationId: string,
-  where: { sequenceIds?: string[]; contactId?: string },
+  where: { sequenceIds?: string[]; contactId?: string; draftIds?: string[] },
   reason: string,
 ): Promise<number> {
   let q = trx
@@ -75,6 +94,10 @@ export async function cancelQueued(
     .where('state', 'in', ['queued', 'deferred']);
   if (where.sequenceIds) q = q.where('sequence_id', 'in', where.sequenceIds.length ? where.sequenceIds : ['']);
   if (where.contactId) q = q.where('contact_id', '=', where.contactId);
+  if (where.draftIds) {
+    if (where.draftIds.length === 0) return 0;
+    q = q.where('draft_id', 'in', where.draftIds);
+  }
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows);
 }

@@ -25,6 +25,8 @@ export interface DraftContext {
   contactFunction: string | null;
   /** The links a model-written draft may carry besides the template's (links.ts); undefined: the template's only. */
   links?: LinkPolicy;
+  /** A reviewer's wishes for a regeneration (POST /drafts/{id}/regenerate); the model writer reads them. */
+  instructions?: string;
 }
 
 export interface StoredCitation extends Citation {

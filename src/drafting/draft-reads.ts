@@ -28,6 +28,7 @@ function draftSelect(trx: Tx) {
       'd.sequence_id',
       'd.version',
       'd.flagged',
+      'd.rejection_reason',
       epochMs('d.sent_at').as('sent_ms'),
       epochMs('d.opened_at').as('opened_ms'),
       epochMs('d.replied_at').as('replied_ms'),
@@ -61,6 +62,7 @@ function tail(r: DraftRow) {
     openedAt: msIso(r.opened_ms),
     repliedAt: msIso(r.replied_ms),
     createdAt: msIso(r.created_ms)!,
+    rejectionReason: r.rejection_reason,
   };
 }
 
@@ -71,7 +73,8 @@ function itemJson(r: DraftRow & { body_preview: string }): string {
     `{"id":${j(r.id)},"organizationId":${j(r.organization_id)},"contactId":${j(r.contact_id)},"contactName":${j(r.contact_name)},` +
     `"subject":${j(r.subject)},"bodyPreview":${j(r.body_preview)},"step":${r.step},"status":${j(r.status)},"sequenceId":${j(r.sequence_id)},` +
     `"version":${r.version},"flagged":${r.flagged},"scheduledAt":${msJson(r.scheduled_ms)},"supersededAt":${msJson(r.superseded_ms)},` +
-    `"sentAt":${msJson(r.sent_ms)},"openedAt":${msJson(r.opened_ms)},"repliedAt":${msJson(r.replied_ms)},"createdAt":${msJson(r.created_ms)}}`
+    `"sentAt":${msJson(r.sent_ms)},"openedAt":${msJson(r.opened_ms)},"repliedAt":${msJson(r.replied_ms)},"createdAt":${msJson(r.created_ms)},` +
+    `"rejectionReason":${j(r.rejection_reason)}}`
   );
 }
 
@@ -84,6 +87,19 @@ export async function listDrafts(trx: Tx, organizationId: string, filter: DraftF
   if (filter.includeSuperseded !== 'true') q = q.where('d.superseded_at', 'is', null);
   if (filter.status !== undefined) q = q.where('d.status', '=', filter.status);
   if (filter.contactId !== undefined) q = q.where('d.contact_id', '=', filter.contactId);
+  if (filter.sequenceId !== undefined) q = q.where('d.sequence_id', '=', filter.sequenceId);
+  if (filter.flagged !== undefined) q = q.where('d.flagged', '=', filter.flagged === 'true');
+  // A list's drafts are those of the sequences its generation started (the sequence keeps its list).
+  if (filter.listId !== undefined) {
+    const listId = filter.listId;
+    q = q.where('d.sequence_id', 'in', (eb) =>
+      eb
+        .selectFrom('contact_sequences as s')
+        .select('s.id')
+        .where('s.organization_id', '=', organizationId)
+        .where('s.list_id', '=', listId),
+    );
+  }
   const rows = await keyset(q, { cursor: filter.cursor, limit, createdCol: 'd.created_at', idCol: 'd.id' }).execute();
   return jsonPage<(typeof rows)[number], DraftListItem>(rows, limit, (r) => ({ at: r.created_ms, id: r.id }), itemJson);
 }

@@ -14,6 +14,7 @@ import { heldOutUnits } from '../analytics/holdout.js';
 import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
 import { isLiveContactRow } from '../crm/live-contacts.js';
+import { cancelQueued, sendClaimed } from '../dispatch/queue.js';
 import { candidates, pinMailboxes } from '../dispatch/senders.js';
 import { sendingSettings } from '../dispatch/settings.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
@@ -24,6 +25,7 @@ import type { Fact, Source } from '../research/dossier.js';
 import { storedDossier } from '../research/runs.js';
 import { citableResearch } from '../research/suspicious.js';
 import { type DraftContext, storedEvidence, type TemplateStep, type WrittenDraft } from './context.js';
+import { type EditedText, writeEdit } from './edit-writer.js';
 import { writeFallback } from './fallback.js';
 import { linkPolicy, senderDomains } from './links.js';
 import { nameParts } from './merge.js';
@@ -33,19 +35,41 @@ import { type ListOwner, listOwners, senderValues } from './sender.js';
 /**
  * Which steps a pass writes: `missing` those without a live draft (a new sequence); `unapproved`
  * also those whose live draft is not approved (a re-run of list generation); `unsent` every step
- * not sent yet (resume, which has superseded them already).
+ * not sent yet (resume, which has superseded them already); `step` the one step of `rewrite`.
  */
-export type GenerationMode = 'missing' | 'unapproved' | 'unsent';
+export type GenerationMode = 'missing' | 'unapproved' | 'unsent' | 'step';
+
+/**
+ * A reviewer's new version of one step (PATCH /drafts/{id}, POST /drafts/{id}/regenerate,
+ * src/drafting/revise.ts): written over the live draft `replaces` only while it is still the live,
+ * unsent one, whatever its status (an approved one leaves the send queue).
+ */
+export interface Rewrite {
+  step: number;
+  replaces: string;
+  status: 'EDITED' | 'REGENERATED';
+  /** A regeneration counts against the drafts allowance; an edit does not. */
+  charged: boolean;
+  /** The reviewer's wishes for the model writer (a regeneration). */
+  instructions?: string;
+  /** An edit: the reviewer's text, judged with the citations it keeps (src/drafting/edit-writer.ts). */
+  edit?: EditedText;
+}
 
 export interface GenerationRequest {
   sequenceIds: string[];
   pass: string;
   mode: GenerationMode;
   runId: string | null;
+  /** With mode `step`: the step rewritten (one sequence). */
+  rewrite?: Rewrite;
 }
 
 /** Statuses in which a sequence's drafts are (re)written. */
 export const GENERATING_STATUSES = ['NEW', 'DRAFTED', 'APPROVED'];
+/** A reviewer may also rewrite an unsent step of a sequence that is sending. */
+export const REWRITABLE_STATUSES = [...GENERATING_STATUSES, 'QUEUED', 'ACTIVE'];
+const statusesOf = (req: GenerationRequest) => (req.rewrite ? REWRITABLE_STATUSES : GENERATING_STATUSES);
 const DAY_MS = 86_400_000;
 
 interface ContactResearch {
@@ -191,27 +215,33 @@ async function draftsOf(trx: Tx, org: string, sequenceIds: string[]) {
 
 type Live = Awaited<ReturnType<typeof draftsOf>>['live'] extends Map<string, infer V> ? V : never;
 
-/** Whether a pass of this mode writes a step, given its live draft. */
-function wanted(mode: GenerationMode, pass: string, live: Live | undefined): boolean {
-  if (live?.generation_pass === pass || live?.sent_at) return false;
+/** Whether a pass writes a step, given its live draft. */
+function wanted(req: GenerationRequest, step: number, live: Live | undefined): boolean {
+  if (live?.generation_pass === req.pass || live?.sent_at) return false;
+  if (req.rewrite) return live?.id === req.rewrite.replaces && step === req.rewrite.step;
   if (!live) return true;
-  if (mode === 'unapproved') return live.status !== 'APPROVED';
-  return mode === 'unsent';
+  if (req.mode === 'unapproved') return live.status !== 'APPROVED';
+  return req.mode === 'unsent';
 }
 
 const knownWords = (...names: Array<string | null | undefined>) =>
   new Set(names.flatMap((n) => (n ?? '').toLowerCase().split(/[^\p{L}\p{N}'’-]+/u)).filter((w) => w.length > 1));
 
-/** The one place a sequence draft's writer is chosen: the model when one is configured, unless the account is held out. */
-const write = (deps: Deps, item: Item, heldOut: boolean): Promise<WrittenDraft> =>
-  heldOut
-    ? Promise.resolve(writeFallback(item.ctx))
-    : writeOrFallBack(
-        deps.services.model,
-        deps.log,
-        (m) => writeWithModel(item.ctx, m),
-        () => writeFallback(item.ctx),
-      );
+/**
+ * The one place a sequence draft's writer is chosen: a reviewer's edit is their text; else the
+ * model when one is configured, unless the account is held out.
+ */
+const write = (deps: Deps, item: Item, heldOut: boolean, edit: EditedText | undefined): Promise<WrittenDraft> =>
+  edit
+    ? Promise.resolve(writeEdit(item.ctx, edit))
+    : heldOut
+      ? Promise.resolve(writeFallback(item.ctx))
+      : writeOrFallBack(
+          deps.services.model,
+          deps.log,
+          (m) => writeWithModel(item.ctx, m),
+          () => writeFallback(item.ctx),
+        );
 
 export async function generateDrafts(deps: Deps, org: string, req: GenerationRequest): Promise<{ written: number; failed: number }> {
   if (req.sequenceIds.length === 0) return { written: 0, failed: 0 };
@@ -224,8 +254,8 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
   const failures: Failure[] = [];
   const derived = new Map<string, Derived>();
   for (const s of input.sequences) {
-    if (!GENERATING_STATUSES.includes(s.status)) continue;
-    const steps = s.steps.filter((st) => wanted(req.mode, req.pass, input.drafts.live.get(`${s.id}:${st.step}`)));
+    if (!statusesOf(req).includes(s.status)) continue;
+    const steps = s.steps.filter((st) => wanted(req, st.step, input.drafts.live.get(`${s.id}:${st.step}`)));
     if (steps.length === 0) continue;
     const c = input.contacts.get(s.contact_id);
     const refusal =
@@ -284,6 +314,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
           senderNames,
           contactFunction: functionOf(c.title),
           links: linkPolicy(input.sender, deps.config.researchSiteUrlTemplate, c.domain_normalized),
+          instructions: req.rewrite?.instructions,
           merge: {
             firstName: first,
             lastName: last,
@@ -299,10 +330,12 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
     }
   }
 
-  // The quota is checked before any model is asked (and taken for real at commit). The accounts
-  // about to be written for are then exposed to the AI email holdout (src/analytics/holdout.ts).
+  // The quota is checked before any model is asked (and taken for real at commit; a reviewer's
+  // edit takes none). The accounts about to be written for are then exposed to the AI email
+  // holdout (src/analytics/holdout.ts).
+  const charged = req.rewrite?.charged !== false;
   const heldOut = await withOrg(deps.db, org, async (trx) => {
-    const over = items.splice(await draftsRemaining(trx, org, deps.services.clock));
+    const over = charged ? items.splice(await draftsRemaining(trx, org, deps.services.clock)) : [];
     for (const it of over)
       failures.push({
         seq: it.seq,
@@ -328,7 +361,7 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
   });
   await Promise.all(
     items.map(async (it) => {
-      it.written = await write(deps, it, it.account !== null && heldOut.has(it.account));
+      it.written = await write(deps, it, it.account !== null && heldOut.has(it.account), req.rewrite?.edit);
     }),
   );
 
@@ -355,8 +388,11 @@ async function commit(
     .execute();
   const status = new Map(seqs.map((s) => [s.id, s.status]));
   const { live, maxVersion } = await draftsOf(trx, org, req.sequenceIds);
+  // A rewrite of a step that a send claimed meanwhile writes nothing: the step went out as it was.
+  const claimed = req.rewrite !== undefined && (await sendClaimed(trx, org, req.rewrite.replaces));
   const todo = items.filter(
-    (it) => GENERATING_STATUSES.includes(status.get(it.seq) ?? '') && wanted(req.mode, req.pass, live.get(`${it.seq}:${it.step.step}`)),
+    (it) =>
+      !claimed && statusesOf(req).includes(status.get(it.seq) ?? '') && wanted(req, it.step.step, live.get(`${it.seq}:${it.step.step}`)),
   );
   for (const it of todo) it.version = (maxVersion.get(`${it.seq}:${it.step.step}`) ?? 0) + 1;
   const firsts = todo.filter((it) => it.version === 1);
@@ -365,17 +401,21 @@ async function commit(
     tokens: 0,
     cost: 0,
   });
-  const allowed = await takeDrafts(
-    trx,
-    org,
-    {
-      created: firsts.length,
-      regenerated: regens.length,
-      llmTokens: spent.tokens,
-      llmCostMillicents: spent.cost,
-    },
-    deps.services.clock,
-  );
+  const allowed =
+    req.rewrite?.charged === false
+      ? { created: firsts.length, regenerated: regens.length }
+      : await takeDrafts(
+          trx,
+          org,
+          {
+            created: firsts.length,
+            regenerated: regens.length,
+            llmTokens: spent.tokens,
+            llmCostMillicents: spent.cost,
+          },
+          deps.services.clock,
+        );
+  const laterStatus = req.rewrite?.status ?? 'REGENERATED';
   const go = [...firsts.slice(0, allowed.created), ...regens.slice(0, allowed.regenerated)];
   for (const it of [...firsts.slice(allowed.created), ...regens.slice(allowed.regenerated)]) {
     failures.push({
@@ -389,12 +429,13 @@ async function commit(
 
   const events: EmitInput[] = [];
   if (go.length > 0) {
-    await sql`
+    const superseded = await sql<{ id: string }>`
       UPDATE drafts d SET superseded_at = now_ms(), updated_at = now_ms()
       FROM unnest(${go.map((it) => it.seq)}::text[], ${go.map((it) => it.step.step)}::int[]) AS v(seq, step)
-      WHERE d.organization_id = ${org} AND d.sequence_id = v.seq AND d.step = v.step AND d.superseded_at IS NULL AND d.sent_at IS NULL`.execute(
-      trx,
-    );
+      WHERE d.organization_id = ${org} AND d.sequence_id = v.seq AND d.step = v.step AND d.superseded_at IS NULL AND d.sent_at IS NULL
+      RETURNING d.id`.execute(trx);
+    // A superseded version that was approved and queued leaves the queue: the new one awaits approval.
+    await cancelQueued(trx, org, { draftIds: superseded.rows.map((r) => r.id) }, 'draft_superseded');
     const ids = go.map(() => newId('drf'));
     const evidence = go.map((it) => storedEvidence(it.ctx.research, it.written!.citations));
     const guardrail = go.map((it) => {
@@ -410,7 +451,7 @@ async function commit(
     await sql`
       INSERT INTO drafts (organization_id, id, contact_id, sequence_id, step, status, subject, body, evidence, version, scheduled_at,
                           provider, guardrail, flagged, generation_pass, generation_run_id, llm_tokens)
-      SELECT ${org}, v.id, v.contact_id, v.seq, v.step, CASE WHEN v.version = 1 THEN 'DRAFT_GENERATED' ELSE 'REGENERATED' END, v.subject, v.body,
+      SELECT ${org}, v.id, v.contact_id, v.seq, v.step, CASE WHEN v.version = 1 THEN 'DRAFT_GENERATED' ELSE ${laterStatus} END, v.subject, v.body,
              v.evidence::jsonb, v.version, v.scheduled_at, v.provider, v.guardrail::jsonb, v.flagged, ${req.pass}, ${req.runId}, v.tokens
       FROM unnest(${ids}::text[], ${go.map((it) => it.contact)}::text[], ${go.map((it) => it.seq)}::text[], ${go.map((it) => it.step.step)}::int[],
                   ${go.map((it) => it.written!.subject)}::text[], ${go.map((it) => it.written!.body)}::text[], ${evidence}::text[],
@@ -440,7 +481,7 @@ async function commit(
         id: ids[i],
         sequence_id: it.seq,
         step: it.step.step,
-        status: it.version === 1 ? 'DRAFT_GENERATED' : 'REGENERATED',
+        status: it.version === 1 ? 'DRAFT_GENERATED' : laterStatus,
         sent_at: null,
         generation_pass: req.pass,
         version: it.version!,
@@ -489,14 +530,16 @@ async function commit(
   // Sequences: DRAFTED once every step has a live draft (APPROVED when all of them are approved).
   const changed: Array<{ id: string; status: string }> = [];
   for (const s of seqs) {
-    if (!GENERATING_STATUSES.includes(s.status)) continue;
+    if (!statusesOf(req).includes(s.status)) continue;
     const steps = s.steps;
     const drafts = steps.map((st) => live.get(`${s.id}:${st.step}`));
     if (drafts.some((d) => !d)) continue;
-    const next = drafts.every((d) => d!.status === 'APPROVED') ? 'APPROVED' : 'DRAFTED';
-    if (next !== s.status) changed.push({ id: s.id, status: next });
+    const awaiting = drafts.some((d) => d!.status !== 'APPROVED');
+    const next = awaiting ? 'DRAFTED' : 'APPROVED';
+    // A sequence that is sending (a reviewer's rewrite) keeps its status: its new step awaits approval.
+    if (GENERATING_STATUSES.includes(s.status) && next !== s.status) changed.push({ id: s.id, status: next });
     const mine = go.filter((it) => it.seq === s.id);
-    if (mine.length > 0 && next === 'DRAFTED') {
+    if (mine.length > 0 && awaiting) {
       events.push({
         type: 'draft.pending_approval',
         resource: { type: 'Sequence', id: s.id },

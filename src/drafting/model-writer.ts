@@ -57,6 +57,7 @@ Rules:
 3. Never invent facts, numbers, names, dates or events. When the sources give nothing useful, add nothing personal.
 4. Write the recipient's values in directly; never leave placeholders such as {{firstName}}.
 5. ${UNTRUSTED_SOURCES}
+6. When the data has "reviewerInstructions", they are the sender's own wishes for this email: follow them as far as rules 1 to 5 allow (they never permit an uncited fact).
 Answer with JSON: {"subject": string, "body": string, "citations": [{"sentence": string, "sourceIndex": integer}]}.`;
 
 /** The data of the user message: the sender's own (template, list context) first, the untrusted sources last. */
@@ -78,6 +79,7 @@ function prompt(ctx: DraftContext, template: { subject: string; body: string }) 
       company: ctx.merge.company,
     },
     listContext: { connectionPoint: ctx.merge.connectionPoint, goal: ctx.merge.goal },
+    ...(ctx.instructions ? { reviewerInstructions: ctx.instructions } : {}),
     sources: used.map((n) => {
       const s = ctx.research!.sources[n - 1];
       return { sourceIndex: n, title: s.title, url: s.url, facts: facts.filter((f) => f.sourceIndex === n).map((f) => f.source.snippet) };

@@ -17,7 +17,23 @@ const APPROVABLE = ['DRAFT_GENERATED', 'EDITED', 'REGENERATED'];
 export async function draftForUpdate(trx: Tx, org: string, id: string) {
   const d = await trx
     .selectFrom('drafts')
-    .select(['id', 'contact_id', 'sequence_id', 'step', 'status', 'superseded_at', 'flagged', 'guardrail', 'evidence', 'generation_run_id'])
+    .select([
+      'id',
+      'contact_id',
+      'sequence_id',
+      'step',
+      'status',
+      'version',
+      'superseded_at',
+      'sent_at',
+      'flagged',
+      'guardrail',
+      'evidence',
+      'generation_run_id',
+      'subject',
+      'body',
+      'provider',
+    ])
     .where('organization_id', '=', org)
     .where('id', '=', id)
     .forUpdate()
@@ -34,6 +50,16 @@ async function allApproved(trx: Tx, org: string, sequenceId: string | null, draf
     FROM contact_sequences s LEFT JOIN drafts d ON d.organization_id = s.organization_id AND d.sequence_id = s.id AND d.superseded_at IS NULL
     WHERE s.organization_id = ${org} AND s.id = ${sequenceId} GROUP BY s.organization_id, s.id`.execute(trx);
   return r.rows[0]?.all === true;
+}
+
+/** 400 when the draft's contact can no longer be emailed (approval, a new version of a step). */
+export async function assertEmailable(trx: Tx, org: string, contactId: string, erasureHashSecret: string | null): Promise<void> {
+  const block = await contactBlock(trx, org, contactId, erasureHashSecret);
+  if (block?.reason === 'contact_removed') throw invalid("The draft's contact was deleted or erased and cannot be emailed.");
+  if (block?.reason === 'suppressed') {
+    throw invalid(`The draft's contact cannot be emailed: the address is suppressed${block.entry ? ` (${block.entry.reason})` : ''}.`);
+  }
+  if (block?.reason === 'do_not_contact') throw invalid("The draft's contact is tagged do-not-contact.");
 }
 
 export interface Approval {
@@ -63,12 +89,7 @@ export async function approveDraft(trx: Tx, org: string, id: string, approval: A
   }
   if (!APPROVABLE.includes(d.status))
     throw invalid(`A ${d.status} draft cannot be approved (only DRAFT_GENERATED, EDITED or REGENERATED ones can).`);
-  const block = await contactBlock(trx, org, d.contact_id, approval.erasureHashSecret);
-  if (block?.reason === 'contact_removed') throw invalid("The draft's contact was deleted or erased and cannot be emailed.");
-  if (block?.reason === 'suppressed') {
-    throw invalid(`The draft's contact cannot be emailed: the address is suppressed${block.entry ? ` (${block.entry.reason})` : ''}.`);
-  }
-  if (block?.reason === 'do_not_contact') throw invalid("The draft's contact is tagged do-not-contact.");
+  await assertEmailable(trx, org, d.contact_id, approval.erasureHashSecret);
   // Every kind of flag (unsupported claim, offer, claim about the sender) needs the acknowledgement.
   const flags = storedFlags(d.guardrail);
   if (d.flagged && approval.acknowledgeFlags !== true) {
@@ -146,15 +167,15 @@ async function listApprovalEvent(trx: Tx, org: string, runId: string): Promise<v
   });
 }
 
-/** Rejects a live, approvable draft; 400 for a superseded or unapprovable one. */
-export async function rejectDraft(trx: Tx, org: string, id: string) {
+/** Rejects a live, approvable draft, keeping the reviewer's reason; 400 for a superseded or unapprovable one. */
+export async function rejectDraft(trx: Tx, org: string, id: string, reason: string | null = null) {
   const d = await draftForUpdate(trx, org, id);
   if (d.superseded_at !== null) throw invalid('This draft is a superseded version of its step and cannot be rejected.');
   if (!APPROVABLE.includes(d.status))
     throw invalid(`A ${d.status} draft cannot be rejected (only DRAFT_GENERATED, EDITED or REGENERATED ones can).`);
   await trx
     .updateTable('drafts')
-    .set({ status: 'REJECTED', updated_at: sql<Date>`now_ms()` })
+    .set({ status: 'REJECTED', rejection_reason: reason, updated_at: sql<Date>`now_ms()` })
     .where('organization_id', '=', org)
     .where('id', '=', d.id)
     .execute();

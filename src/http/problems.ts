@@ -157,6 +157,13 @@ export const PROBLEMS = {
     meaning: 'Another request with the same Idempotency-Key is still being processed.',
     retry: "Yes, after a moment: the first request's response is then replayed.",
   },
+  'draft-not-editable': {
+    status: 409,
+    title: 'Draft not editable',
+    meaning:
+      'The draft cannot get a new version (an edit or a regeneration): it was sent or is being sent, or its sequence is paused or has ended.',
+    retry: 'No: edit the live draft of a step that is still to be sent (a paused sequence is resumed first).',
+  },
   'lead-is-spam': { status: 409, title: 'Lead is spam', meaning: 'The lead was marked as spam and cannot be converted.', retry: 'No.' },
   'owner-not-removable': {
     status: 409,
@@ -266,6 +273,12 @@ export const PROBLEMS = {
     title: 'Research budget exhausted',
     meaning: "The organization's research budget for the period is spent.",
     retry: 'Yes, once the budget resets or is raised by an operator.',
+  },
+  'drafts-allowance-exhausted': {
+    status: 429,
+    title: 'Drafts allowance exhausted',
+    meaning: "The organization's drafts allowance for the period (its plan's drafts per month) is used up; GET /usage shows it.",
+    retry: 'Yes, once the period resets or an operator raises the allowance.',
   },
   'internal-error': {
     status: 500,

@@ -9,7 +9,7 @@ import { outboundEntitled } from '../account/plans.js';
 import { contactBlock } from '../compliance/contact-block.js';
 import { queueSteps } from '../dispatch/queue.js';
 import { draftForUpdate } from '../drafting/review.js';
-import { invalid, notFound, ProblemError } from '../http/problems.js';
+import { invalid, ProblemError } from '../http/problems.js';
 
 type SkipReason =
   | 'contact_removed'
@@ -31,9 +31,22 @@ export interface SendingOrganization {
  * flag is off, 403 on a plan without outbound, 400 for a draft that is not APPROVED or not part
  * of a sequence; a skip answers queued false with its reason.
  */
+/**
+ * The one 404 of sending, whether the draft is unknown or the organization's send flag is off (the
+ * operation does not exist for it then): the detail names both, so a 404 about a draft approved a
+ * moment ago points at the flag.
+ */
+export const unknownOrSendingOff = () =>
+  new ProblemError(
+    'not-found',
+    'No draft with that id, or API sending is not enabled for the organization (its v1_2_api_send flag is off; an operator turns it on).',
+  );
+
 export async function sendDraftNow(trx: Tx, org: string, organization: SendingOrganization, id: string, erasureHashSecret: string | null) {
-  if (!organization.flags.v1_2_api_send) throw notFound('draft');
-  const d = await draftForUpdate(trx, org, id);
+  if (!organization.flags.v1_2_api_send) throw unknownOrSendingOff();
+  const d = await draftForUpdate(trx, org, id).catch((e: unknown) => {
+    throw e instanceof ProblemError && e.slug === 'not-found' ? unknownOrSendingOff() : e;
+  });
   if (!outboundEntitled(organization.plan))
     throw new ProblemError('not-entitled', `The ${organization.plan} plan does not include outbound (sending).`);
   if (d.status !== 'APPROVED' || d.superseded_at !== null)
