@@ -118,12 +118,15 @@ describe('public OpenAPI document', () => {
     expect(String(((server.variables as Op).base_url as Op).default)).toMatch(/\/api\/v1$/);
   });
 
-  it('has exactly the 63 operations of the spec, with unique camelCase operationIds', () => {
-    expect(ops).toHaveLength(63);
+  it('has exactly the 63 operations of the spec (and extensions marked x-extension), with unique camelCase operationIds', () => {
+    const extension = (o: (typeof ops)[number]) =>
+      (resolve(publicDoc, publicDoc.paths[o.path] as Op)[o.method] as Op)['x-extension'] === true;
+    const product = ops.filter((o) => !extension(o));
+    expect(product).toHaveLength(63);
     const ids = ops.map((o) => o.operationId);
-    expect(new Set(ids).size).toBe(63);
+    expect(new Set(ids).size).toBe(ops.length);
     for (const id of ids) expect(id).toMatch(/^[a-z][a-zA-Z0-9]+$/);
-    const described = ops.map((o) => `${o.method.toUpperCase()} ${o.path}`).sort();
+    const described = product.map((o) => `${o.method.toUpperCase()} ${o.path}`).sort();
     expect(described).toEqual([...SPEC_ENDPOINTS].sort());
   });
 
