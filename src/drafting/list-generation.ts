@@ -21,6 +21,8 @@ import { ACTIVE_SEQUENCE_STATUSES, templateSteps } from '../sequences/lifecycle.
 import { GENERATING_STATUSES, type GenerationMode, generateDrafts, stepsToWrite } from './generate.js';
 
 export const CHUNK_SIZE = 100;
+/** Contacts counted at a time when a run's drafts are planned (bounds the ids of a statement). */
+const PLAN_SLICE = 1000;
 
 export type GenerationStart =
   | { listId: string; generationQueued: false; generationRunning: true; runId: string }
@@ -151,10 +153,14 @@ export async function startListGeneration(
       'The list has no contacts of its own to generate drafts for (contacts merely attached to it are generated on their own list).',
     );
   }
-  // What the run will write, by the rules its chunks follow, against what the month has left.
-  const sorted = await sortContacts(trx, org, opts.secret, { templateId, productId }, contacts);
-  const draftsToWrite =
-    sorted.create.length * template.steps.length + (await stepsToWrite(trx, org, sorted.drafting, modeOf(opts.regenerate)));
+  // What the run will write, by the rules its chunks follow, against what the month has left;
+  // counted a slice at a time so that no statement carries more ids than a slice.
+  let draftsToWrite = 0;
+  for (let i = 0; i < contacts.length; i += PLAN_SLICE) {
+    const sorted = await sortContacts(trx, org, opts.secret, { templateId, productId }, contacts.slice(i, i + PLAN_SLICE));
+    draftsToWrite +=
+      sorted.create.length * template.steps.length + (await stepsToWrite(trx, org, sorted.drafting, modeOf(opts.regenerate)));
+  }
   const allowanceRemaining = await draftsRemaining(trx, org, opts.clock);
   const runId = newId('lgr');
   const figures = { draftsToWrite, allowanceRemaining };
