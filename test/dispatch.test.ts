@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { sql } from 'kysely';
+import { DateTime } from 'luxon';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +14,7 @@ import { sendStep } from '../src/dispatch/send.js';
 import { sweepStaleSends } from '../src/dispatch/sweep.js';
 import { eventsOf, system, uid } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
-import { raw, startService, type TestService, waitFor } from './support/harness.js';
+import { ALL_SCOPES, type PublicClient, raw, startService, type TestService, waitFor } from './support/harness.js';
 import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
 let svc: TestService;
@@ -38,11 +39,12 @@ const STEPS = [
   { dayOffset: 0, subject: 'Following up', body: 'Hi {{firstName}}, one more note. Worth a call?' },
 ];
 
+/** An organization that may send; the tests send several steps to one contact in a day, so the contact limit is 10 unless given. */
 async function sendingOrg(settings: Record<string, unknown> = {}) {
   const s = await draftingOrg(svc);
   await svc.admin.PATCH('/organizations/{orgId}', {
     params: { path: { orgId: s.org.id } },
-    body: { flags: { v1_2_api_send: true }, ...(Object.keys(settings).length ? { sending: settings } : {}) },
+    body: { flags: { v1_2_api_send: true }, sending: { contactDailyLimit: 10, ...settings } },
   });
   return s;
 }
@@ -686,6 +688,138 @@ describe('mailboxes and caps under concurrency', () => {
       [2, first.id, first.email],
     ]);
     expect(forTo(c.email).map((m) => m.from)).toEqual([first.email, first.email]);
+  });
+});
+
+describe('each prospect protected: the contact daily limit', () => {
+  beforeAll(async () => {
+    await svc.startWorker(); // a second worker competes for the same jobs
+  });
+
+  /** Contacts each in two sequences (two templates) of one step due now, every draft approved; each contact has a key of its own (the rate limit is per key). */
+  async function inTwoSequences(s: DraftingOrg, n: number) {
+    const tpls = [
+      await template(svc, s.org.id, [STEPS[0]]),
+      await template(svc, s.org.id, [{ ...STEPS[1], subject: 'Ground stations for {{company}}' }]),
+    ];
+    const people = [];
+    for (let i = 0; i < n; i += 1) {
+      const api = svc.api(await s.org.key(ALL_SCOPES, { userId: s.org.ownerId }));
+      const c = await contact(api, { email: `${uid('p')}@${uid('rcpt')}.example`, name: 'Dana Whitfield' });
+      const seqs = [await sequence(api, c.id, tpls[0]), await sequence(api, c.id, tpls[1])];
+      people.push({ api, c, seqs });
+    }
+    await settle(svc);
+    const withDrafts = [];
+    for (const p of people) {
+      const drafts = await draftsOf(p.api, p.c.id);
+      expect(drafts).toHaveLength(2);
+      for (const d of drafts) await p.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } });
+      withDrafts.push({ ...p, drafts });
+    }
+    return withDrafts;
+  }
+
+  /** Queues every draft while the kill switch holds them, then lets every step go at once: the workers race for them. */
+  async function raceAll(s: DraftingOrg, people: { api: PublicClient; drafts: { id: string }[] }[]) {
+    await svc.admin.PATCH('/settings', { body: { emailKillSwitch: true } });
+    try {
+      for (const p of people)
+        for (const d of p.drafts)
+          expect((await p.api.POST('/drafts/{id}/send', { params: { path: { id: d.id } } })).data).toMatchObject({ queued: true });
+      await settle(svc);
+    } finally {
+      await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
+    }
+    await system(svc, (trx) =>
+      sql`SELECT enqueue_job('send_step', json_build_object('organizationId', organization_id, 'queueId', id), NULL, id)
+      FROM send_queue WHERE organization_id = ${s.org.id} AND state = 'deferred'`.execute(trx),
+    );
+    await settle(svc);
+  }
+
+  it('sends a contact in two sequences one message a local day, with two workers racing; the other step waits for the next local day', async () => {
+    const zone = 'Asia/Tokyo';
+    const s = await sendingOrg({ timeZone: zone, contactDailyLimit: 1 });
+    // More steps than one batch takes, so the two workers claim some of one contact's steps in different batches.
+    const people = await inTwoSequences(s, 26);
+    await raceAll(s, people);
+    const tomorrow = DateTime.now().setZone(zone).startOf('day').plus({ days: 1 }).toJSDate();
+    for (const p of people) expect(forTo(p.c.email), p.c.email).toHaveLength(1);
+    const held = await queueOf(s.org.id);
+    expect(held).toHaveLength(people.length);
+    for (const h of held) {
+      expect(h).toMatchObject({ state: 'deferred', heldBy: 'contact_daily_limit' });
+      expect(new Date(h.nextAttemptAt).getTime()).toBe(tomorrow.getTime());
+    }
+    expect(new Set(held.map((h) => h.contactId)).size).toBe(people.length);
+    expect(await eventsOf(svc, s.org.id, 'draft.sent')).toHaveLength(people.length);
+    // The next local day (the sends moved back before today's start): the held step goes.
+    const [first] = people;
+    await system(svc, (trx) =>
+      sql`UPDATE send_records SET sent_at = ${DateTime.now().setZone(zone).startOf('day').minus({ minutes: 1 }).toJSDate()}::timestamptz
+      WHERE organization_id = ${s.org.id} AND contact_id = ${first.c.id}`.execute(trx),
+    );
+    await sendStep(svc.rt, s.org.id, held.find((h) => h.contactId === first.c.id)!.id);
+    expect(forTo(first.c.email)).toHaveLength(2);
+    expect(new Set(forTo(first.c.email).map((m) => /^Subject: (.*)$/m.exec(m.raw)?.[1])).size).toBe(2);
+  });
+
+  it('counts a message another worker claimed while this batch waited for the contact', async () => {
+    const s = await sendingOrg({ contactDailyLimit: 1 });
+    const [p] = await inTwoSequences(s, 1);
+    await svc.admin.PATCH('/settings', { body: { emailKillSwitch: true } });
+    try {
+      await p.api.POST('/drafts/{id}/send', { params: { path: { id: p.drafts[0].id } } });
+      await settle(svc);
+    } finally {
+      await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
+    }
+    const [q] = await queueOf(s.org.id);
+    // Another worker's batch: it holds the contact's lock and claims a message to the contact, not committed yet.
+    const other = await svc.pool.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`SELECT set_config('app.system', 'on', true)`);
+      await other.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`contact:${s.org.id}:${p.c.id}`]);
+      await other.query(
+        `INSERT INTO send_records (organization_id, id, contact_id, to_email, status, sent_at) VALUES ($1, $2, $3, $4, 'sending', now())`,
+        [s.org.id, uid('snd_'), p.c.id, p.c.email.toLowerCase()],
+      );
+      let done = false;
+      const batch = sendStep(svc.rt, s.org.id, q.id).then(() => {
+        done = true;
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      expect(done).toBe(false); // waiting for the contact's lock
+      await other.query('COMMIT');
+      await batch;
+    } finally {
+      await other.query('ROLLBACK').catch(() => {});
+      other.release();
+    }
+    expect(forTo(p.c.email)).toEqual([]);
+    expect((await queueOf(s.org.id))[0]).toMatchObject({ id: q.id, state: 'deferred', heldBy: 'contact_daily_limit' });
+  });
+
+  it('sends both when sending.contactDailyLimit is 2, and refuses a limit under 1', async () => {
+    const s = await sendingOrg({ contactDailyLimit: 2 });
+    const people = await inTwoSequences(s, 3);
+    await raceAll(s, people);
+    for (const p of people) expect(forTo(p.c.email)).toHaveLength(2);
+    expect(await queueOf(s.org.id)).toEqual([]);
+    const org = await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { sending: {} } });
+    expect(org.data!.sending).toMatchObject({ contactDailyLimit: 2 });
+    for (const bad of [0, 1.5]) {
+      const r = await svc.admin.PATCH('/organizations/{orgId}', {
+        params: { path: { orgId: s.org.id } },
+        body: { sending: { contactDailyLimit: bad } },
+      });
+      expect(r.response.status, String(bad)).toBe(400);
+    }
+    const fresh = await draftingOrg(svc);
+    const shown = await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: fresh.org.id } }, body: { sending: {} } });
+    expect(shown.data!.sending).toMatchObject({ contactDailyLimit: 1 });
   });
 });
 

@@ -69,7 +69,11 @@ async function outreach(
   opts: { mailbox?: string; email?: string; steps?: typeof TWO_STEPS; s?: DraftingOrg; sends?: number } = {},
 ): Promise<Sent> {
   const s = opts.s ?? (await draftingOrg(svc));
-  await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { flags: { v1_2_api_send: true } } });
+  // Some cases send several steps to the contact in a day: more than the contact daily limit's default.
+  await svc.admin.PATCH('/organizations/{orgId}', {
+    params: { path: { orgId: s.org.id } },
+    body: { flags: { v1_2_api_send: true }, sending: { contactDailyLimit: 10 } },
+  });
   let mailboxId: string | null = null;
   if (opts.mailbox) {
     const mb = await svc.admin.POST('/organizations/{orgId}/mailboxes', {
@@ -704,5 +708,173 @@ describe('automatic mail', () => {
     ).toMatchObject({
       rows: [{ n: 0 }],
     });
+  });
+});
+
+describe("every sequence of the contact, whichever sequence's message the event is about", () => {
+  beforeAll(async () => {
+    await svc.startWorker(); // a second worker competes for the same jobs
+  });
+
+  interface TwoSequences {
+    s: DraftingOrg;
+    c: { id: string; email: string };
+    /** The sequence whose message went out (two steps, the second in three days), and the other (one step). */
+    seqs: [string, string];
+    /** The message that went out. */
+    out: { messageId: string; replyTo: string; unsubscribe: string };
+    /** The other sequence's step, held by the contact daily limit. */
+    held: { id: string };
+  }
+
+  /** A contact in two sequences, both queued today: the first one's message goes out, the other's step waits for tomorrow. */
+  async function twoSequences(email = uniqueEmail('dana')): Promise<TwoSequences> {
+    const s = await draftingOrg(svc);
+    await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { flags: { v1_2_api_send: true } } });
+    const c = await contact(s.api, { email, name: 'Dana Whitfield' });
+    const first = await sequence(s.api, c.id, await template(svc, s.org.id, TWO_STEPS));
+    const other = await sequence(s.api, c.id, await template(svc, s.org.id, [{ ...step(1, 0), subject: 'Another idea for {{company}}' }]));
+    await settle(svc);
+    const drafts = await draftsOf(s.api, c.id);
+    for (const d of drafts) await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } });
+    for (const seq of [first, other]) {
+      const d = drafts.find((x) => x.sequenceId === seq.id && x.step === 1)!;
+      await s.api.POST('/drafts/{id}/send', { params: { path: { id: d.id } } });
+      await settle(svc);
+    }
+    const got = sink.messages.filter((x) => x.to.includes(email.toLowerCase()));
+    expect(got).toHaveLength(1);
+    const parsed = await simpleParser(got[0].raw);
+    expect(parsed.subject).toBe('An idea for your team');
+    const listUnsubscribe = parsed.headerLines.find((h) => h.key === 'list-unsubscribe')?.line.slice('list-unsubscribe:'.length);
+    const unsubscribe = /^<(.+)>$/.exec(listUnsubscribe?.trim() ?? '')?.[1] ?? '';
+    const q = await queueOf(s.org.id);
+    const held = q.find((r) => r.sequenceId === other.id)!;
+    expect(held).toMatchObject({ state: 'deferred', heldBy: 'contact_daily_limit' });
+    return {
+      s,
+      c,
+      seqs: [first.id, other.id],
+      out: { messageId: parsed.messageId!, replyTo: (parsed.replyTo?.value[0].address ?? '').toLowerCase(), unsubscribe },
+      held,
+    };
+  }
+
+  /** Both sequences paused for the reason, one sequence.paused each, their queued steps out of the queue; the held step, run, sends nothing. */
+  async function bothStopped(t: TwoSequences, reason: string, sent = 1) {
+    for (const id of t.seqs) expect((await getSequence(t.s.api, id)).status, id).toBe('PAUSED');
+    const paused = await eventsOf(svc, t.s.org.id, 'sequence.paused');
+    expect(paused.map((e) => [e.data.sequenceId, e.data.reason]).sort()).toEqual(t.seqs.map((id) => [id, reason]).sort());
+    const q = await queueOf(t.s.org.id);
+    expect(
+      q
+        .filter((r) => r.state !== 'failed')
+        .map((r) => [r.sequenceId, r.step, r.state, r.heldBy])
+        .sort(),
+    ).toEqual(
+      [
+        [t.seqs[0], 2, 'skipped', 'sequence_not_active'],
+        [t.seqs[1], 1, 'skipped', 'sequence_not_active'],
+      ].sort(),
+    );
+    await sendStep(svc.rt, t.s.org.id, t.held.id);
+    await settle(svc);
+    expect(sink.messages.filter((x) => x.to.includes(t.c.email.toLowerCase()))).toHaveLength(sent);
+  }
+
+  it("a reply booking a meeting, to one sequence's reply address, pauses the other sequence too; its queued step is not sent", async () => {
+    const t = await twoSequences();
+    await deliver(
+      mime(
+        {
+          From: `Dana Whitfield <${t.c.email}>`,
+          To: t.out.replyTo,
+          Subject: 'Re: An idea for your team',
+          'Message-ID': `<${uid('r')}@client.example>`,
+          'In-Reply-To': t.out.messageId,
+          References: t.out.messageId,
+          'Content-Type': 'text/plain; charset=utf-8',
+        },
+        'Sounds good, can we schedule a call next Tuesday?',
+      ),
+      [t.out.replyTo],
+      t.c.email,
+    );
+    expect(await kinds(t.s.org.id)).toEqual(['reply']);
+    expect(await eventsOf(svc, t.s.org.id, 'meeting.booked')).toHaveLength(1);
+    await bothStopped(t, 'replied');
+  });
+
+  it('a hard bounce at send time stops every sequence of the contact, not only the one whose step failed', async () => {
+    const email = uniqueEmail('gone');
+    const s = await draftingOrg(svc);
+    await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { flags: { v1_2_api_send: true } } });
+    sink.behave(email, 'permanent');
+    const c = await contact(s.api, { email, name: 'Dana Whitfield' });
+    const first = await sequence(s.api, c.id, await template(svc, s.org.id, TWO_STEPS));
+    const other = await sequence(s.api, c.id, await template(svc, s.org.id, [{ ...step(1, 0), subject: 'Another idea for {{company}}' }]));
+    await settle(svc);
+    const drafts = await draftsOf(s.api, c.id);
+    for (const d of drafts) await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } });
+    // Both queued while the kill switch holds them; then the first sequence's step alone is tried.
+    await svc.admin.PATCH('/settings', { body: { emailKillSwitch: true } });
+    try {
+      for (const seq of [first, other])
+        await s.api.POST('/drafts/{id}/send', {
+          params: { path: { id: drafts.find((x) => x.sequenceId === seq.id && x.step === 1)!.id } },
+        });
+      await settle(svc);
+    } finally {
+      await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
+    }
+    const q = await queueOf(s.org.id);
+    await sendStep(svc.rt, s.org.id, q.find((r) => r.sequenceId === first.id && r.step === 1)!.id);
+    expect(await bounced(s.org.id)).toEqual([expect.objectContaining({ sequenceId: first.id, kind: 'hard', suppressed: true })]);
+    expect((await queueOf(s.org.id)).find((r) => r.sequenceId === first.id && r.step === 1)).toMatchObject({
+      state: 'failed',
+      heldBy: 'hard_bounce',
+    });
+    await bothStopped(
+      {
+        s,
+        c,
+        seqs: [first.id, other.id],
+        out: { messageId: '', replyTo: '', unsubscribe: '' },
+        held: q.find((r) => r.sequenceId === other.id)!,
+      },
+      'hard_bounce',
+      0,
+    );
+  });
+
+  it("a delivery report of a hard bounce about one sequence's message stops the other sequence too", async () => {
+    const t = await twoSequences();
+    await deliver(
+      dsn({
+        to: t.out.replyTo,
+        entries: [{ address: t.c.email, action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 user unknown' }],
+        returnedId: t.out.messageId,
+        returnedTo: t.c.email,
+      }),
+      [t.out.replyTo],
+    );
+    expect(await bounced(t.s.org.id)).toEqual([expect.objectContaining({ sequenceId: t.seqs[0], kind: 'hard', suppressed: true })]);
+    await bothStopped(t, 'hard_bounce');
+  });
+
+  it("an unsubscribe (the one-click link of one sequence's message) and a complaint stop every sequence of the contact", async () => {
+    const t = await twoSequences();
+    const r = await fetch(t.out.unsubscribe, {
+      method: 'POST',
+      body: 'List-Unsubscribe=One-Click',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(r.status).toBe(200);
+    expect(await eventsOf(svc, t.s.org.id, 'email.unsubscribed')).toHaveLength(1);
+    await bothStopped(t, 'unsubscribed');
+    const k = await twoSequences();
+    await deliver(arf({ to: k.out.replyTo, type: 'abuse', rcpt: k.c.email, returnedId: k.out.messageId }), [k.out.replyTo]);
+    expect(await eventsOf(svc, k.s.org.id, 'email.complained')).toHaveLength(1);
+    await bothStopped(k, 'complained');
   });
 });

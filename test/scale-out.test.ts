@@ -248,6 +248,53 @@ describe('caps and the send queue', () => {
     const sent = await owner.query<{ n: number }>(`SELECT count(*)::int AS n FROM send_records WHERE organization_id = $1`, [s.org.id]);
     expect(sent.rows[0].n).toBe(CAP);
   });
+  it('a contact in two sequences gets one message a local day, whichever process and worker take the steps', async () => {
+    const s = await draftingOrg(A);
+    const viaB = B.api(s.key);
+    await A.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { flags: { v1_2_api_send: true } } });
+    const tpls = [
+      await template(A, s.org.id, [
+        { dayOffset: 0, subject: 'Hello {{firstName}}', body: 'Hi {{firstName}}, a short note. Worth a call?' },
+      ]),
+      await template(A, s.org.id, [{ dayOffset: 0, subject: 'Another idea', body: 'Hi {{firstName}}, another note. Worth a call?' }]),
+    ];
+    const people = [];
+    for (let i = 0; i < 4; i += 1) {
+      const c = await contact(s.api, { email: `${uid('p')}@${uid('twice')}.example`, name: 'Dana Whitfield' });
+      for (const t of tpls) await sequence(i % 2 === 0 ? s.api : viaB, c.id, t);
+      people.push(c);
+    }
+    await settle(A);
+    const drafts = [];
+    for (const c of people) {
+      const ds = await draftsOf(s.api, c.id);
+      expect(ds).toHaveLength(2);
+      for (const d of ds) expect((await viaB.POST('/drafts/{id}/approve', { params: { path: { id: d.id } } })).response.status).toBe(200);
+      drafts.push(...ds);
+    }
+    // Each contact's two steps asked to send, one through each process, at once.
+    const answers = await Promise.all(
+      drafts.map((d, i) => (i % 2 === 0 ? s.api : viaB).POST('/drafts/{id}/send', { params: { path: { id: d.id } } })),
+    );
+    for (const r of answers) expect(r.response.status).toBe(200);
+    await settle(A);
+    await waitFor(
+      async () =>
+        (await owner.query(`SELECT 1 FROM send_queue WHERE organization_id = $1 AND state IN ('queued', 'sending')`, [s.org.id]))
+          .rowCount === 0,
+      30_000,
+      'every queued step to be sent or held',
+    );
+    for (const c of people)
+      expect(
+        sink.messages.filter((m) => m.to.includes(c.email.toLowerCase())),
+        c.email,
+      ).toHaveLength(1);
+    const queue = (await A.admin.GET('/send-queue', { params: { query: { organizationId: s.org.id } } })).data!.data;
+    expect(queue).toHaveLength(people.length);
+    for (const q of queue) expect(q).toMatchObject({ state: 'deferred', heldBy: 'contact_daily_limit' });
+    expect(new Set(queue.map((q) => q.contactId)).size).toBe(people.length);
+  });
 });
 
 describe('analytics cache', () => {

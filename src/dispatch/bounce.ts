@@ -3,13 +3,14 @@
 // (RFC 3464) matched to one of our sends later. Its reason (src/mail/bounce-taxonomy.ts) is stored
 // on the send record with its class and the instant it was learnt; a record is judged once, so a
 // second report of the same failure changes nothing. The effects follow the class:
-//   recipient  the address gets a HARD_BOUNCE suppression for ever; the sequence stops (PAUSED,
-//              reason hard_bounce, its queued steps cancelled); counted in the mailbox's bounce rate;
+//   recipient  the address gets a HARD_BOUNCE suppression for ever; every in-flight sequence of
+//              the contact stops (PAUSED, reason hard_bounce, their queued steps cancelled), not
+//              only the failed send's; counted in the mailbox's bounce rate;
 //   soft       counted for the address: SOFT_BOUNCE_LIMIT soft failures within
 //              SOFT_BOUNCE_WINDOW_DAYS, the first and last at least SOFT_BOUNCE_SPAN_DAYS apart,
 //              suppress it (HARD_BOUNCE, source `repeated soft bounces`, expiring after
-//              SOFT_BOUNCE_SUPPRESSION_DAYS) and stop the sequence (reason soft_bounces); the
-//              message is never sent again as such;
+//              SOFT_BOUNCE_SUPPRESSION_DAYS) and stop every sequence of the contact (reason
+//              soft_bounces); the message is never sent again as such;
 //   sender     never a suppression: counted against the sending mailbox (its refusal rate, read by
 //              the operator with the reasons), and the sequence stops (reason sender_refused):
 //              more mail from the same sender would meet the same refusal and harm the mailbox;
@@ -26,8 +27,8 @@ import { suppressAddress } from '../compliance/suppression-add.js';
 import type { BounceClass, BounceReason } from '../mail/bounce-taxonomy.js';
 import type { Clock } from '../platform/clock.js';
 import type { EmitInput } from '../platform/events.js';
+import { pauseSequencesOf } from '../sequences/lifecycle.js';
 import { checkMailboxHealth } from './health.js';
-import { cancelQueued } from './queue.js';
 
 /** Soft failures of one address that suppress it, within the window and spanning the days below (see docs/sending.md). */
 export const SOFT_BOUNCE_LIMIT = 3;
@@ -86,23 +87,18 @@ async function repeatedSoftFailures(trx: Tx, org: string, email: string, clock: 
   return n >= SOFT_BOUNCE_LIMIT && first !== null && last !== null && last.getTime() - first.getTime() >= SOFT_BOUNCE_SPAN_DAYS * DAY_MS;
 }
 
-/** Stops the failed send's sequence (else the contact's sequences in sending); returns the events. */
-async function stopSequences(trx: Tx, org: string, f: DeliveryFailure, reason: string): Promise<EmitInput[]> {
-  let pause = trx
-    .updateTable('contact_sequences')
-    .set({ status: 'PAUSED', paused_from: sql`status`, paused_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
-    .where('organization_id', '=', org)
-    .where('status', 'in', ['QUEUED', 'ACTIVE']);
-  if (f.sequenceId !== null) pause = pause.where('id', '=', f.sequenceId);
-  else pause = pause.where('contact_id', '=', f.contactId ?? '');
-  const paused = await pause.returning(['id', 'contact_id', 'paused_from']).execute();
-  const stopped = f.sequenceId !== null ? [f.sequenceId] : paused.map((p) => p.id);
-  if (stopped.length) await cancelQueued(trx, org, { sequenceIds: stopped }, 'sequence_not_active');
-  return paused.map((p) => ({
-    type: 'sequence.paused',
-    resource: { type: 'Sequence', id: p.id },
-    data: { sequenceId: p.id, contactId: p.contact_id, reason, pausedFrom: p.paused_from },
-  }));
+/**
+ * Stops sequences for a failure: every in-flight sequence of the contact when the address is now
+ * suppressed (it takes no more mail, from any sequence), else the failed send's sequence (the
+ * failure is about that message or its sender); without a sequence, the contact's. Returns the events.
+ */
+async function stopSequences(trx: Tx, org: string, f: DeliveryFailure, reason: string, suppressed: boolean): Promise<EmitInput[]> {
+  const wholeContact = f.contactId !== null && (suppressed || f.sequenceId === null);
+  if (!wholeContact) return f.sequenceId ? pauseSequencesOf(trx, org, { sequenceIds: [f.sequenceId] }, reason) : [];
+  const events = await pauseSequencesOf(trx, org, { contactIds: [f.contactId!] }, reason);
+  // The failed send's own sequence leaves the queue even when it was paused already.
+  if (f.sequenceId) events.push(...(await pauseSequencesOf(trx, org, { sequenceIds: [f.sequenceId] }, reason)));
+  return events;
 }
 
 /** The reason a sequence stops for a failure of this class learnt at send time. */
@@ -156,7 +152,7 @@ export async function recordDeliveryFailure(trx: Tx, org: string, f: DeliveryFai
     stop = 'sender_refused';
   }
   if (suppressed) effects.push('suppressed');
-  const paused = stop ? await stopSequences(trx, org, f, stop) : [];
+  const paused = stop ? await stopSequences(trx, org, f, stop, suppressed) : [];
   if (paused.length) effects.push('paused');
   events.push({
     type: 'email.bounced',

@@ -3,15 +3,18 @@
 // when it can pass (src/dispatch/outcomes.ts writeDecisions). Each gate sees only the steps the gates
 // before it let through; each is named for its reason code.
 
+import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
 import { isLiveContactRow } from '../crm/live-contacts.js';
+import { deploymentSendsForReal, insecureLinksReason, mailboxSendsForReal } from '../mail/link-safety.js';
 import type { Deps } from '../platform/services.js';
 import { type Batch, type Decision, type Mailbox, RECHECK_MS, type Row } from './batch.js';
 import { loadStepData, type StepData, takeStepData } from './claim.js';
+import { lockAll } from './ledger.js';
 import { chooseMailboxes, recipientDomainCap } from './mailbox.js';
-import { type SendingSettings, sendingSettings, windowOpensAt } from './settings.js';
+import { localDayStart, nextLocalDay, type SendingSettings, sendingSettings, windowOpensAt } from './settings.js';
 
 /** What the steps that passed every gate go out with. */
 export interface Passed {
@@ -28,6 +31,7 @@ export async function runGates(deps: Deps, trx: Tx, org: string, batch: Batch): 
   const { now } = batch;
   batch.decide((r) => notYetDue(r, now));
   await killSwitch(trx, batch);
+  insecureLinks(deps, batch, null);
   if (batch.pending.length === 0) return null;
   const data = await loadStepData(trx, org, batch.pending);
   batch.decide(
@@ -44,7 +48,9 @@ export async function runGates(deps: Deps, trx: Tx, org: string, batch: Batch): 
   if (batch.pending.length === 0) return null;
   // mailbox_unavailable, no_verified_mailbox, mailbox_paused, mailbox_daily_cap, min_gap.
   const chosen = await chooseMailboxes(deps, trx, org, batch, settings);
+  insecureLinks(deps, batch, chosen);
   await recipientDomainCap(trx, org, batch, chosen, settings);
+  await contactDailyLimit(trx, org, batch, chosen, settings);
   if (batch.pending.length === 0) return null;
   return { settings, chosen };
 }
@@ -56,6 +62,28 @@ function notYetDue(r: Row, now: Date): Decision | null {
 async function killSwitch(trx: Tx, batch: Batch): Promise<void> {
   const kill = await trx.selectFrom('platform_settings').select('email_kill_switch').executeTakeFirst();
   if (kill?.email_kill_switch) batch.deferAll('kill_switch', new Date(batch.now.getTime() + 60_000), 'the operator stopped all sending');
+}
+
+/**
+ * insecure_links: a step that would go over a real SMTP server while PUBLIC_BASE_URL is unfit for
+ * its links (src/mail/link-safety.ts) waits, rechecked every RECHECK_MS. With SMTP_URL every step
+ * goes over SMTP and waits here, early (`chosen` null); without it only the steps whose mailbox has
+ * its own server do, judged once their mailbox is chosen (a step held by it gives its mailbox up).
+ */
+function insecureLinks(deps: Deps, batch: Batch, chosen: Map<string, Mailbox> | null): void {
+  const reason = insecureLinksReason(deps.config);
+  if (!reason) return;
+  const until = new Date(batch.now.getTime() + RECHECK_MS);
+  if (!chosen) {
+    if (deploymentSendsForReal(deps.services.mail)) batch.deferAll('insecure_links', until, reason);
+    return;
+  }
+  batch.decide((r) => {
+    const m = chosen.get(r.id);
+    if (!m || !mailboxSendsForReal(deps.services.mail, m)) return null;
+    chosen.delete(r.id);
+    return { defer: 'insecure_links', until, detail: reason };
+  });
 }
 
 function contactRemoved(r: Row, data: StepData): Decision | null {
@@ -134,4 +162,52 @@ async function organizationSending(trx: Tx, org: string): Promise<SendingSetting
 function sendingWindow(batch: Batch, settings: SendingSettings): void {
   const opens = windowOpensAt(settings, batch.now);
   if (opens > batch.now) batch.deferAll('sending_window', opens, `the sending window opens at ${opens.toISOString()}`);
+}
+
+/** Send records that count against a contact's day: a message claimed, sent or possibly sent (not one refused or failed). */
+const TO_CONTACT = ['sending', 'sent', 'possibly_sent'];
+
+/**
+ * At most `contactDailyLimit` messages to one contact per local day (the organization's time
+ * zone), across every sequence and mailbox: counted from the send records since the day's start,
+ * plus the steps this batch let through before, under the contacts' locks. It comes last, so a
+ * step held by a cap does not use up the contact's day; a step held by it gives its mailbox up.
+ * Locks are taken in one order in every batch (mailboxes, then recipient domains, then contacts,
+ * each set sorted), so two batches never deadlock.
+ */
+async function contactDailyLimit(
+  trx: Tx,
+  org: string,
+  batch: Batch,
+  chosen: Map<string, Mailbox>,
+  settings: SendingSettings,
+): Promise<void> {
+  const contacts = [...new Set(batch.pending.filter((r) => chosen.has(r.id)).map((r) => r.contact_id))];
+  if (contacts.length === 0) return;
+  await lockAll(
+    trx,
+    contacts.map((id) => `contact:${org}:${id}`),
+  );
+  const counted = await sql<{ contact_id: string; n: number }>`
+    SELECT contact_id, count(*)::int AS n FROM send_records
+    WHERE organization_id = ${org} AND contact_id = ANY(${contacts}::text[]) AND status = ANY(${TO_CONTACT}::text[])
+      AND sent_at >= ${localDayStart(settings, batch.now)}::timestamptz
+    GROUP BY contact_id`.execute(trx);
+  const today = new Map(counted.rows.map((r) => [r.contact_id, r.n]));
+  const limit = settings.contactDailyLimit;
+  const until = windowOpensAt(settings, nextLocalDay(settings, batch.now));
+  batch.decide((r) => {
+    if (!chosen.has(r.id)) return null;
+    const n = today.get(r.contact_id) ?? 0;
+    if (n >= limit) {
+      chosen.delete(r.id);
+      return {
+        defer: 'contact_daily_limit',
+        until,
+        detail: `${n} message${n === 1 ? '' : 's'} went to the contact today (${settings.timeZone}); the limit is ${limit} a day`,
+      };
+    }
+    today.set(r.contact_id, n + 1);
+    return null;
+  });
 }

@@ -22,6 +22,8 @@ export interface SendingSettings {
   allowDeploymentSender: boolean;
   /** Daily cap of the deployment sender for this organization. */
   deploymentDailyCap: number;
+  /** Most messages to one contact per local day (in `timeZone`), across every sequence and mailbox. */
+  contactDailyLimit: number;
 }
 
 export const DEFAULT_SENDING: SendingSettings = {
@@ -34,6 +36,7 @@ export const DEFAULT_SENDING: SendingSettings = {
   tracking: false,
   allowDeploymentSender: true,
   deploymentDailyCap: 200,
+  contactDailyLimit: 1,
 };
 
 /** A mailbox's daily cap when the operator gives none (lemlist and Instantly advise 30 to 100). */
@@ -69,12 +72,24 @@ export function windowOpensAt(s: SendingSettings, at: Date): Date {
   return at; // no open day at all: the settings refuse that, so this is never reached
 }
 
-/** Stored sending settings with the sent ones replacing theirs; 400 for an unknown zone or a window that closes before it opens. */
+/** The start of the next local day after `at` in the organization's time zone (a day with a daylight-saving change included). */
+export function nextLocalDay(s: SendingSettings, at: Date): Date {
+  return DateTime.fromJSDate(at).setZone(s.timeZone).startOf('day').plus({ days: 1 }).toJSDate();
+}
+
+/** The start of the local day of `at` in the organization's time zone. */
+export function localDayStart(s: SendingSettings, at: Date): Date {
+  return DateTime.fromJSDate(at).setZone(s.timeZone).startOf('day').toJSDate();
+}
+
+/** Stored sending settings with the sent ones replacing theirs; 400 for an unknown zone, a window that closes before it opens or a contact limit under 1. */
 export function checkedSending(patch: Partial<SendingSettings>, stored: unknown): Partial<SendingSettings> {
   const merged = { ...(stored && typeof stored === 'object' ? (stored as Partial<SendingSettings>) : {}), ...patch };
   const full = sendingSettings(merged);
   if (!validTimeZone(full.timeZone)) throw invalid(`${full.timeZone} is not a known IANA time zone.`, 'body.sending.timeZone');
   if (full.from >= full.to)
     throw invalid(`The sending window must open before it closes (from ${full.from}, to ${full.to}).`, 'body.sending.to');
+  if (!Number.isInteger(full.contactDailyLimit) || full.contactDailyLimit < 1)
+    throw invalid(`contactDailyLimit must be an integer of 1 or more (got ${full.contactDailyLimit}).`, 'body.sending.contactDailyLimit');
   return merged;
 }

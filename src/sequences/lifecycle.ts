@@ -10,7 +10,7 @@ import { isLiveContact } from '../crm/live-contacts.js';
 import { cancelQueued } from '../dispatch/queue.js';
 import type { TemplateStep } from '../drafting/context.js';
 import { notFound, ProblemError } from '../http/problems.js';
-import { emit, emitMany } from '../platform/events.js';
+import { type EmitInput, emit, emitMany } from '../platform/events.js';
 import { iso, isoNN, newId } from '../platform/ids.js';
 import { BUILTIN_TEMPLATES } from './builtin-templates.js';
 
@@ -187,9 +187,40 @@ export async function createSequence(trx: Tx, organizationId: string, input: New
   return { row, created: true };
 }
 
+/** Which sequences a pause is about: every in-flight one of some contacts (ids or a subquery of ids), or some sequences. */
+export type PauseTarget =
+  | { contactIds: string[] | SelectQueryBuilder<Database, keyof Database, { id: string }> }
+  | { sequenceIds: string[] };
+
 /**
- * Pauses the in-flight sequences of the given contacts (a list of ids or a subquery of ids),
- * keeping the status each paused from, and emits one sequence.paused per sequence. Returns the count.
+ * Pauses in-flight sequences, keeping the status each paused from, and takes their queued steps
+ * out of the queue (those of the sequences named too, paused before or not); returns one
+ * sequence.paused event per sequence paused, for the caller to emit in its own order. The one
+ * implementation of every pause: a person's, a list's deletion, a reply, a complaint, an
+ * unsubscribe, a delivery failure.
+ */
+export async function pauseSequencesOf(trx: Tx, organizationId: string, target: PauseTarget, reason: string | null): Promise<EmitInput[]> {
+  let q = trx
+    .updateTable('contact_sequences')
+    .set({ status: 'PAUSED', paused_from: sql`status`, paused_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
+    .where('organization_id', '=', organizationId)
+    .where('status', 'in', IN_FLIGHT_SEQUENCE_STATUSES);
+  if ('sequenceIds' in target) q = q.where('id', 'in', target.sequenceIds.length ? target.sequenceIds : ['']);
+  else q = q.where('contact_id', 'in', target.contactIds as string[]); // ids or a subquery of ids
+  const paused = await q.returning(['id', 'contact_id', 'paused_from']).execute();
+  // A paused sequence sends nothing: its queued steps leave the queue (a resume asks for approval again).
+  const stopped = [...new Set([...paused.map((s) => s.id), ...('sequenceIds' in target ? target.sequenceIds : [])])];
+  if (stopped.length) await cancelQueued(trx, organizationId, { sequenceIds: stopped }, 'sequence_not_active');
+  return paused.map((s) => ({
+    type: 'sequence.paused',
+    resource: { type: 'Sequence', id: s.id },
+    data: { sequenceId: s.id, contactId: s.contact_id, reason, pausedFrom: s.paused_from },
+  }));
+}
+
+/**
+ * Pauses every in-flight sequence of the given contacts (a list of ids or a subquery of ids) and
+ * emits one sequence.paused per sequence (pauseSequencesOf). Returns the count.
  */
 export async function pauseSequences(
   trx: Tx,
@@ -197,26 +228,9 @@ export async function pauseSequences(
   contactIds: string[] | SelectQueryBuilder<Database, keyof Database, { id: string }>,
   reason: string | null,
 ): Promise<number> {
-  const paused = await trx
-    .updateTable('contact_sequences')
-    .set({ status: 'PAUSED', paused_from: sql`status`, paused_at: sql<Date>`now_ms()`, updated_at: sql<Date>`now_ms()` })
-    .where('organization_id', '=', organizationId)
-    .where('contact_id', 'in', contactIds as string[]) // ids or a subquery of ids
-    .where('status', 'in', IN_FLIGHT_SEQUENCE_STATUSES)
-    .returning(['id', 'contact_id', 'paused_from'])
-    .execute();
-  // A paused sequence sends nothing: its queued steps leave the queue (a resume asks for approval again).
-  await cancelQueued(trx, organizationId, { sequenceIds: paused.map((s) => s.id) }, 'sequence_not_active');
-  await emitMany(
-    trx,
-    organizationId,
-    paused.map((s) => ({
-      type: 'sequence.paused',
-      resource: { type: 'Sequence', id: s.id },
-      data: { sequenceId: s.id, contactId: s.contact_id, reason, pausedFrom: s.paused_from },
-    })),
-  );
-  return paused.length;
+  const events = await pauseSequencesOf(trx, organizationId, { contactIds }, reason);
+  await emitMany(trx, organizationId, events);
+  return events.length;
 }
 
 /**
