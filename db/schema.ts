@@ -382,21 +382,29 @@ export interface LeadForms {
 
 export interface ListGenerationRuns {
   all_approved_at: Timestamp | null;
+  allowance_remaining: number | null;
   chunk_count: number;
   created_at: Generated<Timestamp>;
   done_chunks: Generated<number[]>;
   drafts_failed: Generated<number>;
   drafts_generated: Generated<number>;
+  drafts_to_write: number | null;
+  failed_reasons: Generated<Json>;
   finished_at: Timestamp | null;
   id: string;
   list_id: string;
   organization_id: string;
   product_id: string | null;
+  regenerate: Generated<boolean>;
   sequences_created: Generated<number>;
   sequences_reused: Generated<number>;
   skipped_collision: Generated<number>;
+  skipped_do_not_contact: Generated<number>;
+  skipped_live_draft: Generated<number>;
   skipped_other: Generated<number>;
+  skipped_sequence_active: Generated<number>;
   skipped_suppressed: Generated<number>;
+  started_at: Timestamp | null;
   status: Generated<string>;
   template_id: string;
   total_contacts: number;

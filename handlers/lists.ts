@@ -1,5 +1,7 @@
-// Contact lists (src/crm/lists.ts): create, read, soft delete, draft generation.
+// Contact lists (src/crm/lists.ts): create, read, soft delete, draft generation and its runs
+// (src/drafting/generation-runs.ts).
 import { contactList, createContactList, listContactLists, softDeleteList, startDraftGeneration } from '../src/crm/lists.js';
+import { generationRun, generationRunsPage } from '../src/drafting/generation-runs.js';
 import type { Handler, Handlers } from '../src/http/handler.js';
 
 const createList: Handler<'createList'> = async ({ trx, auth, body }) => ({
@@ -23,9 +25,31 @@ const deleteList: Handler<'deleteList'> = async ({ trx, auth, params, query }) =
   body: await softDeleteList(trx, auth, params.id, query.force === 'true'),
 });
 
-const generateListDrafts: Handler<'generateListDrafts'> = async ({ trx, auth, params }) => ({
+const generateListDrafts: Handler<'generateListDrafts'> = async ({ trx, auth, params, body, config, services }) => ({
   status: 200,
-  body: await startDraftGeneration(trx, auth.organizationId, auth.org.plan, params.id),
+  body: await startDraftGeneration(trx, auth.organizationId, auth.org.plan, params.id, {
+    regenerate: body?.regenerate === true,
+    secret: config.erasureHashSecret,
+    clock: services.clock,
+  }),
 });
 
-export const listHandlers = { createList, listLists, getList, deleteList, generateListDrafts } satisfies Partial<Handlers>;
+const getListGenerationRun: Handler<'getListGenerationRun'> = async ({ trx, auth, params }) => ({
+  status: 200,
+  body: await generationRun(trx, auth.organizationId, params.id, params.runId),
+});
+
+const listListGenerationRuns: Handler<'listListGenerationRuns'> = async ({ trx, auth, params, query }) => ({
+  status: 200,
+  body: await generationRunsPage(trx, auth.organizationId, params.id, query),
+});
+
+export const listHandlers = {
+  createList,
+  listLists,
+  getList,
+  deleteList,
+  generateListDrafts,
+  getListGenerationRun,
+  listListGenerationRuns,
+} satisfies Partial<Handlers>;

@@ -1,11 +1,16 @@
-// Conversation messages (tag messages): the keyset list of inbound and outbound messages
-// (src/inbound/messages.ts).
+// Conversation messages (tag messages): the keyset list of inbound and outbound messages, and one
+// by id (src/inbound/messages.ts).
 import type { Handler, Handlers } from '../src/http/handler.js';
-import { messagesPage } from '../src/inbound/messages.js';
+import { messageById, messagesPage } from '../src/inbound/messages.js';
 
 const listMessages: Handler<'listMessages'> = async ({ trx, auth, query }) => ({
   status: 200,
   body: await messagesPage(trx, auth.organizationId, query),
 });
 
-export const messageHandlers = { listMessages } satisfies Partial<Handlers>;
+const getMessage: Handler<'getMessage'> = async ({ trx, auth, params }) => ({
+  status: 200,
+  body: await messageById(trx, auth.organizationId, params.id),
+});
+
+export const messageHandlers = { listMessages, getMessage } satisfies Partial<Handlers>;

@@ -18,14 +18,17 @@ async function list(s: DraftingOrg, body: Record<string, unknown>) {
   expect(r.response.status).toBe(201);
   return r.data!;
 }
-const generate = (s: DraftingOrg, id: string) => s.api.POST('/lists/{id}/generate', { params: { path: { id } } });
+const generate = (s: DraftingOrg, id: string, body?: { regenerate?: boolean }) =>
+  s.api.POST('/lists/{id}/generate', { params: { path: { id } }, ...(body ? { body } : {}) });
+const getRun = (s: DraftingOrg, id: string, runId: string) =>
+  s.api.GET('/lists/{id}/generation-runs/{runId}', { params: { path: { id, runId } } });
 const runOf = (orgId: string, id: string) =>
   system(svc, (trx) =>
     trx.selectFrom('list_generation_runs').selectAll().where('organization_id', '=', orgId).where('id', '=', id).executeTakeFirstOrThrow(),
   );
 
 describe('POST /lists/{id}/generate', () => {
-  it("runs over the list's own contacts, skipping suppressed ones and product collisions, answers a no-op while in flight, and completes", async () => {
+  it("runs over the list's own contacts, skipping suppressed, do-not-contact and colliding ones under their reasons, answers a no-op while in flight, and is readable queued and completed", async () => {
     const s = await draftingOrg(svc);
     const [p1, p2] = [await product(svc, s.org.id), await product(svc, s.org.id)];
     const tpl = await template(svc, s.org.id, [STEP_ONE]);
@@ -37,6 +40,8 @@ describe('POST /lists/{id}/generate', () => {
     await sequence(s.api, busy.id, await template(svc, s.org.id, [STEP_ONE], p2));
     const elsewhere = await contact(s.api);
     await s.api.POST('/contacts', { body: { email: elsewhere.email, listId: l.id } }); // attached, not own
+    const dnc = await contact(s.api, { listId: l.id });
+    await system(svc, (trx) => sql`UPDATE contacts SET tags = '{Do-Not-Contact}' WHERE id = ${dnc.id}`.execute(trx));
 
     const first = await generate(s, l.id);
     expect(first.response.status).toBe(200);
@@ -45,29 +50,70 @@ describe('POST /lists/{id}/generate', () => {
       runId: expect.stringMatching(/^lgr_/),
       generationQueued: true,
       chunkCount: 1,
-      totalContacts: 5,
+      totalContacts: 6,
+      // One step for each of the three contacts it drafts for (not the suppressed, do-not-contact or colliding ones).
+      draftsToWrite: 3,
+      allowanceRemaining: 1_000,
     });
     const again = await generate(s, l.id);
     expect(again.data).toEqual({ listId: l.id, runId: first.data!.runId, generationQueued: false, generationRunning: true });
+    // Readable before any chunk began (the worker is not running yet): queued.
+    const queued = await getRun(s, l.id, first.data!.runId);
+    expect(queued.response.status).toBe(200);
+    expect(queued.data).toEqual({
+      id: first.data!.runId,
+      listId: l.id,
+      state: 'queued',
+      regenerate: false,
+      totalContacts: 6,
+      chunkCount: 1,
+      chunksDone: 0,
+      draftsToWrite: 3,
+      allowanceRemaining: 1_000,
+      sequencesCreated: 0,
+      sequencesReused: 0,
+      draftsGenerated: 0,
+      draftsFailed: 0,
+      failedReasons: {},
+      skipped: { suppressed: 0, doNotContact: 0, productCollision: 0, contactUnavailable: 0, sequenceActive: 0, liveDraft: 0 },
+      allowanceUsed: 0,
+      createdAt: expect.any(String),
+      startedAt: null,
+      finishedAt: null,
+    });
 
     await svc.startWorker();
     await settle(svc);
-    const run = await runOf(s.org.id, first.data!.runId);
-    expect(run).toMatchObject({
-      status: 'completed',
-      sequences_created: 3,
-      sequences_reused: 0,
-      skipped_suppressed: 1,
-      skipped_collision: 1,
-      drafts_generated: 3,
-      drafts_failed: 0,
-      done_chunks: [0],
+    const done = (await getRun(s, l.id, first.data!.runId)).data!;
+    expect(done).toMatchObject({
+      state: 'completed',
+      chunksDone: 1,
+      sequencesCreated: 3,
+      sequencesReused: 0,
+      draftsGenerated: 3,
+      draftsFailed: 0,
+      // Each skipped contact under its reason.
+      skipped: { suppressed: 1, doNotContact: 1, productCollision: 1, contactUnavailable: 0, sequenceActive: 0, liveDraft: 0 },
+      allowanceUsed: 3,
+      startedAt: expect.any(String),
+      finishedAt: expect.any(String),
     });
+    // The latest run is the first of the list's runs.
+    const runs = await s.api.GET('/lists/{id}/generation-runs', { params: { path: { id: l.id } } });
+    expect(runs.data).toEqual({ data: [done], nextCursor: null });
+    // Unknown run, another list's run, another organization: 404.
+    const otherList = await list(s, {});
+    expect((await getRun(s, l.id, 'lgr_000000000000000000000000')).response.status).toBe(404);
+    expect((await getRun(s, otherList.id, first.data!.runId)).response.status).toBe(404);
+    const stranger = await draftingOrg(svc);
+    expect((await getRun(stranger, l.id, first.data!.runId)).response.status).toBe(404);
+    expect((await stranger.api.GET('/lists/{id}/generation-runs', { params: { path: { id: l.id } } })).response.status).toBe(404);
     for (const c of own) {
       const [d] = await draftsOf(s.api, c.id);
       expect(d).toMatchObject({ status: 'DRAFT_GENERATED', step: 1 });
     }
     expect(await draftsOf(s.api, suppressed.id)).toEqual([]);
+    expect(await draftsOf(s.api, dnc.id)).toEqual([]);
     expect((await s.api.GET('/sequences', { params: { query: { contactId: busy.id } } })).data!.data).toHaveLength(1);
     expect((await s.api.GET('/sequences', { params: { query: { contactId: elsewhere.id } } })).data!.data).toEqual([]);
     const generated = await s.api.GET('/drafts', { params: { query: { status: 'DRAFT_GENERATED' } } });
@@ -86,9 +132,9 @@ describe('POST /lists/{id}/generate', () => {
     expect(listLevel).toHaveLength(1);
     expect(listLevel[0]).toMatchObject({ resource_id: l.id, data: { listId: l.id, generationRunId: run.runId, approvedCount: 3 } });
 
-    // A re-run: the reused sequences keep their approved drafts; a rejected one is written anew.
+    // A re-run asked to regenerate: the reused sequences keep their approved drafts; a rejected one is written anew.
     await system(svc, (trx) => sql`UPDATE drafts SET status = 'REJECTED' WHERE id = ${drafts[2].id}`.execute(trx));
-    const rerun = (await generate(s, l.id)).data!;
+    const rerun = (await generate(s, l.id, { regenerate: true })).data!;
     expect(rerun).toMatchObject({ generationQueued: true, totalContacts: 3 });
     await settle(svc);
     expect(await runOf(s.org.id, rerun.runId)).toMatchObject({
@@ -103,6 +149,86 @@ describe('POST /lists/{id}/generate', () => {
       [2, 'REGENERATED', true],
     ]);
     expect((await draftsOf(s.api, cs[0].id, true)).map((d) => d.status)).toEqual(['APPROVED']);
+  });
+
+  it('a repeated call writes only the missing drafts and spends no allowance on the others, unless asked to regenerate', async () => {
+    const s = await draftingOrg(svc);
+    const l = await list(s, { useCaseTemplateId: await template(svc, s.org.id, [STEP_ONE]) });
+    const cs = [await contact(s.api, { listId: l.id }), await contact(s.api, { listId: l.id })];
+    const held = await contact(s.api, { listId: l.id });
+    await s.api.POST('/suppression', { body: { email: held.email, reason: 'asked' } });
+    expect((await generate(s, l.id)).data).toMatchObject({ generationQueued: true, draftsToWrite: 2 });
+    await settle(svc);
+    const [rejected] = await draftsOf(s.api, cs[1].id);
+    await s.api.POST('/drafts/{id}/reject', { params: { path: { id: rejected.id } } });
+    const used = async () => (await s.api.GET('/usage')).data!.drafts;
+    const before = await used();
+    expect(before).toMatchObject({ created: 2, regenerated: 0 });
+
+    // The suppression lifted and a contact added: the repeated call writes their drafts only.
+    await system(svc, (trx) => sql`DELETE FROM suppression_entries WHERE organization_id = ${s.org.id}`.execute(trx));
+    const added = await contact(s.api, { listId: l.id });
+    const again = await generate(s, l.id);
+    expect(again.data).toMatchObject({ generationQueued: true, totalContacts: 4, draftsToWrite: 2, allowanceRemaining: before.remaining });
+    await settle(svc);
+    expect((await getRun(s, l.id, again.data!.runId)).data).toMatchObject({
+      state: 'completed',
+      regenerate: false,
+      sequencesCreated: 2,
+      sequencesReused: 2,
+      draftsGenerated: 2,
+      skipped: { suppressed: 0, liveDraft: 2 },
+      allowanceUsed: 2,
+    });
+    expect(await used()).toMatchObject({ created: 4, regenerated: 0, remaining: before.remaining - 2 });
+    for (const c of [held, added]) expect((await draftsOf(s.api, c.id, true)).map((d) => d.status)).toEqual(['DRAFT_GENERATED']);
+    expect((await draftsOf(s.api, cs[0].id, true)).map((d) => d.version)).toEqual([1]);
+    expect((await draftsOf(s.api, cs[1].id, true)).map((d) => d.status)).toEqual(['REJECTED']);
+
+    // Asked to regenerate: every live draft not approved is written anew, and counted.
+    const regen = await generate(s, l.id, { regenerate: true });
+    expect(regen.data).toMatchObject({ generationQueued: true, draftsToWrite: 4 });
+    await settle(svc);
+    expect((await getRun(s, l.id, regen.data!.runId)).data).toMatchObject({ regenerate: true, draftsGenerated: 4, allowanceUsed: 4 });
+    expect(await used()).toMatchObject({ created: 4, regenerated: 4 });
+    expect((await generate(s, l.id, { regenerate: 'yes' } as never)).response.status).toBe(400);
+  });
+
+  it('a run that would exceed the allowance is not started: 200 with the figures, recorded not_started, nothing written', async () => {
+    const s = await draftingOrg(svc);
+    const l = await list(s, { useCaseTemplateId: await template(svc, s.org.id, [STEP_ONE]) });
+    for (let i = 0; i < 3; i++) await contact(s.api, { listId: l.id });
+    await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { draftsPerMonth: 2 } });
+    const r = await generate(s, l.id);
+    expect(r.response.status).toBe(200);
+    expect(r.data).toEqual({
+      listId: l.id,
+      runId: expect.stringMatching(/^lgr_/),
+      generationQueued: false,
+      allowanceExceeded: true,
+      draftsToWrite: 3,
+      allowanceRemaining: 2,
+    });
+    expect((await getRun(s, l.id, r.data!.runId)).data).toMatchObject({
+      state: 'not_started',
+      totalContacts: 3,
+      chunkCount: 0,
+      draftsToWrite: 3,
+      allowanceRemaining: 2,
+      draftsGenerated: 0,
+      allowanceUsed: 0,
+      startedAt: null,
+      finishedAt: expect.any(String),
+    });
+    await settle(svc);
+    expect((await s.api.GET('/drafts')).data!.data).toEqual([]);
+    expect((await s.api.GET('/usage')).data!.drafts).toMatchObject({ created: 0, remaining: 2 });
+    // The list is not held: within the allowance a run starts.
+    await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { draftsPerMonth: 3 } });
+    expect((await generate(s, l.id)).data).toMatchObject({ generationQueued: true, draftsToWrite: 3, allowanceRemaining: 3 });
+    await settle(svc);
+    const runs = (await s.api.GET('/lists/{id}/generation-runs', { params: { path: { id: l.id } } })).data!.data;
+    expect(runs.map((x) => x.state)).toEqual(['completed', 'not_started']);
   });
 
   it('splits a large list into chunks of 100 and generates them all', async () => {
@@ -168,12 +294,12 @@ describe('POST /lists/{id}/generate', () => {
     ]);
     const seq = (await s.api.GET('/sequences', { params: { query: { contactId: bc.id } } })).data!.data[0];
     expect(seq).toMatchObject({ templateId: 'builtin-sequence', mailboxId: 'deployment' });
-    // Once the operator names the owner, a re-run signs with the person (the deployment sender is no person).
+    // Once the operator names the owner, a re-run asked to regenerate signs with the person (the deployment sender is no person).
     await svc.admin.PATCH('/organizations/{orgId}/users/{userId}', {
       params: { path: { orgId: s.org.id, userId: s.org.ownerId } },
       body: { name: 'Sam Lee', title: 'Head of Sales' },
     });
-    await generate(s, bare.id);
+    await generate(s, bare.id, { regenerate: true });
     await settle(svc);
     const [again] = await draftsOf(s.api, bc.id);
     const signed = (await s.api.GET('/drafts/{id}', { params: { path: { id: again.id } } })).data!;

@@ -200,6 +200,10 @@ describe('GET /messages', () => {
         authenticated: true,
         bodyPreview: 'Sounds interesting, tell me more.',
         createdAt: expect.any(String),
+        subject: 'Re: A quick idea',
+        from: c.email,
+        receivedAt: expect.any(String),
+        text: 'Sounds interesting, tell me more.',
       },
       {
         id: expect.stringMatching(/^msg_/),
@@ -213,8 +217,14 @@ describe('GET /messages', () => {
         authenticated: true,
         bodyPreview: 'Hi Dana, We help revenue teams book meetings. Best, Sam',
         createdAt: expect.any(String),
+        subject: 'A quick idea',
+        from: 'sales@acme-sender.test',
+        receivedAt: null,
+        text: 'Hi Dana,\n\nWe help revenue teams book meetings.\n\nBest,\nSam',
       },
     ]);
+    // An inbound message was received when it was stored.
+    expect(page.data[0].receivedAt).toBe(page.data[0].createdAt);
     const out = await system(svc, (trx) =>
       trx
         .selectFrom('messages')
@@ -290,6 +300,34 @@ describe('GET /messages', () => {
     expect(long[p1.length - 1]).toBe(' '); // cut at a word
     expect(items.get(r2.data!.id)).toBe('Short answer.');
     expect(items.get(r3.data!.id)).toBe('-- Dana Whitfield Head of Operations');
+  });
+
+  it('reads a reply: subject, sender, received time, intent and the text without its quoted history; GET /messages/{id} adds the text as received', async () => {
+    const s = await draftingOrg(svc);
+    const c = await contact(s.api, { email: uniqueEmail('reader') });
+    const quoted =
+      'Could we schedule a call on Friday?\n\nOn Tue, Mar 3, 2026 at 10:00 AM Sam <sam@acme.test> wrote:\n> Hi Dana,\n> Would a short call next week be useful?';
+    const r = await ingest(s.org.id, { fromEmail: c.email, subject: 'Re: A quick idea', body: quoted });
+    await settle(svc);
+    const [listed] = (await list(s)).data!.data;
+    expect(listed).toMatchObject({
+      id: r.data!.id,
+      subject: 'Re: A quick idea',
+      from: c.email,
+      receivedAt: expect.any(String),
+      intent: 'meeting_request',
+      text: 'Could we schedule a call on Friday?',
+    });
+    const one = await s.api.GET('/messages/{id}', { params: { path: { id: r.data!.id } } });
+    expect(one.response.status).toBe(200);
+    // Composed by the operator row: no recipient; the body as MIME carried it (ending in a line break).
+    expect(one.data).toEqual({ ...listed, body: `${quoted}\n`, to: null });
+    // Unknown, and another organization's: 404.
+    const unknown = await s.api.GET('/messages/{id}', { params: { path: { id: 'msg_000000000000000000000000' } } });
+    expect(unknown.response.status).toBe(404);
+    expect(unknown.error?.type).toMatch(/not-found$/);
+    const other = await draftingOrg(svc);
+    expect((await other.api.GET('/messages/{id}', { params: { path: { id: r.data!.id } } })).response.status).toBe(404);
   });
 
   it('needs drafts.read', async () => {

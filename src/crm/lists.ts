@@ -216,7 +216,13 @@ export async function softDeleteList(trx: Tx, auth: Pick<AuthInfo, 'organization
  * answers the run in flight. Refusals first: 404 unknown list, 403 plan not entitled to
  * outbound, 400 no template or no contacts of its own.
  */
-export async function startDraftGeneration(trx: Tx, organizationId: string, plan: string, id: string) {
+export async function startDraftGeneration(
+  trx: Tx,
+  organizationId: string,
+  plan: string,
+  id: string,
+  opts: Parameters<typeof startListGeneration>[3],
+) {
   const org = organizationId;
   const list = await trx
     .selectFrom('contact_lists')
@@ -230,7 +236,7 @@ export async function startDraftGeneration(trx: Tx, organizationId: string, plan
   if (!outboundEntitled(plan)) {
     throw new ProblemError('not-entitled', `The ${plan} plan does not include outbound (draft generation).`);
   }
-  return startListGeneration(trx, org, list);
+  return startListGeneration(trx, org, list, opts);
 }
 
 /** The list context fields of PATCH .../lists/{listId}, by column. */

@@ -216,12 +216,30 @@ async function draftsOf(trx: Tx, org: string, sequenceIds: string[]) {
 type Live = Awaited<ReturnType<typeof draftsOf>>['live'] extends Map<string, infer V> ? V : never;
 
 /** Whether a pass writes a step, given its live draft. */
-function wanted(req: GenerationRequest, step: number, live: Live | undefined): boolean {
+function wanted(req: Pick<GenerationRequest, 'mode' | 'pass' | 'rewrite'>, step: number, live: Live | undefined): boolean {
   if (live?.generation_pass === req.pass || live?.sent_at) return false;
   if (req.rewrite) return live?.id === req.rewrite.replaces && step === req.rewrite.step;
   if (!live) return true;
   if (req.mode === 'unapproved') return live.status !== 'APPROVED';
   return req.mode === 'unsent';
+}
+
+/**
+ * How many drafts a pass of this mode would write for these sequences now, by the rule the pass
+ * follows (the figure a list generation run is started with).
+ */
+export async function stepsToWrite(trx: Tx, org: string, sequenceIds: string[], mode: GenerationMode): Promise<number> {
+  if (sequenceIds.length === 0) return 0;
+  const sequences = await trx
+    .selectFrom('contact_sequences')
+    .select(['id', 'status', 'steps'])
+    .where('organization_id', '=', org)
+    .where('id', 'in', sequenceIds)
+    .execute();
+  const { live } = await draftsOf(trx, org, sequenceIds);
+  return sequences
+    .filter((s) => GENERATING_STATUSES.includes(s.status))
+    .reduce((n, s) => n + s.steps.filter((st) => wanted({ mode, pass: '' }, st.step, live.get(`${s.id}:${st.step}`))).length, 0);
 }
 
 const knownWords = (...names: Array<string | null | undefined>) =>
@@ -253,9 +271,12 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
   const items: Item[] = [];
   const failures: Failure[] = [];
   const derived = new Map<string, Derived>();
+  // Steps left alone because their live draft stays (counted on a list generation run).
+  let kept = 0;
   for (const s of input.sequences) {
     if (!statusesOf(req).includes(s.status)) continue;
     const steps = s.steps.filter((st) => wanted(req, st.step, input.drafts.live.get(`${s.id}:${st.step}`)));
+    kept += s.steps.length - steps.length;
     if (steps.length === 0) continue;
     const c = input.contacts.get(s.contact_id);
     const refusal =
@@ -365,7 +386,16 @@ export async function generateDrafts(deps: Deps, org: string, req: GenerationReq
     }),
   );
 
-  return withOrg(deps.db, org, (trx) => commit(trx, deps, org, req, items, failures, derived));
+  return withOrg(deps.db, org, (trx) => commit(trx, deps, org, req, items, failures, derived, kept));
+}
+
+/** A jsonb object of counts with each of `reasons` added once. */
+function addCounts(column: string, reasons: string[]) {
+  const add: Record<string, number> = {};
+  for (const r of reasons) add[r] = (add[r] ?? 0) + 1;
+  return sql<string>`(SELECT coalesce(jsonb_object_agg(k, n), '{}'::jsonb) FROM (
+    SELECT k, sum(v::int) AS n FROM (SELECT * FROM jsonb_each_text(${sql.ref(column)}) UNION ALL SELECT * FROM jsonb_each_text(${JSON.stringify(add)}::jsonb)) x(k, v)
+    GROUP BY k) y)`;
 }
 
 async function commit(
@@ -376,6 +406,7 @@ async function commit(
   items: Item[],
   failures: Failure[],
   derived: Map<string, Derived>,
+  kept: number,
 ): Promise<{ written: number; failed: number }> {
   // Passes over the same sequence queue here; this one then sees what an earlier one wrote.
   const seqs = await trx
@@ -567,6 +598,11 @@ async function commit(
       .set({
         drafts_generated: sql`drafts_generated + ${go.length}`,
         drafts_failed: sql`drafts_failed + ${failures.length}`,
+        skipped_live_draft: sql`skipped_live_draft + ${kept}`,
+        failed_reasons: addCounts(
+          'failed_reasons',
+          failures.map((f) => f.reason),
+        ),
       })
       .where('organization_id', '=', org)
       .where('id', '=', req.runId)

@@ -1482,10 +1482,18 @@ export interface paths {
          *     otherwise a new run is enqueued (`generationQueued: true` with `chunkCount` and
          *     `totalContacts`; chunks of 100 contacts). Each contact gets (or reuses: idempotent on contact
          *     and template) a sequence on the list's `useCaseTemplateId` (an organization or public template)
-         *     and `productId`, and the drafts its steps lack; a re-run regenerates the steps whose drafts are
-         *     not approved (as `REGENERATED` versions) and keeps approved and sent ones. Suppressed and
-         *     do-not-contact contacts and product collisions are skipped and counted in the run's record.
-         *     Results are read with `GET /drafts?status=DRAFT_GENERATED`. Takes no body.
+         *     and `productId`, and the drafts its steps lack. A repeated call writes only the steps that have
+         *     no live draft (those never written, and those whose writing failed), and spends no allowance on
+         *     the others; with `{"regenerate": true}` it also rewrites the live drafts that are not approved
+         *     (as `REGENERATED` versions), keeping approved and sent ones. Suppressed and do-not-contact
+         *     contacts and product collisions are skipped and counted in the run's record.
+         *
+         *     The answer says how many drafts the run will write (`draftsToWrite`) against the month's
+         *     allowance left (`allowanceRemaining`); a run that would write more than is left is not started
+         *     (`generationQueued: false`, `allowanceExceeded: true`, nothing written or spent) and is
+         *     recorded with state `not_started`. The run is followed with
+         *     `GET /lists/{id}/generation-runs/{runId}` (state, drafts generated and failed, skipped by
+         *     reason, allowance used); results are read with `GET /drafts?status=DRAFT_GENERATED`.
          *
          *     A list created without `useCaseTemplateId` uses the built-in sequence `builtin-sequence`: a
          *     first touch (day 0), a follow-up (day 3) and a break-up (day 7), each with one cited line from
@@ -1499,6 +1507,66 @@ export interface paths {
          *     or foreign list.
          */
         post: operations["generateListDrafts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lists/{id}/generation-runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description List id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * List a list's generation runs
+         * @description The runs of POST /lists/{id}/generate for this list, newest first (`createdAt` DESC, `id`
+         *     DESC), cursor-paged; the first is the latest. Each as GET /lists/{id}/generation-runs/{runId}
+         *     answers it.
+         *
+         *     Errors: 400 `validation-failed` for a bad `limit`, 400 `invalid-cursor`; 404 `not-found` for a
+         *     soft-deleted, unknown or foreign list.
+         */
+        get: operations["listListGenerationRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lists/{id}/generation-runs/{runId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description List id. */
+                id: string;
+                /** @description Generation run id, as POST /lists/{id}/generate answered it. */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Follow a list's generation run
+         * @description Returns one run of POST /lists/{id}/generate: its state (`queued`, `running`, `completed`,
+         *     `failed`, `not_started`), the drafts it expected to write against the allowance left when it
+         *     was asked, and its counters so far: sequences created and reused, drafts generated and failed
+         *     (by reason), contacts and steps skipped by reason, allowance used. The counters grow while the
+         *     run is running; a chunk's counters appear when it commits.
+         *
+         *     Errors: 404 `not-found` for an unknown or foreign run, a run of another list, or a soft-deleted,
+         *     unknown or foreign list.
+         */
+        get: operations["getListGenerationRun"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1539,8 +1607,10 @@ export interface paths {
          * @description Lists the organization's conversation messages: inbound replies (also delivery reports,
          *     complaints and automatic replies, told apart by `intent`) and the outbound messages the
          *     dispatcher sent (`OUTBOUND`, one per message accepted by the mail server), newest first
-         *     (`createdAt` DESC, `id` DESC), cursor-paged. Bodies are shortened to a `bodyPreview` of about
-         *     200 characters. An inbound message is listed as soon as it is received; its `intent` is null
+         *     (`createdAt` DESC, `id` DESC), cursor-paged. Each carries its `subject`, sender (`from`),
+         *     `receivedAt`, a `bodyPreview` of about 200 characters and `text`, what the sender wrote (a
+         *     reply without quoted earlier messages and the signature); GET /messages/{id} adds the text as
+         *     received. An inbound message is listed as soon as it is received; its `intent` is null
          *     until it is classified (in the background, seconds later).
          *
          *     Filters combine: `contactId`, `direction`, `intent`. An unknown contactId gives an empty page.
@@ -1548,6 +1618,33 @@ export interface paths {
          *     Errors: 400 `validation-failed` for a bad filter or `limit`, 400 `invalid-cursor`.
          */
         get: operations["listMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Message id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a conversation message
+         * @description Returns one conversation message of the organization with the fields of GET /messages and its
+         *     full text: `text` (for a reply, what the sender wrote, without quoted earlier messages and the
+         *     signature) and `body` (the text as received, quotes included).
+         *
+         *     Errors: 404 `not-found` for an unknown or foreign message.
+         */
+        get: operations["getMessage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3070,15 +3167,21 @@ export interface components {
             wonValue_cents: number;
         };
         /**
-         * @description Result of POST /lists/{id}/generate. Exactly one of two shapes:
-         *     a new run was enqueued (`generationQueued: true` with `chunkCount` and `totalContacts`), or a run
-         *     was already in flight (`generationQueued: false`, `generationRunning: true`, nothing enqueued).
+         * @description Result of POST /lists/{id}/generate. Exactly one of three shapes:
+         *     a new run was enqueued (`generationQueued: true` with `chunkCount`, `totalContacts`,
+         *     `draftsToWrite` and `allowanceRemaining`); a run was already in flight (`generationQueued: false`,
+         *     `generationRunning: true`, nothing enqueued); or the run would have written more drafts than the
+         *     month's allowance has left (`generationQueued: false`, `allowanceExceeded: true` with
+         *     `draftsToWrite` and `allowanceRemaining`, nothing enqueued: the run is recorded `not_started`).
+         *     The run is read with GET /lists/{id}/generation-runs/{runId}.
          * @example {
          *       "listId": "lst_123",
          *       "runId": "lgr_7f3a",
          *       "generationQueued": true,
          *       "chunkCount": 3,
-         *       "totalContacts": 120
+         *       "totalContacts": 120,
+         *       "draftsToWrite": 240,
+         *       "allowanceRemaining": 1000
          *     }
          * @example {
          *       "listId": "lst_123",
@@ -3086,19 +3189,125 @@ export interface components {
          *       "generationQueued": false,
          *       "generationRunning": true
          *     }
+         * @example {
+         *       "listId": "lst_123",
+         *       "runId": "lgr_8b21",
+         *       "generationQueued": false,
+         *       "allowanceExceeded": true,
+         *       "draftsToWrite": 240,
+         *       "allowanceRemaining": 25
+         *     }
          */
         GenerationJobStatus: {
+            /** @description Present (and true) only when the run was not started because `draftsToWrite` exceeds `allowanceRemaining`. */
+            allowanceExceeded?: boolean;
+            /** @description Present with `draftsToWrite` - the month's draft allowance left now (as GET /usage `drafts.remaining`). */
+            allowanceRemaining?: number;
             /** @description Present only when a new run was just enqueued - number of work chunks the run was split into. */
             chunkCount?: number;
+            /**
+             * @description Present when a run was enqueued or refused for the allowance - how many drafts it will write
+             *     (each counts against the month's allowance): every step without a live draft of the contacts
+             *     it will draft for, and with `regenerate` also the live drafts not approved.
+             */
+            draftsToWrite?: number;
             /** @description True when this request enqueued a new generation run. */
             generationQueued: boolean;
             /** @description Present (and true) only when a run was already in flight; the request was then a no-op. */
             generationRunning?: boolean;
             listId: string;
-            /** @description The generation run enqueued now, or the one in flight. */
+            /** @description The generation run enqueued now, the one in flight, or the one not started for the allowance. */
             runId: string;
             /** @description Present only when a new run was just enqueued - number of contacts the run covers. */
             totalContacts?: number;
+        };
+        /**
+         * @description One run of POST /lists/{id}/generate, as it stands: its state, what it expected to write against
+         *     the allowance when it was asked, and what it has done so far (counters grow while it runs).
+         *     Contacts are counted once per run; drafts once per step of a contact's sequence.
+         */
+        GenerationRun: {
+            /** @description The month's draft allowance left when the run was asked; null for runs recorded before this was kept. */
+            allowanceRemaining: number | null;
+            /** @description Drafts the run took from the month's allowance (every draft written counts, regenerated ones too). */
+            allowanceUsed: number;
+            /** @description Work chunks of up to 100 contacts; 0 for a run not started. */
+            chunkCount: number;
+            /** @description Chunks that have committed. */
+            chunksDone: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Drafts the run meant to write and could not (a `draft.failed` event each); by reason in `failedReasons`. */
+            draftsFailed: number;
+            /** @description Drafts written (first versions and regenerated ones). */
+            draftsGenerated: number;
+            /**
+             * @description How many drafts the run expected to write when it was asked (each counts against the
+             *     month's allowance); null for runs recorded before this was kept.
+             */
+            draftsToWrite: number | null;
+            /**
+             * @description `draftsFailed` by the reason of its `draft.failed` event: `quota_exceeded` (the allowance ran
+             *     out while the run wrote), `contact_suppressed`, `contact_do_not_contact`, `contact_removed`
+             *     (the contact changed after the run began).
+             * @example {
+             *       "quota_exceeded": 2
+             *     }
+             */
+            failedReasons: {
+                [key: string]: number;
+            };
+            /**
+             * Format: date-time
+             * @description When it completed, failed or was refused; null while queued or running.
+             */
+            finishedAt: string | null;
+            /** @example lgr_7f3a */
+            id: string;
+            listId: string;
+            /**
+             * @description Whether the run was asked to regenerate (`{"regenerate": true}`): it then also rewrites the
+             *     live drafts that are not approved (as `REGENERATED` versions). Otherwise it writes only the
+             *     steps that have no live draft.
+             */
+            regenerate: boolean;
+            /** @description Contacts that got a new sequence on the list's template. */
+            sequencesCreated: number;
+            /** @description Contacts whose existing sequence on the template was reused. */
+            sequencesReused: number;
+            /** @description What the run left alone, by reason. */
+            skipped: {
+                /** @description Contacts deleted or erased after the run was asked. */
+                contactUnavailable: number;
+                /** @description Contacts tagged do-not-contact (no sequence, no draft). */
+                doNotContact: number;
+                /**
+                 * @description Steps kept because they already have a live draft: any live draft, or with
+                 *     `regenerate`, an approved or sent one. Each is a draft not written and no allowance spent.
+                 */
+                liveDraft: number;
+                /** @description Contacts in an active sequence for another product. */
+                productCollision: number;
+                /** @description Contacts whose sequence on the template is past drafting (queued, sending, paused or finished). */
+                sequenceActive: number;
+                /** @description Contacts whose address is on the suppression list (no sequence, no draft). */
+                suppressed: number;
+            };
+            /**
+             * Format: date-time
+             * @description When its first chunk began; null while queued and for a run not started.
+             */
+            startedAt: string | null;
+            /**
+             * @description `queued` until its first chunk begins, `running` until every chunk has committed, then
+             *     `completed`; `failed` when a chunk's job gave up after its last attempt (the list is then free
+             *     for a new run); `not_started` when the request would have written more drafts than the
+             *     month's allowance had left (nothing was enqueued or written).
+             * @enum {string}
+             */
+            state: "queued" | "running" | "completed" | "failed" | "not_started";
+            /** @description The list's own live contacts when the run was asked. */
+            totalContacts: number;
         };
         /**
          * @description An inbound lead (a person who came to the organization, e.g. through a form). The capture
@@ -3308,6 +3517,12 @@ export interface components {
             createdAt: string;
             /** @enum {string} */
             direction: "INBOUND" | "OUTBOUND";
+            /**
+             * @description The sender's address (the From of an inbound message, the mailbox an outbound one was sent
+             *     from); null when unknown or redacted.
+             * @example dana@example.com
+             */
+            from: string | null;
             id: string;
             /**
              * @description Classified intent of an inbound message: `interested`, `not_interested`, `unsubscribe`,
@@ -3324,8 +3539,32 @@ export interface components {
              * @example rule:meeting_request
              */
             intentReason: string | null;
+            /**
+             * Format: date-time
+             * @description When an inbound message was received (by the inbound listener or the operator row); null for an outbound message.
+             */
+            receivedAt: string | null;
             /** @description The sequence of the outbound message this one is (or answers); null when not threaded to one. */
             sequenceId: string | null;
+            /** @description The message's subject; null when it had none, or for a message stored redacted (from an erased contact). */
+            subject: string | null;
+            /**
+             * @description What the sender wrote, whole: for an inbound reply the text without quoted earlier messages
+             *     and the signature (the whole text when nothing else is left), for an outbound message the
+             *     text sent; empty for a message stored redacted. `bodyPreview` is its head. The text as
+             *     received, quotes included, is `body` of GET /messages/{id}.
+             */
+            text: string;
+        };
+        /**
+         * @description One conversation message (GET /messages/{id}): the fields of the messages list, and the full
+         *     text as received (quoted earlier messages and signature included).
+         */
+        MessageDetail: components["schemas"]["Message"] & {
+            /** @description The whole text of the message as received or sent; empty for a message stored redacted. */
+            body: string;
+            /** @description The address the message was sent to (for an inbound one, the address it came in on); null when unknown or redacted. */
+            to: string | null;
         };
         /** @description Opaque cursor of the next page, to be passed back as `cursor`; null on the last page. */
         PageCursor: string | null;
@@ -5940,7 +6179,18 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Also rewrite the live drafts that are not approved (each counts against the
+                     *     allowance). Without it only steps that have no live draft are written.
+                     * @default false
+                     */
+                    regenerate?: boolean;
+                };
+            };
+        };
         responses: {
             /** @description A run was enqueued, or one was already in flight. */
             200: {
@@ -5952,6 +6202,81 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["GenerationJobStatus"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listListGenerationRuns: {
+        parameters: {
+            query?: {
+                /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description List id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GenerationRun"][];
+                        nextCursor: components["schemas"]["PageCursor"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getListGenerationRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description List id. */
+                id: string;
+                /** @description Generation run id, as POST /lists/{id}/generate answered it. */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenerationRun"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6030,6 +6355,38 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Message id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageDetail"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
