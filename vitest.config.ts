@@ -8,6 +8,8 @@ export default defineConfig({
   test: {
     pool: 'forks',
     maxWorkers: 3,
+    // Spawned services inherit it: tests send through loopback SMTP with links on a loopback origin.
+    env: { ALLOW_INSECURE_LINKS: 'true' },
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ['default', './test/support/summary-reporter.ts'],

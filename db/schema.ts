@@ -416,12 +416,14 @@ export interface Mailboxes {
   dkim_domain: string | null;
   dkim_key_sealed: string | null;
   dkim_selector: string | null;
+  dns_findings: Json | null;
   email: string;
   id: string;
   name: string | null;
   organization_id: string;
   paused_at: Timestamp | null;
   smtp_url_sealed: string | null;
+  spf_include: string | null;
   status: string;
   status_reason: string | null;
   updated_at: Generated<Timestamp>;

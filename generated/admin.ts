@@ -419,7 +419,8 @@ export interface paths {
          *     24 hours and the sequences pinned to it that have not started), and every step of it goes from
          *     that one. The `name` is the From display name and signs the drafts (`{{sender.name}}`); give
          *     the person's name. A second mailbox with the same address, or an `smtpUrl` that cannot be
-         *     parsed, is 400.
+         *     parsed, is 400. The answer shows the DNS records the mailbox's domains should publish
+         *     (`dnsRecords`) and what DNS holds for them (`dns`), which never changes the status.
          */
         post: operations["adminCreateMailbox"];
         delete?: never;
@@ -449,7 +450,8 @@ export interface paths {
          * Change or resume a mailbox
          * @description Changes the display name or daily cap; `verify: true` runs the SMTP handshake again, which
          *     also resumes a mailbox that bounce-rate protection paused (verified on success, failed
-         *     otherwise).
+         *     otherwise) and looks its DNS records up again (`dns`: DKIM, SPF and DMARC findings, which
+         *     never change the status).
          */
         patch: operations["adminUpdateMailbox"];
         trace?: never;
@@ -822,7 +824,8 @@ export interface paths {
          * @description Every queued step that has not gone out (and steps that will not: skipped, failed, possibly
          *     sent), oldest due first, with its state and the gate that holds it (`heldBy`, a stable code;
          *     null when none): `not_yet_due`, `kill_switch`, `previous_step_pending`, `contact_snoozed`,
-         *     `contact_out_of_office` (the contact answered with an out-of-office reply: held until its
+         *     `insecure_links` (PUBLIC_BASE_URL is not a public https URL while the step would go over a
+         *     real SMTP server; ALLOW_INSECURE_LINKS=true lets it go), `contact_out_of_office` (the contact answered with an out-of-office reply: held until its
          *     return date, or 7 days when it gave none), `sending_window`, `no_verified_mailbox`, `mailbox_unavailable`, `mailbox_paused`,
          *     `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `transport_retry` (deferred:
          *     `nextAttemptAt` says when it is tried again); `contact_removed`, `sequence_not_active`,
@@ -962,6 +965,30 @@ export interface components {
              */
             suppressed: number;
         };
+        /** @description What DNS held for one of the mailbox's records when it was last verified. */
+        AdminDnsFinding: {
+            /** @description One sentence saying what was found and what to do. */
+            detail: string;
+            /** @description The record DNS holds (its strings joined), or null when none. */
+            record: string | null;
+            /**
+             * @description `found`: the record is published and right; `missing`: none is published; `mismatch`: one is published but wrong (another DKIM key, an SPF record without the provider's mechanism or more than one SPF record, a DMARC record without a valid policy); `unavailable`: DNS did not answer in time (verify again later).
+             * @enum {string}
+             */
+            status: "found" | "missing" | "mismatch" | "unavailable";
+        };
+        /** @description A DNS record to publish, exactly as its name and value read. */
+        AdminDnsRecord: {
+            /**
+             * @description The record's full name.
+             * @example sel1._domainkey.example.com
+             */
+            name: string;
+            /** @enum {string} */
+            type: "TXT";
+            /** @description The TXT value (a value over 255 characters is published as several strings of one record; DNS consoles split it themselves). */
+            value: string;
+        };
         /**
          * @description Holdout experiments of the organization (GET /api/v1/analytics/lift reports them). Opt-in: an
          *     experiment whose `holdoutPercent` is 0 (the default) does not run: nobody is held out and
@@ -1083,13 +1110,52 @@ export interface components {
             dkim: {
                 domainName: string;
                 keySelector: string;
+                /** @description The public half of the private key, base64 of its DER SubjectPublicKeyInfo; null when the key cannot be read (neither an RSA nor an ed25519 PEM, or the deployment's secret key changed). */
+                publicKey: string | null;
             } | null;
+            /**
+             * @description What DNS held for `dnsRecords` when the mailbox was last verified (at creation and at each
+             *     `verify: true`), looked up through INBOUND_DNS_SERVERS or the system resolver with mailauth:
+             *     DKIM by verifying a message signed with the mailbox's key against the published key, SPF
+             *     by the domain's one `v=spf1` record holding the mechanism, DMARC by the From domain's
+             *     record (else its organizational domain's), its detail saying whether the mailbox's mail
+             *     aligns. Findings never change `status`: the SMTP handshake alone decides it. Null until
+             *     the mailbox is verified; `dkim` and `spf` are null when `dnsRecords` has none.
+             */
+            dns: {
+                /** Format: date-time */
+                checkedAt: string;
+                dkim: components["schemas"]["AdminDnsFinding"] | null;
+                dmarc: components["schemas"]["AdminDnsFinding"];
+                spf: components["schemas"]["AdminDnsFinding"] | null;
+            } | null;
+            /**
+             * @description The DNS records the mailbox's domains should publish so receivers authenticate its mail:
+             *     `dkim` at `<keySelector>._domainkey.<domainName>` = `v=DKIM1; k=rsa; p=<publicKey>` (an
+             *     ed25519 key: `k=ed25519` and its raw 32-byte key, RFC 8463), null without a readable DKIM
+             *     key; `spf` on the envelope sender's domain (INBOUND_REPLY_DOMAIN when set, since mail goes
+             *     out from `reply+<token>@` it, else the mailbox's domain) = `v=spf1 <mechanism> ~all`, the
+             *     mechanism being `include:<spfInclude>`, else from the SMTP host (its own URL, else
+             *     SMTP_URL): `ip4:`/`ip6:` for an address, a known provider's include (Google
+             *     `_spf.google.com`, Microsoft 365 `spf.protection.outlook.com`, Amazon SES `amazonses.com`,
+             *     Postmark `spf.mtasv.net`), else `include:` the host's parent domain; null with neither (the
+             *     capture transport); a domain that has an SPF record adds the mechanism to it rather than
+             *     publishing a second; `dmarc` at `_dmarc.<the mailbox's domain>` = `v=DMARC1; p=none;
+             *     rua=mailto:<the mailbox>`, a starting policy that only reports.
+             */
+            dnsRecords: {
+                dkim: components["schemas"]["AdminDnsRecord"] | null;
+                dmarc: components["schemas"]["AdminDnsRecord"];
+                spf: components["schemas"]["AdminDnsRecord"] | null;
+            };
             email: string;
             id: string;
             /** @description Display name of the From header, and the sender's name in the drafts of the sequences pinned to the mailbox (`{{sender.name}}`, `{{sender.firstName}}`). */
             name: string | null;
             /** @description Whether it sends through its own SMTP URL (else the deployment's transport). */
             ownSmtp: boolean;
+            /** @description The SPF include the operator named for the mailbox's SMTP provider (null when derived; see `dnsRecords.spf`). */
+            spfInclude: string | null;
             /**
              * @description `verified` after a successful SMTP handshake with its transport (the capture transport always verifies); `failed` with `statusReason` otherwise; `paused` by bounce-rate protection (`statusReason` `bounce_rate`: hard bounces, or `refusal_rate`: refusals of the sender, reached 2% of 20 or more sends in 28 days).
              * @enum {string}
@@ -2313,7 +2379,7 @@ export interface operations {
                     dkim?: {
                         domainName: string;
                         keySelector: string;
-                        /** @description PEM of the RSA private key. */
+                        /** @description PEM of the RSA private key (its public half is shown as `dkim.publicKey`, with the DNS record to publish). */
                         privateKey: string;
                     };
                     email: components["schemas"]["EmailAddress"];
@@ -2324,6 +2390,8 @@ export interface operations {
                      *     (`smtp://[`) is 400 `validation-failed` on `body.smtpUrl` and adds nothing.
                      */
                     smtpUrl?: string;
+                    /** @description The domain the SMTP provider's SPF record is included by (`_spf.google.com`); without it the SPF record shown is derived from the SMTP host (`AdminMailbox.dnsRecords`). */
+                    spfInclude?: string;
                 };
             };
         };
@@ -2362,6 +2430,8 @@ export interface operations {
                 "application/json": {
                     dailyCap?: number;
                     name?: string | null;
+                    /** @description The SMTP provider's SPF include; null derives it from the SMTP host again. */
+                    spfInclude?: string | null;
                     /** @constant */
                     verify?: true;
                 };

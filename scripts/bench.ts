@@ -109,6 +109,8 @@ async function main() {
     LOG_LEVEL: 'warn',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
     PUBLIC_BASE_URL: origin,
+    // The bench sends through a loopback SMTP sink with links on the loopback origin.
+    ALLOW_INSECURE_LINKS: 'true',
   };
   const service = startProcess('src/boot/main.ts', serviceEnv);
   const children: ChildProcess[] = [service];

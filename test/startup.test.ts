@@ -324,4 +324,26 @@ describe('stopping', () => {
     expect(postgresOf(dataDir)).toEqual([]);
     expect(fs.existsSync(path.join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
   });
+  it('a real SMTP_URL with PUBLIC_BASE_URL unset (http://localhost): one warning line naming PUBLIC_BASE_URL and ALLOW_INSECURE_LINKS, and the service runs on', async () => {
+    // SMTP_URL is never connected to here: nothing is sent.
+    const run = start({
+      PORT: '0',
+      DATA_DIR: dataDir,
+      SMTP_URL: 'smtp://smtp.example.com:587',
+      ALLOW_INSECURE_LINKS: '',
+      PUBLIC_BASE_URL: '',
+    });
+    await healthy(run, '127.0.0.1');
+    const warnings = lines(run.stdout())
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: number; msg: string })
+      .filter((l) => l.level === 40);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0].msg).toMatch(
+      /^PUBLIC_BASE_URL http:\/\/localhost:\d+ names a local host name: .*SMTP_URL is set.*\(insecure_links\).*ALLOW_INSECURE_LINKS=true/,
+    );
+    run.child.kill('SIGTERM');
+    expect(await run.exit).toBe(0);
+    expectNoErrorLines(run);
+  });
 });

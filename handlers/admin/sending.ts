@@ -9,19 +9,19 @@ import { createMailbox, listMailboxes, updateMailbox } from '../../src/dispatch/
 import { outboxMessages, readOrganizations, sendQueueRows } from '../../src/dispatch/outbox.js';
 import type { AdminHandler, AdminHandlers } from '../../src/http/handler.js';
 
-const adminCreateMailbox: AdminHandler<'adminCreateMailbox'> = async ({ db, params, body, services }) => {
+const adminCreateMailbox: AdminHandler<'adminCreateMailbox'> = async ({ db, params, body, services, config }) => {
   await requireOrgExists(db, params.orgId);
-  return { status: 201 as const, body: await createMailbox(db, services, params.orgId, body) };
+  return { status: 201 as const, body: await createMailbox(db, { services, config }, params.orgId, body) };
 };
 
-const adminListMailboxes: AdminHandler<'adminListMailboxes'> = async ({ db, params }) =>
+const adminListMailboxes: AdminHandler<'adminListMailboxes'> = async ({ db, params, services, config }) =>
   withOrg(db, params.orgId, async (trx) => {
     await requireOrg(trx, params.orgId);
-    return { status: 200 as const, body: await listMailboxes(trx, params.orgId) };
+    return { status: 200 as const, body: await listMailboxes(trx, { services, config }, params.orgId) };
   });
 
-const adminUpdateMailbox: AdminHandler<'adminUpdateMailbox'> = async ({ db, params, body, services }) => {
-  return { status: 200 as const, body: await updateMailbox(db, services, params.orgId, params.mailboxId, body) };
+const adminUpdateMailbox: AdminHandler<'adminUpdateMailbox'> = async ({ db, params, body, services, config }) => {
+  return { status: 200 as const, body: await updateMailbox(db, { services, config }, params.orgId, params.mailboxId, body) };
 };
 
 const adminGetSettings: AdminHandler<'adminGetSettings'> = async ({ db }) => {

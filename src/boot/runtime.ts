@@ -18,6 +18,7 @@ import { installCursorKey } from '../http/paging.js';
 import { applyServerTimeouts } from '../http/server-timeouts.js';
 import { type InboundListener, startInboundSmtp } from '../inbound/smtp-listener.js';
 import { createModelClient } from '../llm/client.js';
+import { insecureLinksWarning } from '../mail/link-safety.js';
 import { createSigner } from '../mail/tokens.js';
 import { createTransports } from '../mail/transports.js';
 import { createIpHasher } from '../net/client-ip.js';
@@ -144,7 +145,9 @@ export async function serveHttp(
 }
 
 export async function runWorker(rt: Runtime, concurrency?: number): Promise<Runner> {
-  return startWorker({
+  // A warning, never a stop: the steps wait (insecure_links) and everything else works.
+  const warning = await insecureLinksWarning(rt.config, rt.services.mail, rt.systemDb);
+  const runner = await startWorker({
     workerPool: rt.workerPool,
     systemDb: rt.systemDb,
     config: rt.config,
@@ -152,6 +155,8 @@ export async function runWorker(rt: Runtime, concurrency?: number): Promise<Runn
     log: rt.log,
     concurrency,
   });
+  if (warning) rt.log.warn(warning);
+  return runner;
 }
 
 /** The inbound SMTP listener when INBOUND_SMTP_PORT is set (by `npm start` and `npm run worker`), else null. */

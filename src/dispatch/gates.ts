@@ -7,6 +7,7 @@ import type { Tx } from '../../db/database.js';
 import { isDoNotContact } from '../compliance/do-not-contact.js';
 import { suppressedAmong } from '../compliance/suppression-match.js';
 import { isLiveContactRow } from '../crm/live-contacts.js';
+import { deploymentSendsForReal, insecureLinksReason, mailboxSendsForReal } from '../mail/link-safety.js';
 import type { Deps } from '../platform/services.js';
 import { type Batch, type Decision, type Mailbox, RECHECK_MS, type Row } from './batch.js';
 import { loadStepData, type StepData, takeStepData } from './claim.js';
@@ -28,6 +29,7 @@ export async function runGates(deps: Deps, trx: Tx, org: string, batch: Batch): 
   const { now } = batch;
   batch.decide((r) => notYetDue(r, now));
   await killSwitch(trx, batch);
+  insecureLinks(deps, batch, null);
   if (batch.pending.length === 0) return null;
   const data = await loadStepData(trx, org, batch.pending);
   batch.decide(
@@ -44,6 +46,7 @@ export async function runGates(deps: Deps, trx: Tx, org: string, batch: Batch): 
   if (batch.pending.length === 0) return null;
   // mailbox_unavailable, no_verified_mailbox, mailbox_paused, mailbox_daily_cap, min_gap.
   const chosen = await chooseMailboxes(deps, trx, org, batch, settings);
+  insecureLinks(deps, batch, chosen);
   await recipientDomainCap(trx, org, batch, chosen, settings);
   if (batch.pending.length === 0) return null;
   return { settings, chosen };
@@ -56,6 +59,28 @@ function notYetDue(r: Row, now: Date): Decision | null {
 async function killSwitch(trx: Tx, batch: Batch): Promise<void> {
   const kill = await trx.selectFrom('platform_settings').select('email_kill_switch').executeTakeFirst();
   if (kill?.email_kill_switch) batch.deferAll('kill_switch', new Date(batch.now.getTime() + 60_000), 'the operator stopped all sending');
+}
+
+/**
+ * insecure_links: a step that would go over a real SMTP server while PUBLIC_BASE_URL is unfit for
+ * its links (src/mail/link-safety.ts) waits, rechecked every RECHECK_MS. With SMTP_URL every step
+ * goes over SMTP and waits here, early (`chosen` null); without it only the steps whose mailbox has
+ * its own server do, judged once their mailbox is chosen (a step held by it gives its mailbox up).
+ */
+function insecureLinks(deps: Deps, batch: Batch, chosen: Map<string, Mailbox> | null): void {
+  const reason = insecureLinksReason(deps.config);
+  if (!reason) return;
+  const until = new Date(batch.now.getTime() + RECHECK_MS);
+  if (!chosen) {
+    if (deploymentSendsForReal(deps.services.mail)) batch.deferAll('insecure_links', until, reason);
+    return;
+  }
+  batch.decide((r) => {
+    const m = chosen.get(r.id);
+    if (!m || !mailboxSendsForReal(deps.services.mail, m)) return null;
+    chosen.delete(r.id);
+    return { defer: 'insecure_links', until, detail: reason };
+  });
 }
 
 function contactRemoved(r: Row, data: StepData): Decision | null {

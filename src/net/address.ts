@@ -115,6 +115,16 @@ export function forbiddenReason(address: string): string | null {
 /** Host names that name the local machine or a cloud metadata service whatever DNS says. */
 const FORBIDDEN_NAMES = /^(localhost|.*\.localhost|metadata|metadata\.google\.internal|instance-data(\.ec2\.internal)?)\.?$/i;
 
+/**
+ * Why a host of a URL (a name, or an IP address without brackets) is not a public one: a name of
+ * the local machine or a cloud metadata service, or an address `forbiddenReason` refuses; null
+ * for any other name (what DNS answers for it is not looked at here).
+ */
+export function localHostReason(host: string): string | null {
+  if (FORBIDDEN_NAMES.test(host)) return 'local host name';
+  return net.isIP(host) === 0 ? null : forbiddenReason(host);
+}
+
 export interface ResolvedTarget {
   host: string;
   addresses: Array<{ address: string; family: 4 | 6 }>;

@@ -9,7 +9,13 @@ export interface Config {
   databaseUrl: string | null;
   dataDir: string;
   adminToken: string | null;
+  /** The base of the links in messages (unsubscribe, tracking) and of problem type URLs. */
   publicBaseUrl: string;
+  /**
+   * Lets messages go over a real SMTP server although PUBLIC_BASE_URL is not a public https URL
+   * (local testing); otherwise such steps are held (`insecure_links`, src/mail/link-safety.ts).
+   */
+  allowInsecureLinks: boolean;
   erasureHashSecret: string | null;
   rateLimitPerMinute: number;
   webhookAllowPrivateTargets: boolean;
@@ -208,6 +214,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: env.DATA_DIR || '.data',
     adminToken,
     publicBaseUrl,
+    allowInsecureLinks: bool(env, 'ALLOW_INSECURE_LINKS', false),
     erasureHashSecret: env.ERASURE_HASH_SECRET || null,
     rateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 10_000_000),
     webhookAllowPrivateTargets: bool(env, 'WEBHOOK_ALLOW_PRIVATE_TARGETS', false),

@@ -3,6 +3,7 @@
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { migrate } from '../../db/database.js';
+import { startDnsServer } from './dns-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -26,6 +27,11 @@ export default async function setup(project: TestProject) {
   const observed = `${process.cwd()}/.test-data/observed-${process.pid}`;
   fs.mkdirSync(observed, { recursive: true });
   process.env.OBSERVED_EVENTS_DIR = observed;
+  // Nothing a test does asks the system's resolver (nothing reaches the internet): every service
+  // and spawned process asks this loopback server, which holds no records (NXDOMAIN), unless a
+  // test gives its service a DNS server of its own.
+  const dns = await startDnsServer();
+  process.env.INBOUND_DNS_SERVERS = dns.address;
   let url = process.env.DATABASE_URL;
   let stop = async () => {};
   if (!url) {
@@ -48,6 +54,7 @@ export default async function setup(project: TestProject) {
   project.provide('pgUrl', url);
   project.provide('templateDb', TEMPLATE);
   return async () => {
+    await dns.close();
     await stop();
     fs.rmSync(observed, { recursive: true, force: true });
   };

@@ -227,6 +227,10 @@ export async function startService(env: Record<string, string> = {}): Promise<Te
   let config = loadConfig({
     ERASURE_HASH_SECRET: 'test-erasure-secret-0123456789abcdef0123',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    // Tests send through loopback SMTP with links on the loopback origin: allowed for testing only.
+    ALLOW_INSECURE_LINKS: 'true',
+    // The run's loopback DNS server (test/support/global-setup.ts), never the system's resolver.
+    ...(process.env.INBOUND_DNS_SERVERS ? { INBOUND_DNS_SERVERS: process.env.INBOUND_DNS_SERVERS } : {}),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...env,
     ADMIN_TOKEN: adminToken,
