@@ -26,16 +26,24 @@ export interface Held {
 export async function reevaluateHeld(trx: Tx, held: Held): Promise<number> {
   if (held.codes.length === 0) return 0;
   const { organizationId: org, mailboxId, contactId } = held;
+  // Rows locked in id order, so two changes releasing overlapping holds (a mailbox verified while
+  // the deployment sender is allowed again) queue behind each other instead of deadlocking.
   const rows = await sql<{ organization_id: string; id: string }>`
+    WITH held AS (
+      SELECT q.organization_id, q.id FROM send_queue q
+      WHERE q.state = 'deferred' AND q.held_by = ANY(${held.codes}::text[])
+        ${org === undefined ? sql`` : sql`AND q.organization_id = ${org}`}
+        ${contactId === undefined ? sql`` : sql`AND q.contact_id = ${contactId}`}
+        ${
+          mailboxId === undefined
+            ? sql``
+            : sql`AND EXISTS (SELECT 1 FROM contact_sequences s WHERE s.organization_id = q.organization_id AND s.id = q.sequence_id AND s.mailbox_id = ${mailboxId})`
+        }
+      ORDER BY q.organization_id, q.id FOR UPDATE OF q
+    )
     UPDATE send_queue q SET state = 'queued', held_by = NULL, held_detail = NULL, next_attempt_at = now_ms(), updated_at = now_ms()
-    WHERE q.state = 'deferred' AND q.held_by = ANY(${held.codes}::text[])
-      ${org === undefined ? sql`` : sql`AND q.organization_id = ${org}`}
-      ${contactId === undefined ? sql`` : sql`AND q.contact_id = ${contactId}`}
-      ${
-        mailboxId === undefined
-          ? sql``
-          : sql`AND EXISTS (SELECT 1 FROM contact_sequences s WHERE s.organization_id = q.organization_id AND s.id = q.sequence_id AND s.mailbox_id = ${mailboxId})`
-      }
+    FROM held WHERE q.organization_id = held.organization_id AND q.id = held.id
+      AND q.state = 'deferred' AND q.held_by = ANY(${held.codes}::text[])
     RETURNING q.organization_id, q.id`.execute(trx);
   const byOrg = new Map<string, string[]>();
   for (const r of rows.rows) byOrg.set(r.organization_id, [...(byOrg.get(r.organization_id) ?? []), r.id]);
