@@ -69,7 +69,10 @@ export interface paths {
          *     `researchTtlDays` emits `org.research_ttl_updated` (resource Organization, data
          *     `{organizationId, previousTtlDays, ttlDays}`); setting the value it already has emits nothing.
          *     A change of `sending` or `researchBudget` recomputes the organization's `health` in the same
-         *     transaction (`org.health_changed` when its state or reasons change).
+         *     transaction (`org.health_changed` when its state or reasons change). A change of `sending`
+         *     also re-evaluates, in the same transaction, the queued steps held by the gates whose settings
+         *     changed (the window, the gap, a cap, the deployment sender): they are gated again within
+         *     seconds and sent, or held with the new reason and time.
          */
         patch: operations["adminUpdateOrganization"];
         trace?: never;
@@ -451,7 +454,9 @@ export interface paths {
          * @description Changes the display name or daily cap; `verify: true` runs the SMTP handshake again, which
          *     also resumes a mailbox that bounce-rate protection paused (verified on success, failed
          *     otherwise) and looks its DNS records up again (`dns`: DKIM, SPF and DMARC findings, which
-         *     never change the status).
+         *     never change the status). A changed daily cap, or the mailbox becoming verified, re-evaluates
+         *     in the same transaction the queued steps it held (its cap; paused or unverified; waiting for
+         *     any verified mailbox): they are gated again within seconds and sent, or held anew.
          */
         patch: operations["adminUpdateMailbox"];
         trace?: never;
@@ -908,7 +913,8 @@ export interface paths {
         /**
          * Change the deployment's settings
          * @description `emailKillSwitch: true` stops every send of every organization at once: steps due meanwhile
-         *     wait (re-checked every minute) and nothing is lost; false lets them go.
+         *     wait (re-checked every minute) and nothing is lost; false releases every step it held, in every
+         *     organization, in the same transaction: they are gated again within seconds.
          */
         patch: operations["adminUpdateSettings"];
         trace?: never;

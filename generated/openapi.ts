@@ -2782,7 +2782,29 @@ export interface components {
             flagged: boolean;
             /** @description Only with `include=evidence`. The content guardrail outcome; null means no report was recorded (which does not mean clean). */
             guardrailReport?: components["schemas"]["DraftGuardrailReport"] | null;
+            /**
+             * @description Why the step of this draft (its live version) has not gone out yet: the code of the send gate that holds it (the same code the
+             *     operator's send queue shows as `heldBy`); null when the step is not queued, is queued and waits
+             *     for its time (`nextAttemptAt`), or is being sent. A change of the setting behind a hold
+             *     (window, caps, gap, kill switch, mailbox) is applied at once: the step is gated again within
+             *     seconds, then sent or held with its new reason. Codes:
+             *     `kill_switch` (the operator stopped all sending), `previous_step_pending` (the step before has not gone out),
+             *     `contact_snoozed`, `contact_out_of_office` (the contact answered with an out-of-office reply: held
+             *     until its return date, or 7 days when it gave none), `sending_window` (outside the organization's
+             *     sending window: `nextAttemptAt` is its next opening), `no_verified_mailbox`, `mailbox_unavailable`,
+             *     `mailbox_paused`, `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `transport_retry`
+             *     (the mail server answered with a temporary failure), `not_yet_due`; and `possibly_sent` (its
+             *     worker stopped between handing the message over and recording the answer: never sent again
+             *     automatically, `nextAttemptAt` null). Codes may be added; a client shows an unknown one as is.
+             * @example sending_window
+             */
+            holdReason: string | null;
             id: string;
+            /**
+             * Format: date-time
+             * @description When the dispatcher next tries the step (a hold's end, such as the sending window's next opening, or the step's time); null when the step is not queued or held, or is `possibly_sent`.
+             */
+            nextAttemptAt: string | null;
             /**
              * Format: date-time
              * @description First recorded open; null when none.
@@ -2932,7 +2954,29 @@ export interface components {
             createdAt: string;
             /** @description True when the draft carries flags (unsupported claims, offers or claims about the sender not in the template; approval then needs `acknowledgeFlags: true`). */
             flagged: boolean;
+            /**
+             * @description Why the step of this draft (its live version) has not gone out yet: the code of the send gate that holds it (the same code the
+             *     operator's send queue shows as `heldBy`); null when the step is not queued, is queued and waits
+             *     for its time (`nextAttemptAt`), or is being sent. A change of the setting behind a hold
+             *     (window, caps, gap, kill switch, mailbox) is applied at once: the step is gated again within
+             *     seconds, then sent or held with its new reason. Codes:
+             *     `kill_switch` (the operator stopped all sending), `previous_step_pending` (the step before has not gone out),
+             *     `contact_snoozed`, `contact_out_of_office` (the contact answered with an out-of-office reply: held
+             *     until its return date, or 7 days when it gave none), `sending_window` (outside the organization's
+             *     sending window: `nextAttemptAt` is its next opening), `no_verified_mailbox`, `mailbox_unavailable`,
+             *     `mailbox_paused`, `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `transport_retry`
+             *     (the mail server answered with a temporary failure), `not_yet_due`; and `possibly_sent` (its
+             *     worker stopped between handing the message over and recording the answer: never sent again
+             *     automatically, `nextAttemptAt` null). Codes may be added; a client shows an unknown one as is.
+             * @example sending_window
+             */
+            holdReason: string | null;
             id: string;
+            /**
+             * Format: date-time
+             * @description When the dispatcher next tries the step (a hold's end, such as the sending window's next opening, or the step's time); null when the step is not queued or held, or is `possibly_sent`.
+             */
+            nextAttemptAt: string | null;
             /**
              * Format: date-time
              * @description First recorded open; null when none.
@@ -3698,6 +3742,8 @@ export interface components {
          *       "productId": null,
          *       "mailboxId": null,
          *       "pausedFrom": null,
+         *       "holdReason": null,
+         *       "nextAttemptAt": null,
          *       "createdAt": "2026-07-18T10:00:00Z",
          *       "updatedAt": "2026-07-18T10:00:00Z"
          *     }
@@ -3713,6 +3759,23 @@ export interface components {
             createdAt: string;
             /** @description The last step sent (0 before the first send). */
             currentStep: number;
+            /**
+             * @description Why the sequence's next step (its lowest queued step; else, when one is possibly sent, that one) has not gone out yet: the code of the send gate that holds it (the same code the
+             *     operator's send queue shows as `heldBy`); null when its next step is not queued, is queued and waits
+             *     for its time (`nextAttemptAt`), or is being sent. A change of the setting behind a hold
+             *     (window, caps, gap, kill switch, mailbox) is applied at once: the step is gated again within
+             *     seconds, then sent or held with its new reason. Codes:
+             *     `kill_switch` (the operator stopped all sending), `previous_step_pending` (the step before has not gone out),
+             *     `contact_snoozed`, `contact_out_of_office` (the contact answered with an out-of-office reply: held
+             *     until its return date, or 7 days when it gave none), `sending_window` (outside the organization's
+             *     sending window: `nextAttemptAt` is its next opening), `no_verified_mailbox`, `mailbox_unavailable`,
+             *     `mailbox_paused`, `mailbox_daily_cap`, `min_gap`, `recipient_domain_daily_cap`, `transport_retry`
+             *     (the mail server answered with a temporary failure), `not_yet_due`; and `possibly_sent` (its
+             *     worker stopped between handing the message over and recording the answer: never sent again
+             *     automatically, `nextAttemptAt` null). Codes may be added; a client shows an unknown one as is.
+             * @example sending_window
+             */
+            holdReason: string | null;
             id: string;
             /**
              * @description The mailbox every step of the sequence goes from (`deployment` for the deployment sender),
@@ -3720,6 +3783,11 @@ export interface components {
              *     no mailbox could send (it is then chosen at the first send).
              */
             mailboxId: string | null;
+            /**
+             * Format: date-time
+             * @description When the dispatcher next tries its next step (a hold's end, such as the sending window's next opening, or the step's time); null when its next step is not queued or held, or is `possibly_sent`.
+             */
+            nextAttemptAt: string | null;
             organizationId: string;
             /** @description The status the sequence was in when it was last paused (kept for the record after a resume); null if never paused. */
             pausedFrom: string | null;

@@ -5,8 +5,9 @@ import { createSequence as create, toSequence } from '../src/sequences/lifecycle
 import { getSequence as readSequence, listSequences as readSequences } from '../src/sequences/sequence-reads.js';
 
 const createSequence: Handler<'createSequence'> = async ({ trx, auth, body }) => {
-  const { row } = await create(trx, auth.organizationId, body);
-  return { status: 200, body: toSequence(row) };
+  const { row, created } = await create(trx, auth.organizationId, body);
+  // The sequence already there (same contact and template) is answered as a read answers it, with its hold.
+  return { status: 200, body: created ? toSequence(row) : await readSequence(trx, auth.organizationId, row.id) };
 };
 
 const listSequences: Handler<'listSequences'> = async ({ trx, auth, query }) => {

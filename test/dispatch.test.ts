@@ -437,9 +437,9 @@ describe('gates', () => {
       expect(forTo(c.email)).toEqual([]);
       const [q] = await queueOf(s.org.id);
       expect(q).toMatchObject({ state: 'deferred', heldBy: 'kill_switch' });
+      // Turning it off releases what it held at once (src/dispatch/reevaluate.ts): no job needs running by hand.
       await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
-      await sendStep(svc.rt, s.org.id, q.id);
-      expect(forTo(c.email)).toHaveLength(1);
+      await waitFor(() => forTo(c.email).length === 1, 60_000, 'the step the kill switch held');
     } finally {
       await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
     }
@@ -491,8 +491,15 @@ describe('gates', () => {
     const until = new Date(Date.now() + 3 * 86_400_000);
     await system(svc, (trx) => trx.updateTable('contacts').set({ snoozed_until: until }).where('id', '=', b.c.id).execute());
     await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
-    for (const q of await queueOf(s.org.id)) await sendStep(svc.rt, s.org.id, q.id);
-    const rows = await queueOf(s.org.id);
+    // Released at once, both are gated again by the workers.
+    const rows = await waitFor(
+      async () => {
+        const r = await queueOf(s.org.id);
+        return r.every((q) => ['suppressed', 'contact_snoozed'].includes(q.heldBy ?? '')) ? r : null;
+      },
+      60_000,
+      'both steps gated again',
+    );
     expect(rows.find((r) => r.contactId === a.c.id)).toMatchObject({ state: 'skipped', heldBy: 'suppressed' });
     expect(rows.find((r) => r.contactId === b.c.id)).toMatchObject({
       state: 'deferred',
@@ -522,7 +529,8 @@ describe('gates', () => {
       body: { email: `late@${uid('pin')}.test`, name: 'Late Starter' },
     });
     expect(late.data!.status).toBe('verified');
-    await sendStep(svc.rt, s.org.id, (await queueOf(s.org.id))[0].id);
+    // A mailbox verified releases the steps that waited for one (src/dispatch/reevaluate.ts).
+    await waitFor(() => forTo(c.email).length === 1, 60_000, 'the step that waited for a mailbox');
     expect(forTo(c.email).map((m) => m.from)).toEqual([late.data!.email]);
     expect((await getSequence(s.api, seqId)).mailboxId).toBe(late.data!.id);
   });

@@ -29,8 +29,8 @@ const adminGetSettings: AdminHandler<'adminGetSettings'> = async ({ db }) => {
   return { status: 200 as const, body: await killSwitch(db) };
 };
 
-const adminUpdateSettings: AdminHandler<'adminUpdateSettings'> = async ({ db, body }) => {
-  return { status: 200 as const, body: await setKillSwitch(db, body.emailKillSwitch) };
+const adminUpdateSettings: AdminHandler<'adminUpdateSettings'> = async ({ systemDb, body }) => {
+  return { status: 200 as const, body: await setKillSwitch(systemDb, body.emailKillSwitch) };
 };
 
 const adminListSendQueue: AdminHandler<'adminListSendQueue'> = async ({ db, systemDb, query }) =>

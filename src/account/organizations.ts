@@ -5,6 +5,7 @@ import { sql, type UpdateObject } from 'kysely';
 import type { Database, Db, Tx } from '../../db/database.js';
 import { withOrg } from '../../db/database.js';
 import { experimentSettings } from '../analytics/holdout.js';
+import { gatesOfSendingChange, reevaluateHeld } from '../dispatch/reevaluate.js';
 import { checkedSending, sendingSettings } from '../dispatch/settings.js';
 import type { adminOperations } from '../http/handler.js';
 import { notFound } from '../http/problems.js';
@@ -85,7 +86,8 @@ async function insertOrganization(trx: Tx, id: string, body: NewOrganization): P
 
 /**
  * Applies the operator's changes (the organization's row locked); a changed research TTL emits
- * org.research_ttl_updated. 404 when there is no such organization. Answers its operator view.
+ * org.research_ttl_updated; changed sending settings re-evaluate the steps they held
+ * (src/dispatch/reevaluate.ts). 404 when there is no such organization. Answers its operator view.
  */
 export async function updateOrganization(trx: Tx, orgId: string, body: OrganizationChanges, clock: Clock): Promise<Organization> {
   const before = await trx
@@ -99,7 +101,8 @@ export async function updateOrganization(trx: Tx, orgId: string, body: Organizat
   if (body.plan !== undefined) set.plan = body.plan;
   if (body.researchBudget !== undefined) set.research_budget = body.researchBudget;
   if (body.draftsPerMonth !== undefined) set.drafts_per_month = body.draftsPerMonth;
-  if (body.sending !== undefined) set.sending = JSON.stringify(checkedSending(body.sending, (before as { sending: unknown }).sending));
+  const sending = body.sending === undefined ? undefined : checkedSending(body.sending, before.sending);
+  if (sending !== undefined) set.sending = JSON.stringify(sending);
   if (body.researchTtlDays !== undefined && body.researchTtlDays !== before.research_ttl_days) {
     set.research_ttl_days = body.researchTtlDays;
     await emit(trx, orgId, {
@@ -119,6 +122,11 @@ export async function updateOrganization(trx: Tx, orgId: string, body: Organizat
       .execute();
     // Sending settings and the research budget are signals of the organization's health.
     if (body.sending !== undefined || body.researchBudget !== undefined) await recheckOrgHealth(trx, orgId, clock);
+    // Held steps the changed settings may now let go, or hold otherwise, are gated again at once.
+    if (sending !== undefined) {
+      const codes = gatesOfSendingChange(sendingSettings(before.sending), sendingSettings(sending));
+      await reevaluateHeld(trx, { organizationId: orgId, codes });
+    }
   }
   return organizationBody(trx, orgId);
 }

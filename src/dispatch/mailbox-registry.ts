@@ -16,6 +16,7 @@ import { isoNN, newId } from '../platform/ids.js';
 import type { Services } from '../platform/services.js';
 import { type Deliverability, mailboxDeliverability } from './health.js';
 import { effectiveDailyCap, type RampUp } from './ramp-up.js';
+import { reevaluateHeld } from './reevaluate.js';
 import { checkSenderDns, type DnsFindings, dkimPublicKey, dnsRecords, type SenderIdentity, spfMechanism } from './sender-dns.js';
 import { DEFAULT_MAILBOX_DAILY_CAP, sendingSettings } from './settings.js';
 
@@ -207,6 +208,8 @@ export async function createMailbox(db: Db, ctx: MailboxContext, orgId: string, 
       .returningAll()
       .executeTakeFirstOrThrow();
     await recheckOrgHealth(trx, orgId, services.clock);
+    // Sequences that waited for any verified mailbox may take this one now.
+    if (failure === null) await reevaluateHeld(trx, { organizationId: orgId, codes: ['no_verified_mailbox'] });
     return (await withDeliverability(trx, orgId, [row], ctx))[0];
   });
 }
@@ -263,6 +266,22 @@ export async function updateMailbox(db: Db, ctx: MailboxContext, orgId: string, 
       .returningAll()
       .executeTakeFirstOrThrow();
     if (failure !== undefined) await recheckOrgHealth(trx, orgId, services.clock);
+    await reevaluateMailboxHolds(trx, orgId, mailboxId, {
+      capChanged: body.dailyCap !== undefined && body.dailyCap !== current.daily_cap,
+      verified: failure === null && current.status !== 'verified',
+    });
     return (await withDeliverability(trx, orgId, [row], ctx))[0];
   });
+}
+
+/**
+ * The holds a mailbox's change may lift or move (src/dispatch/reevaluate.ts): its sequences' steps
+ * held by its cap when the cap changed; when it became verified (resumed, or verified after a
+ * failure), those held because it was paused or unverified, and the organization's steps waiting
+ * for any verified mailbox.
+ */
+async function reevaluateMailboxHolds(trx: Tx, orgId: string, mailboxId: string, change: { capChanged: boolean; verified: boolean }) {
+  const own = [...(change.capChanged ? ['mailbox_daily_cap'] : []), ...(change.verified ? ['mailbox_paused', 'mailbox_unavailable'] : [])];
+  await reevaluateHeld(trx, { organizationId: orgId, mailboxId, codes: own });
+  if (change.verified) await reevaluateHeld(trx, { organizationId: orgId, codes: ['no_verified_mailbox'] });
 }

@@ -13,29 +13,46 @@ type DraftStatus = 'DRAFT_GENERATED' | 'EDITED' | 'REGENERATED' | 'APPROVED' | '
 export type DraftFilter = NonNullable<operations['listDrafts']['parameters']['query']>;
 type DraftListItem = operations['listDrafts']['responses'][200]['content']['application/json']['data'][number];
 
+/** Queue states of a step that has not gone out and whose hold a draft shows (src/dispatch/queue.ts). */
+const HELD_STATES = ['queued', 'deferred', 'possibly_sent'];
+
 function draftSelect(trx: Tx) {
-  return trx
-    .selectFrom('drafts as d')
-    .innerJoin('contacts as c', (j) => j.onRef('c.organization_id', '=', 'd.organization_id').onRef('c.id', '=', 'd.contact_id'))
-    .select([
-      'd.id',
-      'd.organization_id',
-      'd.contact_id',
-      'c.name as contact_name',
-      'd.subject',
-      'd.step',
-      'd.status',
-      'd.sequence_id',
-      'd.version',
-      'd.flagged',
-      'd.rejection_reason',
-      epochMs('d.sent_at').as('sent_ms'),
-      epochMs('d.opened_at').as('opened_ms'),
-      epochMs('d.replied_at').as('replied_ms'),
-      epochMs('d.created_at').as('created_ms'),
-      epochMs('d.superseded_at').as('superseded_ms'),
-      epochMs('d.scheduled_at').as('scheduled_ms'),
-    ]);
+  return (
+    trx
+      .selectFrom('drafts as d')
+      .innerJoin('contacts as c', (j) => j.onRef('c.organization_id', '=', 'd.organization_id').onRef('c.id', '=', 'd.contact_id'))
+      // The live version's step in the send queue, while it waits or is possibly sent (at most one
+      // such row per step: send_queue_step_idx), for holdReason and nextAttemptAt.
+      .leftJoin('send_queue as q', (j) =>
+        j
+          .onRef('q.organization_id', '=', 'd.organization_id')
+          .onRef('q.sequence_id', '=', 'd.sequence_id')
+          .onRef('q.step', '=', 'd.step')
+          .on('q.state', 'in', HELD_STATES)
+          .on('d.superseded_at', 'is', null),
+      )
+      .select([
+        'd.id',
+        'd.organization_id',
+        'd.contact_id',
+        'c.name as contact_name',
+        'd.subject',
+        'd.step',
+        'd.status',
+        'd.sequence_id',
+        'd.version',
+        'd.flagged',
+        'd.rejection_reason',
+        epochMs('d.sent_at').as('sent_ms'),
+        epochMs('d.opened_at').as('opened_ms'),
+        epochMs('d.replied_at').as('replied_ms'),
+        epochMs('d.created_at').as('created_ms'),
+        epochMs('d.superseded_at').as('superseded_ms'),
+        epochMs('d.scheduled_at').as('scheduled_ms'),
+        'q.held_by as hold_reason',
+        sql<number | null>`CASE WHEN q.state = 'possibly_sent' THEN NULL ELSE ${epochMs('q.next_attempt_at')} END`.as('next_attempt_ms'),
+      ])
+  );
 }
 type DraftRow = Awaited<ReturnType<ReturnType<typeof draftSelect>['executeTakeFirstOrThrow']>>;
 
@@ -61,6 +78,8 @@ function tail(r: DraftRow) {
     sentAt: msIso(r.sent_ms),
     openedAt: msIso(r.opened_ms),
     repliedAt: msIso(r.replied_ms),
+    holdReason: r.hold_reason,
+    nextAttemptAt: msIso(r.next_attempt_ms),
     createdAt: msIso(r.created_ms)!,
     rejectionReason: r.rejection_reason,
   };
@@ -73,8 +92,8 @@ function itemJson(r: DraftRow & { body_preview: string }): string {
     `{"id":${j(r.id)},"organizationId":${j(r.organization_id)},"contactId":${j(r.contact_id)},"contactName":${j(r.contact_name)},` +
     `"subject":${j(r.subject)},"bodyPreview":${j(r.body_preview)},"step":${r.step},"status":${j(r.status)},"sequenceId":${j(r.sequence_id)},` +
     `"version":${r.version},"flagged":${r.flagged},"scheduledAt":${msJson(r.scheduled_ms)},"supersededAt":${msJson(r.superseded_ms)},` +
-    `"sentAt":${msJson(r.sent_ms)},"openedAt":${msJson(r.opened_ms)},"repliedAt":${msJson(r.replied_ms)},"createdAt":${msJson(r.created_ms)},` +
-    `"rejectionReason":${j(r.rejection_reason)}}`
+    `"sentAt":${msJson(r.sent_ms)},"openedAt":${msJson(r.opened_ms)},"repliedAt":${msJson(r.replied_ms)},"holdReason":${j(r.hold_reason)},` +
+    `"nextAttemptAt":${msJson(r.next_attempt_ms)},"createdAt":${msJson(r.created_ms)},"rejectionReason":${j(r.rejection_reason)}}`
   );
 }
 

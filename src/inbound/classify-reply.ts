@@ -43,6 +43,7 @@ import { suppressAddress } from '../compliance/suppression-add.js';
 import { normalizeEmail } from '../crm/domains.js';
 import { setQualificationStatus } from '../crm/qualification.js';
 import { recordDeliveryFailure } from '../dispatch/bounce.js';
+import { reevaluateHeld } from '../dispatch/reevaluate.js';
 import type { BounceClass } from '../mail/bounce-taxonomy.js';
 import type { Clock } from '../platform/clock.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
@@ -234,6 +235,8 @@ async function applyEffects(
       .where('organization_id', '=', org)
       .where('id', '=', m.contactId)
       .execute();
+    // Steps held by an earlier return date wait for this one instead (sooner or later).
+    await reevaluateHeld(trx, { organizationId: org, contactId: m.contactId, codes: ['contact_out_of_office'] });
     done.push('out_of_office');
   } else if (mail.report?.kind === 'dsn' && m.sendRecordId && m.toEmail) {
     // A failure stated for our recipient (a notice states none): judged by its reason's class.

@@ -32,6 +32,9 @@ export type SequenceRow = {
   paused_from: string | null;
   created_at: Date;
   updated_at: Date;
+  /** Its next step's hold, when read with it (src/sequences/sequence-reads.ts); absent: none (a sequence just created). */
+  hold_reason?: string | null;
+  next_attempt_at?: Date | null;
 };
 
 export function toSequence(r: SequenceRow) {
@@ -46,6 +49,8 @@ export function toSequence(r: SequenceRow) {
     productId: r.product_id,
     mailboxId: r.mailbox_id,
     pausedFrom: r.paused_from,
+    holdReason: r.hold_reason ?? null,
+    nextAttemptAt: iso(r.next_attempt_at ?? null),
     createdAt: isoNN(r.created_at),
     updatedAt: isoNN(r.updated_at),
   };

@@ -6,6 +6,7 @@ import { isDoNotContactTag } from '../compliance/do-not-contact.js';
 import { suppressAddress } from '../compliance/suppression-add.js';
 import { matchSuppression } from '../compliance/suppression-match.js';
 import { cancelQueued } from '../dispatch/queue.js';
+import { reevaluateHeld } from '../dispatch/reevaluate.js';
 import { invalid } from '../http/problems.js';
 import { emit } from '../platform/events.js';
 import { IN_FLIGHT_SEQUENCE_STATUSES, pauseSequences, resumeSequences } from '../sequences/lifecycle.js';
@@ -60,6 +61,8 @@ const snoozeContact: Runner = (r) =>
       .returning('snoozed_until')
       .executeTakeFirstOrThrow();
     const snoozedUntil = row.snoozed_until!.toISOString();
+    // Steps held by an earlier snooze wait for this one instead (sooner or later).
+    await reevaluateHeld(r.trx, { organizationId: r.org, contactId: r.contact.id, codes: ['contact_snoozed'] });
     await emit(r.trx, r.org, {
       type: 'contact.snoozed',
       resource: { type: 'Contact', id: r.contact.id },
