@@ -35,7 +35,8 @@ const STEPS = [
 
 async function sendingOrg(settings: Record<string, unknown> = {}) {
   const s = await draftingOrg(svc);
-  await patchSending(s, settings);
+  // Two steps of one sequence go the same day here, unless a test asks for the one-a-day default.
+  await patchSending(s, { contactDailyLimit: 10, ...settings });
   await svc.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: s.org.id } }, body: { flags: { v1_2_api_send: true } } });
   return s;
 }
@@ -246,6 +247,17 @@ describe('other settings act at once', () => {
     at = Date.now();
     await patchSending(g, { minGapSeconds: 0 });
     await deliveredWithin(gapped.c.email, at);
+  });
+
+  it("a contact's daily limit raised sends the step it held within 60 s", async () => {
+    const s = await sendingOrg({ contactDailyLimit: 1 });
+    const q = await queued(s, STEPS);
+    await waitFor(() => forTo(q.c.email).length === 1, 15_000, 'the first step');
+    await waitFor(async () => (await draft(s, q.drafts[1].id)).holdReason === 'contact_daily_limit', 15_000, 'the second step held');
+    const at = Date.now();
+    await patchSending(s, { contactDailyLimit: 2 });
+    await waitFor(() => forTo(q.c.email).length === 2, RELEASE_MS, 'the second step');
+    expect(Date.now() - at).toBeLessThan(RELEASE_MS);
   });
 
   it('a change that still forbids sending gives the new reason: the window opened while the mailbox is paused', async () => {

@@ -10,15 +10,16 @@ import type { Runner } from 'graphile-worker';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { APP_ROLE, createDb, createPool, type Db, migrate, roleUrl, SYSTEM_ROLE, WORKER_ROLE } from '../../db/database.js';
+import { APP_ROLE, createDb, createPool, type Db, migrate, roleUrl, SYSTEM_ROLE, WORKER_ROLE, withSystem } from '../../db/database.js';
 import { adminHandlers } from '../../handlers/admin/index.js';
 import { handlers } from '../../handlers/index.js';
+import { reevaluateHeld } from '../dispatch/reevaluate.js';
 import { createApp } from '../http/app.js';
 import { installCursorKey } from '../http/paging.js';
 import { applyServerTimeouts } from '../http/server-timeouts.js';
 import { type InboundListener, startInboundSmtp } from '../inbound/smtp-listener.js';
 import { createModelClient } from '../llm/client.js';
-import { insecureLinksWarning } from '../mail/link-safety.js';
+import { insecureLinksReason, insecureLinksWarning } from '../mail/link-safety.js';
 import { createSigner } from '../mail/tokens.js';
 import { createTransports } from '../mail/transports.js';
 import { createIpHasher } from '../net/client-ip.js';
@@ -156,6 +157,9 @@ export async function runWorker(rt: Runtime, concurrency?: number): Promise<Runn
     concurrency,
   });
   if (warning) rt.log.warn(warning);
+  // PUBLIC_BASE_URL fit for links now (set right and the service restarted): the steps its old
+  // value held go at once, not at their next look 15 minutes later.
+  else if (!insecureLinksReason(rt.config)) await withSystem(rt.systemDb, (trx) => reevaluateHeld(trx, { codes: ['insecure_links'] }));
   return runner;
 }
 
