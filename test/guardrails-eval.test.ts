@@ -1,10 +1,10 @@
 // The guardrails against their labelled evaluation set (test/fixtures/guardrails/eval-set.json):
 // prints precision and recall of the flags (by kind of flag per sentence, and by sentence) and
 // every misjudged sentence. Targets: precision and recall both at least 95%. The held-out sets
-// (held-out.json, held-out-2.json), written after the rules were frozen, are printed to check
+// (held-out.json, held-out-2.json, held-out-3.json), written after the rules were frozen, are printed to check
 // that the rules generalize; they are never tuned against, so they carry no target.
 import { describe, expect, it } from 'vitest';
-import { describeScore, loadEvalSet, scoreSet } from './support/guardrails-eval.js';
+import { describeScore, HELD_OUT_SETS, loadEvalSet, scoreSet } from './support/guardrails-eval.js';
 
 const TARGET = 0.95;
 
@@ -19,7 +19,7 @@ describe('guardrails evaluation', () => {
   });
 
   it('prints precision and recall over the held-out sets', () => {
-    for (const name of ['held-out', 'held-out-2'] as const) {
+    for (const name of HELD_OUT_SETS) {
       const score = scoreSet(loadEvalSet(name));
       console.log(describeScore(name, score));
       expect(score.items).toBeGreaterThanOrEqual(50);
