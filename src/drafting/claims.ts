@@ -21,6 +21,8 @@ export interface Claim {
   event?: string;
   /** A name of one word (a capitalized noun in German reads like one). */
   single?: boolean;
+  /** Recency taken for granted ("the new office", "dem neuen Werk"): a claim even in a question. */
+  presupposed?: boolean;
 }
 
 export interface CitedSource {
@@ -31,6 +33,13 @@ export interface CitedSource {
 
 const RECENCY =
   /(?<![\p{L}])(?:recent(?:ly)?|just (?:launched|raised|announced|hired|opened|closed|released|secured|won|joined|moved)|last (?:week|month|quarter|year)|this (?:week|month|quarter|year)|yesterday|you(?:'ve| have)? (?:raised|launched|announced|hired|opened|expanded|closed))(?![\p{L}])/giu;
+
+/**
+ * "the new ...", "your new ..." and their kin take a recent change of the reader's for granted
+ * ("How is the new Berlin office working out?"); "a new ..." and "our new ..." do not.
+ */
+const PRESUPPOSED_NEW =
+  /(?<![\p{L}'’])(?:(?:the|your|its|their)\s+(?:[\p{L}\p{N}]+\s+)?(?:new|newly)|(?:o|a|os|as|seu|sua|seus|suas|vosso|vossa|vossos|vossas)\s+nov[oa]s?|(?:el|la|los|las|su|sus|tus|vuestr\p{L}*)\s+nuev[oa]s?|(?:le|les|l'|votre|vos|son|sa|ses)\s*(?:nouvel|nouveaux?|nouvelles?)|la\s+nouvelle|(?:der|die|das|dem|den|des|ihr\p{L}*)\s+neue[nmrs]?|(?:il|lo|gli|i|suo|sua|vostr\p{L}*)\s+nuov[oaie]|(?:de|het|uw|jullie)\s+nieuwe)(?![\p{L}])/giu;
 
 /** Events, by kind; a sentence's event must be of a kind its cited source reports. */
 const EVENTS: Record<string, RegExp> = {
@@ -83,6 +92,7 @@ const COMMON = new Set(
     'happy quick open no yes ok okay re fwd fw ai api crm saas b2b b2c roi kpi pt et ct mt cet cest pst pdt est edt gmt utc bst am pm faq ' +
     'sie ihnen ihr ihre ihrem ihren ihrer du dich dir dein deine ich wir uns euch vous tu usted ustedes ud vd você vocês lei ' +
     'pan pani panie pana panu panem panią państwo państwa państwu вы вас вам вами ваш ваша ваше ваши ' +
+    'revops salesops devops gtm sdr sdrs bdr bdrs ae aes abm smb erp ' +
     'herr frau mr mrs ms dr prof sr sra monsieur madame hanım bey zoom teams meet google slack webex hangouts whatsapp calendly loom vidyard docusign notion linkedin'
   ).split(' '),
 );
@@ -121,6 +131,7 @@ export function claimsOf(sentence: string, known: ReadonlySet<string>): Claim[] 
     claims.push({ kind: 'date', token: d.word, index: d.index });
   }
   for (const m of sentence.matchAll(RECENCY)) claims.push({ kind: 'recency', token: m[0], index: m.index ?? 0 });
+  for (const m of sentence.matchAll(PRESUPPOSED_NEW)) claims.push({ kind: 'recency', token: m[0], index: m.index ?? 0, presupposed: true });
   const congrats = CONGRATS.exec(sentence);
   if (congrats && !claims.some((c) => c.kind === 'recency')) claims.push({ kind: 'recency', token: congrats[0], index: congrats.index });
   // Names: runs of capitalized words. A capitalized word opening the sentence is grammar, unless an

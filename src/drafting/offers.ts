@@ -23,7 +23,7 @@ const TERMS: Array<[string, RegExp]> = [
   [
     'free',
     re(
-      "\\b<(?:complimentary|gratis|grátis|gratuit\\p{L}*|kostenlos\\p{L}*|offerts?|ücretsiz|darmow\\p{L}*)\\b>|бесплатн|at no (?:extra )?cost|free of charge|no charge|\\b<(?:is|are|it's|that's|be) on us\\b>|giv(?:e|ing) away|giveaway|waive",
+      "\\b<(?:complimentary|gratis|grátis|gratuit\\p{L}*|kostenlos\\p{L}*|offerts?|ücretsiz|darmow\\p{L}*)\\b>|бесплатн|at no (?:extra )?cost|free of charge|no charge|\\b<(?:is|are|it's|that's|be) on us\\b>|\\b<on the house\\b>|\\b<(?:sin|sem) (?:coste|costo|custo)\\b>|giv(?:e|ing) away|giveaway|waive",
     ),
   ],
   [
