@@ -8,7 +8,7 @@
 // recency by a dated source.
 
 import { numbersIn, sameValue } from './numbers.js';
-import { CONGRATS, dateWords, isDateWord } from './own-words.js';
+import { CONGRATS, DATE_WORD, dateWords, isDateWord } from './own-words.js';
 
 export interface Claim {
   kind: 'number' | 'name' | 'date' | 'recency' | 'event';
@@ -21,7 +21,7 @@ export interface Claim {
   event?: string;
   /** A name of one word (a capitalized noun in German reads like one). */
   single?: boolean;
-  /** Recency taken for granted ("the new office", "dem neuen Werk"): a claim even in a question. */
+  /** Recency or a date of the reader's taken for granted ("the new office", "your board meeting next month"): a claim even in a question or a meeting proposal. */
   presupposed?: boolean;
 }
 
@@ -41,6 +41,12 @@ const RECENCY =
 const PRESUPPOSED_NEW =
   /(?<![\p{L}'’])(?:(?:the|your|its|their)\s+(?:[\p{L}\p{N}]+\s+)?(?:new|newly)|(?:o|a|os|as|seu|sua|seus|suas|vosso|vossa|vossos|vossas)\s+nov[oa]s?|(?:el|la|los|las|su|sus|tus|vuestr\p{L}*)\s+nuev[oa]s?|(?:le|les|l'|votre|vos|son|sa|ses)\s*(?:nouvel|nouveaux?|nouvelles?)|la\s+nouvelle|(?:der|die|das|dem|den|des|ihr\p{L}*)\s+neue[nmrs]?|(?:il|lo|gli|i|suo|sua|vostr\p{L}*)\s+nuov[oaie]|(?:de|het|uw|jullie)\s+nieuwe)(?![\p{L}])/giu;
 
+/** A date of the reader's own plans ("before your board meeting next month", "your launch in May"). */
+const THEIR_DATE = new RegExp(
+  `(?<![\\p{L}])your\\s+(?:(?!(?:for|on|in|at|to|of|by|with)\\s)[\\p{L}-]+\\s+){1,3}?(?:(?:next|this|coming)\\s+(?:week|month|quarter|year|spring|summer|fall|autumn|winter)|(?:on|in)\\s+(?:${DATE_WORD.source}))(?![\\p{L}])`,
+  'iu',
+);
+
 /** Events, by kind; a sentence's event must be of a kind its cited source reports. */
 const EVENTS: Record<string, RegExp> = {
   funding:
@@ -59,6 +65,8 @@ const EVENTS: Record<string, RegExp> = {
   tools: /(?<![\p{L}])(?:using|uses|switch(?:ed|ing)|migrat\p{L}*|adopt(?:ed|ing|s))(?![\p{L}])/iu,
   relocation: /(?<![\p{L}])(?:moving|relocat\p{L}*)(?![\p{L}])/iu,
   layoffs: /(?<![\p{L}])(?:layoffs?|laid off|restructur\p{L}*)(?![\p{L}])/iu,
+  departure:
+    /(?<![\p{L}])(?:(?:left|leaves|leaving|quit|quitting)\s+(?=\p{Lu}|(?:the|her|his|their|its)\s)|(?:departed|departure|stepped down|steps down|stepping down|resign\p{L}*|dejó|abandonó|renunci\p{L}*|dimiti\p{L}*|deixou|saiu|quitté|quitte|démission\p{L}*|verlässt|verließ|verlassen|ausgeschieden|zurückgetreten)(?![\p{L}]))/iu,
   // Reported only when nothing else in the sentence is checkable.
   growth: /(?<![\p{L}])(?:grow(?:s|ing|n)?|grew|growth|scal(?:e|es|ed|ing)|doubl(?:e|ed|ing)|tripl(?:e|ed|ing)|booming)(?![\p{L}])/iu,
   trouble:
@@ -79,6 +87,7 @@ const DISTINCT = new Set([
   'tools',
   'relocation',
   'layoffs',
+  'departure',
 ]);
 /** Doubling is a figure: the source must say so too. */
 const MULTIPLIER = /(?<![\p{L}])(?:doubl(?:ed|ing)|tripl(?:ed|ing)|quadrupl(?:ed|ing)|halv(?:ed|ing)|(\d+)x)(?![\p{L}])/iu;
@@ -132,6 +141,8 @@ export function claimsOf(sentence: string, known: ReadonlySet<string>): Claim[] 
   }
   for (const m of sentence.matchAll(RECENCY)) claims.push({ kind: 'recency', token: m[0], index: m.index ?? 0 });
   for (const m of sentence.matchAll(PRESUPPOSED_NEW)) claims.push({ kind: 'recency', token: m[0], index: m.index ?? 0, presupposed: true });
+  const theirs = THEIR_DATE.exec(sentence);
+  if (theirs) claims.push({ kind: 'date', token: theirs[0], index: theirs.index, presupposed: true });
   const congrats = CONGRATS.exec(sentence);
   if (congrats && !claims.some((c) => c.kind === 'recency')) claims.push({ kind: 'recency', token: congrats[0], index: congrats.index });
   // Names: runs of capitalized words. A capitalized word opening the sentence is grammar, unless an

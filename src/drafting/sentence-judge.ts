@@ -9,7 +9,7 @@
 // calls to action, remarks about the email itself.
 import { collapse } from '../platform/text.js';
 import { type CitedSource, type Claim, claimsOf, foldText, isDistinctEvent, unsupported } from './claims.js';
-import { newOfferTerms, newSenderClaims, type OwnMaterial, ownMaterial, senderClause, termsOf } from './offers.js';
+import { alteredOwnTerms, newOfferTerms, newSenderClaims, type OwnMaterial, ownMaterial, senderClause, termsOf } from './offers.js';
 import {
   FIRST_PERSON,
   GERMAN,
@@ -27,6 +27,7 @@ import {
   POSTSCRIPT,
   SECOND_PERSON,
 } from './own-words.js';
+import { reversedRelations } from './relations.js';
 
 export type FlagKind = 'unsupported-claim' | 'offer' | 'sender-claim';
 
@@ -205,6 +206,12 @@ function judge(
     claims = claims.filter((c) => c.kind === 'name');
   }
   const meeting = isMeetingProposal(text) && !isTagQuestion(text);
+  // The sender's own sentence, reworded with another duration: a new term of the sender's.
+  const altered = offering || meeting || isQuestion(text) ? null : alteredOwnTerms(ownText, own);
+  if (altered) {
+    flag(altered.offer ? 'offer' : 'sender-claim', altered.changed);
+    return flags;
+  }
   const clause = offering || meeting ? null : senderClause(text, senderNames);
   if (clause !== null && !INTENT.test(clause) && !OBSERVATION.test(text)) {
     // Names in quotation marks are someone else's words, not the sender's claim.
@@ -228,7 +235,8 @@ function judge(
       (c) =>
         (c.kind === 'number' && isProspectsFigure(text, c)) ||
         (c.kind === 'name' && !noun(c) && !firstPerson) ||
-        (c.kind === 'recency' && ((prospect && !intent) || (c.presupposed === true && !firstPerson))),
+        (c.kind === 'recency' && prospect && !intent) ||
+        (c.presupposed === true && !firstPerson),
     );
   } else if (question) {
     claims = claims.filter(
@@ -258,7 +266,9 @@ function judge(
     if (claims.length === 0 && seen) return unsupportedStatement(text.replace(seen, ''), seen, cited, own, flag, flags);
   } else claims = [];
 
-  if (claims.length === 0) return flags;
+  // Every name and event right, the parties swapped ("Harbor Lane acquired Orbis" for "Orbis acquired Harbor Lane").
+  const reversed = offering || meeting ? [] : reversedRelations(text, cited);
+  if (claims.length === 0 && reversed.length === 0) return flags;
   // A figure in a sentence about nobody in particular, uncited: the sender vouches for it.
   // (Unless a name comes first: "Ruth Adeyemi mentioned ... 2026" speaks of that person.)
   const figure = claims.find((c) => c.kind === 'number' && c.value !== undefined);
@@ -269,8 +279,8 @@ function judge(
     if (missing.length > 0) flag('sender-claim', missing);
     return flags;
   }
-  const missing = unsupported(claims, cited);
-  if (missing.length > 0) flag('unsupported-claim', [...new Set(missing.map((c) => c.token))]);
+  const missing = [...unsupported(claims, cited).map((c) => c.token), ...reversed.map((r) => `${r} (the source says the reverse)`)];
+  if (missing.length > 0) flag('unsupported-claim', [...new Set(missing)]);
   return flags;
 }
 
