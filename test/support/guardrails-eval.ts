@@ -46,7 +46,7 @@ export interface EvalSet {
   items: EvalItem[];
 }
 
-export const HELD_OUT_SETS = ['held-out', 'held-out-2', 'held-out-3'] as const;
+export const HELD_OUT_SETS = ['held-out', 'held-out-2', 'held-out-3', 'held-out-4'] as const;
 
 export const loadEvalSet = (name: 'eval-set' | (typeof HELD_OUT_SETS)[number]): EvalSet =>
   JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8')) as EvalSet;
