@@ -8,7 +8,7 @@
 // recency by a dated source.
 
 import { numbersIn, sameValue } from './numbers.js';
-import { CONGRATS, DATE_WORD, dateWords, isDateWord } from './own-words.js';
+import { CONGRATS, dateWords, isDateWord } from './own-words.js';
 
 export interface Claim {
   kind: 'number' | 'name' | 'date' | 'recency' | 'event';
@@ -39,13 +39,11 @@ const RECENCY =
  * ("How is the new Berlin office working out?"); "a new ..." and "our new ..." do not.
  */
 const PRESUPPOSED_NEW =
-  /(?<![\p{L}'’])(?:(?:the|your|its|their)\s+(?:[\p{L}\p{N}]+\s+)?(?:new|newly)|(?:o|a|os|as|seu|sua|seus|suas|vosso|vossa|vossos|vossas)\s+nov[oa]s?|(?:el|la|los|las|su|sus|tus|vuestr\p{L}*)\s+nuev[oa]s?|(?:le|les|l'|votre|vos|son|sa|ses)\s*(?:nouvel|nouveaux?|nouvelles?)|la\s+nouvelle|(?:der|die|das|dem|den|des|ihr\p{L}*)\s+neue[nmrs]?|(?:il|lo|gli|i|suo|sua|vostr\p{L}*)\s+nuov[oaie]|(?:de|het|uw|jullie)\s+nieuwe)(?![\p{L}])/giu;
+  /(?<![\p{L}'’])(?:(?:the|your|its|their)\s+(?:[\p{L}\p{N}]+\s+)?(?:new|newly)|(?:o|a|os|as|seu|sua|seus|suas|vosso|vossa|vossos|vossas)\s+nov[oa]s?|(?:el|la|los|las|su|sus|tus|vuestr\p{L}*)\s+nuev[oa]s?|(?:le|les|l'|votre|vos|son|sa|ses)\s*(?:nouvel|nouveaux?|nouvelles?)|la\s+nouvelle|(?:der|die|das|dem|den|des|ihr\p{L}*)\s+neue[nmrs]?|(?:il|lo|gli|i|suo|sua|vostr\p{L}*)\s+nuov[oaie]|(?:de|het|uw|jullie)\s+nieuwe)(?![\p{L}])/iu;
 
-/** A date of the reader's own plans ("before your board meeting next month", "your launch in May"). */
-const THEIR_DATE = new RegExp(
-  `(?<![\\p{L}])your\\s+(?:(?!(?:for|on|in|at|to|of|by|with)\\s)[\\p{L}-]+\\s+){1,3}?(?:(?:next|this|coming)\\s+(?:week|month|quarter|year|spring|summer|fall|autumn|winter)|(?:on|in)\\s+(?:${DATE_WORD.source}))(?![\\p{L}])`,
-  'iu',
-);
+/** A date of the reader's own plans ("before your board meeting next month"); a named month or day is a date claim already. */
+const THEIR_DATE =
+  /(?<![\p{L}])your\s+(?:(?!(?:for|on|in|at|to|of|by|with)\s)[\p{L}-]+\s+){1,3}?(?:next|this|coming)\s+(?:week|month|quarter|year|spring|summer|fall|autumn|winter)(?![\p{L}])/iu;
 
 /** Events, by kind; a sentence's event must be of a kind its cited source reports. */
 const EVENTS: Record<string, RegExp> = {
@@ -140,11 +138,13 @@ export function claimsOf(sentence: string, known: ReadonlySet<string>): Claim[] 
     claims.push({ kind: 'date', token: d.word, index: d.index });
   }
   for (const m of sentence.matchAll(RECENCY)) claims.push({ kind: 'recency', token: m[0], index: m.index ?? 0 });
-  for (const m of sentence.matchAll(PRESUPPOSED_NEW)) claims.push({ kind: 'recency', token: m[0], index: m.index ?? 0, presupposed: true });
   const theirs = THEIR_DATE.exec(sentence);
   if (theirs) claims.push({ kind: 'date', token: theirs[0], index: theirs.index, presupposed: true });
   const congrats = CONGRATS.exec(sentence);
   if (congrats && !claims.some((c) => c.kind === 'recency')) claims.push({ kind: 'recency', token: congrats[0], index: congrats.index });
+  const presupposed = PRESUPPOSED_NEW.exec(sentence);
+  if (presupposed && !claims.some((c) => c.kind === 'recency'))
+    claims.push({ kind: 'recency', token: presupposed[0], index: presupposed.index, presupposed: true });
   // Names: runs of capitalized words. A capitalized word opening the sentence is grammar, unless an
   // inflection is attached to it after an apostrophe ("Ankara'daki").
   const words = [...sentence.matchAll(WORD)];
