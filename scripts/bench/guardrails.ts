@@ -1,8 +1,8 @@
 // Guardrails bench: precision and recall of the draft guardrails' flags over the labelled
 // evaluation set (test/fixtures/guardrails/eval-set.json), by kind of flag per sentence (target:
-// both >= 95%), and over the held-out sets written after the rules were frozen (figures only:
-// they are there to show whether the rules generalize). Runs in this process; the service is not
-// involved.
+// both >= 95%), and over the held-out sets, each written after the rules were frozen and measured
+// blind before any rule learned from it (figures only: docs/performance.md keeps the blind ones).
+// Runs in this process; the service is not involved.
 import { describeScore, HELD_OUT_SETS, loadEvalSet, percent, scoreSet } from '../../test/support/guardrails-eval.js';
 import type { BenchArea, BenchContext } from './types.js';
 

@@ -181,6 +181,9 @@ export function claimsOf(sentence: string, known: ReadonlySet<string>): Claim[] 
   return claims.sort((a, b) => a.index - b.index);
 }
 
+/** The kind of event a word names ("bought" and "acquire" are both an acquisition), or undefined. */
+export const eventKindOf = (word: string): string | undefined => Object.entries(EVENTS).find(([, re]) => re.test(word))?.[0];
+
 /** Whether an event claim must match its source even beside other claims. */
 export const isDistinctEvent = (c: Claim) => c.kind === 'event' && DISTINCT.has(c.event ?? '');
 

@@ -6,9 +6,11 @@
 // first after the second, as German puts its verb last: "dass A B übernommen hat"; or, in "the
 // acquisition of A by B", the word before both); the party
 // before the relation acts, unless a passive marker ("by", "por", "par", "durch", "wurde … von")
-// names the other. The sentence is reversed when its source has the same relation between the
-// same two parties only the other way round.
-import type { CitedSource } from './claims.js';
+// names the other. Relations are compared by their word ("bought" is "acquired"), and one that
+// reads both ways (a partnership, a merger) is never reversed. The sentence is
+// reversed when its source has the same relation between the same two parties only the other way
+// round.
+import { type CitedSource, eventKindOf } from './claims.js';
 import { isDateWord } from './own-words.js';
 
 interface Token {
@@ -22,12 +24,17 @@ interface Token {
 const fold = (s: string) => s.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
 
 function tokensOf(text: string): Token[] {
-  return [...text.matchAll(/[\p{L}\p{N}]+(?:['’-][\p{L}\p{N}]+)*/gu)].map((m) => ({
-    key: fold(m[0]).replace(/['’]s$/, ''),
-    capital: /^\p{Lu}/u.test(m[0]),
-    start: m.index ?? 0,
-    end: (m.index ?? 0) + m[0].length,
-  }));
+  return [...text.matchAll(/[\p{L}\p{N}]+(?:['’-][\p{L}\p{N}]+)*/gu)].map((m) => {
+    // An elided article or pronoun is no part of the name after it ("qu'Alpiniste", "d'Alpiniste").
+    const elided = /^(?:qu|d|l|j|n|s|c|dell|all|sull)['’](?=\p{Lu})/iu.exec(m[0])?.[0].length ?? 0;
+    const word = m[0].slice(elided);
+    return {
+      key: fold(word).replace(/['’]s$/, ''),
+      capital: /^\p{Lu}/u.test(word),
+      start: (m.index ?? 0) + elided,
+      end: (m.index ?? 0) + m[0].length,
+    };
+  });
 }
 
 /** Capitalized for grammar, not as a name: articles, pronouns and the like. */
@@ -51,7 +58,17 @@ const CONNECTORS = new Set(['and', '&', 'und', 'y', 'e', 'et', 'or', 'oder', 'o'
 /** A passive marker right before a party makes it the one who acts ("acquired by X", "comprada por X"). */
 const PASSIVE = /(?:^|[\s,])(?:by|por|pela|pelo|par|durch)\s+(?:the\s+|la\s+|el\s+|le\s+|l['’]|a\s+|o\s+|der\s+|die\s+|den\s+|dem\s+)?$/iu;
 const GERMAN_PASSIVE = /(?<![\p{L}])(?:wurde|wurden|worden)(?![\p{L}]).*(?<![\p{L}])von\s+(?:der\s+|die\s+|den\s+|dem\s+)?$/iu;
-const stem = (w: string) => w.slice(0, 5);
+/**
+ * A relation's key: its word's first five letters, or "acquisition" for any word of one ("bought",
+ * "acquired", "übernommen", "rachat"), whose words all point the same way (where "raised from" and
+ * "invested in", "hired" and "joined" point opposite ways).
+ */
+const stem = (w: string) => (eventKindOf(w) === 'acquisition' ? 'acquisition' : w.slice(0, 5));
+/** Auxiliaries: a verb-second clause ("Datenwerk hat Nordlicht übernommen") has only these between its parties. */
+const AUXILIARIES = new Set('hat haben hatte has have had ha han hemos a ont avait foi tem ist sind wird wurde was were is are'.split(' '));
+/** Relations that read both ways: a partnership, a merger. */
+const SYMMETRIC = new Set(['partnership']);
+const MERGER = /^(?:merg|fusi|fusã|fusio)/;
 const isRelationWord = (t: Token) => t.key.length >= 4 && !FUNCTION_WORDS.has(t.key) && !/^\p{N}/u.test(t.key);
 
 interface Party {
@@ -78,14 +95,14 @@ function relation(text: string, tokens: Token[], first: Party, second: Party): {
   // "A B übernommen hat": the verb after both; "the acquisition of A by B": the noun before both.
   const word =
     between.find(isRelationWord) ??
-    (between.length === 0 ? tokens.slice(second.to + 1).find(isRelationWord) : undefined) ??
+    (between.every((t) => AUXILIARIES.has(t.key)) ? tokens.slice(second.to + 1).find(isRelationWord) : undefined) ??
     (passive
       ? tokens
           .slice(Math.max(0, first.from - 3), first.from)
           .reverse()
           .find(isRelationWord)
       : undefined);
-  if (!word) return null;
+  if (!word || SYMMETRIC.has(eventKindOf(word.key) ?? '') || MERGER.test(word.key)) return null;
   return { stem: stem(word.key), earlierActs: !passive };
 }
 

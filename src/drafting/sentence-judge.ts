@@ -212,7 +212,9 @@ function judge(
     flag(altered.offer ? 'offer' : 'sender-claim', altered.changed);
     return flags;
   }
-  const clause = offering || meeting ? null : senderClause(text, senderNames);
+  // A guess at the prospect ("I'm guessing your team ...") speaks of them, not of the sender.
+  const guess = offering || meeting ? null : guessAboutProspect(text, (s) => prospectWords.some((w) => foldText(s).includes(foldText(w))));
+  const clause = offering || meeting || guess ? null : senderClause(text, senderNames);
   if (clause !== null && !INTENT.test(clause) && !OBSERVATION.test(text)) {
     // Names in quotation marks are someone else's words, not the sender's claim.
     const names = claimsOf(ownText, known)
@@ -245,7 +247,6 @@ function judge(
     );
   }
   const hedged = HEDGE.test(text);
-  const guess = offering || meeting ? null : guessAboutProspect(text, (s) => prospectWords.some((w) => foldText(s).includes(foldText(w))));
   if (!prospect || intent || hedged) claims = claims.filter((c) => c.kind !== 'recency' || (c.presupposed === true && !intent));
 
   const checkable = claims.filter((c) => c.kind !== 'event');
