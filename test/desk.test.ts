@@ -155,8 +155,25 @@ describe('the review desk in Chromium', () => {
       await signIn(page, s.key);
       expect(await page.textContent('#scopes')).toContain('drafts.write');
 
-      // Filter: the list, flagged only.
+      // The list's run as it was while running (answered once by the test), then as it is: the
+      // desk shows the progress, polls until the run is over, and reads the queue again once.
+      let runReads = 0;
+      await page.route('**/generation-runs?*', async (route) => {
+        runReads += 1;
+        const res = await route.fetch();
+        const body = await res.json();
+        if (runReads === 1) Object.assign(body.data[0], { state: 'running', chunksDone: 0, draftsGenerated: 1, finishedAt: null });
+        return route.fulfill({ response: res, json: body });
+      });
       await page.selectOption('#f-list', listId);
+      await page.click('#filters button[type="submit"]');
+      await page.locator('#run-state', { hasText: 'running · 1 of 3 drafts written' }).waitFor();
+      expect(await page.locator('#run progress').getAttribute('value')).toBe('0');
+      await page.locator('#run-state', { hasText: 'completed · 3 of 3 drafts written' }).waitFor({ timeout: 10_000 });
+      expect(runReads).toBe(2);
+      await expect.poll(() => rows(page).count()).toBe(3);
+
+      // Filter: the list, flagged only.
       await page.selectOption('#f-flagged', 'true');
       await page.click('#filters button[type="submit"]');
       await page.locator('#run-state', { hasText: 'completed' }).waitFor();

@@ -95,7 +95,8 @@ async function showRun() {
     run.chunkCount ? h('progress', { max: run.chunkCount, value: run.chunksDone, 'aria-label': 'Generation progress' }) : null,
   );
   if (active) runTimer = setTimeout(showRun, RUN_POLL_MS);
-  else if (state.runWasActive) loadQueue();
+  // The run just finished: its drafts are read once (the run itself is not read again).
+  else if (state.runWasActive) loadQueue(false, false);
   state.runWasActive = active;
 }
 
@@ -111,15 +112,21 @@ function readFilters() {
   return f;
 }
 
-async function loadQueue(more = false) {
+/**
+ * Reads the first page of the queue (or the next, `more`). `refilter`: the filters are read from
+ * the form and the list's run is shown again; otherwise the applied filters are kept (a refresh).
+ */
+async function loadQueue(more = false, refilter = true) {
   if (!more) {
-    state.filters = readFilters();
+    if (refilter) state.filters = readFilters();
     state.drafts = [];
     state.nextCursor = null;
     state.selected.clear();
     state.current = -1;
-    state.runWasActive = false;
-    showRun();
+    if (refilter) {
+      state.runWasActive = false;
+      showRun();
+    }
   }
   try {
     const page = await api('GET', `/drafts${query({ ...state.filters, limit: PAGE_SIZE, cursor: more ? state.nextCursor : '' })}`);
@@ -268,10 +275,7 @@ async function batch(verb) {
   );
   say(`Batch ${verb}: ${r.succeeded} succeeded, ${r.failed} failed.`);
   // One read of the queue shows the new states (not one read per item).
-  const keep = state.filters;
-  state.selected.clear();
-  await loadQueue();
-  state.filters = keep;
+  await loadQueue(false, false);
 }
 $('batch-approve').addEventListener('click', () => batch('approve'));
 $('batch-reject').addEventListener('click', () => batch('reject'));
