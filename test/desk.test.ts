@@ -14,6 +14,7 @@ import { DESK_ASSET_BASE } from '../src/http/desk.js';
 import { system, uid, uniqueEmail } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, STEP_ONE, sequence, settle, template } from './drafting-support.js';
 import { raw, startService, type TestService } from './support/harness.js';
+import { freightSite } from './support/hostile-sites.js';
 import { companySite, type SiteServer, startSiteServer } from './support/site-server.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -47,9 +48,18 @@ const HOSTILE = [
   '<svg onload="alert(1)"></svg>',
 ].join(' ');
 
-async function researchedContact(s: DraftingOrg, extra: Record<string, unknown> = {}) {
+async function researchedContact(s: DraftingOrg, extra: Record<string, unknown> = {}, hostile = false) {
   const domain = `${uid('acme')}.example`;
-  site.site(domain, companySite(domain, site.origin));
+  // A hostile site: markup, an event handler and a javascript: link in its title and home page.
+  site.site(
+    domain,
+    hostile
+      ? freightSite(domain, site.origin, {
+          title: `Brightline Freight <script>window.__pwned='site'</script>`,
+          home: `<p>Read our <a href="javascript:window.__pwned='home'">cold-chain report</a> <img src=x onerror="window.__pwned='img'"> &lt;script&gt;window.__pwned='text'&lt;/script&gt;</p>`,
+        })
+      : companySite(domain, site.origin),
+  );
   const c = await contact(s.api, { title: 'VP of Engineering', company: { domain, name: 'Acme Rockets' }, ...extra });
   expect((await s.api.POST('/contacts/{id}/research', { params: { path: { id: c.id } } })).response.status).toBe(200);
   return c;
@@ -179,9 +189,24 @@ describe('the review desk in Chromium', () => {
       await page.locator('#run-state', { hasText: 'completed' }).waitFor();
       await expect.poll(() => rows(page).count()).toBe(1);
       expect(await rows(page).first().getAttribute('data-id')).toBe(d2.id);
+      // Paged: with pages of 2 (the test shortens the desk's page), "Load more" follows nextCursor.
+      const cursors: string[] = [];
+      await page.route('**/api/v1/drafts?*', (route) => {
+        const url = new URL(route.request().url());
+        url.searchParams.set('limit', '2');
+        cursors.push(url.searchParams.get('cursor') ?? '');
+        return route.continue({ url: url.href });
+      });
       await page.selectOption('#f-flagged', '');
       await page.click('#filters button[type="submit"]');
+      await expect.poll(() => rows(page).count()).toBe(2);
+      await page.click('#more');
       await expect.poll(() => rows(page).count()).toBe(3);
+      expect(await page.locator('#more').isHidden()).toBe(true);
+      expect(cursors).toHaveLength(2);
+      expect(cursors[0]).toBe('');
+      expect(cursors[1]).not.toBe('');
+      await page.unroute('**/api/v1/drafts?*');
 
       // Open a draft: cited sentences link to their sources, shown beside them with safe links.
       await page.locator(`#drafts-body tr[data-id="${d0.id}"] .open-draft`).click();
@@ -257,7 +282,7 @@ describe('the review desk in Chromium', () => {
 
   it('shows a draft, its sources and a reply built from hostile text as text: no script runs, no javascript: link; the reply shows its intent, the sequence its hold; r rejects with a reason', async () => {
     const s = await draftingOrg(svc);
-    const c = await researchedContact(s, { name: 'Eve <img src=x onerror="window.__pwned=\'name\'">', email: uniqueEmail('eve') });
+    const c = await researchedContact(s, { name: 'Eve <img src=x onerror="window.__pwned=\'name\'">', email: uniqueEmail('eve') }, true);
     const seq = await sequence(s.api, c.id, await template(svc, s.org.id, [STEP_ONE]));
     await settle(svc);
     const d = await liveOf(s, c.id);
@@ -320,6 +345,10 @@ describe('the review desk in Chromium', () => {
       expect(await page.textContent('#messages')).toContain('<script>window.__pwned = "script"</script>');
       expect(await page.textContent('#messages')).toContain(inbound.intent === 'interested' ? 'Interested' : '');
       expect(await page.textContent('#sequence-state')).toContain(sequenceNow.status);
+      const items = (await s.api.GET('/action-items', { params: { query: { status: 'pending', limit: 100 } as never } })).data!.data;
+      const open = items.filter((i) => i.entityId === c.id);
+      expect(await page.locator('#action-items li').count()).toBe(open.length);
+      for (const i of open) expect(await page.textContent('#action-items')).toContain(i.title);
       // No element came from that text, and the javascript: URL is not a link.
       for (const sel of [
         '#draft-view script',
