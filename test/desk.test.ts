@@ -81,6 +81,8 @@ interface Watch {
 /** A tab on the desk that records console errors, dialogs, API calls and any request off the loopback host (refused). */
 async function openDesk(): Promise<Watch> {
   const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+  // Generous: the suite runs three files at once on two cores, each page a Chromium of its own.
+  context.setDefaultTimeout(90_000);
   const w = {
     consoleErrors: [] as string[],
     pageErrors: [] as string[],
@@ -131,7 +133,7 @@ async function expectNoSeriousA11y(page: Page) {
 
 const rows = (page: Page) => page.locator('#drafts-body tr');
 
-describe('the review desk in Chromium', () => {
+describe('the review desk in Chromium', { timeout: 240_000 }, () => {
   it('drives a whole review: filter, open with sources, edit, approve a flagged draft with acknowledgement, batch approve and send; state checked through the API', async () => {
     const s = await draftingOrg(svc);
     const listId = (
