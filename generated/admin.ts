@@ -962,6 +962,8 @@ export interface components {
          * @enum {string}
          */
         AdminApiKeyScope: "contacts.read" | "contacts.write" | "contacts.erase" | "lists.read" | "lists.write" | "drafts.read" | "drafts.write" | "drafts.send" | "events.read" | "webhooks.manage" | "deals.read" | "deals.write" | "sequences.read" | "sequences.write" | "suppression.write" | "actions.read" | "analytics.read" | "*";
+        /** @enum {string} */
+        AdminBounceClass: "recipient" | "soft" | "sender" | "other";
         /** @description The answer of a restore. */
         AdminContactRestoreResult: {
             contact: components["schemas"]["Contact"];
@@ -1014,6 +1016,12 @@ export interface components {
              */
             suppressed: number;
         };
+        AdminDkimIdentity: {
+            domainName: string;
+            keySelector: string;
+            /** @description The public half of the private key, base64 of its DER SubjectPublicKeyInfo; null when the key cannot be read (neither an RSA nor an ed25519 PEM, or the deployment's secret key changed). */
+            publicKey: string | null;
+        };
         /** @description What DNS held for one of the mailbox's records when it was last verified. */
         AdminDnsFinding: {
             /** @description One sentence saying what was found and what to do. */
@@ -1037,6 +1045,13 @@ export interface components {
             type: "TXT";
             /** @description The TXT value (a value over 255 characters is published as several strings of one record; DNS consoles split it themselves). */
             value: string;
+        };
+        AdminDnsSnapshot: {
+            /** Format: date-time */
+            checkedAt: string;
+            dkim: components["schemas"]["AdminDnsFinding"] | null;
+            dmarc: components["schemas"]["AdminDnsFinding"];
+            spf: components["schemas"]["AdminDnsFinding"] | null;
         };
         /**
          * @description Holdout experiments of the organization (GET /api/v1/analytics/lift reports them). Opt-in: an
@@ -1156,12 +1171,7 @@ export interface components {
                 windowDays: number;
             };
             /** @description The DKIM signing identity (the private key is never shown). */
-            dkim: {
-                domainName: string;
-                keySelector: string;
-                /** @description The public half of the private key, base64 of its DER SubjectPublicKeyInfo; null when the key cannot be read (neither an RSA nor an ed25519 PEM, or the deployment's secret key changed). */
-                publicKey: string | null;
-            } | null;
+            dkim: components["schemas"]["AdminDkimIdentity"] | null;
             /**
              * @description What DNS held for `dnsRecords` when the mailbox was last verified (at creation and at each
              *     `verify: true`), looked up through INBOUND_DNS_SERVERS or the system resolver with mailauth:
@@ -1171,13 +1181,7 @@ export interface components {
              *     aligns. Findings never change `status`: the SMTP handshake alone decides it. Null until
              *     the mailbox is verified; `dkim` and `spf` are null when `dnsRecords` has none.
              */
-            dns: {
-                /** Format: date-time */
-                checkedAt: string;
-                dkim: components["schemas"]["AdminDnsFinding"] | null;
-                dmarc: components["schemas"]["AdminDnsFinding"];
-                spf: components["schemas"]["AdminDnsFinding"] | null;
-            } | null;
+            dns: components["schemas"]["AdminDnsSnapshot"] | null;
             /**
              * @description The DNS records the mailbox's domains should publish so receivers authenticate its mail:
              *     `dkim` at `<keySelector>._domainkey.<domainName>` = `v=DKIM1; k=rsa; p=<publicKey>` (an
@@ -1288,9 +1292,8 @@ export interface components {
              *     `soft` (counted; the address is suppressed after 3 within 30 days spanning 3 days or more),
              *     `sender` (a refusal of the sender: counted against the mailbox, never a suppression),
              *     `other` (no suppression); null when no failure is known.
-             * @enum {string|null}
              */
-            bounceClass: "recipient" | "soft" | "sender" | "other" | null;
+            bounceClass: components["schemas"]["AdminBounceClass"] | null;
             /**
              * @description Why the message was not delivered, as the receiving side stated it (at send time or in a
              *     delivery report): a reason of the bounce taxonomy, e.g. `user_unknown`, `mailbox_full`,
@@ -1357,7 +1360,7 @@ export interface components {
         /** @description A custom rule of an organization. */
         AdminRule: {
             actions: components["schemas"]["AdminRuleAction"][];
-            conditions: components["schemas"]["AdminRuleConditions"];
+            conditions: components["schemas"]["AdminRuleConditions"] | null;
             /** Format: date-time */
             createdAt: string;
             enabled: boolean;
@@ -1425,11 +1428,11 @@ export interface components {
          *       ]
          *     }
          */
-        AdminRuleConditions: Record<string, never> | null;
+        AdminRuleConditions: Record<string, never>;
         /** @description A ready-made rule; `POST /organizations/{orgId}/rules` with `{"template": ...}` creates it. */
         AdminRuleTemplate: {
             actions: components["schemas"]["AdminRuleAction"][];
-            conditions: components["schemas"]["AdminRuleConditions"];
+            conditions: components["schemas"]["AdminRuleConditions"] | null;
             description: string;
             name: string;
             /** @enum {string} */
@@ -1542,11 +1545,7 @@ export interface components {
         /** @description A person of the organization. */
         Contact: {
             /** @description The company the contact is linked to; null when none. */
-            company: {
-                domain: string | null;
-                id: string;
-                name: string | null;
-            } | null;
+            company: components["schemas"]["ContactCompanyRef"] | null;
             /** Format: date-time */
             createdAt: string;
             /**
@@ -1560,27 +1559,26 @@ export interface components {
             /** @description Free-text label of where the contact came from. */
             leadSource: string | null;
             /** @description The list the contact lives on (its own list); null when none. */
-            list: {
-                id: string;
-                name: string;
-            } | null;
+            list: components["schemas"]["ContactListRef"] | null;
             /** @description Display name of the person. */
             name: string;
             /** @description Free-text notes. */
             notes: string | null;
             organizationId: string;
             phone: string | null;
-            /**
-             * @description Qualification stage of the contact; NEW for a contact created without one.
-             * @enum {string}
-             */
-            qualificationStatus: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
+            /** @description Qualification stage of the contact; NEW for a contact created without one. */
+            qualificationStatus: components["schemas"]["QualificationStatus"];
             /** @description Job title. */
             title: string | null;
             /** Format: date-time */
             updatedAt: string;
             /** @description How urgent outreach to the contact is, 0-100; null when not scored. */
             urgencyScore: number | null;
+        };
+        ContactCompanyRef: {
+            domain: string | null;
+            id: string;
+            name: string | null;
         };
         /** @description A list that groups contacts. Archiving (archivedAt) and soft-deleting are different things; a soft-deleted list is 404. */
         ContactList: {
@@ -1608,6 +1606,10 @@ export interface components {
             updatedAt: string;
             /** @description The user who owns the list. */
             userId: string;
+        };
+        ContactListRef: {
+            id: string;
+            name: string;
         };
         /**
          * Format: email
@@ -1682,6 +1684,11 @@ export interface components {
             step: number;
             subject: string;
         };
+        /**
+         * @description Qualification stage of a contact.
+         * @enum {string}
+         */
+        QualificationStatus: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
         /**
          * @description An address or a whole domain that must never be contacted. For a domain-level entry `level` is
          *     DOMAIN and `email` holds the domain prefixed with `@` (for example `@example.com`).
@@ -2649,7 +2656,7 @@ export interface operations {
                     /** @description Required without `template`; refused with one. */
                     actions?: components["schemas"]["AdminRuleAction"][];
                     /** @description Optional without `template`; refused with one. */
-                    conditions?: components["schemas"]["AdminRuleConditions"];
+                    conditions?: components["schemas"]["AdminRuleConditions"] | null;
                     enabled?: boolean;
                     /** @description Required without `template` (400 `validation-failed` when missing); with one, defaults to the template's name. */
                     name?: string;
@@ -2776,7 +2783,7 @@ export interface operations {
                  */
                 "application/json": {
                     actions?: components["schemas"]["AdminRuleAction"][];
-                    conditions?: components["schemas"]["AdminRuleConditions"];
+                    conditions?: components["schemas"]["AdminRuleConditions"] | null;
                     enabled?: boolean;
                     name?: string;
                     triggerEventType?: string;

@@ -9723,7 +9723,7 @@ return errors === 0;
 }
 validate264.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema169 = {"type":"string","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
+const schema169 = {"type":"string","description":"Qualification stage of a contact.","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
 
 function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -12823,7 +12823,7 @@ return errors === 0;
 }
 validate354.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema219 = {"type":"string","enum":["INBOUND","OUTBOUND"]};
+const schema219 = {"type":"string","description":"Direction of a message.","enum":["INBOUND","OUTBOUND"]};
 
 function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;

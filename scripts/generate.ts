@@ -98,7 +98,7 @@ async function openapi() {
     ['admin', adm],
   ] as const) {
     // Our OpenApiDoc reads only what the service needs; openapi-typescript's OpenAPI3 type asks for more.
-    const ast = await openapiTS(doc as never, { alphabetize: true });
+    const ast = await openapiTS(doc as never, { alphabetize: true, defaultNonNullable: false });
     fs.writeFileSync(path.join(out, `${name}.ts`), HEADER + astToString(ast));
   }
   // The client SDK carries its own copy of the public types, so the package stands alone.

@@ -2211,6 +2211,10 @@ export interface components {
             status: components["schemas"]["ActionItemStatus"];
             title: string;
         };
+        ActionItemPage: {
+            data: components["schemas"]["ActionItem"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /**
          * @description Priority of an action item.
          * @enum {string}
@@ -2250,6 +2254,96 @@ export interface components {
             actionId: string;
             item: components["schemas"]["ActionItem"];
             status: components["schemas"]["ActionItemVerb"];
+        };
+        /**
+         * @example {
+         *       "email": "ada@example.com",
+         *       "reason": "Asked by phone not to be emailed"
+         *     }
+         */
+        AddSuppressionRequest: {
+            /** @description The address to suppress; stored lowercased. */
+            email: components["schemas"]["EmailAddress"];
+            /** @description Free-text notes stored on the entry. */
+            notes?: string | null;
+            /** @description Why the address is suppressed; stored as the entry's `source`. */
+            reason: string;
+        };
+        ApproveDraftRequest: {
+            /**
+             * @description Must be true to approve a draft that carries flags (of any kind).
+             * @default false
+             */
+            acknowledgeFlags?: boolean;
+        };
+        BatchApproveDraftsRequest: {
+            /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
+            items: {
+                /**
+                 * @description Must be true to approve a flagged draft, as for POST /drafts/{id}/approve.
+                 * @default false
+                 */
+                acknowledgeFlags?: boolean;
+                /** @description The draft id. */
+                id: string;
+            }[];
+        };
+        BatchRejectDraftsRequest: {
+            /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
+            items: {
+                /** @description The draft id. */
+                id: string;
+                /** @description Why the draft is rejected, as for POST /drafts/{id}/reject. */
+                reason?: string;
+            }[];
+        };
+        BatchSendDraftsRequest: {
+            /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
+            items: {
+                /** @description The draft id. */
+                id: string;
+            }[];
+        };
+        /**
+         * @example {
+         *       "stage": "closed_lost",
+         *       "reason": "Chose a competitor on price",
+         *       "reasonChips": [
+         *         "price",
+         *         "competitor"
+         *       ]
+         *     }
+         */
+        ChangeDealStageRequest: {
+            /** @description Justification that passes an overridable blocking gate; recorded in the history row. */
+            overrideReason?: string;
+            /** @description Why the deal moves. Required to move to closed_lost (stored as `lossReason`) and to move out of a terminal stage (reopening). */
+            reason?: string;
+            /** @description Short structured reason labels, stored with the history row. */
+            reasonChips?: string[];
+            /** @description Slug of the target stage. */
+            stage?: string;
+            /** @description Id of the target stage. */
+            stageId?: string;
+        } | unknown | unknown;
+        /**
+         * @example {
+         *       "dealId": "deal_01HZX3K8Q2",
+         *       "stage": "proposal",
+         *       "stageId": "stg_01HZX2AA04",
+         *       "warnings": [
+         *         "skip-stages"
+         *       ]
+         *     }
+         */
+        ChangeDealStageResponse: {
+            dealId: string;
+            /** @description Slug of the stage the deal is now in; null for a legacy stage without slug. */
+            stage: string | null;
+            /** @description Id of the stage the deal is now in. */
+            stageId: string;
+            /** @description Warn-mode gates that fired (currently only `skip-stages`); empty when none. Always present. */
+            warnings: string[];
         };
         /** @description An account, identified within the organization by its normalized domain. */
         Company: {
@@ -2292,6 +2386,10 @@ export interface components {
             id: string;
             /** @description Company name; falls back to the domain when the company is unnamed. */
             name: string;
+        };
+        CompanyPage: {
+            data: components["schemas"]["CompanyListItem"][];
+            nextCursor: components["schemas"]["PageCursor"];
         };
         /** @description The cached research dossier of a company (GET /companies/{id}/research). */
         CompanyResearch: {
@@ -2361,11 +2459,7 @@ export interface components {
         /** @description A person of the organization. */
         Contact: {
             /** @description The company the contact is linked to; null when none. */
-            company: {
-                domain: string | null;
-                id: string;
-                name: string | null;
-            } | null;
+            company: components["schemas"]["ContactCompanyRef"] | null;
             /** Format: date-time */
             createdAt: string;
             /**
@@ -2379,27 +2473,29 @@ export interface components {
             /** @description Free-text label of where the contact came from. */
             leadSource: string | null;
             /** @description The list the contact lives on (its own list); null when none. */
-            list: {
-                id: string;
-                name: string;
-            } | null;
+            list: components["schemas"]["ContactListRef"] | null;
             /** @description Display name of the person. */
             name: string;
             /** @description Free-text notes. */
             notes: string | null;
             organizationId: string;
             phone: string | null;
-            /**
-             * @description Qualification stage of the contact; NEW for a contact created without one.
-             * @enum {string}
-             */
-            qualificationStatus: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
+            /** @description Qualification stage of the contact; NEW for a contact created without one. */
+            qualificationStatus: components["schemas"]["QualificationStatus"];
             /** @description Job title. */
             title: string | null;
             /** Format: date-time */
             updatedAt: string;
             /** @description How urgent outreach to the contact is, 0-100; null when not scored. */
             urgencyScore: number | null;
+        };
+        ContactAssessment: {
+            [key: string]: unknown;
+        };
+        ContactCompanyRef: {
+            domain: string | null;
+            id: string;
+            name: string | null;
         };
         /** @description Result of DELETE /contacts/{id} (soft delete). */
         ContactDeleteResult: {
@@ -2423,25 +2519,7 @@ export interface components {
          */
         ContactDetail: components["schemas"]["Contact"] & {
             /** @description Present only with `include=research`. The cached research of the contact; null when no research has been cached (this is not a 404). */
-            research?: {
-                /** @description Researched facts about the contact (free-shape objects). */
-                facts: {
-                    [key: string]: unknown;
-                }[];
-                /** @description True while `updatedAt` plus `ttlDays` is in the future. */
-                isFresh: boolean;
-                /** @description Sources the facts were drawn from (free-shape objects); draft citations index into this list (1-based). */
-                sources: {
-                    [key: string]: unknown;
-                }[];
-                /** @description Days the research stays fresh after `updatedAt`. */
-                ttlDays: number;
-                /**
-                 * Format: date-time
-                 * @description When the research was last computed.
-                 */
-                updatedAt: string;
-            } | null;
+            research?: components["schemas"]["ContactResearchSummary"] | null;
         };
         /** @description Result of POST /contacts/{id}/erase (GDPR erasure). */
         ContactEraseResult: {
@@ -2518,6 +2596,18 @@ export interface components {
              */
             erasedAt: string | null;
         };
+        ContactListPage: {
+            data: components["schemas"]["ContactList"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
+        ContactListRef: {
+            id: string;
+            name: string;
+        };
+        ContactPage: {
+            data: components["schemas"]["ContactListItem"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /** @description Result of POST /contacts/{id}/pause-sequence. */
         ContactPauseSequenceResult: {
             contactId: string;
@@ -2529,9 +2619,7 @@ export interface components {
             /** @description The company whose dossier the research used; null for research stored by an earlier version. */
             companyId: string | null;
             /** @description The assessment of the last run (see ContactResearchJob); null for research stored by an earlier version. */
-            contactAssessment: {
-                [key: string]: unknown;
-            } | null;
+            contactAssessment: components["schemas"]["ContactAssessment"] | null;
             contactId: string;
             /**
              * @description Researched facts (free-shape objects): the company's facts, recent news and pain points, each
@@ -2566,9 +2654,7 @@ export interface components {
              *     researchUpdatedAt, lowConfidence, hasMinimumCoverage}, signals [{type, fact, sourceIndex,
              *     publishedAt}], suggestedFitScore, suggestedUrgencyScore (0-100, suggestions only), basis}`.
              */
-            contactAssessment: {
-                [key: string]: unknown;
-            } | null;
+            contactAssessment: components["schemas"]["ContactAssessment"] | null;
             contactId: string;
             /** @description Identifier of the research run, for support and logs; there is nothing to poll. */
             jobId: string;
@@ -2584,11 +2670,192 @@ export interface components {
              */
             status: string;
         };
+        ContactResearchSummary: {
+            /** @description Researched facts about the contact (free-shape objects). */
+            facts: {
+                [key: string]: unknown;
+            }[];
+            /** @description True while `updatedAt` plus `ttlDays` is in the future. */
+            isFresh: boolean;
+            /** @description Sources the facts were drawn from (free-shape objects); draft citations index into this list (1-based). */
+            sources: {
+                [key: string]: unknown;
+            }[];
+            /** @description Days the research stays fresh after `updatedAt`. */
+            ttlDays: number;
+            /**
+             * Format: date-time
+             * @description When the research was last computed.
+             */
+            updatedAt: string;
+        };
         /** @description Result of PATCH /contacts/{id}. */
         ContactUpdateResult: {
             id: string;
             /** @description True when at least one stored value changed; false when every sent value equalled the stored one. */
             updated: boolean;
+        };
+        ConvertLeadRequest: {
+            /**
+             * @description False converts to a contact only, without opening a deal.
+             * @default true
+             */
+            createDeal?: boolean;
+            /** @description Name of the deal to open; defaults to the lead's company name, else its name, else its email, followed by ` (inbound)`. */
+            dealName?: string;
+        };
+        /**
+         * @example {
+         *       "domain": "https://www.example.com",
+         *       "name": "Example Ltd"
+         *     }
+         */
+        CreateCompanyRequest: {
+            /** @description Bare domain (`example.com`) or URL (`https://www.example.com/about`). */
+            domain: string;
+            /** @description Company name; on an existing company only backfilled when it has none. */
+            name?: string;
+        };
+        /**
+         * @example {
+         *       "email": "ada@example.com",
+         *       "name": "Ada Lovelace",
+         *       "title": "CTO",
+         *       "company": {
+         *         "name": "Example Ltd",
+         *         "domain": "example.com"
+         *       },
+         *       "fitScore": 80
+         *     }
+         */
+        CreateContactRequest: {
+            /** @description The company to link the new contact to; at least one of the two fields. */
+            company?: {
+                /** @description Bare domain or URL; normalized like POST /companies. */
+                domain?: string;
+                name?: string;
+            };
+            /** @description The person's address; compared after normalization (trimmed, lowercased). */
+            email: components["schemas"]["EmailAddress"];
+            fitScore?: number;
+            /** @description The list to file the contact on (or to attach an existing contact to). Omitted - the `CRM import` list. */
+            listId?: string;
+            name?: string;
+            /** @default NEW */
+            qualificationStatus?: components["schemas"]["QualificationStatus"];
+            /** @description Job title. */
+            title?: string;
+            urgencyScore?: number;
+        };
+        /**
+         * @example {
+         *       "kind": "call",
+         *       "summary": "Walked the CFO through the pricing options; follow-up demo next week.",
+         *       "occurredAt": "2026-07-15T14:30:00Z"
+         *     }
+         */
+        CreateDealActivityRequest: {
+            /** @enum {string} */
+            kind: "note" | "call" | "meeting";
+            /**
+             * Format: date-time
+             * @description When it happened; defaults to now; may not be in the future.
+             */
+            occurredAt?: string;
+            /** @description What happened; trimmed, 1-2000 characters, not only whitespace. */
+            summary: string;
+        };
+        /**
+         * @example {
+         *       "name": "Acme - annual platform licence",
+         *       "valueCents": 4800000,
+         *       "probability": 20,
+         *       "closeDate": "2026-09-30",
+         *       "primaryContactId": "ct_01HZX1M4RT",
+         *       "companyId": "co_01HZX0PP2K",
+         *       "stage": "qualification"
+         *     }
+         */
+        CreateDealRequest: {
+            /**
+             * Format: date
+             * @description Expected close date (YYYY-MM-DD), year 0001 or later.
+             */
+            closeDate?: string;
+            companyId?: string;
+            name: string;
+            /** @description Defaults to the user the key is attributed to, else the organization's owner. */
+            ownerSalesPersonId?: string;
+            /** @description A live contact of the organization. */
+            primaryContactId?: string;
+            /** @description Win probability, integer percent. */
+            probability?: number;
+            /** @description Slug of the initial stage (same meaning as `stageId`; both may be sent if they name the same stage). */
+            stage?: string;
+            /** @description Id of the initial stage. */
+            stageId?: string;
+            /** @description Deal value in cents. */
+            valueCents?: number;
+        };
+        /**
+         * @example {
+         *       "name": "SaaStr 2026 booth visitors",
+         *       "sourceType": "CONFERENCE",
+         *       "connectionPoint": "Met at our booth at SaaStr 2026",
+         *       "goal": "Book a follow-up demo"
+         *     }
+         */
+        CreateListRequest: {
+            /** @description How the sender is connected to the list's contacts (used in drafts). */
+            connectionPoint?: string | null;
+            description?: string | null;
+            /** @description What outreach to this list aims for. */
+            goal?: string | null;
+            name: string;
+            /** @description Product the outreach to this list is about. */
+            productId?: string | null;
+            /**
+             * @description Where the list's contacts come from.
+             * @default OTHER
+             * @enum {string}
+             */
+            sourceType?: "CONFERENCE" | "WARM_LEAD" | "COLD" | "REFERRAL" | "OTHER";
+            /** @description Use-case template that shapes the drafts generated for the list. */
+            useCaseTemplateId?: string | null;
+        };
+        /**
+         * @example {
+         *       "contactId": "ct_01HZX1M4RT",
+         *       "templateId": "tpl_01HZW00K2M",
+         *       "anchorAtUtc": "2026-07-20T08:00:00Z"
+         *     }
+         */
+        CreateSequenceRequest: {
+            /**
+             * Format: date-time
+             * @description Instant the step schedule is computed from.
+             */
+            anchorAtUtc?: string;
+            contactId: string;
+            /** @description Product the sequence sells; a contact cannot have active sequences of two different products. */
+            productId?: string;
+            templateId: string;
+        };
+        /**
+         * @example {
+         *       "url": "https://hooks.example.com/outbound",
+         *       "eventTypes": [
+         *         "deal.won",
+         *         "contact.erased"
+         *       ],
+         *       "description": "CRM sync"
+         *     }
+         */
+        CreateWebhookRequest: {
+            /** @description Free-text label. */
+            description?: string | null;
+            eventTypes: components["schemas"]["WebhookEventTypes"];
+            url: components["schemas"]["WebhookUrl"];
         };
         /**
          * @description A deal on the organization's stage pipeline. `GET /deals` items and `GET /deals/{id}` have this
@@ -2629,11 +2896,8 @@ export interface components {
             companyId: string | null;
             /** Format: date-time */
             createdAt: string;
-            /**
-             * @description Forecast category; null when the deal was never classified.
-             * @enum {string|null}
-             */
-            forecastCategory: "lead" | "sql" | "qualified_pipeline" | "pipeline" | "best_case" | "strong_forecast" | "commit" | "closed_won" | "closed_lost" | "omitted" | null;
+            /** @description Forecast category; null when the deal was never classified. */
+            forecastCategory: components["schemas"]["ForecastCategory"] | null;
             id: string;
             /** @description Free-text loss reason, set only while the deal is closed lost (the `reason` of the move to closed_lost). */
             lossReason: string | null;
@@ -2642,7 +2906,7 @@ export interface components {
              *     qualification blob (typically `fields`, `sources`, `confidence`, `frameworkKey`); null when
              *     none was recorded or the stored value was not an object.
              */
-            meddpic?: Record<string, never> | null;
+            meddpic?: components["schemas"]["Meddpic"] | null;
             name: string;
             organizationId: string;
             /** @description The sales person owning the deal. */
@@ -2692,6 +2956,10 @@ export interface components {
             occurredAt: string;
             /** @description The summary as stored (trimmed). */
             summary: string;
+        };
+        DealPage: {
+            data: components["schemas"]["Deal"][];
+            nextCursor: components["schemas"]["PageCursor"];
         };
         /**
          * @description A stage of the organization's deal pipeline (item of `GET /deal-stages`).
@@ -2761,6 +3029,16 @@ export interface components {
             toStageName: string | null;
             /** @description The user the calling key is attributed to, else the id of the API key; null only for rows written by the system. */
             transitionedBy: string | null;
+        };
+        DealStageHistoryEntryPage: {
+            data: components["schemas"]["DealStageHistoryEntry"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
+        DeleteWebhookResponse: {
+            /** @constant */
+            deleted: true;
+            /** @description Id of the deleted endpoint. */
+            id: string;
         };
         /**
          * @description Detail of one draft (GET /drafts/{id}): the list fields with the full `body` instead of `bodyPreview`.
@@ -3014,6 +3292,10 @@ export interface components {
             /** @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one. */
             version: number;
         };
+        DraftListItemPage: {
+            data: components["schemas"]["DraftListItem"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /** @description Result of POST /drafts/{id}/reject. */
         DraftRejectionResult: {
             contactId: string;
@@ -3037,11 +3319,14 @@ export interface components {
              *     do-not-contact), `already_in_pipeline` (the contact is the primary contact of an open deal),
              *     `all_steps_sent`, `sequence_not_active` (the sequence is paused or completed),
              *     `already_queued` (every approved, unsent step is queued already); null when jobs were queued.
-             * @example suppressed
-             * @enum {string|null}
              */
-            skippedReason: "contact_removed" | "suppressed" | "do_not_contact" | "already_in_pipeline" | "all_steps_sent" | "sequence_not_active" | "already_queued" | null;
+            skippedReason: components["schemas"]["DraftSkippedReason"] | null;
         };
+        /**
+         * @example suppressed
+         * @enum {string}
+         */
+        DraftSkippedReason: "contact_removed" | "suppressed" | "do_not_contact" | "already_in_pipeline" | "all_steps_sent" | "sequence_not_active" | "already_queued";
         /**
          * @description Draft state (uppercase). `DRAFT_GENERATED` (first written), `EDITED` (a reviewer's edit,
          *     PATCH /drafts/{id}) and `REGENERATED` (written again: POST /drafts/{id}/regenerate, a resume, a
@@ -3061,6 +3346,18 @@ export interface components {
          * @example ada@example.com
          */
         EmailAddress: string;
+        /**
+         * @example {
+         *       "requesterRef": "DSR-2026-0142",
+         *       "reason": "Data subject erasure request received by email."
+         *     }
+         */
+        EraseContactRequest: {
+            /** @description Why the contact is erased, kept in the evidence row; must not be blank. */
+            reason: string;
+            /** @description Reference of the erasure request (for example a ticket number), kept in the evidence row; must not be blank. */
+            requesterRef: string;
+        };
         /**
          * @description Platform event envelope, as stored in the event log (`GET /events`) and as POSTed to webhook
          *     endpoints (see `EventDelivery`). The same event can be delivered more than once (retries,
@@ -3136,6 +3433,10 @@ export interface components {
          *     `X-Outbound-Signature` header over the raw body before parsing.
          */
         EventDelivery: components["schemas"]["Event"];
+        EventPage: {
+            data: components["schemas"]["Event"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /**
          * @description A platform event type: the canonical catalogue of the 73 subscribable event types (56 emitted,
          *     17 catalogued but never emitted), sorted alphabetically. This exact list is the single source
@@ -3149,6 +3450,8 @@ export interface components {
          * @enum {string}
          */
         EventType: "action.created" | "action.resolved" | "company.created" | "company.research_completed" | "contact.deleted" | "contact.erased" | "contact.restored" | "contact.snoozed" | "contact.stage_changed" | "contact.tagged" | "deal.amount_changed" | "deal.close_date_changed" | "deal.created" | "deal.lost" | "deal.next_step_overdue" | "deal.risk_changed" | "deal.slipped" | "deal.stage_changed" | "deal.won" | "demo.abandoned" | "demo.run" | "demo.signup_clicked" | "draft.approved" | "draft.created" | "draft.failed" | "draft.pending_approval" | "draft.regenerated" | "draft.sent" | "email.bounced" | "email.clicked" | "email.complained" | "email.opened" | "email.unsubscribed" | "grounding.would_fire" | "handoff.created" | "inbound.lead_received" | "lead.interested" | "list.contacts_added" | "list.context_updated" | "list.uploaded" | "meeting.booked" | "meeting.cancelled" | "meeting.completed" | "meeting.scheduled" | "org.created" | "org.health_changed" | "org.research_ttl_updated" | "org.seller_profile_updated" | "payment.failed" | "quota.exceeded" | "quota.warning" | "rep.activated" | "rep.invited" | "reply.classified" | "reply.received" | "research.completed" | "rule.deal_at_risk" | "rule.hot_reply" | "rule.lead_qualified" | "rule.objection" | "rule.triggered" | "send.failed" | "sequence.completed" | "sequence.paused" | "sequence.resumed" | "sequence.started" | "sequence.step_failed" | "subscription.canceled" | "subscription.changed" | "suppression.added" | "suppression.removed" | "team.member_added" | "team.member_removed";
+        /** @enum {string} */
+        ForecastCategory: "lead" | "sql" | "qualified_pipeline" | "pipeline" | "best_case" | "strong_forecast" | "commit" | "closed_won" | "closed_lost" | "omitted";
         /**
          * @description One funnel bucket: the totals of the window, or one product or list row. Numeric fields name
          *     their unit: `_count`, `_cents`, `_pct` (0-100). A rate is null when its denominator is 0 (never 0
@@ -3209,6 +3512,14 @@ export interface components {
             wonPerDealAttributed_pct: number | null;
             /** @description Sum of valueCents of the won attributed deals. */
             wonValue_cents: number;
+        };
+        GenerateListDraftsRequest: {
+            /**
+             * @description Also rewrite the live drafts that are not approved (each counts against the
+             *     allowance). Without it only steps that have no live draft are written.
+             * @default false
+             */
+            regenerate?: boolean;
         };
         /**
          * @description Result of POST /lists/{id}/generate. Exactly one of three shapes:
@@ -3353,6 +3664,54 @@ export interface components {
             /** @description The list's own live contacts when the run was asked. */
             totalContacts: number;
         };
+        GenerationRunPage: {
+            data: components["schemas"]["GenerationRun"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
+        GetFunnelAnalyticsResponse: {
+            attribution: {
+                /** @description Every deal created in the window, attributed or not; at least `totals.dealsAttributed_count`. */
+                dealsCreatedAllSources_count: number;
+            };
+            /**
+             * @description One bucket per contact list (`key` list id), the list the sequence was generated
+             *     from, else its contact's own list; a null key for sequences with neither. `label`
+             *     is null for a deleted list.
+             */
+            byList: components["schemas"]["FunnelBucket"][];
+            /** @description One bucket per product of the cohort's sequences (`key` product id; null key for sequences without a product). */
+            byProduct: components["schemas"]["FunnelBucket"][];
+            /**
+             * Format: date
+             * @description The window's first day, as requested.
+             */
+            from: string;
+            /**
+             * Format: date
+             * @description The window's last day, as requested.
+             */
+            to: string;
+            totals: components["schemas"]["FunnelBucket"];
+            truncation: {
+                /** @description True when the 5,000-deal read limit was hit; attributed numbers are then floors. */
+                dealScanTruncated: boolean;
+            };
+        };
+        GetLiftAnalyticsResponse: {
+            experiments: {
+                /** @description AI actions experiment; unit `deal`. */
+                ai_actions: components["schemas"]["LiftExperiment"] & {
+                    /** @constant */
+                    unit?: "deal";
+                };
+                /** @description AI email experiment; unit `account`. */
+                ai_email_lift: components["schemas"]["LiftExperiment"] & {
+                    /** @constant */
+                    unit?: "account";
+                };
+            };
+        };
+        GetSuppressionResponse: components["schemas"]["SuppressionCheck"] | components["schemas"]["SuppressionPage"];
         /**
          * @description An inbound lead (a person who came to the organization, e.g. through a form). The capture
          *     payload, the hashed source IP and the qualification snapshot are never returned.
@@ -3401,6 +3760,10 @@ export interface components {
             leadId: string;
             /** @enum {string} */
             status: "CONVERTED";
+        };
+        InboundLeadPage: {
+            data: components["schemas"]["InboundLead"][];
+            nextCursor: components["schemas"]["PageCursor"];
         };
         /** @description Result of POST /leads/{id}/spam. */
         InboundLeadSpamResult: {
@@ -3479,6 +3842,9 @@ export interface components {
              */
             unit: "account" | "deal";
         };
+        ListDealStagesResponse: {
+            data: components["schemas"]["DealStage"][];
+        };
         /** @description The calling API key and the organization it belongs to (response of GET /me). */
         Me: {
             /** @description The key that authenticated this request. The secret itself is never returned. */
@@ -3494,11 +3860,8 @@ export interface components {
                 id: string;
                 /** @description Label given to the key when it was minted; null when none was given. */
                 name: string | null;
-                /**
-                 * @description Role of the attributed person; null when the key is attributed to nobody. POST /contacts/{id}/erase needs MANAGER, ADMIN or OWNER.
-                 * @enum {string|null}
-                 */
-                role: "REP" | "MANAGER" | "ADMIN" | "OWNER" | null;
+                /** @description Role of the attributed person; null when the key is attributed to nobody. POST /contacts/{id}/erase needs MANAGER, ADMIN or OWNER. */
+                role: components["schemas"]["UserRole"] | null;
                 /**
                  * @description Scope names granted to the key (see the 17 scopes of the API).
                  * @example [
@@ -3529,6 +3892,7 @@ export interface components {
                 plan: "free" | "starter" | "growth";
             };
         };
+        Meddpic: Record<string, never>;
         /**
          * @description A conversation message of the organization: an inbound reply (or delivery report, complaint,
          *     automatic reply) received by the inbound SMTP listener or the operator row, or an outbound
@@ -3559,8 +3923,7 @@ export interface components {
             contactId: string | null;
             /** Format: date-time */
             createdAt: string;
-            /** @enum {string} */
-            direction: "INBOUND" | "OUTBOUND";
+            direction: components["schemas"]["MessageDirection"];
             /**
              * @description The sender's address (the From of an inbound message, the mailbox an outbound one was sent
              *     from); null when unknown or redacted.
@@ -3610,8 +3973,26 @@ export interface components {
             /** @description The address the message was sent to (for an inbound one, the address it came in on); null when unknown or redacted. */
             to: string | null;
         };
+        /**
+         * @description Direction of a message.
+         * @enum {string}
+         */
+        MessageDirection: "INBOUND" | "OUTBOUND";
+        MessagePage: {
+            data: components["schemas"]["Message"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /** @description Opaque cursor of the next page, to be passed back as `cursor`; null on the last page. */
         PageCursor: string | null;
+        /**
+         * @example {
+         *       "reason": "Prospect asked to be contacted next quarter."
+         *     }
+         */
+        PauseContactSequenceRequest: {
+            /** @description Why outreach is paused; recorded with the pause. */
+            reason?: string;
+        };
         /** @description RFC 7807 problem details. `type` is `$PUBLIC_BASE_URL/problems/<slug>`; that URL serves a page saying what the problem means and whether a retry can succeed. `x-problem-types` lists every slug the service answers with its status, title and whether a retry can succeed (the same catalogue is served as JSON at `/problems`). */
         Problem: {
             /** @description Explanation specific to this occurrence. */
@@ -3663,6 +4044,10 @@ export interface components {
              */
             useCase: string;
         };
+        PublicTemplatePage: {
+            data: components["schemas"]["PublicTemplate"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /** @description One email of a sequence template. */
         PublicTemplateStep: {
             body: string;
@@ -3671,6 +4056,19 @@ export interface components {
             /** @description 1-based position in the sequence. */
             step: number;
             subject: string;
+        };
+        /**
+         * @description Qualification stage of a contact.
+         * @enum {string}
+         */
+        QualificationStatus: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
+        RegenerateDraftRequest: {
+            /** @description What the reviewer wants changed, for the model writer. */
+            instructions?: string;
+        };
+        RejectDraftRequest: {
+            /** @description Why the draft is rejected (shown on the draft as `rejectionReason`). */
+            reason?: string;
         };
         /**
          * @description What a research run could read of the company's site, and how far to trust it. `hasMinimumCoverage`
@@ -3807,6 +4205,10 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        SequencePage: {
+            data: components["schemas"]["Sequence"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /** @description Result of POST and DELETE /suppression. */
         SuppressionActionResult: {
             /** @description The address acted on, normalized (trimmed, lowercase). */
@@ -3861,6 +4263,73 @@ export interface components {
         SuppressionPage: {
             data: components["schemas"]["SuppressionEntry"][];
             nextCursor: components["schemas"]["PageCursor"];
+        };
+        /**
+         * @example {
+         *       "qualificationStatus": "QUALIFIED",
+         *       "fitScore": 85,
+         *       "phone": null
+         *     }
+         */
+        UpdateContactRequest: {
+            /** @description Link the contact to this company of the organization; null unlinks it. */
+            companyId?: string | null;
+            fitScore?: number | null;
+            leadSource?: string | null;
+            name?: string;
+            notes?: string | null;
+            phone?: string | null;
+            qualificationStatus?: components["schemas"]["QualificationStatus"];
+            title?: string | null;
+            urgencyScore?: number | null;
+        };
+        /**
+         * @example {
+         *       "valueCents": 5200000,
+         *       "closeDate": "2026-10-15"
+         *     }
+         */
+        UpdateDealRequest: {
+            /**
+             * Format: date
+             * @description Expected close date (YYYY-MM-DD), year 0001 or later; null clears it.
+             */
+            closeDate?: string | null;
+            name?: string;
+            /** @description A live contact of the organization; null unlinks the primary contact. */
+            primaryContactId?: string | null;
+            /** @description Win probability, integer percent; null clears it. */
+            probability?: number | null;
+            /** @description Deal value in cents; null clears it. */
+            valueCents?: number | null;
+        };
+        UpdateDealResponse: {
+            /** @description The deal id. */
+            id: string;
+            /** @description True when at least one stored value changed. */
+            updated: boolean;
+        };
+        UpdateDraftRequest: {
+            /** @description The new plain-text body. */
+            body?: string;
+            /** @description The new subject (the guardrails repair it as a generated one's). */
+            subject?: string;
+        };
+        /**
+         * @example {
+         *       "status": "active"
+         *     }
+         */
+        UpdateWebhookRequest: {
+            /** @description Free-text label; null clears it. */
+            description?: string | null;
+            eventTypes?: components["schemas"]["WebhookEventTypes"];
+            /**
+             * @description `active` resumes deliveries and resets `consecutiveFailures` to 0.
+             * @enum {string}
+             */
+            status?: "active" | "paused" | "disabled";
+            url?: components["schemas"]["WebhookUrl"];
         };
         /**
          * @description Usage of the organization in the current period.
@@ -3924,6 +4393,8 @@ export interface components {
                 attempted: number;
             };
         };
+        /** @enum {string} */
+        UserRole: "REP" | "MANAGER" | "ADMIN" | "OWNER";
         /**
          * @description One delivery of one event to one endpoint. Retries update the same row (`attempt`, `status`,
          *     `scheduledAt`); a replay creates a new row.
@@ -3975,6 +4446,10 @@ export interface components {
             status: "pending" | "succeeded" | "failed" | "retrying";
             webhookEndpointId: string;
         };
+        WebhookDeliveryPage: {
+            data: components["schemas"]["WebhookDelivery"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /**
          * @description A registered webhook endpoint. Reads never carry the signing secret.
          * @example {
@@ -4018,6 +4493,10 @@ export interface components {
              * @description The URL deliveries are POSTed to.
              */
             url: string;
+        };
+        WebhookEndpointPage: {
+            data: components["schemas"]["WebhookEndpoint"][];
+            nextCursor: components["schemas"]["PageCursor"];
         };
         /**
          * @description A webhook endpoint plus its plaintext signing secret. Returned only by `POST /webhooks` (create
@@ -4293,10 +4772,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ActionItem"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["ActionItemPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4447,35 +4923,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        attribution: {
-                            /** @description Every deal created in the window, attributed or not; at least `totals.dealsAttributed_count`. */
-                            dealsCreatedAllSources_count: number;
-                        };
-                        /**
-                         * @description One bucket per contact list (`key` list id), the list the sequence was generated
-                         *     from, else its contact's own list; a null key for sequences with neither. `label`
-                         *     is null for a deleted list.
-                         */
-                        byList: components["schemas"]["FunnelBucket"][];
-                        /** @description One bucket per product of the cohort's sequences (`key` product id; null key for sequences without a product). */
-                        byProduct: components["schemas"]["FunnelBucket"][];
-                        /**
-                         * Format: date
-                         * @description The window's first day, as requested.
-                         */
-                        from: string;
-                        /**
-                         * Format: date
-                         * @description The window's last day, as requested.
-                         */
-                        to: string;
-                        totals: components["schemas"]["FunnelBucket"];
-                        truncation: {
-                            /** @description True when the 5,000-deal read limit was hit; attributed numbers are then floors. */
-                            dealScanTruncated: boolean;
-                        };
-                    };
+                    "application/json": components["schemas"]["GetFunnelAnalyticsResponse"];
                 };
             };
             /** @description Missing or invalid `from` / `to`, `from` after `to`, or a window longer than 366 days (`validation-failed`). */
@@ -4516,20 +4964,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        experiments: {
-                            /** @description AI actions experiment; unit `deal`. */
-                            ai_actions: components["schemas"]["LiftExperiment"] & {
-                                /** @constant */
-                                unit?: "deal";
-                            };
-                            /** @description AI email experiment; unit `account`. */
-                            ai_email_lift: components["schemas"]["LiftExperiment"] & {
-                                /** @constant */
-                                unit?: "account";
-                            };
-                        };
-                    };
+                    "application/json": components["schemas"]["GetLiftAnalyticsResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4564,10 +4999,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CompanyListItem"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["CompanyPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4586,12 +5018,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Bare domain (`example.com`) or URL (`https://www.example.com/about`). */
-                    domain: string;
-                    /** @description Company name; on an existing company only backfilled when it has none. */
-                    name?: string;
-                };
+                "application/json": components["schemas"]["CreateCompanyRequest"];
             };
         };
         responses: {
@@ -4739,7 +5166,7 @@ export interface operations {
                 /** @description Search - case-insensitive substring of the name or the email. */
                 q?: string;
                 /** @description Only contacts with this qualification status. */
-                qualificationStatus?: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
+                qualificationStatus?: components["schemas"]["QualificationStatus"];
             };
             header?: never;
             path?: never;
@@ -4756,10 +5183,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ContactListItem"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["ContactPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4778,28 +5202,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The company to link the new contact to; at least one of the two fields. */
-                    company?: {
-                        /** @description Bare domain or URL; normalized like POST /companies. */
-                        domain?: string;
-                        name?: string;
-                    };
-                    /** @description The person's address; compared after normalization (trimmed, lowercased). */
-                    email: components["schemas"]["EmailAddress"];
-                    fitScore?: number;
-                    /** @description The list to file the contact on (or to attach an existing contact to). Omitted - the `CRM import` list. */
-                    listId?: string;
-                    name?: string;
-                    /**
-                     * @default NEW
-                     * @enum {string}
-                     */
-                    qualificationStatus?: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
-                    /** @description Job title. */
-                    title?: string;
-                    urgencyScore?: number;
-                };
+                "application/json": components["schemas"]["CreateContactRequest"];
             };
         };
         responses: {
@@ -4922,19 +5325,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Link the contact to this company of the organization; null unlinks it. */
-                    companyId?: string | null;
-                    fitScore?: number | null;
-                    leadSource?: string | null;
-                    name?: string;
-                    notes?: string | null;
-                    phone?: string | null;
-                    /** @enum {string} */
-                    qualificationStatus?: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
-                    title?: string | null;
-                    urgencyScore?: number | null;
-                };
+                "application/json": components["schemas"]["UpdateContactRequest"];
             };
         };
         responses: {
@@ -4971,12 +5362,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Why the contact is erased, kept in the evidence row; must not be blank. */
-                    reason: string;
-                    /** @description Reference of the erasure request (for example a ticket number), kept in the evidence row; must not be blank. */
-                    requesterRef: string;
-                };
+                "application/json": components["schemas"]["EraseContactRequest"];
             };
         };
         responses: {
@@ -5014,10 +5400,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** @description Why outreach is paused; recorded with the pause. */
-                    reason?: string;
-                };
+                "application/json": components["schemas"]["PauseContactSequenceRequest"];
             };
         };
         responses: {
@@ -5124,9 +5507,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DealStage"][];
-                    };
+                    "application/json": components["schemas"]["ListDealStagesResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -5166,10 +5547,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Deal"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["DealPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5191,27 +5569,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: date
-                     * @description Expected close date (YYYY-MM-DD), year 0001 or later.
-                     */
-                    closeDate?: string;
-                    companyId?: string;
-                    name: string;
-                    /** @description Defaults to the user the key is attributed to, else the organization's owner. */
-                    ownerSalesPersonId?: string;
-                    /** @description A live contact of the organization. */
-                    primaryContactId?: string;
-                    /** @description Win probability, integer percent. */
-                    probability?: number;
-                    /** @description Slug of the initial stage (same meaning as `stageId`; both may be sent if they name the same stage). */
-                    stage?: string;
-                    /** @description Id of the initial stage. */
-                    stageId?: string;
-                    /** @description Deal value in cents. */
-                    valueCents?: number;
-                };
+                "application/json": components["schemas"]["CreateDealRequest"];
             };
         };
         responses: {
@@ -5284,20 +5642,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: date
-                     * @description Expected close date (YYYY-MM-DD), year 0001 or later; null clears it.
-                     */
-                    closeDate?: string | null;
-                    name?: string;
-                    /** @description A live contact of the organization; null unlinks the primary contact. */
-                    primaryContactId?: string | null;
-                    /** @description Win probability, integer percent; null clears it. */
-                    probability?: number | null;
-                    /** @description Deal value in cents; null clears it. */
-                    valueCents?: number | null;
-                };
+                "application/json": components["schemas"]["UpdateDealRequest"];
             };
         };
         responses: {
@@ -5310,12 +5655,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The deal id. */
-                        id: string;
-                        /** @description True when at least one stored value changed. */
-                        updated: boolean;
-                    };
+                    "application/json": components["schemas"]["UpdateDealResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5342,17 +5682,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @enum {string} */
-                    kind: "note" | "call" | "meeting";
-                    /**
-                     * Format: date-time
-                     * @description When it happened; defaults to now; may not be in the future.
-                     */
-                    occurredAt?: string;
-                    /** @description What happened; trimmed, 1-2000 characters, not only whitespace. */
-                    summary: string;
-                };
+                "application/json": components["schemas"]["CreateDealActivityRequest"];
             };
         };
         responses: {
@@ -5417,10 +5747,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DealStageHistoryEntry"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["DealStageHistoryEntryPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5443,18 +5770,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Justification that passes an overridable blocking gate; recorded in the history row. */
-                    overrideReason?: string;
-                    /** @description Why the deal moves. Required to move to closed_lost (stored as `lossReason`) and to move out of a terminal stage (reopening). */
-                    reason?: string;
-                    /** @description Short structured reason labels, stored with the history row. */
-                    reasonChips?: string[];
-                    /** @description Slug of the target stage. */
-                    stage?: string;
-                    /** @description Id of the target stage. */
-                    stageId?: string;
-                } | unknown | unknown;
+                "application/json": components["schemas"]["ChangeDealStageRequest"];
             };
         };
         responses: {
@@ -5467,15 +5783,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        dealId: string;
-                        /** @description Slug of the stage the deal is now in; null for a legacy stage without slug. */
-                        stage: string | null;
-                        /** @description Id of the stage the deal is now in. */
-                        stageId: string;
-                        /** @description Warn-mode gates that fired (currently only `skip-stages`); empty when none. Always present. */
-                        warnings: string[];
-                    };
+                    "application/json": components["schemas"]["ChangeDealStageResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5523,10 +5831,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DraftListItem"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["DraftListItemPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5586,12 +5891,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The new plain-text body. */
-                    body?: string;
-                    /** @description The new subject (the guardrails repair it as a generated one's). */
-                    subject?: string;
-                };
+                "application/json": components["schemas"]["UpdateDraftRequest"];
             };
         };
         responses: {
@@ -5629,13 +5929,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /**
-                     * @description Must be true to approve a draft that carries flags (of any kind).
-                     * @default false
-                     */
-                    acknowledgeFlags?: boolean;
-                };
+                "application/json": components["schemas"]["ApproveDraftRequest"];
             };
         };
         responses: {
@@ -5672,10 +5966,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** @description What the reviewer wants changed, for the model writer. */
-                    instructions?: string;
-                };
+                "application/json": components["schemas"]["RegenerateDraftRequest"];
             };
         };
         responses: {
@@ -5713,10 +6004,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** @description Why the draft is rejected (shown on the draft as `rejectionReason`). */
-                    reason?: string;
-                };
+                "application/json": components["schemas"]["RejectDraftRequest"];
             };
         };
         responses: {
@@ -5785,18 +6073,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
-                    items: {
-                        /**
-                         * @description Must be true to approve a flagged draft, as for POST /drafts/{id}/approve.
-                         * @default false
-                         */
-                        acknowledgeFlags?: boolean;
-                        /** @description The draft id. */
-                        id: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["BatchApproveDraftsRequest"];
             };
         };
         responses: {
@@ -5834,15 +6111,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
-                    items: {
-                        /** @description The draft id. */
-                        id: string;
-                        /** @description Why the draft is rejected, as for POST /drafts/{id}/reject. */
-                        reason?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["BatchRejectDraftsRequest"];
             };
         };
         responses: {
@@ -5880,13 +6149,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
-                    items: {
-                        /** @description The draft id. */
-                        id: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["BatchSendDraftsRequest"];
             };
         };
         responses: {
@@ -5946,10 +6209,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Event"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["EventPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5984,10 +6244,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["InboundLead"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["InboundLeadPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6009,15 +6266,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /**
-                     * @description False converts to a contact only, without opening a deal.
-                     * @default true
-                     */
-                    createDeal?: boolean;
-                    /** @description Name of the deal to open; defaults to the lead's company name, else its name, else its email, followed by ` (inbound)`. */
-                    dealName?: string;
-                };
+                "application/json": components["schemas"]["ConvertLeadRequest"];
             };
         };
         responses: {
@@ -6101,10 +6350,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ContactList"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["ContactListPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6126,24 +6372,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description How the sender is connected to the list's contacts (used in drafts). */
-                    connectionPoint?: string | null;
-                    description?: string | null;
-                    /** @description What outreach to this list aims for. */
-                    goal?: string | null;
-                    name: string;
-                    /** @description Product the outreach to this list is about. */
-                    productId?: string | null;
-                    /**
-                     * @description Where the list's contacts come from.
-                     * @default OTHER
-                     * @enum {string}
-                     */
-                    sourceType?: "CONFERENCE" | "WARM_LEAD" | "COLD" | "REFERRAL" | "OTHER";
-                    /** @description Use-case template that shapes the drafts generated for the list. */
-                    useCaseTemplateId?: string | null;
-                };
+                "application/json": components["schemas"]["CreateListRequest"];
             };
         };
         responses: {
@@ -6249,14 +6478,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /**
-                     * @description Also rewrite the live drafts that are not approved (each counts against the
-                     *     allowance). Without it only steps that have no live draft are written.
-                     * @default false
-                     */
-                    regenerate?: boolean;
-                };
+                "application/json": components["schemas"]["GenerateListDraftsRequest"];
             };
         };
         responses: {
@@ -6307,10 +6529,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["GenerationRun"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["GenerationRunPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6390,7 +6609,7 @@ export interface operations {
                 /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Only messages in this direction. */
-                direction?: "INBOUND" | "OUTBOUND";
+                direction?: components["schemas"]["MessageDirection"];
                 /**
                  * @description Only messages classified with this intent (exact match).
                  * @example interested
@@ -6414,10 +6633,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Message"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["MessagePage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6493,10 +6709,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["PublicTemplate"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["PublicTemplatePage"];
                 };
             };
             /** @description Invalid query parameter or cursor (`validation-failed`, `invalid-cursor`). */
@@ -6552,10 +6765,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Sequence"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["SequencePage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6574,17 +6784,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: date-time
-                     * @description Instant the step schedule is computed from.
-                     */
-                    anchorAtUtc?: string;
-                    contactId: string;
-                    /** @description Product the sequence sells; a contact cannot have active sequences of two different products. */
-                    productId?: string;
-                    templateId: string;
-                };
+                "application/json": components["schemas"]["CreateSequenceRequest"];
             };
         };
         responses: {
@@ -6669,7 +6869,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SuppressionCheck"] | components["schemas"]["SuppressionPage"];
+                    "application/json": components["schemas"]["GetSuppressionResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6688,14 +6888,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The address to suppress; stored lowercased. */
-                    email: components["schemas"]["EmailAddress"];
-                    /** @description Free-text notes stored on the entry. */
-                    notes?: string | null;
-                    /** @description Why the address is suppressed; stored as the entry's `source`. */
-                    reason: string;
-                };
+                "application/json": components["schemas"]["AddSuppressionRequest"];
             };
         };
         responses: {
@@ -6803,10 +6996,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["WebhookEndpoint"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6825,12 +7015,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Free-text label. */
-                    description?: string | null;
-                    eventTypes: components["schemas"]["WebhookEventTypes"];
-                    url: components["schemas"]["WebhookUrl"];
-                };
+                "application/json": components["schemas"]["CreateWebhookRequest"];
             };
         };
         responses: {
@@ -6919,12 +7104,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @constant */
-                        deleted: true;
-                        /** @description Id of the deleted endpoint. */
-                        id: string;
-                    };
+                    "application/json": components["schemas"]["DeleteWebhookResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6947,17 +7127,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Free-text label; null clears it. */
-                    description?: string | null;
-                    eventTypes?: components["schemas"]["WebhookEventTypes"];
-                    /**
-                     * @description `active` resumes deliveries and resets `consecutiveFailures` to 0.
-                     * @enum {string}
-                     */
-                    status?: "active" | "paused" | "disabled";
-                    url?: components["schemas"]["WebhookUrl"];
-                };
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
             };
         };
         responses: {
@@ -7008,10 +7178,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["WebhookDelivery"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,0 +1,55 @@
+// The bundled documents as client generators read them (issue 31): shapes they name and type well.
+import { describe, expect, it } from 'vitest';
+import { HTTP_METHODS } from '../src/platform/openapi-doc.js';
+import { adminDoc, publicDoc } from '../src/platform/spec.js';
+
+type Node = Record<string, unknown>;
+
+/** Every schema-like object of a document with its JSON pointer. */
+function* walk(node: unknown, at = '#'): Generator<[string, Node]> {
+  if (!node || typeof node !== 'object') return;
+  if (Array.isArray(node)) {
+    for (const [i, n] of node.entries()) yield* walk(n, `${at}/${i}`);
+    return;
+  }
+  yield [at, node as Node];
+  for (const [k, v] of Object.entries(node)) yield* walk(v, `${at}/${k}`);
+}
+
+function operations(doc: object): [string, Node][] {
+  const out: [string, Node][] = [];
+  for (const [p, item] of Object.entries((doc as { paths: Record<string, Node> }).paths))
+    for (const m of HTTP_METHODS) if (item[m]) out.push([`${m} ${p}`, item[m] as Node]);
+  return out;
+}
+
+describe('the documents as client generators read them', () => {
+  it('writes a nullable object or enum as a oneOf of a named schema and {type: null}, never type [object, null] or enum [.., null]', () => {
+    for (const doc of [publicDoc, adminDoc]) {
+      const bad: string[] = [];
+      for (const [at, n] of walk(doc)) {
+        if (Array.isArray(n.type) && n.type.includes('null') && (n.type.includes('object') || n.type.includes('array'))) bad.push(at);
+        if (Array.isArray(n.enum) && n.enum.includes(null)) bad.push(at);
+      }
+      expect(bad).toEqual([]);
+    }
+  });
+
+  it('names every JSON request body and 2xx answer of the public document, pages as <Item>Page, and defines each enum once', () => {
+    const inline: string[] = [];
+    for (const [name, op] of operations(publicDoc)) {
+      const body = (op.requestBody as Node | undefined)?.content as Record<string, Node> | undefined;
+      if (body?.['application/json'] && !(body['application/json'].schema as Node).$ref) inline.push(`${name} body`);
+      for (const [status, r] of Object.entries(op.responses as Record<string, Node>)) {
+        const json = (r.content as Record<string, Node> | undefined)?.['application/json'];
+        if (status.startsWith('2') && json && !(json.schema as Node).$ref) inline.push(`${name} ${status}`);
+      }
+    }
+    expect(inline).toEqual([]);
+    const schemas = publicDoc.components?.schemas as Record<string, Node>;
+    for (const page of ['ContactPage', 'CompanyPage', 'DealPage', 'DraftListItemPage', 'MessagePage'])
+      expect(schemas[page]?.required, page).toEqual(['data', 'nextCursor']);
+    const qualification = [...walk(publicDoc)].filter(([, n]) => Array.isArray(n.enum) && n.enum.includes('UNQUALIFIED'));
+    expect(qualification.map(([at]) => at)).toEqual(['#/components/schemas/QualificationStatus']);
+  });
+});
