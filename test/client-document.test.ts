@@ -52,4 +52,24 @@ describe('the documents as client generators read them', () => {
     const qualification = [...walk(publicDoc)].filter(([, n]) => Array.isArray(n.enum) && n.enum.includes('UNQUALIFIED'));
     expect(qualification.map(([at]) => at)).toEqual(['#/components/schemas/QualificationStatus']);
   });
+
+  it('tells unions apart without if/then/else or anyOf: the action body on `action`, the change-stage body and the GET /suppression answers by their keys', () => {
+    for (const doc of [publicDoc, adminDoc])
+      expect([...walk(doc)].filter(([, n]) => 'if' in n || 'anyOf' in n).map(([at]) => at)).not.toContainEqual(
+        expect.stringMatching(/ActionDispatchRequest|ChangeDealStage|GetSuppressionResponse/),
+      );
+    const schemas = publicDoc.components?.schemas as Record<string, Node>;
+    const action = schemas.ActionDispatchRequest;
+    expect(action.discriminator).toMatchObject({ propertyName: 'action' });
+    const names = (schemas.ActionDispatchName.enum as string[]).sort();
+    expect(Object.keys((action.discriminator as { mapping: object }).mapping).sort()).toEqual(names);
+    for (const branch of action.oneOf as Node[]) {
+      const target = schemas[String(branch.$ref).split('/').pop()!];
+      expect(target.additionalProperties, String(branch.$ref)).toBe(false);
+    }
+    for (const name of ['ChangeDealStageRequest', 'GetSuppressionResponse']) {
+      const branches = (schemas[name].oneOf as Node[]).map((b) => schemas[String(b.$ref).split('/').pop()!]);
+      expect(branches.map((b) => b.additionalProperties)).toEqual([false, false]);
+    }
+  });
 });

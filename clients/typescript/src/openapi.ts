@@ -2126,20 +2126,10 @@ export interface components {
          */
         ActionDispatchName: "pause_sequence" | "resume_sequence" | "snooze_contact" | "tag_contact" | "add_to_suppression" | "handoff_to_ae" | "draft_reply";
         /**
-         * @description Body of POST /actions. `days` is required with `snooze_contact` and `tag` with `tag_contact`;
-         *     each is refused (400) with any other action.
+         * @description Body of POST /actions, told apart by `action` (see ActionDispatchName): `days` is required with
+         *     `snooze_contact` and `tag` with `tag_contact`; each is refused (400) with any other action.
          */
-        ActionDispatchRequest: {
-            action: components["schemas"]["ActionDispatchName"];
-            /** @description The contact the action applies to. */
-            contactId: string;
-            /** @description `snooze_contact` only: snooze length in days. */
-            days?: number;
-            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
-            reason?: string;
-            /** @description `tag_contact` only: the tag to add (adding a tag the contact already has is a no-op). */
-            tag?: string;
-        } & (unknown & unknown);
+        ActionDispatchRequest: components["schemas"]["PauseSequenceAction"] | components["schemas"]["ResumeSequenceAction"] | components["schemas"]["SnoozeContactAction"] | components["schemas"]["TagContactAction"] | components["schemas"]["AddToSuppressionAction"] | components["schemas"]["HandoffToAeAction"] | components["schemas"]["DraftReplyAction"];
         /** @description Result of POST /actions. */
         ActionDispatchResult: {
             action: components["schemas"]["ActionDispatchName"];
@@ -2269,6 +2259,18 @@ export interface components {
             /** @description Why the address is suppressed; stored as the entry's `source`. */
             reason: string;
         };
+        /** @description Body of POST /actions for `add_to_suppression`. */
+        AddToSuppressionAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "add_to_suppression";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+        };
         ApproveDraftRequest: {
             /**
              * @description Must be true to approve a draft that carries flags (of any kind).
@@ -2304,7 +2306,32 @@ export interface components {
                 id: string;
             }[];
         };
+        /** @description The target stage named by its id. */
+        ChangeDealStageById: {
+            /** @description Justification that passes an overridable blocking gate; recorded in the history row. */
+            overrideReason?: string;
+            /** @description Why the deal moves. Required to move to closed_lost (stored as `lossReason`) and to move out of a terminal stage (reopening). */
+            reason?: string;
+            /** @description Short structured reason labels, stored with the history row. */
+            reasonChips?: string[];
+            /** @description Id of the target stage. */
+            stageId: string;
+        };
+        /** @description The target stage named by its slug (a `stageId` given too must name the same stage). */
+        ChangeDealStageBySlug: {
+            /** @description Justification that passes an overridable blocking gate; recorded in the history row. */
+            overrideReason?: string;
+            /** @description Why the deal moves. Required to move to closed_lost (stored as `lossReason`) and to move out of a terminal stage (reopening). */
+            reason?: string;
+            /** @description Short structured reason labels, stored with the history row. */
+            reasonChips?: string[];
+            /** @description Slug of the target stage. */
+            stage: string;
+            /** @description Id of the target stage. */
+            stageId?: string;
+        };
         /**
+         * @description Body of POST /deals/{id}/stage, naming the target stage by `stage` (slug) or by `stageId`.
          * @example {
          *       "stage": "closed_lost",
          *       "reason": "Chose a competitor on price",
@@ -2314,18 +2341,7 @@ export interface components {
          *       ]
          *     }
          */
-        ChangeDealStageRequest: {
-            /** @description Justification that passes an overridable blocking gate; recorded in the history row. */
-            overrideReason?: string;
-            /** @description Why the deal moves. Required to move to closed_lost (stored as `lossReason`) and to move out of a terminal stage (reopening). */
-            reason?: string;
-            /** @description Short structured reason labels, stored with the history row. */
-            reasonChips?: string[];
-            /** @description Slug of the target stage. */
-            stage?: string;
-            /** @description Id of the target stage. */
-            stageId?: string;
-        } | unknown | unknown;
+        ChangeDealStageRequest: components["schemas"]["ChangeDealStageBySlug"] | components["schemas"]["ChangeDealStageById"];
         /**
          * @example {
          *       "dealId": "deal_01HZX3K8Q2",
@@ -3306,6 +3322,18 @@ export interface components {
              */
             status: "rejected";
         };
+        /** @description Body of POST /actions for `draft_reply`. */
+        DraftReplyAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "draft_reply";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+        };
         /** @description Result of POST /drafts/{id}/send. A skip is a 200 with `queued=false` and a `skippedReason`. */
         DraftSendResult: {
             draftId: string;
@@ -3711,7 +3739,24 @@ export interface components {
                 };
             };
         };
+        /**
+         * @description Answer of GET /suppression: with `email`, a SuppressionCheck (keys `email`, `suppressed`,
+         *     `entry`); without, a SuppressionPage (keys `data`, `nextCursor`). Neither allows the other's keys,
+         *     so exactly one matches.
+         */
         GetSuppressionResponse: components["schemas"]["SuppressionCheck"] | components["schemas"]["SuppressionPage"];
+        /** @description Body of POST /actions for `handoff_to_ae`. */
+        HandoffToAeAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "handoff_to_ae";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+        };
         /**
          * @description An inbound lead (a person who came to the organization, e.g. through a form). The capture
          *     payload, the hashed source IP and the qualification snapshot are never returned.
@@ -3993,6 +4038,18 @@ export interface components {
             /** @description Why outreach is paused; recorded with the pause. */
             reason?: string;
         };
+        /** @description Body of POST /actions for `pause_sequence`. */
+        PauseSequenceAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "pause_sequence";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+        };
         /** @description RFC 7807 problem details. `type` is `$PUBLIC_BASE_URL/problems/<slug>`; that URL serves a page saying what the problem means and whether a retry can succeed. `x-problem-types` lists every slug the service answers with its status, title and whether a retry can succeed (the same catalogue is served as JSON at `/problems`). */
         Problem: {
             /** @description Explanation specific to this occurrence. */
@@ -4127,6 +4184,18 @@ export interface components {
         ResearchSources: {
             [key: string]: unknown;
         }[];
+        /** @description Body of POST /actions for `resume_sequence`. */
+        ResumeSequenceAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "resume_sequence";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+        };
         /**
          * @description A multi-step outreach sequence of one contact, built from a template.
          * @example {
@@ -4209,6 +4278,20 @@ export interface components {
             data: components["schemas"]["Sequence"][];
             nextCursor: components["schemas"]["PageCursor"];
         };
+        /** @description Body of POST /actions for `snooze_contact`. */
+        SnoozeContactAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "snooze_contact";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Snooze length in days. */
+            days: number;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+        };
         /** @description Result of POST and DELETE /suppression. */
         SuppressionActionResult: {
             /** @description The address acted on, normalized (trimmed, lowercase). */
@@ -4263,6 +4346,20 @@ export interface components {
         SuppressionPage: {
             data: components["schemas"]["SuppressionEntry"][];
             nextCursor: components["schemas"]["PageCursor"];
+        };
+        /** @description Body of POST /actions for `tag_contact`. */
+        TagContactAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "tag_contact";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+            /** @description The tag to add (adding a tag the contact already has is a no-op). */
+            tag: string;
         };
         /**
          * @example {
