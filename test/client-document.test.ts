@@ -72,4 +72,22 @@ describe('the documents as client generators read them', () => {
       expect(branches.map((b) => b.additionalProperties)).toEqual([false, false]);
     }
   });
+
+  it('bounds and types every input: int64 cents, maxItems on event types, a contact, additionalProperties: false beside unevaluatedProperties: false on flat bodies', () => {
+    const pub = publicDoc.components?.schemas as Record<string, Node>;
+    for (const body of ['CreateDealRequest', 'UpdateDealRequest'])
+      expect((pub[body].properties as Record<string, Node>).valueCents).toMatchObject({ format: 'int64', maximum: 1e13 });
+    expect(pub.WebhookEventTypes.maxItems).toBe((pub.EventType.enum as string[]).length);
+    const impact = (adminDoc.paths as Record<string, Node>)['/organizations/{orgId}/action-items'];
+    const body = ((((impact.post as Node).requestBody as Node).content as Record<string, Node>)['application/json'].schema as Node)
+      .properties as Record<string, Node>;
+    expect(body.expectedImpactCents).toMatchObject({ format: 'int64', maximum: Number.MAX_SAFE_INTEGER });
+    for (const doc of [publicDoc, adminDoc]) {
+      expect((doc.info as Node).contact, String((doc.info as Node).title)).toMatchObject({ name: expect.any(String) });
+      const loose = [...walk(doc)]
+        .filter(([, n]) => n.unevaluatedProperties === false && !['allOf', 'oneOf', 'anyOf', 'if', '$ref', 'not'].some((k) => k in n))
+        .filter(([, n]) => n.additionalProperties !== false);
+      expect(loose.map(([at]) => at)).toEqual([]);
+    }
+  });
 });

@@ -113,7 +113,7 @@ describe('public OpenAPI document', () => {
   it('is OpenAPI 3.1.0, version 1.0.0, served under a concrete URL ending in /api/v1 (no variable)', () => {
     expect(publicDoc.openapi).toBe('3.1.0');
     expect((publicDoc.info as Op).version).toBe('1.0.0');
-    expect(publicDoc.servers).toEqual([{ url: 'http://localhost:3000/api/v1', description: expect.any(String) }]);
+    expect(publicDoc.servers).toEqual([{ url: 'http://localhost:3000/api/v1', 'x-internal': false, description: expect.any(String) }]);
   });
 
   it('has exactly the 63 operations of the spec, with unique camelCase operationIds; every other one is marked x-extension', () => {

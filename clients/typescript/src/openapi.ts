@@ -2179,7 +2179,10 @@ export interface components {
             entityId: string | null;
             /** @description Type of the record the item is about (for example `Contact` or `Deal`); null when none. */
             entityType: string | null;
-            /** @description Estimated revenue impact in cents; null when not estimated. */
+            /**
+             * Format: int64
+             * @description Estimated revenue impact in cents; null when not estimated.
+             */
             expectedImpactCents: number | null;
             /** Format: date-time */
             expiresAt: string | null;
@@ -2228,7 +2231,10 @@ export interface components {
          * @example {}
          */
         ActionItemVerbRequest: {
-            /** @description Snooze only. Snooze for this many days from now. */
+            /**
+             * Format: int32
+             * @description Snooze only. Snooze for this many days from now.
+             */
             days?: number;
             /** @description `dismiss` and `snooze` only (refused with `complete` and `reopen`): why the item is dismissed or snoozed; stored as `dismissReason` or `snoozeReason`. */
             reason?: string;
@@ -2386,7 +2392,10 @@ export interface components {
              * @description When the company research was last computed; null when never (GET /companies/{id}/research then answers 404).
              */
             researchUpdatedAt: string | null;
-            /** @description Number of research sources stored; 0 for a malformed legacy value (not an error). */
+            /**
+             * Format: int64
+             * @description Number of research sources stored; 0 for a malformed legacy value (not an error).
+             */
             sourcesCount: number;
             tags: string[];
             /** @description Account tier label. */
@@ -2435,7 +2444,10 @@ export interface components {
             researchSources: components["schemas"]["ResearchSources"];
             /** @description One line on the company built from its cited description fact; null when none was read. */
             summary: string | null;
-            /** @description The organization's research TTL in days (current value). */
+            /**
+             * Format: int64
+             * @description The organization's research TTL in days (current value).
+             */
             ttlDays: number;
             /**
              * Format: date-time
@@ -2483,7 +2495,10 @@ export interface components {
              * @example ada@example.com
              */
             email: string;
-            /** @description How well the contact fits the ideal customer profile, 0-100; null when not scored. */
+            /**
+             * Format: int32
+             * @description How well the contact fits the ideal customer profile, 0-100; null when not scored.
+             */
             fitScore: number | null;
             id: string;
             /** @description Free-text label of where the contact came from. */
@@ -2502,7 +2517,10 @@ export interface components {
             title: string | null;
             /** Format: date-time */
             updatedAt: string;
-            /** @description How urgent outreach to the contact is, 0-100; null when not scored. */
+            /**
+             * Format: int32
+             * @description How urgent outreach to the contact is, 0-100; null when not scored.
+             */
             urgencyScore: number | null;
         };
         ContactAssessment: {
@@ -2594,9 +2612,15 @@ export interface components {
              */
             deletedAt: string;
             id: string;
-            /** @description Contacts that were on the list when this request deleted it - its own live contacts plus the attached ones whose membership was soft-deleted; 0 on a repeat call. Contacts themselves always survive. */
+            /**
+             * Format: int64
+             * @description Contacts that were on the list when this request deleted it - its own live contacts plus the attached ones whose membership was soft-deleted; 0 on a repeat call. Contacts themselves always survive.
+             */
             membershipsRemoved: number;
-            /** @description In-flight sequences paused by this request (only with force=true); 0 otherwise. */
+            /**
+             * Format: int64
+             * @description In-flight sequences paused by this request (only with force=true); 0 otherwise.
+             */
             sequencesPaused: number;
         };
         /** @description Item of GET /contacts - a Contact plus its soft-delete and erasure timestamps. */
@@ -2627,7 +2651,10 @@ export interface components {
         /** @description Result of POST /contacts/{id}/pause-sequence. */
         ContactPauseSequenceResult: {
             contactId: string;
-            /** @description Number of in-flight sequences (ACTIVE, QUEUED, DRAFTED, APPROVED) paused by this request; 0 when none was in flight. */
+            /**
+             * Format: int64
+             * @description Number of in-flight sequences (ACTIVE, QUEUED, DRAFTED, APPROVED) paused by this request; 0 when none was in flight.
+             */
             pausedCount: number;
         };
         /** @description The cached research dossier of a contact (GET /contacts/{id}/research). */
@@ -2652,7 +2679,10 @@ export interface components {
             sources: {
                 [key: string]: unknown;
             }[];
-            /** @description The organization's research TTL in days (current value). */
+            /**
+             * Format: int64
+             * @description The organization's research TTL in days (current value).
+             */
             ttlDays: number;
             /**
              * Format: date-time
@@ -2697,7 +2727,10 @@ export interface components {
             sources: {
                 [key: string]: unknown;
             }[];
-            /** @description Days the research stays fresh after `updatedAt`. */
+            /**
+             * Format: int64
+             * @description Days the research stays fresh after `updatedAt`.
+             */
             ttlDays: number;
             /**
              * Format: date-time
@@ -2753,6 +2786,7 @@ export interface components {
             };
             /** @description The person's address; compared after normalization (trimmed, lowercased). */
             email: components["schemas"]["EmailAddress"];
+            /** Format: int32 */
             fitScore?: number;
             /** @description The list to file the contact on (or to attach an existing contact to). Omitted - the `CRM import` list. */
             listId?: string;
@@ -2761,6 +2795,7 @@ export interface components {
             qualificationStatus?: components["schemas"]["QualificationStatus"];
             /** @description Job title. */
             title?: string;
+            /** Format: int32 */
             urgencyScore?: number;
         };
         /**
@@ -2804,13 +2839,19 @@ export interface components {
             ownerSalesPersonId?: string;
             /** @description A live contact of the organization. */
             primaryContactId?: string;
-            /** @description Win probability, integer percent. */
+            /**
+             * Format: int32
+             * @description Win probability, integer percent.
+             */
             probability?: number;
             /** @description Slug of the initial stage (same meaning as `stageId`; both may be sent if they name the same stage). */
             stage?: string;
             /** @description Id of the initial stage. */
             stageId?: string;
-            /** @description Deal value in cents. */
+            /**
+             * Format: int64
+             * @description Deal value in cents.
+             */
             valueCents?: number;
         };
         /**
@@ -2929,9 +2970,15 @@ export interface components {
             ownerSalesPersonId: string;
             /** @description The deal's primary contact; null when none (also after that contact was GDPR-erased). */
             primaryContactId: string | null;
-            /** @description Win probability as an integer percent 0-100 (never a 0-1 fraction); null when not set. */
+            /**
+             * Format: int32
+             * @description Win probability as an integer percent 0-100 (never a 0-1 fraction); null when not set.
+             */
             probability: number | null;
-            /** @description Qualification completeness 0-100 (a different metric from `probability`); null when no qualification was recorded. */
+            /**
+             * Format: int32
+             * @description Qualification completeness 0-100 (a different metric from `probability`); null when no qualification was recorded.
+             */
             readinessScore: number | null;
             /** @description Id of the current stage; null for a stage-less deal. */
             stageId: string | null;
@@ -2947,7 +2994,10 @@ export interface components {
             stageSlug: string | null;
             /** Format: date-time */
             updatedAt: string;
-            /** @description Deal value in cents of the organization's currency; null when not set. */
+            /**
+             * Format: int64
+             * @description Deal value in cents of the organization's currency; null when not set.
+             */
             valueCents: number | null;
         };
         /**
@@ -3007,7 +3057,10 @@ export interface components {
              * @example proposal
              */
             slug: string | null;
-            /** @description Position in the pipeline; `GET /deal-stages` is ordered by it, ascending. */
+            /**
+             * Format: int64
+             * @description Position in the pipeline; `GET /deal-stages` is ordered by it, ascending.
+             */
             sortOrder: number;
         };
         /**
@@ -3130,7 +3183,10 @@ export interface components {
             /** @description The sequence the draft is a step of; null for a draft outside a sequence. */
             sequenceId: string | null;
             status: components["schemas"]["DraftStatus"];
-            /** @description 1-based step of the contact's sequence this draft belongs to. */
+            /**
+             * Format: int64
+             * @description 1-based step of the contact's sequence this draft belongs to.
+             */
             step: number;
             subject: string;
             /**
@@ -3138,9 +3194,15 @@ export interface components {
              * @description When a newer version replaced this one; null for the live version of its step.
              */
             supersededAt: string | null;
-            /** @description Only with `include=evidence`. Number of citations with `resolved=false`. */
+            /**
+             * Format: int64
+             * @description Only with `include=evidence`. Number of citations with `resolved=false`.
+             */
             unresolvedCitationCount?: number;
-            /** @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one. */
+            /**
+             * Format: int64
+             * @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one.
+             */
             version: number;
         };
         /** @description Result of POST /drafts/{id}/approve. */
@@ -3161,7 +3223,10 @@ export interface components {
          *     Items are independent: an item refused leaves the others' outcomes unchanged.
          */
         DraftBatchResult: {
-            /** @description Items refused with a problem. */
+            /**
+             * Format: int64
+             * @description Items refused with a problem.
+             */
             failed: number;
             results: {
                 /** @description The draft id of the item. */
@@ -3170,10 +3235,16 @@ export interface components {
                 problem: components["schemas"]["Problem"] | null;
                 /** @description The single operation's answer when `status` is 200, else null. */
                 result: components["schemas"]["DraftApprovalResult"] | components["schemas"]["DraftRejectionResult"] | components["schemas"]["DraftSendResult"] | null;
-                /** @description The HTTP status the single operation would have answered for this item (200, 400, 403, 404, ...). */
+                /**
+                 * Format: int32
+                 * @description The HTTP status the single operation would have answered for this item (200, 400, 403, 404, ...).
+                 */
                 status: number;
             }[];
-            /** @description Items whose single operation would have answered 200 (a send skip, `queued=false`, included). */
+            /**
+             * Format: int64
+             * @description Items whose single operation would have answered 200 (a send skip, `queued=false`, included).
+             */
             succeeded: number;
         };
         /**
@@ -3186,7 +3257,10 @@ export interface components {
             /** @description Whether `sourceIndex` still resolves to a source of the current research. */
             resolved: boolean;
             sourceDomain: string | null;
-            /** @description 1-based index into the contact's research source list. */
+            /**
+             * Format: int64
+             * @description 1-based index into the contact's research source list.
+             */
             sourceIndex: number;
             /**
              * @description The text on the source the sentence rests on, as it was when the draft was written: the
@@ -3207,7 +3281,10 @@ export interface components {
              *     sender's or the prospect's, removed with its sentence.
              */
             advisories: string[];
-            /** @description Number of generation attempts made. */
+            /**
+             * Format: int64
+             * @description Number of generation attempts made.
+             */
             attempts: number;
             /** @description True when the final text passed every guardrail. */
             clean: boolean;
@@ -3297,7 +3374,10 @@ export interface components {
             /** @description The sequence the draft is a step of; null for a draft outside a sequence. */
             sequenceId: string | null;
             status: components["schemas"]["DraftStatus"];
-            /** @description 1-based step of the contact's sequence this draft belongs to. */
+            /**
+             * Format: int64
+             * @description 1-based step of the contact's sequence this draft belongs to.
+             */
             step: number;
             subject: string;
             /**
@@ -3305,7 +3385,10 @@ export interface components {
              * @description When a newer version replaced this one; null for the live version of its step.
              */
             supersededAt: string | null;
-            /** @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one. */
+            /**
+             * Format: int64
+             * @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one.
+             */
             version: number;
         };
         DraftListItemPage: {
@@ -3339,7 +3422,10 @@ export interface components {
             draftId: string;
             /** @description True only when `queuedJobCount` > 0. */
             queued: boolean;
-            /** @description Send jobs enqueued, one per approved, unsent step of the sequence. */
+            /**
+             * Format: int64
+             * @description Send jobs enqueued, one per approved, unsent step of the sequence.
+             */
             queuedJobCount: number;
             /**
              * @description Why nothing was queued, a stable code: `contact_removed` (deleted or erased), `suppressed`
@@ -3504,11 +3590,17 @@ export interface components {
          *     }
          */
         FunnelBucket: {
-            /** @description Deals created in the window and credited to the bucket's sequences (sequence grain, single attribution). */
+            /**
+             * Format: int64
+             * @description Deals created in the window and credited to the bucket's sequences (sequence grain, single attribution).
+             */
             dealsAttributed_count: number;
             /** @description 100 x dealsAttributed_count / sequencesStarted_count; may exceed 100 (not clamped). */
             dealsPerSequenceStarted_pct: number | null;
-            /** @description Attributed deals that are closed won. */
+            /**
+             * Format: int64
+             * @description Attributed deals that are closed won.
+             */
             dealsWon_count: number;
             /** @description Product id (byProduct) or list id (byList); null for totals and for the row of sequences without a product or list. */
             key: string | null;
@@ -3516,7 +3608,10 @@ export interface components {
             label: string | null;
             /** @description 100 x sequencesWithMeeting_count / sequencesSent_count. */
             meetingPerSequenceSent_pct: number | null;
-            /** @description Sum of valueCents of the open (not closed won or lost) attributed deals. */
+            /**
+             * Format: int64
+             * @description Sum of valueCents of the open (not closed won or lost) attributed deals.
+             */
             openValue_cents: number;
             /**
              * @description True when the bucket has at least 10 sequences that replied and at least 10 sent sequences
@@ -3528,17 +3623,32 @@ export interface components {
             repliedPerSequenceSent_pct: number | null;
             /** @description 100 x sequencesSent_count / sequencesStarted_count. */
             sentPerSequenceStarted_pct: number | null;
-            /** @description Started sequences with at least one human reply (never automatic mail, out-of-office replies, bounces or complaints). */
+            /**
+             * Format: int64
+             * @description Started sequences with at least one human reply (never automatic mail, out-of-office replies, bounces or complaints).
+             */
             sequencesReplied_count: number;
-            /** @description Started sequences with at least one email sent. */
+            /**
+             * Format: int64
+             * @description Started sequences with at least one email sent.
+             */
             sequencesSent_count: number;
-            /** @description Sequences enrolled in the window: created (by POST /sequences or a list's generation) with `createdAt` in the window, whether or not anything was sent. It is not the count of `sequence.started` events, which mark a sequence's first send; sequences with a send are `sequencesSent_count`. */
+            /**
+             * Format: int64
+             * @description Sequences enrolled in the window: created (by POST /sequences or a list's generation) with `createdAt` in the window, whether or not anything was sent. It is not the count of `sequence.started` events, which mark a sequence's first send; sequences with a send are `sequencesSent_count`.
+             */
             sequencesStarted_count: number;
-            /** @description Started sequences that led to a booked meeting (a human `meeting_request` reply, or a `meeting` activity on a deal credited to the sequence). */
+            /**
+             * Format: int64
+             * @description Started sequences that led to a booked meeting (a human `meeting_request` reply, or a `meeting` activity on a deal credited to the sequence).
+             */
             sequencesWithMeeting_count: number;
             /** @description 100 x dealsWon_count / dealsAttributed_count. */
             wonPerDealAttributed_pct: number | null;
-            /** @description Sum of valueCents of the won attributed deals. */
+            /**
+             * Format: int64
+             * @description Sum of valueCents of the won attributed deals.
+             */
             wonValue_cents: number;
         };
         GenerateListDraftsRequest: {
@@ -3584,11 +3694,18 @@ export interface components {
         GenerationJobStatus: {
             /** @description Present (and true) only when the run was not started because `draftsToWrite` exceeds `allowanceRemaining`. */
             allowanceExceeded?: boolean;
-            /** @description Present with `draftsToWrite` - the month's draft allowance left now (as GET /usage `drafts.remaining`). */
+            /**
+             * Format: int64
+             * @description Present with `draftsToWrite` - the month's draft allowance left now (as GET /usage `drafts.remaining`).
+             */
             allowanceRemaining?: number;
-            /** @description Present only when a new run was just enqueued - number of work chunks the run was split into. */
+            /**
+             * Format: int64
+             * @description Present only when a new run was just enqueued - number of work chunks the run was split into.
+             */
             chunkCount?: number;
             /**
+             * Format: int64
              * @description Present when a run was enqueued or refused for the allowance - how many drafts it will write
              *     (each counts against the month's allowance): every step without a live draft of the contacts
              *     it will draft for, and with `regenerate` also the live drafts not approved.
@@ -3601,7 +3718,10 @@ export interface components {
             listId: string;
             /** @description The generation run enqueued now, the one in flight, or the one not started for the allowance. */
             runId: string;
-            /** @description Present only when a new run was just enqueued - number of contacts the run covers. */
+            /**
+             * Format: int64
+             * @description Present only when a new run was just enqueued - number of contacts the run covers.
+             */
             totalContacts?: number;
         };
         /**
@@ -3610,21 +3730,40 @@ export interface components {
          *     Contacts are counted once per run; drafts once per step of a contact's sequence.
          */
         GenerationRun: {
-            /** @description The month's draft allowance left when the run was asked; null for runs recorded before this was kept. */
+            /**
+             * Format: int64
+             * @description The month's draft allowance left when the run was asked; null for runs recorded before this was kept.
+             */
             allowanceRemaining: number | null;
-            /** @description Drafts the run took from the month's allowance (every draft written counts, regenerated ones too). */
+            /**
+             * Format: int64
+             * @description Drafts the run took from the month's allowance (every draft written counts, regenerated ones too).
+             */
             allowanceUsed: number;
-            /** @description Work chunks of up to 100 contacts; 0 for a run not started. */
+            /**
+             * Format: int64
+             * @description Work chunks of up to 100 contacts; 0 for a run not started.
+             */
             chunkCount: number;
-            /** @description Chunks that have committed. */
+            /**
+             * Format: int64
+             * @description Chunks that have committed.
+             */
             chunksDone: number;
             /** Format: date-time */
             createdAt: string;
-            /** @description Drafts the run meant to write and could not (a `draft.failed` event each); by reason in `failedReasons`. */
+            /**
+             * Format: int64
+             * @description Drafts the run meant to write and could not (a `draft.failed` event each); by reason in `failedReasons`.
+             */
             draftsFailed: number;
-            /** @description Drafts written (first versions and regenerated ones). */
+            /**
+             * Format: int64
+             * @description Drafts written (first versions and regenerated ones).
+             */
             draftsGenerated: number;
             /**
+             * Format: int64
              * @description How many drafts the run expected to write when it was asked (each counts against the
              *     month's allowance); null for runs recorded before this was kept.
              */
@@ -3654,26 +3793,48 @@ export interface components {
              *     steps that have no live draft.
              */
             regenerate: boolean;
-            /** @description Contacts that got a new sequence on the list's template. */
+            /**
+             * Format: int64
+             * @description Contacts that got a new sequence on the list's template.
+             */
             sequencesCreated: number;
-            /** @description Contacts whose existing sequence on the template was reused. */
+            /**
+             * Format: int64
+             * @description Contacts whose existing sequence on the template was reused.
+             */
             sequencesReused: number;
             /** @description What the run left alone, by reason. */
             skipped: {
-                /** @description Contacts deleted or erased after the run was asked. */
+                /**
+                 * Format: int64
+                 * @description Contacts deleted or erased after the run was asked.
+                 */
                 contactUnavailable: number;
-                /** @description Contacts tagged do-not-contact (no sequence, no draft). */
+                /**
+                 * Format: int64
+                 * @description Contacts tagged do-not-contact (no sequence, no draft).
+                 */
                 doNotContact: number;
                 /**
+                 * Format: int64
                  * @description Steps kept because they already have a live draft: any live draft, or with
                  *     `regenerate`, an approved or sent one. Each is a draft not written and no allowance spent.
                  */
                 liveDraft: number;
-                /** @description Contacts in an active sequence for another product. */
+                /**
+                 * Format: int64
+                 * @description Contacts in an active sequence for another product.
+                 */
                 productCollision: number;
-                /** @description Contacts whose sequence on the template is past drafting (queued, sending, paused or finished). */
+                /**
+                 * Format: int64
+                 * @description Contacts whose sequence on the template is past drafting (queued, sending, paused or finished).
+                 */
                 sequenceActive: number;
-                /** @description Contacts whose address is on the suppression list (no sequence, no draft). */
+                /**
+                 * Format: int64
+                 * @description Contacts whose address is on the suppression list (no sequence, no draft).
+                 */
                 suppressed: number;
             };
             /**
@@ -3689,7 +3850,10 @@ export interface components {
              * @enum {string}
              */
             state: "queued" | "running" | "completed" | "failed" | "not_started";
-            /** @description The list's own live contacts when the run was asked. */
+            /**
+             * Format: int64
+             * @description The list's own live contacts when the run was asked.
+             */
             totalContacts: number;
         };
         GenerationRunPage: {
@@ -3698,7 +3862,10 @@ export interface components {
         };
         GetFunnelAnalyticsResponse: {
             attribution: {
-                /** @description Every deal created in the window, attributed or not; at least `totals.dealsAttributed_count`. */
+                /**
+                 * Format: int64
+                 * @description Every deal created in the window, attributed or not; at least `totals.dealsAttributed_count`.
+                 */
                 dealsCreatedAllSources_count: number;
             };
             /**
@@ -3779,7 +3946,10 @@ export interface components {
             dealId: string | null;
             /** @description The address the lead gave. */
             email: string;
-            /** @description Fit with the organization's ideal customer profile, 0-100; null when not scored. */
+            /**
+             * Format: int32
+             * @description Fit with the organization's ideal customer profile, 0-100; null when not scored.
+             */
             fitScore: number | null;
             id: string;
             /** @description Confidence (0-1) that the lead shows buying intent; null when not assessed. */
@@ -3846,11 +4016,17 @@ export interface components {
          *     }
          */
         LiftBucket: {
-            /** @description Units (accounts or deals) assigned to this arm. */
+            /**
+             * Format: int64
+             * @description Units (accounts or deals) assigned to this arm.
+             */
             assigned_count: number;
             /** @description One entry per measured outcome. */
             endpoints: {
-                /** @description Assigned units that reached the outcome within the horizon. */
+                /**
+                 * Format: int64
+                 * @description Assigned units that reached the outcome within the horizon.
+                 */
                 hits_count: number;
                 /**
                  * @description `meeting` or `positive` for the email experiment; `won` or `advanced` for the actions experiment.
@@ -3876,7 +4052,10 @@ export interface components {
              * @description Instant up to which outcomes are counted (the time of computation); units assigned within the last `horizonDays_count` days before it are not counted yet.
              */
             horizonAt: string;
-            /** @description Observation horizon in days after assignment (30 for ai_email_lift, 90 for ai_actions); a unit is counted once it has passed. */
+            /**
+             * Format: int64
+             * @description Observation horizon in days after assignment (30 for ai_email_lift, 90 for ai_actions); a unit is counted once it has passed.
+             */
             horizonDays_count: number;
             /** @description Treatment minus control rate of the primary endpoint (the first entry of `endpoints`), in percentage points. */
             lift_pp: number | null;
@@ -4071,7 +4250,10 @@ export interface components {
             instance?: string;
             /** @description Deal stage gates only - true when an `overrideReason` lets the move pass. */
             needsOverride?: boolean;
-            /** @description The HTTP status code. */
+            /**
+             * Format: int32
+             * @description The HTTP status code.
+             */
             status: number;
             /** @description Short, human-readable summary of the problem type. */
             title: string;
@@ -4108,9 +4290,15 @@ export interface components {
         /** @description One email of a sequence template. */
         PublicTemplateStep: {
             body: string;
-            /** @description Days after the sequence anchor at which this step is due. */
+            /**
+             * Format: int64
+             * @description Days after the sequence anchor at which this step is due.
+             */
             dayOffset: number;
-            /** @description 1-based position in the sequence. */
+            /**
+             * Format: int64
+             * @description 1-based position in the sequence.
+             */
             step: number;
             subject: string;
         };
@@ -4135,8 +4323,12 @@ export interface components {
          *     (disallowed by robots.txt, refused address, timeout, size cap, content type, HTTP status).
          */
         ResearchCoverage: {
+            /** Format: int64 */
             durationMs: number;
-            /** @description Items of the site's RSS/Atom feed that were read (recent or not). */
+            /**
+             * Format: int64
+             * @description Items of the site's RSS/Atom feed that were read (recent or not).
+             */
             feedItems: number;
             hasMinimumCoverage: boolean;
             lowConfidence: boolean;
@@ -4145,8 +4337,12 @@ export interface components {
              *     instruction-like text (words aimed at an AI model, never a fact, snippet or title).
              */
             notes: string[];
+            /** Format: int64 */
             pagesFetched: number;
-            /** @description HTTP requests the run made (robots.txt, pages, feed, sitemap). */
+            /**
+             * Format: int64
+             * @description HTTP requests the run made (robots.txt, pages, feed, sitemap).
+             */
             requests: number;
             /**
              * @description `parsed`: robots.txt was read and honoured; `absent`: it answered 4xx, so every page may be fetched; `unreachable`: 5xx, timeout or network failure, so no page was fetched.
@@ -4224,7 +4420,10 @@ export interface components {
             contactId: string;
             /** Format: date-time */
             createdAt: string;
-            /** @description The last step sent (0 before the first send). */
+            /**
+             * Format: int64
+             * @description The last step sent (0 before the first send).
+             */
             currentStep: number;
             /**
              * @description Why the sequence's next step (its lowest queued step; else, when one is possibly sent, that one) has not gone out yet: the code of the send gate that holds it (the same code the
@@ -4287,7 +4486,10 @@ export interface components {
             action: "snooze_contact";
             /** @description The contact the action applies to. */
             contactId: string;
-            /** @description Snooze length in days. */
+            /**
+             * Format: int32
+             * @description Snooze length in days.
+             */
             days: number;
             /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
             reason?: string;
@@ -4371,6 +4573,7 @@ export interface components {
         UpdateContactRequest: {
             /** @description Link the contact to this company of the organization; null unlinks it. */
             companyId?: string | null;
+            /** Format: int32 */
             fitScore?: number | null;
             leadSource?: string | null;
             name?: string;
@@ -4378,6 +4581,7 @@ export interface components {
             phone?: string | null;
             qualificationStatus?: components["schemas"]["QualificationStatus"];
             title?: string | null;
+            /** Format: int32 */
             urgencyScore?: number | null;
         };
         /**
@@ -4395,9 +4599,15 @@ export interface components {
             name?: string;
             /** @description A live contact of the organization; null unlinks the primary contact. */
             primaryContactId?: string | null;
-            /** @description Win probability, integer percent; null clears it. */
+            /**
+             * Format: int32
+             * @description Win probability, integer percent; null clears it.
+             */
             probability?: number | null;
-            /** @description Deal value in cents; null clears it. */
+            /**
+             * Format: int64
+             * @description Deal value in cents; null clears it.
+             */
             valueCents?: number | null;
         };
         UpdateDealResponse: {
@@ -4454,19 +4664,37 @@ export interface components {
          */
         Usage: {
             drafts: {
-                /** @description Drafts generated this period. */
+                /**
+                 * Format: int64
+                 * @description Drafts generated this period.
+                 */
                 created: number;
-                /** @description Drafts allowed this period (equals `plan.draftsPerMonth`). */
+                /**
+                 * Format: int64
+                 * @description Drafts allowed this period (equals `plan.draftsPerMonth`).
+                 */
                 limit: number;
-                /** @description Draft regenerations this period. */
+                /**
+                 * Format: int64
+                 * @description Draft regenerations this period.
+                 */
                 regenerated: number;
-                /** @description `max(0, limit - created - regenerated)`: generations still allowed this period. */
+                /**
+                 * Format: int64
+                 * @description `max(0, limit - created - regenerated)`: generations still allowed this period.
+                 */
                 remaining: number;
             };
             llm: {
-                /** @description Language-model cost this period, in cents. */
+                /**
+                 * Format: int64
+                 * @description Language-model cost this period, in cents.
+                 */
                 costCents: number;
-                /** @description Language-model tokens used this period. */
+                /**
+                 * Format: int64
+                 * @description Language-model tokens used this period.
+                 */
                 tokensUsed: number;
             };
             /**
@@ -4480,13 +4708,19 @@ export interface components {
              */
             periodStart: string;
             plan: {
-                /** @description Drafts the plan allows per period. */
+                /**
+                 * Format: int64
+                 * @description Drafts the plan allows per period.
+                 */
                 draftsPerMonth: number;
                 /** @description Plan identifier. */
                 id: string;
             };
             sends: {
-                /** @description Email sends attempted this period, successful or not. */
+                /**
+                 * Format: int64
+                 * @description Email sends attempted this period, successful or not.
+                 */
                 attempted: number;
             };
         };
@@ -4510,7 +4744,10 @@ export interface components {
          *     }
          */
         WebhookDelivery: {
-            /** @description Number of the latest attempt made, or of the next one while `pending`/`retrying` (1 = first attempt). */
+            /**
+             * Format: int32
+             * @description Number of the latest attempt made, or of the next one while `pending`/`retrying` (1 = first attempt).
+             */
             attempt: number;
             /** Format: date-time */
             createdAt: string;
@@ -4524,7 +4761,10 @@ export interface components {
             /** @description Id of the delivered event (the envelope `id`, prefix `evt_`). */
             eventId: string;
             eventType: components["schemas"]["EventType"];
-            /** @description HTTP status of the latest attempt; null when none was made or no response arrived (timeout, network error). */
+            /**
+             * Format: int32
+             * @description HTTP status of the latest attempt; null when none was made or no response arrived (timeout, network error).
+             */
             httpStatus: number | null;
             id: string;
             /**
@@ -4564,7 +4804,10 @@ export interface components {
          *     }
          */
         WebhookEndpoint: {
-            /** @description Failed delivery attempts since the last success or the last PATCH to `active`. At the operator's threshold (`WEBHOOK_DISABLE_AFTER_FAILURES`, default 15) the endpoint becomes `disabled`. */
+            /**
+             * Format: int64
+             * @description Failed delivery attempts since the last success or the last PATCH to `active`. At the operator's threshold (`WEBHOOK_DISABLE_AFTER_FAILURES`, default 15) the endpoint becomes `disabled`.
+             */
             consecutiveFailures: number;
             /** Format: date-time */
             createdAt: string;
@@ -4666,13 +4909,19 @@ export interface components {
         WebhookTestDeliveryResult: {
             /** @description `true` when the receiver answered 2xx within 10 seconds. */
             delivered: boolean;
-            /** @description Time from sending the request to the answer or the failure, in milliseconds. */
+            /**
+             * Format: int64
+             * @description Time from sending the request to the answer or the failure, in milliseconds.
+             */
             durationMs: number;
             /** @description Why the test failed (non-2xx status, timeout, connection or address error); null when `delivered` is true. */
             errorMessage: string | null;
             /** @description Envelope `id` of the synthetic event (not written to the event log). */
             eventId: string;
-            /** @description Status the receiver answered; null on timeout or network error. */
+            /**
+             * Format: int32
+             * @description Status the receiver answered; null on timeout or network error.
+             */
             httpStatus: number | null;
         };
         /**
