@@ -361,6 +361,8 @@ async function main(): Promise<number> {
 Your API key (OWNER):
   ${key}
 
+Review desk: ${baseUrl}/desk (paste the key above)
+
 Try:
   curl -s -H "Authorization: Bearer ${key}" ${baseUrl}/api/v1/me
   curl -s -H "Authorization: Bearer ${key}" "${baseUrl}/api/v1/contacts?limit=5"

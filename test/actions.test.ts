@@ -599,6 +599,58 @@ describe('draft_reply', () => {
       .data!;
     expect(fd.guardrailReport!.advisories[0]).toMatch(/^model-unavailable: gpt-4o-mini failed \(server\)/);
   });
+
+  it("signs as the sender of the contact's sequences and takes the list's context as the sender's own words, with a model and without", async () => {
+    const x = await setup(msvc);
+    await msvc.admin.PATCH('/organizations/{orgId}/users/{userId}', {
+      params: { path: { orgId: x.org.id, userId: x.org.ownerId } },
+      body: { name: 'Sam Lee', title: 'Head of Sales' },
+    });
+    const list = await x.api.POST('/lists', {
+      body: {
+        name: uid('Pilots '),
+        connectionPoint: 'We met at the Austin Space Summit.',
+        goal: 'Offer a free 30-day pilot to rocket companies.',
+      },
+    });
+    const c = await contact(x.api, { name: 'Pilot Reader', listId: list.data!.id });
+    await message(msvc, x.org.id, c.id, { subject: 'Orbit', body: 'Could we try it first?', intent: 'interested' });
+    // The list's goal offers the pilot and its connection point names the summit: the sender's own, not an offer or a claim to flag.
+    const sentence = 'Happy to set up the free 30-day pilot we talked about at the Austin Space Summit.';
+    model.answer((call) => {
+      const p = JSON.parse(call.body.messages[1].content.split('\n\n')[0]);
+      if (p.recipient.name !== 'Pilot Reader') return { status: 500 };
+      return { content: JSON.stringify({ subject: 'Orbit', body: `Hi Pilot,\n\n${sentence}\n\nBest,\nSam Lee`, citations: [] }) };
+    });
+    const r = await ok(x.api, { action: 'draft_reply', contactId: c.id });
+    expect(r.result).toMatchObject({ provider: 'gpt-4o-mini', flagged: false });
+    const prompt = JSON.parse(model.calls.at(-1)!.body.messages[1].content);
+    expect(prompt.sender).toMatchObject({ name: 'Sam Lee', title: 'Head of Sales' });
+    expect(prompt.listContext).toEqual({
+      connectionPoint: 'We met at the Austin Space Summit.',
+      goal: 'Offer a free 30-day pilot to rocket companies.',
+    });
+    const d = (await x.api.GET('/drafts/{id}', { params: { path: { id: r.result.draftId as string }, query: { include: 'evidence' } } }))
+      .data!;
+    expect(d.body).toBe(`Hi Pilot,\n\n${sentence}\n\nBest,\nSam Lee`);
+    expect(d.guardrailReport).toMatchObject({ flags: [] });
+    // Without a model the fallback signs with the sender's name.
+    const y = await setup();
+    await svc.admin.PATCH('/organizations/{orgId}/users/{userId}', {
+      params: { path: { orgId: y.org.id, userId: y.org.ownerId } },
+      body: { name: 'Sam Lee', title: 'Head of Sales' },
+    });
+    const other = await contact(y.api, {
+      name: 'Dana Whitfield',
+      listId: (await y.api.POST('/lists', { body: { name: uid('L ') } })).data!.id,
+    });
+    await message(svc, y.org.id, other.id, { body: 'Not interested, thanks.', intent: 'not_interested' });
+    const fb = await ok(y.api, { action: 'draft_reply', contactId: other.id });
+    const fd = (await y.api.GET('/drafts/{id}', { params: { path: { id: fb.result.draftId as string } } })).data!;
+    expect(fd.body).toBe(
+      'Hi Dana,\n\nThank you for your message. You wrote: "Not interested, thanks." Understood, and thank you for letting me know.\n\nI will not follow up on this again.\n\nBest regards,\nSam Lee',
+    );
+  });
 });
 
 describe('degrading to an advisory action item', () => {

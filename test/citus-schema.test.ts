@@ -27,6 +27,8 @@ const REFERENCE: Record<string, string> = {
 const COORDINATOR_ONLY: Record<string, string> = {
   kysely_migration: 'migration bookkeeping, read by the migrator on the coordinator only',
   kysely_migration_lock: 'migration lock, coordinator only',
+  worker_runners:
+    "the worker processes alive (each holds an advisory lock on the coordinator), beside graphile-worker's own tables; no organization",
 };
 
 /** Schemas that are not ours. */

@@ -14,7 +14,7 @@ import { sendStep } from '../src/dispatch/send.js';
 import { sweepSends } from '../src/dispatch/sweep.js';
 import { eventsOf, system, uid } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
-import { ALL_SCOPES, type PublicClient, raw, startService, type TestService, waitFor } from './support/harness.js';
+import { ALL_SCOPES, killSwitchOffQuietly, type PublicClient, raw, startService, type TestService, waitFor } from './support/harness.js';
 import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
 let svc: TestService;
@@ -781,7 +781,7 @@ describe('each prospect protected: the contact daily limit', () => {
       await p.api.POST('/drafts/{id}/send', { params: { path: { id: p.drafts[0].id } } });
       await settle(svc);
     } finally {
-      await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
+      await killSwitchOffQuietly(svc);
     }
     const [q] = await queueOf(s.org.id);
     // Another worker's batch: it holds the contact's lock and claims a message to the contact, not committed yet.

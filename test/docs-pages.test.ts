@@ -108,7 +108,7 @@ function expectComplete(v: Visit, expected: string[]) {
 describe('reference pages in Chromium', () => {
   it('/docs lists all 63 public operations and the extensions (and the platform-event webhook) offline, without console errors, links every problem page, and "Try it out" reaches the service', async () => {
     const paths = publicDoc.paths as Record<string, Record<string, { 'x-extension'?: boolean }>>;
-    const extensions = [...publicOperations.values()].filter((o) => (paths[o.path][o.method] ?? {})['x-extension'] === true);
+    const extensions = [...publicOperations.values()].filter((o) => paths[o.path][o.method]?.['x-extension'] === true);
     expect(publicOperations.size - extensions.length).toBe(63);
     const expected = listed(publicDoc, publicOperations);
     // "Try it out" on the operation that needs no key: the CSP lets the page call its own origin.

@@ -22,6 +22,7 @@ let site: SiteServer;
 let model: FakeModel;
 
 const INVENTED = 'Congrats on your 500 new customers in Berlin last week.';
+const OFFERED = 'Sign by Friday and we take 40% off your first year.';
 
 /** The recipient's name picks the model's behaviour (test/support/fake-llm.ts keeps one per failure). */
 function act(call: FakeModelCall): FakeAnswer {
@@ -30,6 +31,8 @@ function act(call: FakeModelCall): FakeAnswer {
   if (name.startsWith('Garbled')) return behaviours.malformed();
   if (name.startsWith('Inventing')) return behaviours.inventsFacts(INVENTED, { stubborn: true })(call);
   if (name.startsWith('Learning')) return behaviours.inventsFacts(INVENTED, { stubborn: false })(call);
+  if (name.startsWith('Offering')) return behaviours.inventsFacts(OFFERED, { stubborn: true })(call);
+  if (name.startsWith('Relenting')) return behaviours.inventsFacts(OFFERED, { stubborn: false })(call);
   return behaviours.cites(call);
 }
 
@@ -98,6 +101,21 @@ describe('drafts written by a model', () => {
     expect(
       (await s.api.POST('/drafts/{id}/approve', { params: { path: { id: d.id } }, body: { acknowledgeFlags: true } })).response.status,
     ).toBe(200);
+  });
+
+  it('names the kind of flag a rewrite left or removed: an offer is still present, or removed, as an offer', async () => {
+    const s = await draftingOrg(svc);
+    const { full } = await draftFor(s, 'Offering Olga');
+    expect(full.guardrailReport!.flags).toEqual([{ kind: 'offer', sentence: OFFERED, claims: expect.any(Array) }]);
+    expect(full.guardrailReport!.advisories).toContain('offer: still present after 2 rewrite(s) by the model');
+    expect(full.guardrailReport!.advisories.filter((a) => a.includes('still present'))).toEqual([
+      'offer: still present after 2 rewrite(s) by the model',
+    ]);
+    const relented = (await draftFor(s, 'Relenting Rita')).full;
+    expect(relented).toMatchObject({
+      flagged: false,
+      guardrailReport: { flags: [], repaired: ['offer: removed by the model in 1 rewrite(s)'] },
+    });
   });
 
   it('sends the problems back to the model, which removes the unsupported claim', async () => {

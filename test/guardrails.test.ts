@@ -77,6 +77,66 @@ describe('checkDraft', () => {
     expect(wrongSource.flags).toHaveLength(1);
   });
 
+  it('flags a cited relation stated the other way round, a guess about the prospect and what a question takes for granted', () => {
+    const orbis = {
+      snippet: 'Orbis Freight has acquired Harbor Lane Logistics, adding 14 terminals.',
+      title: 'Orbis Freight acquires Harbor Lane',
+      dated: true,
+    };
+    const cites = (sentence: string, source = orbis) =>
+      checkDraft(
+        base({
+          body: `Hi Dana,\n\n${sentence}\n\nWe help teams book meetings.`,
+          citations: [{ text: sentence, sourceIndex: 1 }],
+          evidence: (n) => (n === 1 ? [source] : []),
+        }),
+      ).flags.map((f) => [f.kind, f.claims]);
+    const says = (sentence: string) =>
+      checkDraft(base({ body: `Hi Dana,\n\n${sentence}\n\nWe help teams book meetings.` })).flags.map((f) => f.kind);
+    // Who did what to whom, in active and passive voice, in German with its verb last.
+    expect(cites('I saw Harbor Lane Logistics acquired Orbis Freight.')).toEqual([
+      ['unsupported-claim', ['Harbor Lane Logistics acquired Orbis Freight (the source says the reverse)']],
+    ]);
+    expect(cites('Orbis Freight was bought by Harbor Lane Logistics, I hear.')).toHaveLength(1);
+    expect(cites('I saw Orbis Freight acquired Harbor Lane Logistics.')).toEqual([]);
+    expect(cites('Harbor Lane Logistics was bought by Orbis Freight, I hear.')).toEqual([]);
+    expect(cites("Orbis Freight's acquisition of Harbor Lane Logistics is a big step.")).toEqual([]);
+    const brueckner = {
+      snippet: 'Die Brückner GmbH hat den Hersteller Hessel Antriebe übernommen.',
+      title: 'Brückner übernimmt Hessel Antriebe',
+      dated: true,
+    };
+    expect(cites('Ich habe gelesen, dass Hessel Antriebe Brückner übernommen hat.', brueckner)).toHaveLength(1);
+    expect(cites('Glückwunsch zur Übernahme von Hessel Antriebe!', brueckner)).toEqual([]);
+    // A partnership reads both ways.
+    const summit = {
+      snippet: 'Acme Rockets and Summit Labs will offer tracking together.',
+      title: 'Acme Rockets partners with Summit Labs',
+      dated: true,
+    };
+    expect(cites('I saw that Summit Labs is partnering with Acme Rockets.', summit)).toEqual([]);
+    // A guess about the prospect is a statement of it; a guess about the email, a condition or a question is not.
+    for (const guess of [
+      'I imagine your team is growing fast.',
+      'Your sales cycle is probably longer than it should be.',
+      "It's likely your intake team is swamped.",
+      'Supongo que estáis contratando mucho este año.',
+      "J'imagine que vos équipes sont très sollicitées.",
+    ])
+      expect(says(guess), guess).toEqual(['unsupported-claim']);
+    for (const own of [
+      'I imagine this is not a priority right now.',
+      'Perhaps your team already has a tool for this?',
+      'If your team is growing, this may help.',
+    ])
+      expect(says(own), own).toEqual([]);
+    // What a question takes for granted.
+    expect(says('How is the new office working out?')).toEqual(['unsupported-claim']);
+    expect(says('Wie läuft es mit dem neuen Werk?')).toEqual(['unsupported-claim']);
+    expect(says('Worth a look before your board meeting next month?')).toEqual(['unsupported-claim']);
+    expect(says('Worth a look next month?')).toEqual([]);
+  });
+
   it('repairs what it can (reply prefix on a first step, placeholders, empty or long subject, repeated "!") and advises on the rest', () => {
     const r = checkDraft(
       base({

@@ -14,7 +14,7 @@ import type { InboundListener } from '../src/inbound/smtp-listener.js';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
 import { type DnsServer, startDnsServer } from './support/dns-server.js';
-import { setClock, startService, type TestService } from './support/harness.js';
+import { killSwitchOffQuietly, setClock, startService, type TestService } from './support/harness.js';
 import { deliverSmtp, inboundOf as inboundMessages, mime } from './support/inbound-mail.js';
 import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
@@ -865,7 +865,7 @@ describe("every sequence of the contact, whichever sequence's message the event 
         });
       await settle(svc);
     } finally {
-      await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
+      await killSwitchOffQuietly(svc);
     }
     const q = await queueOf(s.org.id);
     await sendStep(svc.rt, s.org.id, q.find((r) => r.sequenceId === first.id && r.step === 1)!.id);

@@ -10,7 +10,7 @@ import { sendStep } from '../src/dispatch/send.js';
 import { sweepSends } from '../src/dispatch/sweep.js';
 import { eventsOf, uid } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
-import { startService, type TestService, waitFor } from './support/harness.js';
+import { killSwitchOffQuietly, startService, type TestService, waitFor } from './support/harness.js';
 import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
 let svc: TestService;
@@ -30,7 +30,11 @@ const STEPS = [STEP, { dayOffset: 0, subject: 'Following up', body: 'Hi {{firstN
 
 async function sendingOrg(s: TestService = svc) {
   const o = await draftingOrg(s);
-  await s.admin.PATCH('/organizations/{orgId}', { params: { path: { orgId: o.org.id } }, body: { flags: { v1_2_api_send: true } } });
+  // Both steps of a sequence go the same day here (the default is one message a contact a day).
+  await s.admin.PATCH('/organizations/{orgId}', {
+    params: { path: { orgId: o.org.id } },
+    body: { flags: { v1_2_api_send: true }, sending: { contactDailyLimit: 10 } },
+  });
   return o;
 }
 
@@ -75,7 +79,7 @@ async function heldSteps(s: DraftingOrg, steps = STEPS) {
     await settle(svc);
     return a;
   } finally {
-    await svc.admin.PATCH('/settings', { body: { emailKillSwitch: false } });
+    await killSwitchOffQuietly(svc);
   }
 }
 

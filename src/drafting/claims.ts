@@ -21,6 +21,8 @@ export interface Claim {
   event?: string;
   /** A name of one word (a capitalized noun in German reads like one). */
   single?: boolean;
+  /** Recency or a date of the reader's taken for granted ("the new office", "your board meeting next month"): a claim even in a question or a meeting proposal. */
+  presupposed?: boolean;
 }
 
 export interface CitedSource {
@@ -31,6 +33,17 @@ export interface CitedSource {
 
 const RECENCY =
   /(?<![\p{L}])(?:recent(?:ly)?|just (?:launched|raised|announced|hired|opened|closed|released|secured|won|joined|moved)|last (?:week|month|quarter|year)|this (?:week|month|quarter|year)|yesterday|you(?:'ve| have)? (?:raised|launched|announced|hired|opened|expanded|closed))(?![\p{L}])/giu;
+
+/**
+ * "the new ...", "your new ..." and their kin take a recent change of the reader's for granted
+ * ("How is the new Berlin office working out?"); "a new ..." and "our new ..." do not.
+ */
+const PRESUPPOSED_NEW =
+  /(?<![\p{L}'’])(?:(?:the|your|its|their)\s+(?:[\p{L}\p{N}]+\s+)?(?:new|newly)|(?:o|a|os|as|seu|sua|seus|suas|vosso|vossa|vossos|vossas)\s+nov[oa]s?|(?:el|la|los|las|su|sus|tus|vuestr\p{L}*)\s+nuev[oa]s?|(?:le|les|l'|votre|vos|son|sa|ses)\s*(?:nouvel|nouveaux?|nouvelles?)|la\s+nouvelle|(?:der|die|das|dem|den|des|ihr\p{L}*)\s+neue[nmrs]?|(?:il|lo|gli|i|suo|sua|vostr\p{L}*)\s+nuov[oaie]|(?:de|het|uw|jullie)\s+nieuwe)(?![\p{L}])/iu;
+
+/** A date of the reader's own plans ("before your board meeting next month"); a named month or day is a date claim already. */
+const THEIR_DATE =
+  /(?<![\p{L}])your\s+(?:(?!(?:for|on|in|at|to|of|by|with)\s)[\p{L}-]+\s+){1,3}?(?:next|this|coming)\s+(?:week|month|quarter|year|spring|summer|fall|autumn|winter)(?![\p{L}])/iu;
 
 /** Events, by kind; a sentence's event must be of a kind its cited source reports. */
 const EVENTS: Record<string, RegExp> = {
@@ -50,6 +63,8 @@ const EVENTS: Record<string, RegExp> = {
   tools: /(?<![\p{L}])(?:using|uses|switch(?:ed|ing)|migrat\p{L}*|adopt(?:ed|ing|s))(?![\p{L}])/iu,
   relocation: /(?<![\p{L}])(?:moving|relocat\p{L}*)(?![\p{L}])/iu,
   layoffs: /(?<![\p{L}])(?:layoffs?|laid off|restructur\p{L}*)(?![\p{L}])/iu,
+  departure:
+    /(?<![\p{L}])(?:(?:left|leaves|leaving|quit|quitting)\s+(?=\p{Lu}|(?:the|her|his|their|its)\s)|(?:departed|departure|stepped down|steps down|stepping down|resign\p{L}*|dejó|abandonó|renunci\p{L}*|dimiti\p{L}*|deixou|saiu|quitté|quitte|démission\p{L}*|verlässt|verließ|verlassen|ausgeschieden|zurückgetreten)(?![\p{L}]))/iu,
   // Reported only when nothing else in the sentence is checkable.
   growth: /(?<![\p{L}])(?:grow(?:s|ing|n)?|grew|growth|scal(?:e|es|ed|ing)|doubl(?:e|ed|ing)|tripl(?:e|ed|ing)|booming)(?![\p{L}])/iu,
   trouble:
@@ -70,6 +85,7 @@ const DISTINCT = new Set([
   'tools',
   'relocation',
   'layoffs',
+  'departure',
 ]);
 /** Doubling is a figure: the source must say so too. */
 const MULTIPLIER = /(?<![\p{L}])(?:doubl(?:ed|ing)|tripl(?:ed|ing)|quadrupl(?:ed|ing)|halv(?:ed|ing)|(\d+)x)(?![\p{L}])/iu;
@@ -83,6 +99,7 @@ const COMMON = new Set(
     'happy quick open no yes ok okay re fwd fw ai api crm saas b2b b2c roi kpi pt et ct mt cet cest pst pdt est edt gmt utc bst am pm faq ' +
     'sie ihnen ihr ihre ihrem ihren ihrer du dich dir dein deine ich wir uns euch vous tu usted ustedes ud vd você vocês lei ' +
     'pan pani panie pana panu panem panią państwo państwa państwu вы вас вам вами ваш ваша ваше ваши ' +
+    'revops salesops devops gtm sdr sdrs bdr bdrs ae aes abm smb erp ' +
     'herr frau mr mrs ms dr prof sr sra monsieur madame hanım bey zoom teams meet google slack webex hangouts whatsapp calendly loom vidyard docusign notion linkedin'
   ).split(' '),
 );
@@ -121,8 +138,13 @@ export function claimsOf(sentence: string, known: ReadonlySet<string>): Claim[] 
     claims.push({ kind: 'date', token: d.word, index: d.index });
   }
   for (const m of sentence.matchAll(RECENCY)) claims.push({ kind: 'recency', token: m[0], index: m.index ?? 0 });
+  const theirs = THEIR_DATE.exec(sentence);
+  if (theirs) claims.push({ kind: 'date', token: theirs[0], index: theirs.index, presupposed: true });
   const congrats = CONGRATS.exec(sentence);
   if (congrats && !claims.some((c) => c.kind === 'recency')) claims.push({ kind: 'recency', token: congrats[0], index: congrats.index });
+  const presupposed = PRESUPPOSED_NEW.exec(sentence);
+  if (presupposed && !claims.some((c) => c.kind === 'recency'))
+    claims.push({ kind: 'recency', token: presupposed[0], index: presupposed.index, presupposed: true });
   // Names: runs of capitalized words. A capitalized word opening the sentence is grammar, unless an
   // inflection is attached to it after an apostrophe ("Ankara'daki").
   const words = [...sentence.matchAll(WORD)];
@@ -158,6 +180,9 @@ export function claimsOf(sentence: string, known: ReadonlySet<string>): Claim[] 
   if (mult && !mult[1]) claims.push({ kind: 'number', token: mult[0], index: mult.index });
   return claims.sort((a, b) => a.index - b.index);
 }
+
+/** The kind of event a word names ("bought" and "acquire" are both an acquisition), or undefined. */
+export const eventKindOf = (word: string): string | undefined => Object.entries(EVENTS).find(([, re]) => re.test(word))?.[0];
 
 /** Whether an event claim must match its source even beside other claims. */
 export const isDistinctEvent = (c: Claim) => c.kind === 'event' && DISTINCT.has(c.event ?? '');

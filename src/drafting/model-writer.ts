@@ -147,6 +147,8 @@ export async function draftWithModel(req: ModelDraftRequest, model: ModelClient)
   let costCents = 0;
   let attempts = 0;
   let followUp = '';
+  // The kinds of flag the model was asked to fix: what a rewrite removed, or left, is told by kind.
+  const asked = new Set<string>();
   for (let round = 0; ; round += 1) {
     const r = await model.complete<Answer>({
       system: req.system,
@@ -189,28 +191,28 @@ export async function draftWithModel(req: ModelDraftRequest, model: ModelClient)
       listContext: req.listContext,
       senderNames: req.senderNames,
     });
+    const present = [...new Set(checked.flags.map((f) => f.kind))];
     if (checked.flags.length === 0 || round >= MAX_REPAIRS) {
+      const removed = [...asked].filter((k) => !present.includes(k as (typeof present)[number]));
       return {
         subject: checked.subject,
         body: checked.body,
         citations,
         provider: r.model,
         attempts,
-        repaired: [
-          ...checked.repaired,
-          ...(round > 0 && checked.flags.length === 0 ? [`unsupported-claim: removed by the model in ${round} rewrite(s)`] : []),
-        ],
+        repaired: [...checked.repaired, ...removed.map((k) => `${k}: removed by the model in ${round} rewrite(s)`)],
         advisories: [
           ...linked.advisories,
           ...dropped,
           ...checked.advisories,
-          ...(checked.flags.length > 0 && round > 0 ? [`unsupported-claim: still present after ${round} rewrite(s) by the model`] : []),
+          ...(round > 0 ? present.map((k) => `${k}: still present after ${round} rewrite(s) by the model`) : []),
         ],
         flags: checked.flags,
         tokens,
         costMillicents: costCents * 1000,
       };
     }
+    for (const k of present) asked.add(k);
     followUp = `Your previous answer was:\n${JSON.stringify(r.value)}\nIt has these problems; answer again with all of them fixed:\n${problems(checked.flags, dropped)}`;
   }
 }

@@ -1,5 +1,5 @@
 // Numbers in a sentence of a draft or a source, by value: digits in the usual forms ($40M, 40
-// million, 1,200, 12.000, 18%, 3x) and numbers written as words in English, Portuguese, Spanish,
+// million, 1,200, 12.000, 12 000, 18%, 3x) and numbers written as words in English, Portuguese, Spanish,
 // French and German ("forty million", "two hundred and forty", "twelve hundred", "quarenta e cinco",
 // "dos millones", "douze"), so "forty million" and "$40 million" are the same claim. Written by hand:
 // the npm number-word parsers read English only.
@@ -67,6 +67,29 @@ const UNITS: Record<string, number> = {
   oitenta: 80,
   noventa: 90,
   cem: 100,
+  dezasseis: 16,
+  dezesseis: 16,
+  dezassete: 17,
+  dezessete: 17,
+  dezoito: 18,
+  dezanove: 19,
+  dezenove: 19,
+  duzentos: 200,
+  duzentas: 200,
+  trezentos: 300,
+  trezentas: 300,
+  quatrocentos: 400,
+  quatrocentas: 400,
+  quinhentos: 500,
+  quinhentas: 500,
+  seiscentos: 600,
+  seiscentas: 600,
+  setecentos: 700,
+  setecentas: 700,
+  oitocentos: 800,
+  oitocentas: 800,
+  novecentos: 900,
+  novecentas: 900,
   // Spanish
   tres: 3,
   cuatro: 4,
@@ -84,6 +107,25 @@ const UNITS: Record<string, number> = {
   sesenta: 60,
   ochenta: 80,
   cien: 100,
+  quince: 15,
+  dieciséis: 16,
+  diecisiete: 17,
+  dieciocho: 18,
+  diecinueve: 19,
+  doscientos: 200,
+  doscientas: 200,
+  trescientos: 300,
+  trescientas: 300,
+  cuatrocientos: 400,
+  cuatrocientas: 400,
+  quinientos: 500,
+  quinientas: 500,
+  setecientos: 700,
+  setecientas: 700,
+  ochocientos: 800,
+  ochocientas: 800,
+  novecientos: 900,
+  novecientas: 900,
   // French
   deux: 2,
   trois: 3,
@@ -155,10 +197,67 @@ const SCALES: Record<string, number> = {
 };
 const CONNECTORS = new Set(['and', 'e', 'y', 'et', 'und']);
 
-const numberWord = (w: string) => UNITS[w] ?? AMBIGUOUS[w];
-const isNumberWord = (w: string) => w in UNITS || w in AMBIGUOUS || HUNDRED.has(w) || (w in SCALES && w.length > 2);
+// German writes a number as one word ("sechshundertzwanzig", "einundzwanzig", "zweitausendfünfhundert").
+const GERMAN_UNITS: Record<string, number> = {
+  ein: 1,
+  eins: 1,
+  zwei: 2,
+  drei: 3,
+  vier: 4,
+  fünf: 5,
+  sechs: 6,
+  sech: 6,
+  sieben: 7,
+  sieb: 7,
+  acht: 8,
+  neun: 9,
+  zehn: 10,
+  elf: 11,
+  zwölf: 12,
+};
+const GERMAN_TENS: Record<string, number> = {
+  zwanzig: 20,
+  dreißig: 30,
+  vierzig: 40,
+  fünfzig: 50,
+  sechzig: 60,
+  siebzig: 70,
+  achtzig: 80,
+  neunzig: 90,
+};
+const GERMAN_BELOW_100 = new RegExp(
+  `^(?:(${Object.keys(GERMAN_UNITS).join('|')})und)?(${Object.keys(GERMAN_TENS).join('|')})$|^(${Object.keys(GERMAN_UNITS).join('|')})(zehn)?$`,
+);
+function germanBelow100(w: string): number | null {
+  if (w === '') return 0;
+  const m = GERMAN_BELOW_100.exec(w);
+  if (!m) return null;
+  if (m[2]) return (m[1] ? GERMAN_UNITS[m[1]] : 0) + GERMAN_TENS[m[2]];
+  return GERMAN_UNITS[m[3]] + (m[4] ? 10 : 0);
+}
+function germanBelow1000(w: string): number | null {
+  const at = w.indexOf('hundert');
+  if (at < 0) return germanBelow100(w);
+  const head = w.slice(0, at);
+  const hundreds = head === '' ? 1 : germanBelow100(head);
+  const rest = germanBelow100(w.slice(at + 'hundert'.length));
+  return hundreds === null || rest === null || hundreds > 9 ? null : hundreds * 100 + rest;
+}
+/** A German number word of more than one part, or null (a plain word in the lists above is read there). */
+export function germanCompound(w: string): number | null {
+  if (w.length < 9 || !/(?:hundert|tausend|zig|ßig|und)/.test(w)) return null;
+  const at = w.indexOf('tausend');
+  if (at < 0) return germanBelow1000(w);
+  const thousands = at === 0 ? 1 : germanBelow1000(w.slice(0, at));
+  const rest = germanBelow1000(w.slice(at + 'tausend'.length));
+  return thousands === null || rest === null ? null : thousands * 1000 + rest;
+}
 
-/** A digit string's value: "1,200" and "12.000" group thousands; "2.5" and "2,5" are decimals. */
+const numberWord = (w: string) => UNITS[w] ?? AMBIGUOUS[w] ?? germanCompound(w) ?? undefined;
+const isNumberWord = (w: string) =>
+  w in UNITS || w in AMBIGUOUS || HUNDRED.has(w) || (w in SCALES && w.length > 2) || germanCompound(w) !== null;
+
+/** A digit string's value: "1,200", "12.000" and "12 000" group thousands; "2.5" and "2,5" are decimals. */
 function digitValue(s: string): number {
   const t = s.replace(/[\s\u00a0\u202f]/g, '');
   if (/^\d{1,3}([.,]\d{3})+$/.test(t)) return Number(t.replace(/[.,]/g, ''));
@@ -167,7 +266,7 @@ function digitValue(s: string): number {
 
 // A figure in digits, its currency, and a scale after it ("40M", "40 million", "2 millones", "5 млн").
 const DIGITS =
-  /([$€£¥]\s?)?(\d+(?:[.,\u00a0\u202f]\d{3})*(?:[.,]\d+)?)(?:\s?(k|m|mn|bn|b|mio|thousand|million|millions|billion|billions|mil|millones|millón|milhões|milhão|mille|millions?|milliards?|tausend|millionen|milliarden?|тыс|тысяч[аи]?|млн|миллион(?:а|ов)?)(?![\p{L}\p{N}]))?/giu;
+  /([$€£¥]\s?)?(\d{1,3}(?: \d{3})+(?![\d.,]\d)|\d+(?:[.,\u00a0\u202f]\d{3})*(?:[.,]\d+)?)(?:\s?(k|m|mn|bn|b|mio|thousand|million|millions|billion|billions|mil|millones|millón|milhões|milhão|mille|millions?|milliards?|tausend|millionen|milliarden?|тыс|тысяч[аи]?|млн|миллион(?:а|ов)?)(?![\p{L}\p{N}]))?/giu;
 const WORD = /[\p{L}]+/gu;
 
 /** Every number in a text, in digits or in words, by value. */
@@ -214,7 +313,7 @@ function runValue(run: string[]): number | null {
   const ws = run.filter((w) => !CONNECTORS.has(w));
   if (ws.length === 0) return null;
   // An ambiguous word alone, or a scale word alone ("million"), is not a number.
-  if (ws.length === 1 && !(ws[0] in UNITS)) return null;
+  if (ws.length === 1 && !(ws[0] in UNITS) && germanCompound(ws[0]) === null) return null;
   let total = 0;
   let current = 0;
   let seen = false;

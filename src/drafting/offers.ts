@@ -23,7 +23,7 @@ const TERMS: Array<[string, RegExp]> = [
   [
     'free',
     re(
-      "\\b<(?:complimentary|gratis|grátis|gratuit\\p{L}*|kostenlos\\p{L}*|offerts?|ücretsiz|darmow\\p{L}*)\\b>|бесплатн|at no (?:extra )?cost|free of charge|no charge|\\b<(?:is|are|it's|that's|be) on us\\b>|giv(?:e|ing) away|giveaway|waive",
+      "\\b<(?:complimentary|gratis|grátis|gratuit\\p{L}*|kostenlos\\p{L}*|offerts?|ücretsiz|darmow\\p{L}*)\\b>|бесплатн|at no (?:extra )?cost|free of charge|no charge|\\b<(?:is|are|it's|that's|be) on us\\b>|\\b<on the house\\b>|\\b<(?:sin|sem) (?:coste|costo|custo)\\b>|giv(?:e|ing) away|giveaway|waive",
     ),
   ],
   [
@@ -116,7 +116,8 @@ export function termsOf(text: string): Terms {
 export interface OwnMaterial {
   text: string;
   terms: Terms;
-  values: number[];
+  /** Its figures, each with what it counts. */
+  figures: Figure[];
   dates: Set<string>;
 }
 
@@ -131,12 +132,43 @@ export function ownMaterial(texts: Array<string | null | undefined>): OwnMateria
   return {
     text,
     terms: termsOf(text),
-    values: numbersIn(text).map((n) => n.value),
+    figures: figuresOf(text),
     dates: new Set(dateWords(text).map((d) => foldText(d.word))),
   };
 }
 
-const hasValue = (own: OwnMaterial, v: number) => own.values.some((x) => sameValue(v, x));
+/** A figure and the first words after it, which say what it counts ("20 minutes", "twenty of your target accounts"). */
+interface Figure {
+  value: number;
+  token: string;
+  counts: string[];
+}
+const PERCENT = /^(?:percent|per cent|pour cent|por ciento|por cento|prozent|procent|per cento)/iu;
+const COUNT_SKIP = new Set(
+  'of per a an the your our their its de da do des der von vos nos tus sus seus suas ihre ihren unsere each every more than over'.split(
+    ' ',
+  ),
+);
+function figuresOf(text: string): Figure[] {
+  return numbersIn(text).map((n) => {
+    const after = text.slice(n.end, n.end + 60).split(/[.,;:!?\n]/)[0];
+    const counts = PERCENT.test(after.trim()) || /^\s?%/.test(after) ? ['%'] : [];
+    for (const w of after.split(/[^\p{L}]+/u).filter(Boolean)) {
+      if (counts.length >= 3) break;
+      const f = foldText(w);
+      if (!COUNT_SKIP.has(f)) counts.push(f.replace(/s$/, '').slice(0, 3));
+    }
+    return { value: n.value, token: n.token, counts };
+  });
+}
+/**
+ * Whether the sender's own material has a figure: the same value, counting the same thing when both
+ * say what they count (the template's "20 minutes" is not "twenty target accounts").
+ */
+const hasFigure = (own: OwnMaterial, f: Figure) =>
+  own.figures.some(
+    (x) => sameValue(f.value, x.value) && (f.counts.length === 0 || x.counts.length === 0 || f.counts.some((c) => x.counts.includes(c))),
+  );
 
 /** The offer terms of a sentence that the sender's own material does not hold; empty when it makes no offer. */
 export function newOfferTerms(sentence: string, own: OwnMaterial): string[] {
@@ -145,7 +177,7 @@ export function newOfferTerms(sentence: string, own: OwnMaterial): string[] {
   const missing: string[] = [];
   const ownAny = own.terms.kinds.size > 0;
   for (const [k, word] of t.words) if (!own.terms.kinds.has(k) && !(GENERIC.has(k) && ownAny)) missing.push(word);
-  for (const n of numbersIn(sentence)) if (!hasValue(own, n.value)) missing.push(n.token);
+  for (const f of figuresOf(sentence)) if (!hasFigure(own, f)) missing.push(f.token);
   for (const d of dateWords(sentence)) if (!own.dates.has(foldText(d.word))) missing.push(d.word);
   for (const u of sentence.match(/https?:\/\/\S+/gi) ?? []) if (!own.text.includes(u.replace(/[.,;)]+$/, ''))) missing.push(u);
   // The same terms in other words keep most of the sender's words; other things offered do not.
@@ -156,14 +188,39 @@ export function newOfferTerms(sentence: string, own: OwnMaterial): string[] {
   return [...new Set(missing)];
 }
 
+/** Durations, in the languages drafts are written in: a changed one is a changed term. */
+const DURATION =
+  /(?<![\p{L}])(second|minute|hour|day|week|month|quarter|year|segundo|minuto|hora|día|dia|semana|mes|mês|trimestre|año|ano|seconde|heure|jour|semaine|mois|année|sekunde|stunde|tag|woche|monat|quartal|jahr)(?:s|e|en|n|es)?(?![\p{L}])/giu;
+const durations = (text: string) => new Set([...foldText(text).matchAll(DURATION)].map((m) => foldText(m[1])));
+
+/**
+ * The sender's own sentence a sentence rewords with another duration ("Most teams are live in
+ * under an hour" for the template's "under a day"): the changed words and whether the own sentence
+ * makes an offer; null when the sentence changes no term of its own material.
+ */
+export function alteredOwnTerms(sentence: string, own: OwnMaterial): { changed: string[]; offer: boolean } | null {
+  const words = contentWords(sentence);
+  const mine = durations(sentence);
+  if (words.length < 3 || mine.size === 0) return null;
+  for (const o of own.text.split(/(?<=[.!?])\s+|\n/)) {
+    const theirs = durations(o);
+    if (theirs.size === 0) continue;
+    const stems = new Set(contentWords(o).map(stem));
+    if (words.filter((w) => stems.has(stem(w))).length < 0.6 * words.length) continue;
+    const changed = [...mine].filter((d) => !theirs.has(d));
+    if (changed.length > 0 && [...theirs].some((d) => !mine.has(d))) return { changed, offer: termsOf(o).kinds.size > 0 };
+  }
+  return null;
+}
+
 // ---- claims about the sender ----------------------------------------------------------------
 
 /** Words that make a first-person sentence a claim about the sender's business. */
 const SENDER_CLAIM = re(
-  '\\b<(?:customers?|clients?|specializ\\p{L}*|provid\\p{L}*|deliver\\p{L}*|enabl\\p{L}*|power\\p{L}*|automat\\p{L}*|work(?:ing)? with|worked (?:at|with|for)|partner(?:s|ed|ing)?|help(?:s|ed|ing)?|serve[sd]?|build|built|integrat\\p{L}*|support(?:s|ed)?|used by|trusted by|named|award\\p{L}*|leader|leading|best|only|better|faster|fastest|largest|first to|number one|certified|compliant|founded|profitable|raised|funded|closed|spent|years|record|cut|increas\\p{L}*|reduc\\p{L}*|sav(?:e|es|ed|ing)|doubl\\p{L}*|tripl\\p{L}*|boost\\p{L}*|lift|improv\\p{L}*|results?|guarantee)\\b>|#1',
+  '\\b<(?:customers?|clients?|clientes|kunden|klanten|clienti|specializ\\p{L}*|provid\\p{L}*|deliver\\p{L}*|enabl\\p{L}*|power\\p{L}*|automat\\p{L}*|work(?:ing)? with|worked (?:at|with|for)|partner(?:s|ed|ing)?|help(?:s|ed|ing)?|serve[sd]?|build|built|integrat\\p{L}*|support(?:s|ed)?|used by|trusted by|named|award\\p{L}*|leader|leading|best|only|better|faster|fastest|largest|first to|number one|certified|compliant|founded|profitable|raised|funded|closed|spent|years|record|cut|increas\\p{L}*|reduc\\p{L}*|sav(?:e|es|ed|ing)|doubl\\p{L}*|tripl\\p{L}*|boost\\p{L}*|lift|improv\\p{L}*|results?|guarantee)\\b>|#1',
 );
 const STRONG = re(
-  "\\b<(?:only|best|better|faster|fastest|largest|biggest|leading|leader|first to|number one|award\\p{L}*|certified|compliant|accredited|launched|released|raised|acquired|won|hired|opened|founded)(?![\\p{L}\\p{N}'’])|#1",
+  "\\b<(?:only|best|better|faster|fastest|largest|biggest|leading|leader|first to|number one|award\\p{L}*|certified|compliant|accredited|launched|released|raised|acquired|won|hired|opened|founded|meilleur\\p{L}*|élu\\p{L}*|primé\\p{L}*|récompensé\\p{L}*|lauréat\\p{L}*|certifié\\p{L}*|seule?s?|numéro un|mejor(?:es)?|premiad\\p{L}*|galardonad\\p{L}*|líder(?:es)?|únic[oa]s?|certificad\\p{L}*|elegid\\p{L}*|melhor(?:es)?|eleit\\p{L}*|beste[nmrs]?|ausgezeichnet|prämiert|zertifiziert|führend\\p{L}*|marktführer|einzige[nmrs]?|migliore|premiat\\p{L}*|certificat\\p{L}*|gecertificeerd|bekroond)(?![\\p{L}\\p{N}'’])|#1",
 );
 /** Someone vouching for the sender: a referral or a testimonial. */
 const VOUCHED = re(
@@ -222,7 +279,7 @@ export function newSenderClaims(
   opts: { skipValues?: (value: number) => boolean } = {},
 ): string[] {
   const missing: string[] = [];
-  for (const n of numbersIn(sentence)) if (!hasValue(own, n.value) && !opts.skipValues?.(n.value)) missing.push(n.token);
+  for (const f of figuresOf(sentence)) if (!hasFigure(own, f) && !opts.skipValues?.(f.value)) missing.push(f.token);
   for (const d of dateWords(sentence)) if (!own.dates.has(foldText(d.word))) missing.push(d.word);
   for (const n of names) if (!statesName(own.text, n)) missing.push(n);
   // Superiority, awards and certifications are claims of their own, whatever else the sentence repeats.

@@ -94,12 +94,12 @@ export const isTagQuestion = (s: string) =>
 
 // What meeting proposals and calls to action talk about, in several languages.
 const MEETING = new RegExp(
-  `(?<![${L}])(?:call|calls|chat|meeting|meet|talk|speak|conversation|walkthrough|walk\\s+you\\s+through|demo|session|slot|slots|calendar|invite|around|available|availability|free|works?\\s+(?:[\\p{L}]+\\s+)?for\\s+you|suit|suits|coffee|connect|(?:find|grab|book|schedule|set\\s+up)\\s+(?:some\\s+)?time|time\\s+slots?|catch\\s+up|catch-up|stop\\s+by|drop\\s+by|minutes?|mins?|hours?|morning|mornings|afternoon|afternoons|evening|[0-9](?:am|pm)|o'clock|check\\s+back|follow\\s+up|circle\\s+back|touch\\s+base|reach\\s+out|chamada|conversa|falar|reunião|minutos|disponibilidade|disponível|llamada|reunión|hablar|charlar|conversación|gespräch|austausch|termin|minuten|zeit|telefonieren|sprechen|appel|échange|rendez-vous|disponible|parler|rozmowa|rozmowę|spotkanie|minut|porozmawiać|görüşme|toplantı|dakika|dakikalık|konuşma|snak|møde|minutter|созвониться|звонок|встреча|минут|お時間|打ち合わせ|面談)(?![${L}])|[0-9]+分`,
+  `(?<![${L}])(?:call|calls|chat|meeting|meet|talk|speak|conversation|walkthrough|walk\\s+you\\s+through|demo|session|slot|slots|calendar|invite|around|available|availability|free|works?\\s+(?:[\\p{L}]+\\s+)?for\\s+you|suit|suits|coffee|connect|(?:find|grab|book|schedule|set\\s+up)\\s+(?:some\\s+)?time|time\\s+slots?|catch\\s+up|catch-up|stop\\s+by|drop\\s+by|minutes?|mins?|hours?|morning|mornings|afternoon|afternoons|evening|[0-9](?:am|pm)|o'clock|check\\s+back|follow\\s+up|circle\\s+back|touch\\s+base|reach\\s+out|(?:try|call|ring|phone|ping)\\s+you|another\\s+time|other\\s+times?|a\\s+better\\s+time|(?:if|whether)\\s[^.?!]{0,40}?works|chamada|conversa|falar|reunião|minutos|disponibilidade|disponível|llamada|reunión|conversar|ligar|chiamata|telefonata|incontro|sentirci|vederci|parlarne|minuti|hablar|hablamos|hablemos|charlar|charlamos|conversamos|quedamos|llamarte|llamaros|falamos|conversamos|ligar-lhe|ligo|conversación|mañana|tarde|manhã|hora|horas|gespräch|austausch|termin|minuten|zeit|telefonieren|sprechen|appel|appeler|échange|échanger|échangeons|rendez-vous|disponible|parler|heure|heures|quart\\s+d'heure|matin|matinée|après-midi|créneau|uhr|vormittag|nachmittag|rozmowa|rozmowę|spotkanie|minut|porozmawiać|görüşme|toplantı|dakika|dakikalık|konuşma|snak|møde|minutter|созвониться|звонок|встреча|минут|お時間|打ち合わせ|面談)(?![${L}])|[0-9]+分`,
   'iu',
 );
 /** A first-person proposal of a time or a next step ("I can also do 8:30am", "I'll be in Columbus on May 14"). */
 const PROPOSAL =
-  /\b(?:I can|I could|I'm free|I am free|I'll be|I will be|I'm in|I am in|I'm around|I'm visiting|I'll be visiting|we could|we can|let's|how about|what about|happy to|I'd be happy|I'll check back|I'll follow up|I'll circle back|I'll reach out|I'll send|shall I|shall we)\b/i;
+  /\b(?:I can|I could|I'm free|I am free|I'll be|I will be|I'm in|I am in|I'm around|I'm visiting|I'll be visiting|we could|we can|let's|how about|what about|happy to|I'd be happy|I'll check back|I'll follow up|I'll circle back|I'll reach out|I'll send|I'll try|I'll call|I'll give you|let me know|shall I|shall we)\b/i;
 
 /** A meeting proposal: a question, or a first-person proposal, about a call, a time or a next step. */
 export function isMeetingProposal(s: string): boolean {
@@ -109,7 +109,7 @@ export function isMeetingProposal(s: string): boolean {
 
 /** The sentence speaks in the first person (the sender) before it speaks of the reader. */
 export const FIRST_PERSON =
-  /(?<![\p{L}'’])(?:we|we're|we've|we'd|we'll|our|ours|us|I|I'm|I've|I'd|I'll|my|me|wir|unser\p{L}*|uns|nous|notre|nos|nosotros|nuestr\p{L}+|nós|noss\p{L}+|мы|наш\p{L}*)(?![\p{L}'’])/iu;
+  /(?<![\p{L}'’])(?:we|we're|we've|we'd|we'll|our|ours|us|I|I'm|I've|I'd|I'll|my|me|wir|unser\p{L}*|uns|nous|notre|nos|nosotros|nuestr\p{L}+|nós|noss\p{L}+|somos|siamo|мы|наш\p{L}*)(?![\p{L}'’])/iu;
 export const SECOND_PERSON = /(?<![\p{L}'’])(?:you|your|yours|you're|you've|you'd|you'll|yourself|y'all)(?![\p{L}'’])/iu;
 
 /** First-person sentences that state no fact about the sender: intentions, wishes, guesses, remarks about the email. */
@@ -120,9 +120,47 @@ export const INTENT =
 export const HEDGE =
   /\b(?:I imagine|I'd imagine|I guess|I'd guess|I bet|I suspect|I assume|I think|I wonder|perhaps|maybe|probably|presumably|chances are|my guess is|might|may be|could be|if|in case|whether)\b/i;
 
+/**
+ * A guess stated about someone ("I imagine your team is growing fast", "Your sales cycle is
+ * probably long", "Supongo que estáis contratando"): a guess about the prospect states a fact about
+ * them, only less firmly, so it needs the same support as a statement.
+ */
+export const GUESS =
+  /(?<![\p{L}'’])(?:I(?:'d| would)? (?:imagine|guess|bet|suspect|assume|reckon)|I'm (?:guessing|betting|assuming|sure)|my (?:guess|hunch|sense|bet) is|I have a (?:hunch|feeling)|I'd wager|chances are|odds are|probably|likely|presumably|no doubt|surely|sounds like|seems like|I take it|imagino|supongo|suponho|sospecho|seguramente|probablemente|provavelmente|ich vermute|ich nehme an|ich schätze|vermutlich|wahrscheinlich|sicherlich|j'imagine|je suppose|je parie|je devine|sans doute|probablement|sûrement|immagino|suppongo|probabilmente|sicuramente|ik vermoed|ik neem aan|waarschijnlijk)(?![\p{L}'’])/iu;
+/** The reader in other languages than English (pronouns and possessives; Spanish "vosotros" verbs). */
+export const SECOND_PERSON_OTHER =
+  /(?<![\p{L}'’])(?:vous|votre|vos|tu|te|ti|toi|ton|ta|tes|dich|dir|euch|sie|ihr|ihre|ihrem|ihren|ihrer|ihres|du|dein\p{L}*|euer|eure\p{L}*|usted|ustedes|vuestr\p{L}*|tus|você|vocês|seu|sua|seus|suas|voss[oa]s?|vostr\p{L}*|tuo|tua|tuoi|jullie|uw|jouw)(?![\p{L}'’])|(?<![\p{L}])\p{L}{2,}(?:áis|éis)(?![\p{L}])/iu;
+/** A guessed clause that opens on a definite subject ("the team", "a equipa", "das Team") speaks of the prospect's things. */
+const DEFINITE = /^(?:the|der|die|das|dem|den|l'|le|la|les|el|los|las|il|lo|gli|het|de|a|o|as|os)\s/i;
+/** A guessed clause about the sender, the email itself, or a condition. */
+const NOT_ABOUT_THEM =
+  /^(?:if|whether|unless|when|si|se|wenn|falls|ob|als|this|that|it|it's|these|here|there|there's|esto|esta|este|isso|isto|cela|ça|ceci|c'est|das ist|dies|questo|questa|dit)(?![\p{L}'’])/iu;
+
+/**
+ * The guess marker of a sentence that guesses at the prospect (their team, figures, situation), or
+ * null. `mentions` says whether a text names the prospect. A question, a meeting proposal or a
+ * guess about the sender or the email is no such guess.
+ */
+export function guessAboutProspect(text: string, mentions: (s: string) => boolean): string | null {
+  const m = GUESS.exec(text);
+  if (!m || isQuestion(text)) return null;
+  const adverb =
+    /^(?:probably|likely|presumably|no doubt|surely|seguramente|probablemente|provavelmente|vermutlich|wahrscheinlich|sicherlich|sans doute|probablement|sûrement|probabilmente|sicuramente|waarschijnlijk)$/i.test(
+      m[0],
+    );
+  const clause = (adverb ? text.replace(/^\s*(?:it's|it is|it seems|that's)\s+/i, '') : text.slice((m.index ?? 0) + m[0].length))
+    .replace(/^[\s,:;—–-]*(?:that|que|qu'|dass|che|dat)?[\s,]*/i, '')
+    .replace(/^(?:and|but|so)\s+/i, '');
+  const first = clause.split(/\s+/)[0] ?? '';
+  if (clause === '' || NOT_ABOUT_THEM.test(clause) || FIRST_PERSON.test(first.replace(/[,.:;]+$/, ''))) return null;
+  if (/^(?:ich|je|j'|yo|eu|io|ik)$/i.test(first)) return null;
+  const about = SECOND_PERSON.test(clause) || SECOND_PERSON_OTHER.test(clause) || DEFINITE.test(clause) || mentions(clause);
+  return about ? m[0] : null;
+}
+
 /** Marks a sentence as an observation about the prospect: "I saw", "congrats", "loved the interview". */
 export const OBSERVATION =
-  /(?<![\p{L}])(?:I (?:also |just |recently |once )?(?:saw|noticed|read|heard|came across|see|spotted|learned|learnt)|saw that|noticed that|read that|looks like|it looks like|congrat\p{L}*|kudos|loved|enjoyed|impressed|great to see|nice to see|well done|parabéns|vi que|li que|felicidades|felicitaciones|enhorabuena|félicitations|bravo|j'ai vu|j'ai lu|glückwunsch\p{L}*|gratuliere|habe gesehen|habe gelesen|gratulacje|widziałem|widziałam|tebrikler|tebrik ederim|gördüm|tillykke|поздравляю|поздравления|видел|видела)(?![\p{L}])|拝見|おめでとう/iu;
+  /(?<![\p{L}])(?:I (?:also |just |recently |once )?(?:saw|noticed|read|heard|hear|came across|see|spotted|learned|learnt)|I've heard|I'm hearing|saw that|noticed that|read that|looks like|it looks like|congrat\p{L}*|kudos|loved|enjoyed|impressed|great to see|nice to see|well done|parabéns|vi que|li que|felicidades|felicitaciones|enhorabuena|félicitations|bravo|j'ai vu|j'ai lu|glückwunsch\p{L}*|gratuliere|habe gesehen|habe gelesen|gratulacje|widziałem|widziałam|tebrikler|tebrik ederim|gördüm|tillykke|поздравляю|поздравления|видел|видела)(?![\p{L}])|拝見|おめでとう/iu;
 /** Congratulations imply a recent event: they need a dated source. */
 export const CONGRATS =
   /(?<![\p{L}])(?:congrat\p{L}*|kudos|parabéns|felicidades|felicitaciones|enhorabuena|félicitations|glückwunsch\p{L}*|gratuliere|gratulacje|tebrikler|tebrik ederim|tillykke|поздравляю|поздравления)(?![\p{L}])|おめでとう/iu;

@@ -13,6 +13,7 @@ import { checkDraft } from './guardrails.js';
 import type { LinkPolicy } from './links.js';
 import { nameParts } from './merge.js';
 import { draftWithModel, UNTRUSTED_SOURCES, writeOrFallBack } from './model-writer.js';
+import type { ReplySender } from './sender.js';
 
 export interface RepliedMessage {
   /** The messages row. */
@@ -30,6 +31,8 @@ export interface ReplyInput {
   contact: { name: string; title: string | null; company: string | null };
   /** The sender's organization (its name is the sender's own word). */
   senderName: string;
+  /** Who signs the reply, the list's context and the products (src/drafting/sender.ts): the sender's own words. */
+  sender?: ReplySender;
   message: RepliedMessage;
   /** The contact's stored research, or null. */
   research: { runId: string; facts: Fact[]; sources: Source[] } | null;
@@ -102,12 +105,17 @@ export interface ReplyContext {
   research: NonNullable<DraftContext['research']>;
   messageIndex: number;
   known: ReadonlySet<string>;
+  /** The list's connection point and goal, and the sender's names: what the guardrails take as the sender's own. */
+  listContext: ReadonlyArray<string | null>;
+  senderNames: string[];
 }
 
 export function replyContext(input: ReplyInput): ReplyContext {
   const sources = [...(input.research?.sources ?? []), messageSource(input.message)];
+  const sender = input.sender?.sender;
+  const products = input.sender?.products ?? [];
   const known = new Set(
-    [input.contact.name, input.contact.company, input.senderName]
+    [input.contact.name, input.contact.company, input.senderName, sender?.['sender.name'], sender?.['sender.title'], ...products]
       .flatMap((n) => (n ?? '').toLowerCase().split(/[^\p{L}\p{N}'’-]+/u))
       .filter((w) => w.length > 1),
   );
@@ -115,6 +123,8 @@ export function replyContext(input: ReplyInput): ReplyContext {
     input,
     subject: replySubject(input.message.subject),
     known,
+    listContext: input.sender?.listContext ?? [],
+    senderNames: [input.senderName, ...products],
     messageIndex: sources.length,
     research: { runId: input.research?.runId ?? '', facts: input.research?.facts ?? [], sources },
   };
@@ -133,7 +143,9 @@ export function writeReplyFallback(rc: ReplyContext): WrittenDraft & { template:
   const fact = say.personal && input.research ? rankFacts(input.research.facts, null)[0] : undefined;
   const factSentence = fact ? sentenceFor(fact) : null;
   if (fact && factSentence) citations.push({ text: factSentence, sourceIndex: fact.sourceIndex, snippet: fact.source.snippet });
-  const template = [greeting, '', `Thank you for your message. ${say.line}`, '', say.closing, '', 'Best regards'].join('\n');
+  const name = input.sender?.sender['sender.name'];
+  const signOff = name ? `Best regards,\n${name}` : 'Best regards';
+  const template = [greeting, '', `Thank you for your message. ${say.line}`, '', say.closing, '', signOff].join('\n');
   const body = [
     greeting,
     '',
@@ -141,7 +153,7 @@ export function writeReplyFallback(rc: ReplyContext): WrittenDraft & { template:
     '',
     say.closing,
     '',
-    'Best regards',
+    signOff,
   ].join('\n');
   const checked = checkDraft({
     step: 1,
@@ -153,6 +165,8 @@ export function writeReplyFallback(rc: ReplyContext): WrittenDraft & { template:
     citations,
     evidence: evidenceOf(rc.research),
     known: rc.known,
+    listContext: rc.listContext,
+    senderNames: rc.senderNames,
   });
   return {
     subject: checked.subject,
@@ -197,7 +211,13 @@ function prompt(rc: ReplyContext, draft: { subject: string; body: string }): str
       title: input.contact.title,
       company: input.contact.company,
     },
-    sender: { organization: input.senderName },
+    sender: {
+      organization: input.senderName,
+      name: input.sender?.sender['sender.name'] ?? null,
+      title: input.sender?.sender['sender.title'] ?? null,
+      products: input.sender?.products ?? [],
+    },
+    listContext: { connectionPoint: rc.listContext[0] ?? null, goal: rc.listContext[1] ?? null },
     draft,
     message: {
       sourceIndex: rc.messageIndex,
@@ -241,6 +261,8 @@ export async function writeReply(rc: ReplyContext, model: ModelClient, log: Logg
           fixedSubject: true,
           research: rc.research,
           known: rc.known,
+          listContext: rc.listContext,
+          senderNames: rc.senderNames,
           links: rc.input.links,
         },
         m,

@@ -4,7 +4,7 @@
 // need one out (src/drafting/merge.ts).
 import type { Tx } from '../../db/database.js';
 import { organizationOwner } from '../account/people.js';
-import type { PinnedMailbox } from '../dispatch/senders.js';
+import { DEPLOYMENT_MAILBOX, type PinnedMailbox } from '../dispatch/senders.js';
 import { nameParts, type SenderValues } from './merge.js';
 
 /** The person a list's drafts are written for: its owner while active, else the organization's owner. */
@@ -68,5 +68,68 @@ export function senderValues(mailbox: PinnedMailbox | null, owner: ListOwner | n
     'sender.name': name || null,
     'sender.title': ownerIsSender ? owner!.title?.trim() || null : null,
     'sender.company': organizationName.trim() || null,
+  };
+}
+
+/** Who a reply to a contact is written as, and what the sender said to them: see replySender. */
+export interface ReplySender {
+  sender: SenderValues;
+  /** The list's connection point and goal: the sender's own words, as for the sequence's drafts. */
+  listContext: [string | null, string | null];
+  /** The sender's product names (of the contact's latest sequence or list), besides the organization's. */
+  products: string[];
+}
+
+/**
+ * The sender of a reply to a contact: as for the sequence's drafts, the mailbox the contact's
+ * latest sequence is pinned to and the owner of the contact's list sign it; the list's context
+ * and the product are the sender's own words.
+ */
+export async function replySender(trx: Tx, org: string, organizationName: string, contactId: string): Promise<ReplySender> {
+  const list = await trx
+    .selectFrom('contacts as c')
+    .innerJoin('contact_lists as l', (j) =>
+      j.onRef('l.organization_id', '=', 'c.organization_id').onRef('l.id', '=', 'c.list_id').on('l.deleted_at', 'is', null),
+    )
+    .select(['l.connection_point', 'l.goal', 'l.user_id', 'l.product_id'])
+    .where('c.organization_id', '=', org)
+    .where('c.id', '=', contactId)
+    .executeTakeFirst();
+  const seq = await trx
+    .selectFrom('contact_sequences')
+    .select(['mailbox_id', 'product_id'])
+    .where('organization_id', '=', org)
+    .where('contact_id', '=', contactId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  const box =
+    !seq?.mailbox_id || seq.mailbox_id === DEPLOYMENT_MAILBOX
+      ? null
+      : await trx
+          .selectFrom('mailboxes')
+          .select(['id', 'email', 'name'])
+          .where('organization_id', '=', org)
+          .where('id', '=', seq.mailbox_id)
+          .executeTakeFirst();
+  const mailbox: PinnedMailbox | null =
+    seq?.mailbox_id === DEPLOYMENT_MAILBOX
+      ? { id: DEPLOYMENT_MAILBOX, email: '', name: null, deployment: true }
+      : box
+        ? { ...box, deployment: false }
+        : null;
+  const ownerId = list?.user_id ?? null;
+  const owner = (await listOwners(trx, org, organizationName, [ownerId])).get(ownerId ?? '') ?? null;
+  const productId = seq?.product_id ?? list?.product_id ?? null;
+  const products = productId
+    ? (await trx.selectFrom('products').select('name').where('organization_id', '=', org).where('id', '=', productId).execute()).map(
+        (p) => p.name,
+      )
+    : [];
+  return {
+    sender: senderValues(mailbox, owner, organizationName),
+    listContext: [list?.connection_point ?? null, list?.goal ?? null],
+    products,
   };
 }

@@ -9,11 +9,12 @@
 // calls to action, remarks about the email itself.
 import { collapse } from '../platform/text.js';
 import { type CitedSource, type Claim, claimsOf, foldText, isDistinctEvent, unsupported } from './claims.js';
-import { newOfferTerms, newSenderClaims, type OwnMaterial, ownMaterial, senderClause, termsOf } from './offers.js';
+import { alteredOwnTerms, newOfferTerms, newSenderClaims, type OwnMaterial, ownMaterial, senderClause, termsOf } from './offers.js';
 import {
   FIRST_PERSON,
   GERMAN,
   greetingLength,
+  guessAboutProspect,
   HEDGE,
   INTENT,
   isMeetingProposal,
@@ -26,6 +27,7 @@ import {
   POSTSCRIPT,
   SECOND_PERSON,
 } from './own-words.js';
+import { reversedRelations } from './relations.js';
 
 export type FlagKind = 'unsupported-claim' | 'offer' | 'sender-claim';
 
@@ -127,7 +129,8 @@ const isMetaCount = (text: string, c: Claim) =>
   c.kind === 'number' && c.value !== undefined && META_COUNT.test(text.slice(c.index + c.token.length));
 
 /** A number in a meeting proposal is a day, time or duration, unless it is the prospect's ("your 40 hires"). */
-const isProspectsFigure = (text: string, c: Claim) => /\byour?\b(?:\s+\S+){0,2}\s*$/i.test(text.slice(Math.max(0, c.index - 30), c.index));
+const isProspectsFigure = (text: string, c: Claim) =>
+  /\b(?:your|you(?:'ve| have| had| now have))\b(?:\s+\S+){0,2}\s*$/i.test(text.slice(Math.max(0, c.index - 30), c.index));
 
 /** What a list generation reads once per template and list, not once per draft (a few recent ones are kept). */
 const recent = new Map<string, { own: OwnMaterial; template: Set<string> }>();
@@ -203,7 +206,15 @@ function judge(
     claims = claims.filter((c) => c.kind === 'name');
   }
   const meeting = isMeetingProposal(text) && !isTagQuestion(text);
-  const clause = offering || meeting ? null : senderClause(text, senderNames);
+  // The sender's own sentence, reworded with another duration: a new term of the sender's.
+  const altered = offering || meeting || isQuestion(text) ? null : alteredOwnTerms(ownText, own);
+  if (altered) {
+    flag(altered.offer ? 'offer' : 'sender-claim', altered.changed);
+    return flags;
+  }
+  // A guess at the prospect ("I'm guessing your team ...") speaks of them, not of the sender.
+  const guess = offering || meeting ? null : guessAboutProspect(text, (s) => prospectWords.some((w) => foldText(s).includes(foldText(w))));
+  const clause = offering || meeting || guess ? null : senderClause(text, senderNames);
   if (clause !== null && !INTENT.test(clause) && !OBSERVATION.test(text)) {
     // Names in quotation marks are someone else's words, not the sender's claim.
     const names = claimsOf(ownText, known)
@@ -218,23 +229,35 @@ function judge(
   const question = isQuestion(text) && !tag;
   // A capitalized word alone in German is as often a noun as a name.
   const noun = (c: Claim) => c.kind === 'name' && c.single === true && GERMAN.test(text);
+  // After an article (and its adjectives) it is a noun wherever it stands: "eine beachtliche Größe".
+  claims = claims.filter((c) => !(noun(c) && GERMAN_ARTICLE.test(text.slice(Math.max(0, c.index - 60), c.index))));
   if (meeting) {
     const firstPerson = FIRST_PERSON.test(text.split(/\s+/)[0] ?? '');
     claims = claims.filter(
       (c) =>
         (c.kind === 'number' && isProspectsFigure(text, c)) ||
         (c.kind === 'name' && !noun(c) && !firstPerson) ||
-        (c.kind === 'recency' && prospect && !intent),
+        (c.kind === 'recency' && prospect && !intent) ||
+        (c.presupposed === true && !firstPerson),
     );
   } else if (question) {
-    claims = claims.filter((c) => (c.kind === 'name' && !noun(c)) || c.kind === 'number' || c.kind === 'date');
+    claims = claims.filter(
+      (c) =>
+        (c.kind === 'name' && !noun(c)) || c.kind === 'number' || c.kind === 'date' || (c.kind === 'recency' && c.presupposed === true),
+    );
   }
   const hedged = HEDGE.test(text);
-  if (!prospect || intent || hedged) claims = claims.filter((c) => c.kind !== 'recency');
+  if (!prospect || intent || hedged) claims = claims.filter((c) => c.kind !== 'recency' || (c.presupposed === true && !intent));
 
   const checkable = claims.filter((c) => c.kind !== 'event');
   if (checkable.length > 0) {
     claims = claims.filter((c) => c.kind !== 'event' || isDistinctEvent(c));
+  } else if (guess) {
+    // A guess at the prospect with nothing checkable ("I imagine your team is growing fast"): a
+    // statement of it, so it needs a cited source whose words it mostly uses.
+    if (cited.length === 0) flag('unsupported-claim', [guess]);
+    else return unsupportedStatement(text.replace(guess, ''), guess, cited, own, flag, flags);
+    return flags;
   } else if (!offering && prospect && !intent && !question && !hedged) {
     // A statement about the prospect with nothing checkable but its event ("Acme is investing heavily
     // in outbound") or an observation ("I noticed your reps ..."). Without either, a sentence about
@@ -244,7 +267,9 @@ function judge(
     if (claims.length === 0 && seen) return unsupportedStatement(text.replace(seen, ''), seen, cited, own, flag, flags);
   } else claims = [];
 
-  if (claims.length === 0) return flags;
+  // Every name and event right, the parties swapped ("Harbor Lane acquired Orbis" for "Orbis acquired Harbor Lane").
+  const reversed = offering || meeting ? [] : reversedRelations(text, cited);
+  if (claims.length === 0 && reversed.length === 0) return flags;
   // A figure in a sentence about nobody in particular, uncited: the sender vouches for it.
   // (Unless a name comes first: "Ruth Adeyemi mentioned ... 2026" speaks of that person.)
   const figure = claims.find((c) => c.kind === 'number' && c.value !== undefined);
@@ -255,10 +280,13 @@ function judge(
     if (missing.length > 0) flag('sender-claim', missing);
     return flags;
   }
-  const missing = unsupported(claims, cited);
-  if (missing.length > 0) flag('unsupported-claim', [...new Set(missing.map((c) => c.token))]);
+  const missing = [...unsupported(claims, cited).map((c) => c.token), ...reversed.map((r) => `${r} (the source says the reverse)`)];
+  if (missing.length > 0) flag('unsupported-claim', [...new Set(missing)]);
   return flags;
 }
+
+const GERMAN_ARTICLE =
+  /(?<![\p{L}])(?:der|die|das|dem|den|des|ein|eine|einer|einen|einem|eines|zur|zum|im|am|beim|vom|ins|kein\p{L}*|ihr\p{L}*|unser\p{L}*|sein\p{L}*|mein\p{L}*|dies\p{L}*|jede\p{L}*)\s+(?:[\p{Ll}]+\s+){0,2}$/u;
 
 const ownHas = (own: OwnMaterial, c: Claim) => foldText(own.text).includes(foldText(c.token));
 

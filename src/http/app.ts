@@ -11,6 +11,7 @@ import { mountMetrics } from '../metrics/index.js';
 import { adminDoc, publicDoc } from '../platform/spec.js';
 import { botPage } from '../research/robots.js';
 import { authThrottle } from './auth-throttle.js';
+import { mountDesk } from './desk.js';
 import { mountDocs } from './docs.js';
 import { mountOperatorApi, mountPublicApi, type PipelineDeps } from './pipeline.js';
 import { PROBLEMS, ProblemError, problemBody, problemPage } from './problems.js';
@@ -99,6 +100,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   app.get('/admin/api-docs/openapi.json', (c) => c.body(servedAdminDoc(), 200, { 'Content-Type': 'application/json' }));
   // The reference pages (/docs, /admin/docs) and their security headers, also on problem pages.
   mountDocs(app);
+  // The review desk (/desk): a page on the public API, with the same headers.
+  mountDesk(app);
   app.get('/problems/:slug', (c) => {
     const html = problemPage(c.req.param('slug'));
     if (html === null) throw new ProblemError('not-found', 'No such problem type.');

@@ -6,6 +6,7 @@ import { storedEvidence } from '../drafting/context.js';
 import { storedContactResearch } from '../drafting/generate.js';
 import { linkPolicy, senderDomains } from '../drafting/links.js';
 import { replyContext, writeReply } from '../drafting/reply.js';
+import { replySender } from '../drafting/sender.js';
 import type { AuthInfo } from '../http/handler.js';
 import { type EmitInput, emitMany } from '../platform/events.js';
 import { newId } from '../platform/ids.js';
@@ -63,13 +64,15 @@ export async function draftReply(deps: Deps, auth: AuthInfo, body: ActionBody): 
             .where('id', '=', contact.company_id)
             .executeTakeFirst();
     const links = linkPolicy(await senderDomains(trx, org), config.researchSiteUrlTemplate, company?.domain_normalized ?? null);
-    return { contact, message, company: company ? (company.name ?? company.domain_normalized) : null, links };
+    const sender = await replySender(trx, org, auth.org.name, contact.id);
+    return { contact, message, company: company ? (company.name ?? company.domain_normalized) : null, links, sender };
   });
   if ('done' in read) return read.done!;
   const { contact, message } = read;
   const rc = replyContext({
     contact: { name: contact.name, title: contact.title, company: read.company },
     senderName: auth.org.name,
+    sender: read.sender,
     message: {
       id: message.id,
       messageId: message.message_id,

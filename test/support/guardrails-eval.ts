@@ -46,7 +46,9 @@ export interface EvalSet {
   items: EvalItem[];
 }
 
-export const loadEvalSet = (name: 'eval-set' | 'held-out' | 'held-out-2'): EvalSet =>
+export const HELD_OUT_SETS = ['held-out', 'held-out-2', 'held-out-3', 'held-out-4'] as const;
+
+export const loadEvalSet = (name: 'eval-set' | (typeof HELD_OUT_SETS)[number]): EvalSet =>
   JSON.parse(fs.readFileSync(path.join(FIXTURES, `${name}.json`), 'utf8')) as EvalSet;
 
 /** The words a draft may use without a source, as generation builds them (src/drafting/generate.ts). */
