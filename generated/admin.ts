@@ -962,6 +962,8 @@ export interface components {
          * @enum {string}
          */
         AdminApiKeyScope: "contacts.read" | "contacts.write" | "contacts.erase" | "lists.read" | "lists.write" | "drafts.read" | "drafts.write" | "drafts.send" | "events.read" | "webhooks.manage" | "deals.read" | "deals.write" | "sequences.read" | "sequences.write" | "suppression.write" | "actions.read" | "analytics.read" | "*";
+        /** @enum {string} */
+        AdminBounceClass: "recipient" | "soft" | "sender" | "other";
         /** @description The answer of a restore. */
         AdminContactRestoreResult: {
             contact: components["schemas"]["Contact"];
@@ -978,16 +980,26 @@ export interface components {
          *     contact are only counted.
          */
         AdminCsvImportResult: {
-            /** @description Of `existing`, the rows whose person lives on another list and was attached to this one (`X-Service-Existing-List`). */
+            /**
+             * Format: int64
+             * @description Of `existing`, the rows whose person lives on another list and was attached to this one (`X-Service-Existing-List`).
+             */
             attached: number;
-            /** @description New contacts filed on the list (POST /contacts' 201). */
+            /**
+             * Format: int64
+             * @description New contacts filed on the list (POST /contacts' 201).
+             */
             created: number;
             /**
+             * Format: int64
              * @description Rows whose person was already filed (POST /contacts' 200): already on this list (also an
              *     address repeated further down the file), or live on another list (then `attached` too).
              */
             existing: number;
-            /** @description Rows refused as POST /contacts would refuse their body (nothing filed for them). */
+            /**
+             * Format: int64
+             * @description Rows refused as POST /contacts would refuse their body (nothing filed for them).
+             */
             invalid: number;
             listId: string;
             outcomes: {
@@ -997,7 +1009,10 @@ export interface components {
                 email: string | null;
                 /** @description True when the person lives on another list (attached to this one). */
                 existingList: boolean;
-                /** @description The row's line number in the file (the header is line 1; a quoted value spanning lines counts them). */
+                /**
+                 * Format: int64
+                 * @description The row's line number in the file (the header is line 1; a quoted value spanning lines counts them).
+                 */
                 line: number;
                 /** @enum {string} */
                 outcome: "existing" | "invalid";
@@ -1005,14 +1020,24 @@ export interface components {
                 reason: string | null;
             }[];
             outcomesTruncated: boolean;
-            /** @description Data rows read (the header row and blank lines not counted). */
+            /**
+             * Format: int64
+             * @description Data rows read (the header row and blank lines not counted).
+             */
             rows: number;
             /**
+             * Format: int64
              * @description Of the filed rows (created or existing), those whose address is suppressed (own entry,
              *     plus-tag variant, covering domain or erased hash): they are filed as POST /contacts files
              *     them, and no message is ever sent to them.
              */
             suppressed: number;
+        };
+        AdminDkimIdentity: {
+            domainName: string;
+            keySelector: string;
+            /** @description The public half of the private key, base64 of its DER SubjectPublicKeyInfo; null when the key cannot be read (neither an RSA nor an ed25519 PEM, or the deployment's secret key changed). */
+            publicKey: string | null;
         };
         /** @description What DNS held for one of the mailbox's records when it was last verified. */
         AdminDnsFinding: {
@@ -1037,6 +1062,13 @@ export interface components {
             type: "TXT";
             /** @description The TXT value (a value over 255 characters is published as several strings of one record; DNS consoles split it themselves). */
             value: string;
+        };
+        AdminDnsSnapshot: {
+            /** Format: date-time */
+            checkedAt: string;
+            dkim: components["schemas"]["AdminDnsFinding"] | null;
+            dmarc: components["schemas"]["AdminDnsFinding"];
+            spf: components["schemas"]["AdminDnsFinding"] | null;
         };
         /**
          * @description Holdout experiments of the organization (GET /api/v1/analytics/lift reports them). Opt-in: an
@@ -1069,35 +1101,45 @@ export interface components {
          *     - `unverified_unsubscribe_limit` (degraded): `suppressions`, `limit` (20), `windowMinutes` (60); unsubscribe requests in mail whose sender could not be authenticated suppressed `limit` addresses in the last hour, so further ones are held for a person to check (an action item each) until the hour has passed.
          */
         AdminHealthReason: {
+            /** Format: int64 */
             bounces?: number;
+            /** Format: int64 */
             budget?: number;
             /** @enum {string} */
             code: "mailbox_paused" | "mailbox_unverified" | "no_sender" | "bounce_rate" | "complaint_rate" | "webhook_endpoint_disabled" | "research_budget_exhausted" | "unverified_unsubscribe_limit";
+            /** Format: int64 */
             complaints?: number;
             email?: string;
             endpointId?: string;
+            /** Format: int64 */
             limit?: number;
             mailboxId?: string;
             /** Format: date-time */
             periodEnd?: string;
             ratePct?: number;
             reason?: string | null;
+            /** Format: int64 */
             sends?: number;
             /**
              * @description The state this reason alone puts the organization in.
              * @enum {string}
              */
             severity: "degraded" | "blocked";
+            /** Format: int64 */
             suppressions?: number;
             thresholdPct?: number;
             url?: string;
+            /** Format: int64 */
             used?: number;
+            /** Format: int64 */
             windowDays?: number;
+            /** Format: int64 */
             windowMinutes?: number;
         };
         /** @description One holdout experiment's setting. */
         AdminHoldout: {
             /**
+             * Format: int32
              * @description Share of newly exposed units held out (control arm), in percent; 0 turns the experiment off.
              *     At most 50: an even split gives the comparison its most power, and a larger holdout would
              *     only withhold AI from more units. Units already assigned keep their arm when the share
@@ -1124,7 +1166,10 @@ export interface components {
         AdminMailbox: {
             /** Format: date-time */
             createdAt: string;
-            /** @description Most messages per rolling 24 hours, as configured. */
+            /**
+             * Format: int64
+             * @description Most messages per rolling 24 hours, as configured.
+             */
             dailyCap: number;
             /**
              * @description What the mailbox's sends met over the last `windowDays` days (the window bounce-rate
@@ -1135,9 +1180,12 @@ export interface components {
              *     from delivery reports matched to a send.
              */
             deliverability: {
+                /** Format: int64 */
                 hardBounces: number;
+                /** Format: int64 */
                 refusals: number;
                 refusalsByReason: {
+                    /** Format: int64 */
                     count: number;
                     /**
                      * Format: date-time
@@ -1150,18 +1198,19 @@ export interface components {
                      */
                     reason: string;
                 }[];
-                /** @description Messages that went out, or were refused for good, in the window. */
+                /**
+                 * Format: int64
+                 * @description Messages that went out, or were refused for good, in the window.
+                 */
                 sends: number;
-                /** @description The window, 28 days. */
+                /**
+                 * Format: int64
+                 * @description The window, 28 days.
+                 */
                 windowDays: number;
             };
             /** @description The DKIM signing identity (the private key is never shown). */
-            dkim: {
-                domainName: string;
-                keySelector: string;
-                /** @description The public half of the private key, base64 of its DER SubjectPublicKeyInfo; null when the key cannot be read (neither an RSA nor an ed25519 PEM, or the deployment's secret key changed). */
-                publicKey: string | null;
-            } | null;
+            dkim: components["schemas"]["AdminDkimIdentity"] | null;
             /**
              * @description What DNS held for `dnsRecords` when the mailbox was last verified (at creation and at each
              *     `verify: true`), looked up through INBOUND_DNS_SERVERS or the system resolver with mailauth:
@@ -1171,13 +1220,7 @@ export interface components {
              *     aligns. Findings never change `status`: the SMTP handshake alone decides it. Null until
              *     the mailbox is verified; `dkim` and `spf` are null when `dnsRecords` has none.
              */
-            dns: {
-                /** Format: date-time */
-                checkedAt: string;
-                dkim: components["schemas"]["AdminDnsFinding"] | null;
-                dmarc: components["schemas"]["AdminDnsFinding"];
-                spf: components["schemas"]["AdminDnsFinding"] | null;
-            } | null;
+            dns: components["schemas"]["AdminDnsSnapshot"] | null;
             /**
              * @description The DNS records the mailbox's domains should publish so receivers authenticate its mail:
              *     `dkim` at `<keySelector>._domainkey.<domainName>` = `v=DKIM1; k=rsa; p=<publicKey>` (an
@@ -1198,6 +1241,7 @@ export interface components {
                 spf: components["schemas"]["AdminDnsRecord"] | null;
             };
             /**
+             * Format: int64
              * @description The daily cap the mailbox sends under now: `dailyCap`, or less while a mailbox with its own
              *     SMTP server ramps up (organization setting `sending.rampUp`): `startCap` on the day it was
              *     added, `dailyIncrease` more each day (24 hours) since, up to `dailyCap`. Mailboxes sending
@@ -1226,7 +1270,10 @@ export interface components {
             advisoryActions: components["schemas"]["ActionDispatchName"][];
             /** Format: date-time */
             createdAt: string;
-            /** @description The operator's override of the plan's monthly draft allowance; null when the plan's applies (GET /usage reports the allowance in effect). */
+            /**
+             * Format: int64
+             * @description The operator's override of the plan's monthly draft allowance; null when the plan's applies (GET /usage reports the allowance in effect).
+             */
             draftsPerMonth: number | null;
             experiments: components["schemas"]["AdminExperimentSettings"];
             /** @description Feature flags that change public API behaviour. */
@@ -1246,6 +1293,7 @@ export interface components {
             };
             plan: components["schemas"]["AdminPlan"];
             /**
+             * Format: int64
              * @description Research runs per usage period (calendar month, UTC; default 100). A run is a research POST
              *     (POST /companies/{id}/research, or POST /contacts/{id}/research whose company dossier is
              *     missing or stale) that fetches the company's site; reusing a fresh dossier or waiting for a
@@ -1253,7 +1301,10 @@ export interface components {
              *     answer 429 `research-budget-exhausted` with Retry-After at the period's end.
              */
             researchBudget: number;
-            /** @description Days a research dossier stays fresh (default 30); POST /contacts/{id}/research reuses a fresh company dossier. */
+            /**
+             * Format: int64
+             * @description Days a research dossier stays fresh (default 30); POST /contacts/{id}/research reuses a fresh company dossier.
+             */
             researchTtlDays: number;
             sending: components["schemas"]["AdminSendingSettings"];
         };
@@ -1288,9 +1339,8 @@ export interface components {
              *     `soft` (counted; the address is suppressed after 3 within 30 days spanning 3 days or more),
              *     `sender` (a refusal of the sender: counted against the mailbox, never a suppression),
              *     `other` (no suppression); null when no failure is known.
-             * @enum {string|null}
              */
-            bounceClass: "recipient" | "soft" | "sender" | "other" | null;
+            bounceClass: components["schemas"]["AdminBounceClass"] | null;
             /**
              * @description Why the message was not delivered, as the receiving side stated it (at send time or in a
              *     delivery report): a reason of the bounce taxonomy, e.g. `user_unknown`, `mailbox_full`,
@@ -1326,7 +1376,10 @@ export interface components {
              * @enum {string}
              */
             status: "sending" | "sent" | "possibly_sent" | "bounced" | "failed";
-            /** @description The sequence step it sent. */
+            /**
+             * Format: int64
+             * @description The sequence step it sent.
+             */
             step: number | null;
             /** @description Null once the recipient was erased. */
             subject: string | null;
@@ -1347,17 +1400,26 @@ export interface components {
         };
         /** @description Background jobs not yet done, over all organizations. A test waits for `pending + running == 0`. */
         AdminQueueStatus: {
-            /** @description Jobs that exhausted their attempts and will not run again. */
+            /**
+             * Format: int64
+             * @description Jobs that exhausted their attempts and will not run again.
+             */
             failed: number;
-            /** @description Jobs due now (run time reached) and not yet started. Jobs scheduled for later (a future run time, a retry waiting for its delay, a recurring sweep) are not counted. */
+            /**
+             * Format: int64
+             * @description Jobs due now (run time reached) and not yet started. Jobs scheduled for later (a future run time, a retry waiting for its delay, a recurring sweep) are not counted.
+             */
             pending: number;
-            /** @description Jobs being run now. */
+            /**
+             * Format: int64
+             * @description Jobs being run now.
+             */
             running: number;
         };
         /** @description A custom rule of an organization. */
         AdminRule: {
             actions: components["schemas"]["AdminRuleAction"][];
-            conditions: components["schemas"]["AdminRuleConditions"];
+            conditions: components["schemas"]["AdminRuleConditions"] | null;
             /** Format: date-time */
             createdAt: string;
             enabled: boolean;
@@ -1425,11 +1487,11 @@ export interface components {
          *       ]
          *     }
          */
-        AdminRuleConditions: Record<string, never> | null;
+        AdminRuleConditions: Record<string, never>;
         /** @description A ready-made rule; `POST /organizations/{orgId}/rules` with `{"template": ...}` creates it. */
         AdminRuleTemplate: {
             actions: components["schemas"]["AdminRuleAction"][];
-            conditions: components["schemas"]["AdminRuleConditions"];
+            conditions: components["schemas"]["AdminRuleConditions"] | null;
             description: string;
             name: string;
             /** @enum {string} */
@@ -1443,17 +1505,26 @@ export interface components {
         AdminSendingSettings: {
             /** @description Whether an organization with no verified mailbox of its own sends from the deployment's MAIL_FROM. Default true. */
             allowDeploymentSender?: boolean;
-            /** @description Most messages to one contact per day, the day read in `timeZone`, across every sequence and every mailbox of the organization; a step over it waits (`heldBy` `contact_daily_limit`) until the next local day's start, or the window's opening after it. Default 1. */
+            /**
+             * Format: int32
+             * @description Most messages to one contact per day, the day read in `timeZone`, across every sequence and every mailbox of the organization; a step over it waits (`heldBy` `contact_daily_limit`) until the next local day's start, or the window's opening after it. Default 1.
+             */
             contactDailyLimit?: number;
             /** @description ISO weekdays the window is open (1 Monday .. 7 Sunday). Default every day. */
             days?: number[];
-            /** @description Daily cap (rolling 24 hours) of the deployment sender for this organization. Default 200. */
+            /**
+             * Format: int32
+             * @description Daily cap (rolling 24 hours) of the deployment sender for this organization. Default 200.
+             */
             deploymentDailyCap?: number;
             /** @description Set by bounce-rate protection when the deployment sender's hard bounces, or its refusals, for this organization pass the threshold; set it to false to resume. */
             deploymentPaused?: boolean;
             /** @description Local opening time, before `to` (as stored after the change, so a PATCH sending only one of them is checked against the other). Default 00:00. */
             from?: string;
-            /** @description Least seconds between two sends of one mailbox (plus a random extra of up to a fifth). Default 0. */
+            /**
+             * Format: int32
+             * @description Least seconds between two sends of one mailbox (plus a random extra of up to a fifth). Default 0.
+             */
             minGapSeconds?: number;
             /**
              * @description The ramp-up of a new mailbox with its own SMTP server: its effective daily cap
@@ -1463,11 +1534,16 @@ export interface components {
              *     sends. Default `{enabled: true, startCap: 20, dailyIncrease: 3}`.
              */
             rampUp?: {
+                /** Format: int32 */
                 dailyIncrease?: number;
                 enabled?: boolean;
+                /** Format: int32 */
                 startCap?: number;
             };
-            /** @description Most messages to one recipient domain per rolling 24 hours, across the organization's mailboxes. Default 25. */
+            /**
+             * Format: int32
+             * @description Most messages to one recipient domain per rolling 24 hours, across the organization's mailboxes. Default 25.
+             */
             recipientDomainDailyCap?: number;
             /**
              * @description IANA time zone the sending window is read in (daylight-saving time included); a name the time-zone database does not know is 400 `validation-failed`. Default UTC.
@@ -1492,7 +1568,10 @@ export interface components {
         /** @description One email of a template, as given at creation; steps are numbered by their position (1-based). */
         AdminTemplateStepInput: {
             body: string;
-            /** @description Days after the sequence anchor at which the step is due. */
+            /**
+             * Format: int32
+             * @description Days after the sequence anchor at which the step is due.
+             */
             dayOffset: number;
             subject: string;
         };
@@ -1542,11 +1621,7 @@ export interface components {
         /** @description A person of the organization. */
         Contact: {
             /** @description The company the contact is linked to; null when none. */
-            company: {
-                domain: string | null;
-                id: string;
-                name: string | null;
-            } | null;
+            company: components["schemas"]["ContactCompanyRef"] | null;
             /** Format: date-time */
             createdAt: string;
             /**
@@ -1554,33 +1629,38 @@ export interface components {
              * @example ada@example.com
              */
             email: string;
-            /** @description How well the contact fits the ideal customer profile, 0-100; null when not scored. */
+            /**
+             * Format: int32
+             * @description How well the contact fits the ideal customer profile, 0-100; null when not scored.
+             */
             fitScore: number | null;
             id: string;
             /** @description Free-text label of where the contact came from. */
             leadSource: string | null;
             /** @description The list the contact lives on (its own list); null when none. */
-            list: {
-                id: string;
-                name: string;
-            } | null;
+            list: components["schemas"]["ContactListRef"] | null;
             /** @description Display name of the person. */
             name: string;
             /** @description Free-text notes. */
             notes: string | null;
             organizationId: string;
             phone: string | null;
-            /**
-             * @description Qualification stage of the contact; NEW for a contact created without one.
-             * @enum {string}
-             */
-            qualificationStatus: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
+            /** @description Qualification stage of the contact; NEW for a contact created without one. */
+            qualificationStatus: components["schemas"]["QualificationStatus"];
             /** @description Job title. */
             title: string | null;
             /** Format: date-time */
             updatedAt: string;
-            /** @description How urgent outreach to the contact is, 0-100; null when not scored. */
+            /**
+             * Format: int32
+             * @description How urgent outreach to the contact is, 0-100; null when not scored.
+             */
             urgencyScore: number | null;
+        };
+        ContactCompanyRef: {
+            domain: string | null;
+            id: string;
+            name: string | null;
         };
         /** @description A list that groups contacts. Archiving (archivedAt) and soft-deleting are different things; a soft-deleted list is 404. */
         ContactList: {
@@ -1608,6 +1688,10 @@ export interface components {
             updatedAt: string;
             /** @description The user who owns the list. */
             userId: string;
+        };
+        ContactListRef: {
+            id: string;
+            name: string;
         };
         /**
          * Format: email
@@ -1643,7 +1727,10 @@ export interface components {
             instance?: string;
             /** @description Deal stage gates only - true when an `overrideReason` lets the move pass. */
             needsOverride?: boolean;
-            /** @description The HTTP status code. */
+            /**
+             * Format: int32
+             * @description The HTTP status code.
+             */
             status: number;
             /** @description Short, human-readable summary of the problem type. */
             title: string;
@@ -1676,12 +1763,23 @@ export interface components {
         /** @description One email of a sequence template. */
         PublicTemplateStep: {
             body: string;
-            /** @description Days after the sequence anchor at which this step is due. */
+            /**
+             * Format: int64
+             * @description Days after the sequence anchor at which this step is due.
+             */
             dayOffset: number;
-            /** @description 1-based position in the sequence. */
+            /**
+             * Format: int64
+             * @description 1-based position in the sequence.
+             */
             step: number;
             subject: string;
         };
+        /**
+         * @description Qualification stage of a contact.
+         * @enum {string}
+         */
+        QualificationStatus: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
         /**
          * @description An address or a whole domain that must never be contacted. For a domain-level entry `level` is
          *     DOMAIN and `email` holds the domain prefixed with `@` (for example `@example.com`).
@@ -1935,7 +2033,10 @@ export interface operations {
                      *     executing they open an advisory action item (replaces the stored list; `[]` unlocks all).
                      */
                     advisoryActions?: components["schemas"]["ActionDispatchName"][];
-                    /** @description Overrides the plan's monthly draft allowance (null returns to the plan's). */
+                    /**
+                     * Format: int32
+                     * @description Overrides the plan's monthly draft allowance (null returns to the plan's).
+                     */
                     draftsPerMonth?: number | null;
                     experiments?: components["schemas"]["AdminExperimentSettings"];
                     flags?: {
@@ -1943,9 +2044,15 @@ export interface operations {
                         v1_2_api_send?: boolean;
                     };
                     plan?: components["schemas"]["AdminPlan"];
-                    /** @description Research runs (site fetches) per usage period (calendar month, UTC). */
+                    /**
+                     * Format: int32
+                     * @description Research runs (site fetches) per usage period (calendar month, UTC).
+                     */
                     researchBudget?: number;
-                    /** @description Days a research dossier stays fresh; 0 makes every dossier stale at once. */
+                    /**
+                     * Format: int32
+                     * @description Days a research dossier stays fresh; 0 makes every dossier stale at once.
+                     */
                     researchTtlDays?: number;
                     sending?: components["schemas"]["AdminSendingSettings"];
                 };
@@ -1995,6 +2102,7 @@ export interface operations {
                     description?: string;
                     entityId?: string;
                     entityType?: string;
+                    /** Format: int64 */
                     expectedImpactCents?: number;
                     /** Format: date-time */
                     expiresAt?: string;
@@ -2164,6 +2272,7 @@ export interface operations {
                 "application/json": {
                     companyName?: string;
                     email: components["schemas"]["EmailAddress"];
+                    /** Format: int32 */
                     fitScore?: number;
                     intentConfidence?: number;
                     name?: string;
@@ -2444,7 +2553,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Default 50. */
+                    /**
+                     * Format: int32
+                     * @description Default 50.
+                     */
                     dailyCap?: number;
                     dkim?: {
                         domainName: string;
@@ -2498,6 +2610,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** Format: int32 */
                     dailyCap?: number;
                     name?: string | null;
                     /** @description The SMTP provider's SPF include; null derives it from the SMTP host again. */
@@ -2649,7 +2762,7 @@ export interface operations {
                     /** @description Required without `template`; refused with one. */
                     actions?: components["schemas"]["AdminRuleAction"][];
                     /** @description Optional without `template`; refused with one. */
-                    conditions?: components["schemas"]["AdminRuleConditions"];
+                    conditions?: components["schemas"]["AdminRuleConditions"] | null;
                     enabled?: boolean;
                     /** @description Required without `template` (400 `validation-failed` when missing); with one, defaults to the template's name. */
                     name?: string;
@@ -2776,7 +2889,7 @@ export interface operations {
                  */
                 "application/json": {
                     actions?: components["schemas"]["AdminRuleAction"][];
-                    conditions?: components["schemas"]["AdminRuleConditions"];
+                    conditions?: components["schemas"]["AdminRuleConditions"] | null;
                     enabled?: boolean;
                     name?: string;
                     triggerEventType?: string;
@@ -3276,6 +3389,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
+                            /** Format: int64 */
                             attempts: number;
                             contactId: string;
                             draftId: string;
@@ -3289,6 +3403,7 @@ export interface operations {
                             sequenceId: string;
                             /** @enum {string} */
                             state: "queued" | "deferred" | "sending" | "possibly_sent" | "failed" | "skipped";
+                            /** Format: int64 */
                             step: number;
                         }[];
                     };

@@ -2803,7 +2803,8 @@ validate72.evaluated = {"props":{"orgId":true},"dynamicProps":false,"dynamicItem
 
 exports.adminListUsers_query = validate75;
 const schema49 = {"$id":"adminadminListUsers_query","type":"object","properties":{"limit":{"$ref":"adminopenapi.json#/components/parameters/Limit/schema"},"cursor":{"$ref":"adminopenapi.json#/components/parameters/Cursor/schema"},"status":{"$ref":"adminopenapi.json#/paths/~1organizations~1{orgId}~1users/get/parameters/2/schema"}},"required":[]};
-const schema50 = {"type":"integer","minimum":1,"maximum":200,"default":50};
+const schema50 = {"type":"integer","minimum":1,"maximum":200,"default":50,"format":"int32"};
+const formats0 = require("ajv-formats/dist/formats").fullFormats.int32;
 
 function validate76(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -2859,6 +2860,16 @@ vErrors = [err2];
 }
 else {
 vErrors.push(err2);
+}
+errors++;
+}
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
 }
 errors++;
 }
@@ -4702,7 +4713,7 @@ return errors === 0;
 }
 validate125.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema81 = {"type":"string","minLength":1};
+const schema81 = {"type":"string","minLength":1,"maxLength":64};
 
 function validate127(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -4743,13 +4754,23 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(func0(data) < 1){
-const err1 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+if(func0(data) < 1){
+const err2 = {instancePath,schemaPath:"#/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -7336,7 +7357,7 @@ validate195.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems"
 
 exports.getDeal_query = validate198;
 const schema128 = {"$id":"getDeal_query","type":"object","properties":{"include":{"$ref":"openapi.json#/paths/~1deals~1{id}/get/parameters/0/schema"}},"required":[]};
-const schema129 = {"type":"string"};
+const schema129 = {"type":"string","maxLength":16384};
 
 function validate199(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7374,6 +7395,18 @@ data = coerced0;
 if(parentData !== undefined){
 parentData[parentDataProperty] = coerced0;
 }
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 16384){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 16384},message:"must NOT have more than 16384 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
 }
 }
 validate199.errors = vErrors;
@@ -7626,8 +7659,8 @@ validate204.evaluated = {"props":{"include":true},"dynamicProps":false,"dynamicI
 
 exports.getFunnelAnalytics_query = validate207;
 const schema134 = {"$id":"getFunnelAnalytics_query","type":"object","properties":{"from":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/0/schema"},"to":{"$ref":"openapi.json#/paths/~1analytics~1funnel/get/parameters/1/schema"}},"required":["from","to"]};
-const schema135 = {"type":"string","format":"date"};
-const formats0 = require("ajv-formats/dist/formats").fullFormats.date;
+const schema135 = {"type":"string","format":"date","maxLength":10};
+const formats2 = require("ajv-formats/dist/formats").fullFormats.date;
 
 function validate208(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7668,13 +7701,23 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats0.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(func0(data) > 10){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 10},message:"must NOT have more than 10 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+if(!(formats2.validate(data))){
+const err2 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -7684,7 +7727,7 @@ return errors === 0;
 }
 validate208.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema136 = {"type":"string","format":"date"};
+const schema136 = {"type":"string","format":"date","maxLength":10};
 
 function validate210(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -7725,13 +7768,23 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats0.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(func0(data) > 10){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 10},message:"must NOT have more than 10 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+if(!(formats2.validate(data))){
+const err2 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date"},message:"must match format \""+"date"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -8343,7 +8396,7 @@ validate223.evaluated = {"props":{"id":true},"dynamicProps":false,"dynamicItems"
 exports.getSuppression_query = validate226;
 const schema146 = {"$id":"getSuppression_query","type":"object","properties":{"email":{"$ref":"openapi.json#/paths/~1suppression/get/parameters/0/schema"},"cursor":{"$ref":"openapi.json#/components/parameters/Cursor/schema"},"limit":{"$ref":"openapi.json#/components/parameters/Limit/schema"}},"required":[]};
 const schema147 = {"type":"string","format":"email","maxLength":320,"pattern":"^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$","description":"An email address as the service accepts it, stricter than `format: email` alone: ASCII only,\n`local@domain`, the local part one or more dot-separated runs of letters, digits and\n``!#$%&'*+/=?^_`{|}~-`` (no quoted local part, no leading, trailing or double dot), the domain\ntwo or more dot-separated labels of letters, digits and inner hyphens (no IP literal such as\n`[127.0.0.1]`, no single-label host such as `localhost`, no internationalized domain: send its\n`xn--` form). Anything else is refused with 400 `validation-failed`. At most 320 characters.\n","examples":["ada@example.com"]};
-const formats4 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
+const formats6 = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
 const pattern0 = new RegExp("^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@([a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$", "u");
 
 function validate227(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
@@ -8405,7 +8458,7 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(!(formats4.test(data))){
+if(!(formats6.test(data))){
 const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
 if(vErrors === null){
 vErrors = [err3];
@@ -8488,7 +8541,7 @@ return errors === 0;
 }
 validate229.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema149 = {"type":"integer","minimum":1,"maximum":200,"default":50};
+const schema149 = {"type":"integer","minimum":1,"maximum":200,"default":50,"format":"int32"};
 
 function validate231(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -8544,6 +8597,16 @@ vErrors = [err2];
 }
 else {
 vErrors.push(err2);
+}
+errors++;
+}
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
 }
 errors++;
 }
@@ -9036,6 +9099,16 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate244.errors = vErrors;
 return errors === 0;
@@ -9404,6 +9477,16 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate255.errors = vErrors;
 return errors === 0;
@@ -9650,6 +9733,16 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate262.errors = vErrors;
 return errors === 0;
@@ -9723,7 +9816,7 @@ return errors === 0;
 }
 validate264.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema169 = {"type":"string","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
+const schema169 = {"type":"string","description":"Qualification stage of a contact.","enum":["NEW","CONTACTED","QUALIFIED","UNQUALIFIED","NURTURE","CUSTOMER"]};
 
 function validate266(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10278,6 +10371,16 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate280.errors = vErrors;
 return errors === 0;
@@ -10451,6 +10554,16 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate285.errors = vErrors;
 return errors === 0;
@@ -10524,7 +10637,8 @@ return errors === 0;
 }
 validate287.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema182 = {"type":"integer","minimum":0,"maximum":10000000000000};
+const schema182 = {"type":"integer","minimum":0,"maximum":10000000000000,"format":"int64"};
+const formats20 = require("ajv-formats/dist/formats").fullFormats.int64;
 
 function validate289(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10583,13 +10697,23 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats20.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int64"},message:"must match format \""+"int64"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate289.errors = vErrors;
 return errors === 0;
 }
 validate289.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema183 = {"type":"integer","minimum":0,"maximum":10000000000000};
+const schema183 = {"type":"integer","minimum":0,"maximum":10000000000000,"format":"int64"};
 
 function validate291(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10648,13 +10772,23 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats20.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int64"},message:"must match format \""+"int64"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate291.errors = vErrors;
 return errors === 0;
 }
 validate291.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema184 = {"type":"string"};
+const schema184 = {"type":"string","maxLength":16384};
 
 function validate293(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -10692,6 +10826,18 @@ data = coerced0;
 if(parentData !== undefined){
 parentData[parentDataProperty] = coerced0;
 }
+}
+}
+if(typeof data === "string"){
+if(func0(data) > 16384){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 16384},message:"must NOT have more than 16384 characters"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
 }
 }
 validate293.errors = vErrors;
@@ -10887,6 +11033,16 @@ vErrors = [err2];
 }
 else {
 vErrors.push(err2);
+}
+errors++;
+}
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
 }
 errors++;
 }
@@ -11399,6 +11555,16 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate313.errors = vErrors;
 return errors === 0;
@@ -11683,8 +11849,8 @@ return errors === 0;
 }
 validate321.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema200 = {"type":"string","format":"date-time"};
-const formats6 = require("ajv-formats/dist/formats").fullFormats["date-time"];
+const schema200 = {"type":"string","format":"date-time","maxLength":64};
+const formats28 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate323(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11725,13 +11891,23 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats6.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+if(!(formats28.validate(data))){
+const err2 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -11741,7 +11917,7 @@ return errors === 0;
 }
 validate323.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema201 = {"type":"string","format":"date-time"};
+const schema201 = {"type":"string","format":"date-time","maxLength":64};
 
 function validate325(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -11782,13 +11958,23 @@ parentData[parentDataProperty] = coerced0;
 }
 }
 if(typeof data === "string"){
-if(!(formats6.validate(data))){
-const err1 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(func0(data) > 64){
+const err1 = {instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err1];
 }
 else {
 vErrors.push(err1);
+}
+errors++;
+}
+if(!(formats28.validate(data))){
+const err2 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "date-time"},message:"must match format \""+"date-time"+"\""};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
 }
 errors++;
 }
@@ -11992,6 +12178,16 @@ vErrors = [err2];
 }
 else {
 vErrors.push(err2);
+}
+errors++;
+}
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
 }
 errors++;
 }
@@ -12343,6 +12539,16 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate340.errors = vErrors;
 return errors === 0;
@@ -12513,6 +12719,16 @@ vErrors = [err2];
 }
 else {
 vErrors.push(err2);
+}
+errors++;
+}
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
 }
 errors++;
 }
@@ -12750,6 +12966,16 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate352.errors = vErrors;
 return errors === 0;
@@ -12823,7 +13049,7 @@ return errors === 0;
 }
 validate354.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema219 = {"type":"string","enum":["INBOUND","OUTBOUND"]};
+const schema219 = {"type":"string","description":"Direction of a message.","enum":["INBOUND","OUTBOUND"]};
 
 function validate356(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -13130,6 +13356,16 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate363.errors = vErrors;
 return errors === 0;
@@ -13337,7 +13573,7 @@ return errors === 0;
 }
 validate369.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const schema227 = {"type":"integer","minimum":1,"maximum":1000};
+const schema227 = {"type":"integer","minimum":1,"maximum":1000,"format":"int32"};
 
 function validate371(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
@@ -13393,6 +13629,16 @@ vErrors = [err2];
 }
 else {
 vErrors.push(err2);
+}
+errors++;
+}
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
 }
 errors++;
 }
@@ -13590,6 +13836,16 @@ vErrors = [err2];
 }
 else {
 vErrors.push(err2);
+}
+errors++;
+}
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
 }
 errors++;
 }
@@ -13948,6 +14204,16 @@ vErrors.push(err2);
 }
 errors++;
 }
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
 }
 validate386.errors = vErrors;
 return errors === 0;
@@ -14118,6 +14384,16 @@ vErrors = [err2];
 }
 else {
 vErrors.push(err2);
+}
+errors++;
+}
+if(!(formats0.validate(data))){
+const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "int32"},message:"must match format \""+"int32"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
 }
 errors++;
 }
@@ -14752,7 +15028,7 @@ vErrors.push(err2);
 }
 errors++;
 }
-if(!(formats4.test(data))){
+if(!(formats6.test(data))){
 const err3 = {instancePath,schemaPath:"#/format",keyword:"format",params:{format: "email"},message:"must match format \""+"email"+"\""};
 if(vErrors === null){
 vErrors = [err3];

@@ -46,6 +46,20 @@ function newAjv(coerce: boolean) {
 }
 
 /**
+ * A copy of the document without `discriminator.mapping`: ajv tells the branches apart by the
+ * `const` of the discriminator property in each and refuses a mapping, which generators read.
+ */
+function withoutDiscriminatorMappings(doc: OpenApiDoc): object {
+  return JSON.parse(JSON.stringify(doc), (key, value) => {
+    if (key === 'discriminator' && value && typeof value === 'object') {
+      const { mapping: _mapping, ...rest } = value as Record<string, unknown>;
+      return rest;
+    }
+    return value;
+  });
+}
+
+/**
  * Request parameters (coerced from strings, defaults applied) and bodies/responses (strict types)
  * are compiled by two ajv instances into two modules.
  */
@@ -56,8 +70,9 @@ function validators(docs: Record<string, OpenApiDoc>): { params: string; bodies:
   const bodyMap: Record<string, string> = {};
   for (const [prefix, doc] of Object.entries(docs)) {
     const docId = `${prefix}${DOC_ID}`;
-    paramAjv.addSchema(doc as object, docId);
-    bodyAjv.addSchema(doc as object, docId);
+    const forAjv = withoutDiscriminatorMappings(doc);
+    paramAjv.addSchema(forAjv, docId);
+    bodyAjv.addSchema(forAjv, docId);
     for (const op of collectOperations(doc)) {
       for (const [part, schema] of Object.entries(op.paramSchemas(docId))) {
         const id = `${prefix}${op.operationId}_${part}`;
@@ -98,7 +113,7 @@ async function openapi() {
     ['admin', adm],
   ] as const) {
     // Our OpenApiDoc reads only what the service needs; openapi-typescript's OpenAPI3 type asks for more.
-    const ast = await openapiTS(doc as never, { alphabetize: true });
+    const ast = await openapiTS(doc as never, { alphabetize: true, defaultNonNullable: false });
     fs.writeFileSync(path.join(out, `${name}.ts`), HEADER + astToString(ast));
   }
   // The client SDK carries its own copy of the public types, so the package stands alone.

@@ -281,7 +281,13 @@ describe('public templates and documents', () => {
     const doc = await (await fetch(`${svc.baseUrl}/api-docs/openapi.json`)).json();
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info.version).toBe('1.0.0');
-    expect((await fetch(`${svc.baseUrl}/admin/api-docs/openapi.json`)).status).toBe(200);
+    // The server names the running service (its PUBLIC_BASE_URL), not the document's local default.
+    expect(doc.servers).toEqual([{ url: `${svc.config.publicBaseUrl}/api/v1`, 'x-internal': false, description: expect.any(String) }]);
+    const admin = await fetch(`${svc.baseUrl}/admin/api-docs/openapi.json`);
+    expect(admin.status).toBe(200);
+    expect((await admin.json()).servers).toEqual([
+      { url: `${svc.config.publicBaseUrl}/admin/api`, 'x-internal': true, description: expect.any(String) },
+    ]);
     expect(await (await fetch(`${svc.baseUrl}/healthz`)).json()).toEqual({ status: 'ok' });
   });
 

@@ -16,6 +16,7 @@ import { mountDocs } from './docs.js';
 import { mountOperatorApi, mountPublicApi, type PipelineDeps } from './pipeline.js';
 import { PROBLEMS, ProblemError, problemBody, problemPage } from './problems.js';
 import { type C, header, type Vars } from './request.js';
+import { servedDocument } from './served-docs.js';
 
 export interface AppDeps extends PipelineDeps {
   /** Reports whether the database is reachable and migrated (GET /healthz). */
@@ -30,8 +31,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
   // Failed authentications with the operator token, on the operator API and GET /metrics alike.
   const throttle = authThrottle({ trustProxy: config.trustProxy });
   mountMetrics(app, { config, db: deps.metricsDb, throttle });
-  const servedPublicDoc = JSON.stringify(publicDoc);
-  const servedAdminDoc = JSON.stringify(adminDoc);
+  const servedPublicDoc = servedDocument(publicDoc, '/api/v1', config);
+  const servedAdminDoc = servedDocument(adminDoc, '/admin/api', config);
 
   const problemResponse = (c: C, err: ProblemError) => {
     const headers = {
@@ -95,8 +96,8 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const ok = await deps.health().catch(() => false);
     return ok ? c.json({ status: 'ok' }) : c.json({ status: 'unavailable' }, 503);
   });
-  app.get('/api-docs/openapi.json', (c) => c.body(servedPublicDoc, 200, { 'Content-Type': 'application/json' }));
-  app.get('/admin/api-docs/openapi.json', (c) => c.body(servedAdminDoc, 200, { 'Content-Type': 'application/json' }));
+  app.get('/api-docs/openapi.json', (c) => c.body(servedPublicDoc(), 200, { 'Content-Type': 'application/json' }));
+  app.get('/admin/api-docs/openapi.json', (c) => c.body(servedAdminDoc(), 200, { 'Content-Type': 'application/json' }));
   // The reference pages (/docs, /admin/docs) and their security headers, also on problem pages.
   mountDocs(app);
   // The review desk (/desk): a page on the public API, with the same headers.

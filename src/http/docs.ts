@@ -48,17 +48,17 @@ export const pageHeaders: MiddlewareHandler = async (c, next) => {
   for (const [k, v] of Object.entries(PAGE_HEADERS)) c.header(k, v);
 };
 
-// Renders the document named by the container's data-spec-url. The public document's server is a
-// variable whose default is the conventional local address; the page points it at the origin that
-// served it, so "Try it out" stays on this origin (the CSP allows nothing else).
+// Renders the document named by the container's data-spec-url. The served document names
+// PUBLIC_BASE_URL as its server, which may be a proxy's address; the page points it at the origin
+// that served it, so "Try it out" stays on this origin (the CSP allows nothing else).
 const INIT_JS = `'use strict';
 (function () {
   var el = document.getElementById('swagger-ui');
   fetch(el.dataset.specUrl, { headers: { accept: 'application/json' } })
     .then(function (r) { if (!r.ok) throw new Error('the document answered ' + r.status); return r.json(); })
     .then(function (spec) {
-      var v = spec.servers && spec.servers[0] && spec.servers[0].variables && spec.servers[0].variables.base_url;
-      if (v) v.default = location.origin + '/api/v1';
+      var s = spec.servers && spec.servers[0];
+      if (s) s.url = location.origin + new URL(s.url).pathname;
       window.ui = SwaggerUIBundle({
         spec: spec, domNode: el, deepLinking: true, displayOperationId: true, docExpansion: 'list',
         defaultModelsExpandDepth: 0, filter: true, validatorUrl: null, queryConfigEnabled: false,

@@ -68,14 +68,25 @@ function fieldOf(e: ErrorObject, part: string): string {
   return part === 'body' ? (path ? `body.${path}` : 'body') : path || part;
 }
 
+// A flat body states both additionalProperties and unevaluatedProperties (for client generators):
+// an unknown field is reported once, the same way under either keyword.
+const UNKNOWN_FIELD = new Set(['unevaluatedProperties', 'additionalProperties']);
+
 function validationProblem(part: string, errors: ErrorObject[] | null | undefined): ProblemError {
+  const seen = new Set<string>();
   const list = (errors ?? [])
     .filter((e) => !['if', 'allOf', 'anyOf', 'oneOf'].includes(e.keyword) || (errors ?? []).length === 1)
-    .slice(0, 20)
     .map((e) => ({
       field: fieldOf(e, part),
-      message: e.keyword === 'unevaluatedProperties' ? 'is not a known field' : (e.message ?? 'is invalid'),
-    }));
+      message: UNKNOWN_FIELD.has(e.keyword) ? 'is not a known field' : (e.message ?? 'is invalid'),
+    }))
+    .filter((x) => {
+      const key = `${x.field}\u0000${x.message}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    })
+    .slice(0, 20);
   const detail = list.length ? list.map((x) => `${x.field} ${x.message}`).join('; ') : `The ${part} is invalid.`;
   return new ProblemError('validation-failed', detail, { errors: list });
 }

@@ -13,7 +13,12 @@ import type { Clock } from '../platform/clock.js';
 import type { Config } from '../platform/config.js';
 import { openActionItem } from './action-items.js';
 
-export type ActionBody = operations['dispatchAction']['requestBody']['content']['application/json'];
+type DispatchBody = operations['dispatchAction']['requestBody']['content']['application/json'];
+/**
+ * The body of POST /actions read flat: the contract is a union told apart by `action` (only
+ * snooze_contact carries `days`, only tag_contact `tag`), which the validator has enforced.
+ */
+export type ActionBody = DispatchBody & { days?: number; tag?: string };
 export type Action = ActionBody['action'];
 export interface Outcome {
   outcome: 'executed' | 'advisory' | 'noop';

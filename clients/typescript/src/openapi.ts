@@ -2126,20 +2126,10 @@ export interface components {
          */
         ActionDispatchName: "pause_sequence" | "resume_sequence" | "snooze_contact" | "tag_contact" | "add_to_suppression" | "handoff_to_ae" | "draft_reply";
         /**
-         * @description Body of POST /actions. `days` is required with `snooze_contact` and `tag` with `tag_contact`;
-         *     each is refused (400) with any other action.
+         * @description Body of POST /actions, told apart by `action` (see ActionDispatchName): `days` is required with
+         *     `snooze_contact` and `tag` with `tag_contact`; each is refused (400) with any other action.
          */
-        ActionDispatchRequest: {
-            action: components["schemas"]["ActionDispatchName"];
-            /** @description The contact the action applies to. */
-            contactId: string;
-            /** @description `snooze_contact` only: snooze length in days. */
-            days?: number;
-            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
-            reason?: string;
-            /** @description `tag_contact` only: the tag to add (adding a tag the contact already has is a no-op). */
-            tag?: string;
-        } & (unknown & unknown);
+        ActionDispatchRequest: components["schemas"]["PauseSequenceAction"] | components["schemas"]["ResumeSequenceAction"] | components["schemas"]["SnoozeContactAction"] | components["schemas"]["TagContactAction"] | components["schemas"]["AddToSuppressionAction"] | components["schemas"]["HandoffToAeAction"] | components["schemas"]["DraftReplyAction"];
         /** @description Result of POST /actions. */
         ActionDispatchResult: {
             action: components["schemas"]["ActionDispatchName"];
@@ -2189,7 +2179,10 @@ export interface components {
             entityId: string | null;
             /** @description Type of the record the item is about (for example `Contact` or `Deal`); null when none. */
             entityType: string | null;
-            /** @description Estimated revenue impact in cents; null when not estimated. */
+            /**
+             * Format: int64
+             * @description Estimated revenue impact in cents; null when not estimated.
+             */
             expectedImpactCents: number | null;
             /** Format: date-time */
             expiresAt: string | null;
@@ -2210,6 +2203,10 @@ export interface components {
             snoozeReason: string | null;
             status: components["schemas"]["ActionItemStatus"];
             title: string;
+        };
+        ActionItemPage: {
+            data: components["schemas"]["ActionItem"][];
+            nextCursor: components["schemas"]["PageCursor"];
         };
         /**
          * @description Priority of an action item.
@@ -2234,7 +2231,10 @@ export interface components {
          * @example {}
          */
         ActionItemVerbRequest: {
-            /** @description Snooze only. Snooze for this many days from now. */
+            /**
+             * Format: int32
+             * @description Snooze only. Snooze for this many days from now.
+             */
             days?: number;
             /** @description `dismiss` and `snooze` only (refused with `complete` and `reopen`): why the item is dismissed or snoozed; stored as `dismissReason` or `snoozeReason`. */
             reason?: string;
@@ -2250,6 +2250,122 @@ export interface components {
             actionId: string;
             item: components["schemas"]["ActionItem"];
             status: components["schemas"]["ActionItemVerb"];
+        };
+        /**
+         * @example {
+         *       "email": "ada@example.com",
+         *       "reason": "Asked by phone not to be emailed"
+         *     }
+         */
+        AddSuppressionRequest: {
+            /** @description The address to suppress; stored lowercased. */
+            email: components["schemas"]["EmailAddress"];
+            /** @description Free-text notes stored on the entry. */
+            notes?: string | null;
+            /** @description Why the address is suppressed; stored as the entry's `source`. */
+            reason: string;
+        };
+        /** @description Body of POST /actions for `add_to_suppression`. */
+        AddToSuppressionAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "add_to_suppression";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+        };
+        ApproveDraftRequest: {
+            /**
+             * @description Must be true to approve a draft that carries flags (of any kind).
+             * @default false
+             */
+            acknowledgeFlags?: boolean;
+        };
+        BatchApproveDraftsRequest: {
+            /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
+            items: {
+                /**
+                 * @description Must be true to approve a flagged draft, as for POST /drafts/{id}/approve.
+                 * @default false
+                 */
+                acknowledgeFlags?: boolean;
+                /** @description The draft id. */
+                id: string;
+            }[];
+        };
+        BatchRejectDraftsRequest: {
+            /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
+            items: {
+                /** @description The draft id. */
+                id: string;
+                /** @description Why the draft is rejected, as for POST /drafts/{id}/reject. */
+                reason?: string;
+            }[];
+        };
+        BatchSendDraftsRequest: {
+            /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
+            items: {
+                /** @description The draft id. */
+                id: string;
+            }[];
+        };
+        /** @description The target stage named by its id. */
+        ChangeDealStageById: {
+            /** @description Justification that passes an overridable blocking gate; recorded in the history row. */
+            overrideReason?: string;
+            /** @description Why the deal moves. Required to move to closed_lost (stored as `lossReason`) and to move out of a terminal stage (reopening). */
+            reason?: string;
+            /** @description Short structured reason labels, stored with the history row. */
+            reasonChips?: string[];
+            /** @description Id of the target stage. */
+            stageId: string;
+        };
+        /** @description The target stage named by its slug (a `stageId` given too must name the same stage). */
+        ChangeDealStageBySlug: {
+            /** @description Justification that passes an overridable blocking gate; recorded in the history row. */
+            overrideReason?: string;
+            /** @description Why the deal moves. Required to move to closed_lost (stored as `lossReason`) and to move out of a terminal stage (reopening). */
+            reason?: string;
+            /** @description Short structured reason labels, stored with the history row. */
+            reasonChips?: string[];
+            /** @description Slug of the target stage. */
+            stage: string;
+            /** @description Id of the target stage. */
+            stageId?: string;
+        };
+        /**
+         * @description Body of POST /deals/{id}/stage, naming the target stage by `stage` (slug) or by `stageId`.
+         * @example {
+         *       "stage": "closed_lost",
+         *       "reason": "Chose a competitor on price",
+         *       "reasonChips": [
+         *         "price",
+         *         "competitor"
+         *       ]
+         *     }
+         */
+        ChangeDealStageRequest: components["schemas"]["ChangeDealStageBySlug"] | components["schemas"]["ChangeDealStageById"];
+        /**
+         * @example {
+         *       "dealId": "deal_01HZX3K8Q2",
+         *       "stage": "proposal",
+         *       "stageId": "stg_01HZX2AA04",
+         *       "warnings": [
+         *         "skip-stages"
+         *       ]
+         *     }
+         */
+        ChangeDealStageResponse: {
+            dealId: string;
+            /** @description Slug of the stage the deal is now in; null for a legacy stage without slug. */
+            stage: string | null;
+            /** @description Id of the stage the deal is now in. */
+            stageId: string;
+            /** @description Warn-mode gates that fired (currently only `skip-stages`); empty when none. Always present. */
+            warnings: string[];
         };
         /** @description An account, identified within the organization by its normalized domain. */
         Company: {
@@ -2276,7 +2392,10 @@ export interface components {
              * @description When the company research was last computed; null when never (GET /companies/{id}/research then answers 404).
              */
             researchUpdatedAt: string | null;
-            /** @description Number of research sources stored; 0 for a malformed legacy value (not an error). */
+            /**
+             * Format: int64
+             * @description Number of research sources stored; 0 for a malformed legacy value (not an error).
+             */
             sourcesCount: number;
             tags: string[];
             /** @description Account tier label. */
@@ -2292,6 +2411,10 @@ export interface components {
             id: string;
             /** @description Company name; falls back to the domain when the company is unnamed. */
             name: string;
+        };
+        CompanyPage: {
+            data: components["schemas"]["CompanyListItem"][];
+            nextCursor: components["schemas"]["PageCursor"];
         };
         /** @description The cached research dossier of a company (GET /companies/{id}/research). */
         CompanyResearch: {
@@ -2321,7 +2444,10 @@ export interface components {
             researchSources: components["schemas"]["ResearchSources"];
             /** @description One line on the company built from its cited description fact; null when none was read. */
             summary: string | null;
-            /** @description The organization's research TTL in days (current value). */
+            /**
+             * Format: int64
+             * @description The organization's research TTL in days (current value).
+             */
             ttlDays: number;
             /**
              * Format: date-time
@@ -2361,11 +2487,7 @@ export interface components {
         /** @description A person of the organization. */
         Contact: {
             /** @description The company the contact is linked to; null when none. */
-            company: {
-                domain: string | null;
-                id: string;
-                name: string | null;
-            } | null;
+            company: components["schemas"]["ContactCompanyRef"] | null;
             /** Format: date-time */
             createdAt: string;
             /**
@@ -2373,33 +2495,41 @@ export interface components {
              * @example ada@example.com
              */
             email: string;
-            /** @description How well the contact fits the ideal customer profile, 0-100; null when not scored. */
+            /**
+             * Format: int32
+             * @description How well the contact fits the ideal customer profile, 0-100; null when not scored.
+             */
             fitScore: number | null;
             id: string;
             /** @description Free-text label of where the contact came from. */
             leadSource: string | null;
             /** @description The list the contact lives on (its own list); null when none. */
-            list: {
-                id: string;
-                name: string;
-            } | null;
+            list: components["schemas"]["ContactListRef"] | null;
             /** @description Display name of the person. */
             name: string;
             /** @description Free-text notes. */
             notes: string | null;
             organizationId: string;
             phone: string | null;
-            /**
-             * @description Qualification stage of the contact; NEW for a contact created without one.
-             * @enum {string}
-             */
-            qualificationStatus: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
+            /** @description Qualification stage of the contact; NEW for a contact created without one. */
+            qualificationStatus: components["schemas"]["QualificationStatus"];
             /** @description Job title. */
             title: string | null;
             /** Format: date-time */
             updatedAt: string;
-            /** @description How urgent outreach to the contact is, 0-100; null when not scored. */
+            /**
+             * Format: int32
+             * @description How urgent outreach to the contact is, 0-100; null when not scored.
+             */
             urgencyScore: number | null;
+        };
+        ContactAssessment: {
+            [key: string]: unknown;
+        };
+        ContactCompanyRef: {
+            domain: string | null;
+            id: string;
+            name: string | null;
         };
         /** @description Result of DELETE /contacts/{id} (soft delete). */
         ContactDeleteResult: {
@@ -2423,25 +2553,7 @@ export interface components {
          */
         ContactDetail: components["schemas"]["Contact"] & {
             /** @description Present only with `include=research`. The cached research of the contact; null when no research has been cached (this is not a 404). */
-            research?: {
-                /** @description Researched facts about the contact (free-shape objects). */
-                facts: {
-                    [key: string]: unknown;
-                }[];
-                /** @description True while `updatedAt` plus `ttlDays` is in the future. */
-                isFresh: boolean;
-                /** @description Sources the facts were drawn from (free-shape objects); draft citations index into this list (1-based). */
-                sources: {
-                    [key: string]: unknown;
-                }[];
-                /** @description Days the research stays fresh after `updatedAt`. */
-                ttlDays: number;
-                /**
-                 * Format: date-time
-                 * @description When the research was last computed.
-                 */
-                updatedAt: string;
-            } | null;
+            research?: components["schemas"]["ContactResearchSummary"] | null;
         };
         /** @description Result of POST /contacts/{id}/erase (GDPR erasure). */
         ContactEraseResult: {
@@ -2500,9 +2612,15 @@ export interface components {
              */
             deletedAt: string;
             id: string;
-            /** @description Contacts that were on the list when this request deleted it - its own live contacts plus the attached ones whose membership was soft-deleted; 0 on a repeat call. Contacts themselves always survive. */
+            /**
+             * Format: int64
+             * @description Contacts that were on the list when this request deleted it - its own live contacts plus the attached ones whose membership was soft-deleted; 0 on a repeat call. Contacts themselves always survive.
+             */
             membershipsRemoved: number;
-            /** @description In-flight sequences paused by this request (only with force=true); 0 otherwise. */
+            /**
+             * Format: int64
+             * @description In-flight sequences paused by this request (only with force=true); 0 otherwise.
+             */
             sequencesPaused: number;
         };
         /** @description Item of GET /contacts - a Contact plus its soft-delete and erasure timestamps. */
@@ -2518,10 +2636,25 @@ export interface components {
              */
             erasedAt: string | null;
         };
+        ContactListPage: {
+            data: components["schemas"]["ContactList"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
+        ContactListRef: {
+            id: string;
+            name: string;
+        };
+        ContactPage: {
+            data: components["schemas"]["ContactListItem"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /** @description Result of POST /contacts/{id}/pause-sequence. */
         ContactPauseSequenceResult: {
             contactId: string;
-            /** @description Number of in-flight sequences (ACTIVE, QUEUED, DRAFTED, APPROVED) paused by this request; 0 when none was in flight. */
+            /**
+             * Format: int64
+             * @description Number of in-flight sequences (ACTIVE, QUEUED, DRAFTED, APPROVED) paused by this request; 0 when none was in flight.
+             */
             pausedCount: number;
         };
         /** @description The cached research dossier of a contact (GET /contacts/{id}/research). */
@@ -2529,9 +2662,7 @@ export interface components {
             /** @description The company whose dossier the research used; null for research stored by an earlier version. */
             companyId: string | null;
             /** @description The assessment of the last run (see ContactResearchJob); null for research stored by an earlier version. */
-            contactAssessment: {
-                [key: string]: unknown;
-            } | null;
+            contactAssessment: components["schemas"]["ContactAssessment"] | null;
             contactId: string;
             /**
              * @description Researched facts (free-shape objects): the company's facts, recent news and pain points, each
@@ -2548,7 +2679,10 @@ export interface components {
             sources: {
                 [key: string]: unknown;
             }[];
-            /** @description The organization's research TTL in days (current value). */
+            /**
+             * Format: int64
+             * @description The organization's research TTL in days (current value).
+             */
             ttlDays: number;
             /**
              * Format: date-time
@@ -2566,9 +2700,7 @@ export interface components {
              *     researchUpdatedAt, lowConfidence, hasMinimumCoverage}, signals [{type, fact, sourceIndex,
              *     publishedAt}], suggestedFitScore, suggestedUrgencyScore (0-100, suggestions only), basis}`.
              */
-            contactAssessment: {
-                [key: string]: unknown;
-            } | null;
+            contactAssessment: components["schemas"]["ContactAssessment"] | null;
             contactId: string;
             /** @description Identifier of the research run, for support and logs; there is nothing to poll. */
             jobId: string;
@@ -2584,11 +2716,203 @@ export interface components {
              */
             status: string;
         };
+        ContactResearchSummary: {
+            /** @description Researched facts about the contact (free-shape objects). */
+            facts: {
+                [key: string]: unknown;
+            }[];
+            /** @description True while `updatedAt` plus `ttlDays` is in the future. */
+            isFresh: boolean;
+            /** @description Sources the facts were drawn from (free-shape objects); draft citations index into this list (1-based). */
+            sources: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * Format: int64
+             * @description Days the research stays fresh after `updatedAt`.
+             */
+            ttlDays: number;
+            /**
+             * Format: date-time
+             * @description When the research was last computed.
+             */
+            updatedAt: string;
+        };
         /** @description Result of PATCH /contacts/{id}. */
         ContactUpdateResult: {
             id: string;
             /** @description True when at least one stored value changed; false when every sent value equalled the stored one. */
             updated: boolean;
+        };
+        ConvertLeadRequest: {
+            /**
+             * @description False converts to a contact only, without opening a deal.
+             * @default true
+             */
+            createDeal?: boolean;
+            /** @description Name of the deal to open; defaults to the lead's company name, else its name, else its email, followed by ` (inbound)`. */
+            dealName?: string;
+        };
+        /**
+         * @example {
+         *       "domain": "https://www.example.com",
+         *       "name": "Example Ltd"
+         *     }
+         */
+        CreateCompanyRequest: {
+            /** @description Bare domain (`example.com`) or URL (`https://www.example.com/about`). */
+            domain: string;
+            /** @description Company name; on an existing company only backfilled when it has none. */
+            name?: string;
+        };
+        /**
+         * @example {
+         *       "email": "ada@example.com",
+         *       "name": "Ada Lovelace",
+         *       "title": "CTO",
+         *       "company": {
+         *         "name": "Example Ltd",
+         *         "domain": "example.com"
+         *       },
+         *       "fitScore": 80
+         *     }
+         */
+        CreateContactRequest: {
+            /** @description The company to link the new contact to; at least one of the two fields. */
+            company?: {
+                /** @description Bare domain or URL; normalized like POST /companies. */
+                domain?: string;
+                name?: string;
+            };
+            /** @description The person's address; compared after normalization (trimmed, lowercased). */
+            email: components["schemas"]["EmailAddress"];
+            /** Format: int32 */
+            fitScore?: number;
+            /** @description The list to file the contact on (or to attach an existing contact to). Omitted - the `CRM import` list. */
+            listId?: string;
+            name?: string;
+            /** @default NEW */
+            qualificationStatus?: components["schemas"]["QualificationStatus"];
+            /** @description Job title. */
+            title?: string;
+            /** Format: int32 */
+            urgencyScore?: number;
+        };
+        /**
+         * @example {
+         *       "kind": "call",
+         *       "summary": "Walked the CFO through the pricing options; follow-up demo next week.",
+         *       "occurredAt": "2026-07-15T14:30:00Z"
+         *     }
+         */
+        CreateDealActivityRequest: {
+            /** @enum {string} */
+            kind: "note" | "call" | "meeting";
+            /**
+             * Format: date-time
+             * @description When it happened; defaults to now; may not be in the future.
+             */
+            occurredAt?: string;
+            /** @description What happened; trimmed, 1-2000 characters, not only whitespace. */
+            summary: string;
+        };
+        /**
+         * @example {
+         *       "name": "Acme - annual platform licence",
+         *       "valueCents": 4800000,
+         *       "probability": 20,
+         *       "closeDate": "2026-09-30",
+         *       "primaryContactId": "ct_01HZX1M4RT",
+         *       "companyId": "co_01HZX0PP2K",
+         *       "stage": "qualification"
+         *     }
+         */
+        CreateDealRequest: {
+            /**
+             * Format: date
+             * @description Expected close date (YYYY-MM-DD), year 0001 or later.
+             */
+            closeDate?: string;
+            companyId?: string;
+            name: string;
+            /** @description Defaults to the user the key is attributed to, else the organization's owner. */
+            ownerSalesPersonId?: string;
+            /** @description A live contact of the organization. */
+            primaryContactId?: string;
+            /**
+             * Format: int32
+             * @description Win probability, integer percent.
+             */
+            probability?: number;
+            /** @description Slug of the initial stage (same meaning as `stageId`; both may be sent if they name the same stage). */
+            stage?: string;
+            /** @description Id of the initial stage. */
+            stageId?: string;
+            /**
+             * Format: int64
+             * @description Deal value in cents.
+             */
+            valueCents?: number;
+        };
+        /**
+         * @example {
+         *       "name": "SaaStr 2026 booth visitors",
+         *       "sourceType": "CONFERENCE",
+         *       "connectionPoint": "Met at our booth at SaaStr 2026",
+         *       "goal": "Book a follow-up demo"
+         *     }
+         */
+        CreateListRequest: {
+            /** @description How the sender is connected to the list's contacts (used in drafts). */
+            connectionPoint?: string | null;
+            description?: string | null;
+            /** @description What outreach to this list aims for. */
+            goal?: string | null;
+            name: string;
+            /** @description Product the outreach to this list is about. */
+            productId?: string | null;
+            /**
+             * @description Where the list's contacts come from.
+             * @default OTHER
+             * @enum {string}
+             */
+            sourceType?: "CONFERENCE" | "WARM_LEAD" | "COLD" | "REFERRAL" | "OTHER";
+            /** @description Use-case template that shapes the drafts generated for the list. */
+            useCaseTemplateId?: string | null;
+        };
+        /**
+         * @example {
+         *       "contactId": "ct_01HZX1M4RT",
+         *       "templateId": "tpl_01HZW00K2M",
+         *       "anchorAtUtc": "2026-07-20T08:00:00Z"
+         *     }
+         */
+        CreateSequenceRequest: {
+            /**
+             * Format: date-time
+             * @description Instant the step schedule is computed from.
+             */
+            anchorAtUtc?: string;
+            contactId: string;
+            /** @description Product the sequence sells; a contact cannot have active sequences of two different products. */
+            productId?: string;
+            templateId: string;
+        };
+        /**
+         * @example {
+         *       "url": "https://hooks.example.com/outbound",
+         *       "eventTypes": [
+         *         "deal.won",
+         *         "contact.erased"
+         *       ],
+         *       "description": "CRM sync"
+         *     }
+         */
+        CreateWebhookRequest: {
+            /** @description Free-text label. */
+            description?: string | null;
+            eventTypes: components["schemas"]["WebhookEventTypes"];
+            url: components["schemas"]["WebhookUrl"];
         };
         /**
          * @description A deal on the organization's stage pipeline. `GET /deals` items and `GET /deals/{id}` have this
@@ -2629,11 +2953,8 @@ export interface components {
             companyId: string | null;
             /** Format: date-time */
             createdAt: string;
-            /**
-             * @description Forecast category; null when the deal was never classified.
-             * @enum {string|null}
-             */
-            forecastCategory: "lead" | "sql" | "qualified_pipeline" | "pipeline" | "best_case" | "strong_forecast" | "commit" | "closed_won" | "closed_lost" | "omitted" | null;
+            /** @description Forecast category; null when the deal was never classified. */
+            forecastCategory: components["schemas"]["ForecastCategory"] | null;
             id: string;
             /** @description Free-text loss reason, set only while the deal is closed lost (the `reason` of the move to closed_lost). */
             lossReason: string | null;
@@ -2642,16 +2963,22 @@ export interface components {
              *     qualification blob (typically `fields`, `sources`, `confidence`, `frameworkKey`); null when
              *     none was recorded or the stored value was not an object.
              */
-            meddpic?: Record<string, never> | null;
+            meddpic?: components["schemas"]["Meddpic"] | null;
             name: string;
             organizationId: string;
             /** @description The sales person owning the deal. */
             ownerSalesPersonId: string;
             /** @description The deal's primary contact; null when none (also after that contact was GDPR-erased). */
             primaryContactId: string | null;
-            /** @description Win probability as an integer percent 0-100 (never a 0-1 fraction); null when not set. */
+            /**
+             * Format: int32
+             * @description Win probability as an integer percent 0-100 (never a 0-1 fraction); null when not set.
+             */
             probability: number | null;
-            /** @description Qualification completeness 0-100 (a different metric from `probability`); null when no qualification was recorded. */
+            /**
+             * Format: int32
+             * @description Qualification completeness 0-100 (a different metric from `probability`); null when no qualification was recorded.
+             */
             readinessScore: number | null;
             /** @description Id of the current stage; null for a stage-less deal. */
             stageId: string | null;
@@ -2667,7 +2994,10 @@ export interface components {
             stageSlug: string | null;
             /** Format: date-time */
             updatedAt: string;
-            /** @description Deal value in cents of the organization's currency; null when not set. */
+            /**
+             * Format: int64
+             * @description Deal value in cents of the organization's currency; null when not set.
+             */
             valueCents: number | null;
         };
         /**
@@ -2692,6 +3022,10 @@ export interface components {
             occurredAt: string;
             /** @description The summary as stored (trimmed). */
             summary: string;
+        };
+        DealPage: {
+            data: components["schemas"]["Deal"][];
+            nextCursor: components["schemas"]["PageCursor"];
         };
         /**
          * @description A stage of the organization's deal pipeline (item of `GET /deal-stages`).
@@ -2723,7 +3057,10 @@ export interface components {
              * @example proposal
              */
             slug: string | null;
-            /** @description Position in the pipeline; `GET /deal-stages` is ordered by it, ascending. */
+            /**
+             * Format: int64
+             * @description Position in the pipeline; `GET /deal-stages` is ordered by it, ascending.
+             */
             sortOrder: number;
         };
         /**
@@ -2761,6 +3098,16 @@ export interface components {
             toStageName: string | null;
             /** @description The user the calling key is attributed to, else the id of the API key; null only for rows written by the system. */
             transitionedBy: string | null;
+        };
+        DealStageHistoryEntryPage: {
+            data: components["schemas"]["DealStageHistoryEntry"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
+        DeleteWebhookResponse: {
+            /** @constant */
+            deleted: true;
+            /** @description Id of the deleted endpoint. */
+            id: string;
         };
         /**
          * @description Detail of one draft (GET /drafts/{id}): the list fields with the full `body` instead of `bodyPreview`.
@@ -2836,7 +3183,10 @@ export interface components {
             /** @description The sequence the draft is a step of; null for a draft outside a sequence. */
             sequenceId: string | null;
             status: components["schemas"]["DraftStatus"];
-            /** @description 1-based step of the contact's sequence this draft belongs to. */
+            /**
+             * Format: int64
+             * @description 1-based step of the contact's sequence this draft belongs to.
+             */
             step: number;
             subject: string;
             /**
@@ -2844,9 +3194,15 @@ export interface components {
              * @description When a newer version replaced this one; null for the live version of its step.
              */
             supersededAt: string | null;
-            /** @description Only with `include=evidence`. Number of citations with `resolved=false`. */
+            /**
+             * Format: int64
+             * @description Only with `include=evidence`. Number of citations with `resolved=false`.
+             */
             unresolvedCitationCount?: number;
-            /** @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one. */
+            /**
+             * Format: int64
+             * @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one.
+             */
             version: number;
         };
         /** @description Result of POST /drafts/{id}/approve. */
@@ -2867,7 +3223,10 @@ export interface components {
          *     Items are independent: an item refused leaves the others' outcomes unchanged.
          */
         DraftBatchResult: {
-            /** @description Items refused with a problem. */
+            /**
+             * Format: int64
+             * @description Items refused with a problem.
+             */
             failed: number;
             results: {
                 /** @description The draft id of the item. */
@@ -2876,10 +3235,16 @@ export interface components {
                 problem: components["schemas"]["Problem"] | null;
                 /** @description The single operation's answer when `status` is 200, else null. */
                 result: components["schemas"]["DraftApprovalResult"] | components["schemas"]["DraftRejectionResult"] | components["schemas"]["DraftSendResult"] | null;
-                /** @description The HTTP status the single operation would have answered for this item (200, 400, 403, 404, ...). */
+                /**
+                 * Format: int32
+                 * @description The HTTP status the single operation would have answered for this item (200, 400, 403, 404, ...).
+                 */
                 status: number;
             }[];
-            /** @description Items whose single operation would have answered 200 (a send skip, `queued=false`, included). */
+            /**
+             * Format: int64
+             * @description Items whose single operation would have answered 200 (a send skip, `queued=false`, included).
+             */
             succeeded: number;
         };
         /**
@@ -2892,7 +3257,10 @@ export interface components {
             /** @description Whether `sourceIndex` still resolves to a source of the current research. */
             resolved: boolean;
             sourceDomain: string | null;
-            /** @description 1-based index into the contact's research source list. */
+            /**
+             * Format: int64
+             * @description 1-based index into the contact's research source list.
+             */
             sourceIndex: number;
             /**
              * @description The text on the source the sentence rests on, as it was when the draft was written: the
@@ -2913,7 +3281,10 @@ export interface components {
              *     sender's or the prospect's, removed with its sentence.
              */
             advisories: string[];
-            /** @description Number of generation attempts made. */
+            /**
+             * Format: int64
+             * @description Number of generation attempts made.
+             */
             attempts: number;
             /** @description True when the final text passed every guardrail. */
             clean: boolean;
@@ -3003,7 +3374,10 @@ export interface components {
             /** @description The sequence the draft is a step of; null for a draft outside a sequence. */
             sequenceId: string | null;
             status: components["schemas"]["DraftStatus"];
-            /** @description 1-based step of the contact's sequence this draft belongs to. */
+            /**
+             * Format: int64
+             * @description 1-based step of the contact's sequence this draft belongs to.
+             */
             step: number;
             subject: string;
             /**
@@ -3011,8 +3385,15 @@ export interface components {
              * @description When a newer version replaced this one; null for the live version of its step.
              */
             supersededAt: string | null;
-            /** @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one. */
+            /**
+             * Format: int64
+             * @description Version of the step's draft; a regeneration writes version + 1 and supersedes the older one.
+             */
             version: number;
+        };
+        DraftListItemPage: {
+            data: components["schemas"]["DraftListItem"][];
+            nextCursor: components["schemas"]["PageCursor"];
         };
         /** @description Result of POST /drafts/{id}/reject. */
         DraftRejectionResult: {
@@ -3024,12 +3405,27 @@ export interface components {
              */
             status: "rejected";
         };
+        /** @description Body of POST /actions for `draft_reply`. */
+        DraftReplyAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "draft_reply";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+        };
         /** @description Result of POST /drafts/{id}/send. A skip is a 200 with `queued=false` and a `skippedReason`. */
         DraftSendResult: {
             draftId: string;
             /** @description True only when `queuedJobCount` > 0. */
             queued: boolean;
-            /** @description Send jobs enqueued, one per approved, unsent step of the sequence. */
+            /**
+             * Format: int64
+             * @description Send jobs enqueued, one per approved, unsent step of the sequence.
+             */
             queuedJobCount: number;
             /**
              * @description Why nothing was queued, a stable code: `contact_removed` (deleted or erased), `suppressed`
@@ -3037,11 +3433,14 @@ export interface components {
              *     do-not-contact), `already_in_pipeline` (the contact is the primary contact of an open deal),
              *     `all_steps_sent`, `sequence_not_active` (the sequence is paused or completed),
              *     `already_queued` (every approved, unsent step is queued already); null when jobs were queued.
-             * @example suppressed
-             * @enum {string|null}
              */
-            skippedReason: "contact_removed" | "suppressed" | "do_not_contact" | "already_in_pipeline" | "all_steps_sent" | "sequence_not_active" | "already_queued" | null;
+            skippedReason: components["schemas"]["DraftSkippedReason"] | null;
         };
+        /**
+         * @example suppressed
+         * @enum {string}
+         */
+        DraftSkippedReason: "contact_removed" | "suppressed" | "do_not_contact" | "already_in_pipeline" | "all_steps_sent" | "sequence_not_active" | "already_queued";
         /**
          * @description Draft state (uppercase). `DRAFT_GENERATED` (first written), `EDITED` (a reviewer's edit,
          *     PATCH /drafts/{id}) and `REGENERATED` (written again: POST /drafts/{id}/regenerate, a resume, a
@@ -3061,6 +3460,18 @@ export interface components {
          * @example ada@example.com
          */
         EmailAddress: string;
+        /**
+         * @example {
+         *       "requesterRef": "DSR-2026-0142",
+         *       "reason": "Data subject erasure request received by email."
+         *     }
+         */
+        EraseContactRequest: {
+            /** @description Why the contact is erased, kept in the evidence row; must not be blank. */
+            reason: string;
+            /** @description Reference of the erasure request (for example a ticket number), kept in the evidence row; must not be blank. */
+            requesterRef: string;
+        };
         /**
          * @description Platform event envelope, as stored in the event log (`GET /events`) and as POSTed to webhook
          *     endpoints (see `EventDelivery`). The same event can be delivered more than once (retries,
@@ -3136,6 +3547,10 @@ export interface components {
          *     `X-Outbound-Signature` header over the raw body before parsing.
          */
         EventDelivery: components["schemas"]["Event"];
+        EventPage: {
+            data: components["schemas"]["Event"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /**
          * @description A platform event type: the canonical catalogue of the 73 subscribable event types (56 emitted,
          *     17 catalogued but never emitted), sorted alphabetically. This exact list is the single source
@@ -3149,6 +3564,8 @@ export interface components {
          * @enum {string}
          */
         EventType: "action.created" | "action.resolved" | "company.created" | "company.research_completed" | "contact.deleted" | "contact.erased" | "contact.restored" | "contact.snoozed" | "contact.stage_changed" | "contact.tagged" | "deal.amount_changed" | "deal.close_date_changed" | "deal.created" | "deal.lost" | "deal.next_step_overdue" | "deal.risk_changed" | "deal.slipped" | "deal.stage_changed" | "deal.won" | "demo.abandoned" | "demo.run" | "demo.signup_clicked" | "draft.approved" | "draft.created" | "draft.failed" | "draft.pending_approval" | "draft.regenerated" | "draft.sent" | "email.bounced" | "email.clicked" | "email.complained" | "email.opened" | "email.unsubscribed" | "grounding.would_fire" | "handoff.created" | "inbound.lead_received" | "lead.interested" | "list.contacts_added" | "list.context_updated" | "list.uploaded" | "meeting.booked" | "meeting.cancelled" | "meeting.completed" | "meeting.scheduled" | "org.created" | "org.health_changed" | "org.research_ttl_updated" | "org.seller_profile_updated" | "payment.failed" | "quota.exceeded" | "quota.warning" | "rep.activated" | "rep.invited" | "reply.classified" | "reply.received" | "research.completed" | "rule.deal_at_risk" | "rule.hot_reply" | "rule.lead_qualified" | "rule.objection" | "rule.triggered" | "send.failed" | "sequence.completed" | "sequence.paused" | "sequence.resumed" | "sequence.started" | "sequence.step_failed" | "subscription.canceled" | "subscription.changed" | "suppression.added" | "suppression.removed" | "team.member_added" | "team.member_removed";
+        /** @enum {string} */
+        ForecastCategory: "lead" | "sql" | "qualified_pipeline" | "pipeline" | "best_case" | "strong_forecast" | "commit" | "closed_won" | "closed_lost" | "omitted";
         /**
          * @description One funnel bucket: the totals of the window, or one product or list row. Numeric fields name
          *     their unit: `_count`, `_cents`, `_pct` (0-100). A rate is null when its denominator is 0 (never 0
@@ -3173,11 +3590,17 @@ export interface components {
          *     }
          */
         FunnelBucket: {
-            /** @description Deals created in the window and credited to the bucket's sequences (sequence grain, single attribution). */
+            /**
+             * Format: int64
+             * @description Deals created in the window and credited to the bucket's sequences (sequence grain, single attribution).
+             */
             dealsAttributed_count: number;
             /** @description 100 x dealsAttributed_count / sequencesStarted_count; may exceed 100 (not clamped). */
             dealsPerSequenceStarted_pct: number | null;
-            /** @description Attributed deals that are closed won. */
+            /**
+             * Format: int64
+             * @description Attributed deals that are closed won.
+             */
             dealsWon_count: number;
             /** @description Product id (byProduct) or list id (byList); null for totals and for the row of sequences without a product or list. */
             key: string | null;
@@ -3185,7 +3608,10 @@ export interface components {
             label: string | null;
             /** @description 100 x sequencesWithMeeting_count / sequencesSent_count. */
             meetingPerSequenceSent_pct: number | null;
-            /** @description Sum of valueCents of the open (not closed won or lost) attributed deals. */
+            /**
+             * Format: int64
+             * @description Sum of valueCents of the open (not closed won or lost) attributed deals.
+             */
             openValue_cents: number;
             /**
              * @description True when the bucket has at least 10 sequences that replied and at least 10 sent sequences
@@ -3197,18 +3623,41 @@ export interface components {
             repliedPerSequenceSent_pct: number | null;
             /** @description 100 x sequencesSent_count / sequencesStarted_count. */
             sentPerSequenceStarted_pct: number | null;
-            /** @description Started sequences with at least one human reply (never automatic mail, out-of-office replies, bounces or complaints). */
+            /**
+             * Format: int64
+             * @description Started sequences with at least one human reply (never automatic mail, out-of-office replies, bounces or complaints).
+             */
             sequencesReplied_count: number;
-            /** @description Started sequences with at least one email sent. */
+            /**
+             * Format: int64
+             * @description Started sequences with at least one email sent.
+             */
             sequencesSent_count: number;
-            /** @description Sequences enrolled in the window: created (by POST /sequences or a list's generation) with `createdAt` in the window, whether or not anything was sent. It is not the count of `sequence.started` events, which mark a sequence's first send; sequences with a send are `sequencesSent_count`. */
+            /**
+             * Format: int64
+             * @description Sequences enrolled in the window: created (by POST /sequences or a list's generation) with `createdAt` in the window, whether or not anything was sent. It is not the count of `sequence.started` events, which mark a sequence's first send; sequences with a send are `sequencesSent_count`.
+             */
             sequencesStarted_count: number;
-            /** @description Started sequences that led to a booked meeting (a human `meeting_request` reply, or a `meeting` activity on a deal credited to the sequence). */
+            /**
+             * Format: int64
+             * @description Started sequences that led to a booked meeting (a human `meeting_request` reply, or a `meeting` activity on a deal credited to the sequence).
+             */
             sequencesWithMeeting_count: number;
             /** @description 100 x dealsWon_count / dealsAttributed_count. */
             wonPerDealAttributed_pct: number | null;
-            /** @description Sum of valueCents of the won attributed deals. */
+            /**
+             * Format: int64
+             * @description Sum of valueCents of the won attributed deals.
+             */
             wonValue_cents: number;
+        };
+        GenerateListDraftsRequest: {
+            /**
+             * @description Also rewrite the live drafts that are not approved (each counts against the
+             *     allowance). Without it only steps that have no live draft are written.
+             * @default false
+             */
+            regenerate?: boolean;
         };
         /**
          * @description Result of POST /lists/{id}/generate. Exactly one of three shapes:
@@ -3245,11 +3694,18 @@ export interface components {
         GenerationJobStatus: {
             /** @description Present (and true) only when the run was not started because `draftsToWrite` exceeds `allowanceRemaining`. */
             allowanceExceeded?: boolean;
-            /** @description Present with `draftsToWrite` - the month's draft allowance left now (as GET /usage `drafts.remaining`). */
+            /**
+             * Format: int64
+             * @description Present with `draftsToWrite` - the month's draft allowance left now (as GET /usage `drafts.remaining`).
+             */
             allowanceRemaining?: number;
-            /** @description Present only when a new run was just enqueued - number of work chunks the run was split into. */
+            /**
+             * Format: int64
+             * @description Present only when a new run was just enqueued - number of work chunks the run was split into.
+             */
             chunkCount?: number;
             /**
+             * Format: int64
              * @description Present when a run was enqueued or refused for the allowance - how many drafts it will write
              *     (each counts against the month's allowance): every step without a live draft of the contacts
              *     it will draft for, and with `regenerate` also the live drafts not approved.
@@ -3262,7 +3718,10 @@ export interface components {
             listId: string;
             /** @description The generation run enqueued now, the one in flight, or the one not started for the allowance. */
             runId: string;
-            /** @description Present only when a new run was just enqueued - number of contacts the run covers. */
+            /**
+             * Format: int64
+             * @description Present only when a new run was just enqueued - number of contacts the run covers.
+             */
             totalContacts?: number;
         };
         /**
@@ -3271,21 +3730,40 @@ export interface components {
          *     Contacts are counted once per run; drafts once per step of a contact's sequence.
          */
         GenerationRun: {
-            /** @description The month's draft allowance left when the run was asked; null for runs recorded before this was kept. */
+            /**
+             * Format: int64
+             * @description The month's draft allowance left when the run was asked; null for runs recorded before this was kept.
+             */
             allowanceRemaining: number | null;
-            /** @description Drafts the run took from the month's allowance (every draft written counts, regenerated ones too). */
+            /**
+             * Format: int64
+             * @description Drafts the run took from the month's allowance (every draft written counts, regenerated ones too).
+             */
             allowanceUsed: number;
-            /** @description Work chunks of up to 100 contacts; 0 for a run not started. */
+            /**
+             * Format: int64
+             * @description Work chunks of up to 100 contacts; 0 for a run not started.
+             */
             chunkCount: number;
-            /** @description Chunks that have committed. */
+            /**
+             * Format: int64
+             * @description Chunks that have committed.
+             */
             chunksDone: number;
             /** Format: date-time */
             createdAt: string;
-            /** @description Drafts the run meant to write and could not (a `draft.failed` event each); by reason in `failedReasons`. */
+            /**
+             * Format: int64
+             * @description Drafts the run meant to write and could not (a `draft.failed` event each); by reason in `failedReasons`.
+             */
             draftsFailed: number;
-            /** @description Drafts written (first versions and regenerated ones). */
+            /**
+             * Format: int64
+             * @description Drafts written (first versions and regenerated ones).
+             */
             draftsGenerated: number;
             /**
+             * Format: int64
              * @description How many drafts the run expected to write when it was asked (each counts against the
              *     month's allowance); null for runs recorded before this was kept.
              */
@@ -3315,26 +3793,48 @@ export interface components {
              *     steps that have no live draft.
              */
             regenerate: boolean;
-            /** @description Contacts that got a new sequence on the list's template. */
+            /**
+             * Format: int64
+             * @description Contacts that got a new sequence on the list's template.
+             */
             sequencesCreated: number;
-            /** @description Contacts whose existing sequence on the template was reused. */
+            /**
+             * Format: int64
+             * @description Contacts whose existing sequence on the template was reused.
+             */
             sequencesReused: number;
             /** @description What the run left alone, by reason. */
             skipped: {
-                /** @description Contacts deleted or erased after the run was asked. */
+                /**
+                 * Format: int64
+                 * @description Contacts deleted or erased after the run was asked.
+                 */
                 contactUnavailable: number;
-                /** @description Contacts tagged do-not-contact (no sequence, no draft). */
+                /**
+                 * Format: int64
+                 * @description Contacts tagged do-not-contact (no sequence, no draft).
+                 */
                 doNotContact: number;
                 /**
+                 * Format: int64
                  * @description Steps kept because they already have a live draft: any live draft, or with
                  *     `regenerate`, an approved or sent one. Each is a draft not written and no allowance spent.
                  */
                 liveDraft: number;
-                /** @description Contacts in an active sequence for another product. */
+                /**
+                 * Format: int64
+                 * @description Contacts in an active sequence for another product.
+                 */
                 productCollision: number;
-                /** @description Contacts whose sequence on the template is past drafting (queued, sending, paused or finished). */
+                /**
+                 * Format: int64
+                 * @description Contacts whose sequence on the template is past drafting (queued, sending, paused or finished).
+                 */
                 sequenceActive: number;
-                /** @description Contacts whose address is on the suppression list (no sequence, no draft). */
+                /**
+                 * Format: int64
+                 * @description Contacts whose address is on the suppression list (no sequence, no draft).
+                 */
                 suppressed: number;
             };
             /**
@@ -3350,8 +3850,79 @@ export interface components {
              * @enum {string}
              */
             state: "queued" | "running" | "completed" | "failed" | "not_started";
-            /** @description The list's own live contacts when the run was asked. */
+            /**
+             * Format: int64
+             * @description The list's own live contacts when the run was asked.
+             */
             totalContacts: number;
+        };
+        GenerationRunPage: {
+            data: components["schemas"]["GenerationRun"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
+        GetFunnelAnalyticsResponse: {
+            attribution: {
+                /**
+                 * Format: int64
+                 * @description Every deal created in the window, attributed or not; at least `totals.dealsAttributed_count`.
+                 */
+                dealsCreatedAllSources_count: number;
+            };
+            /**
+             * @description One bucket per contact list (`key` list id), the list the sequence was generated
+             *     from, else its contact's own list; a null key for sequences with neither. `label`
+             *     is null for a deleted list.
+             */
+            byList: components["schemas"]["FunnelBucket"][];
+            /** @description One bucket per product of the cohort's sequences (`key` product id; null key for sequences without a product). */
+            byProduct: components["schemas"]["FunnelBucket"][];
+            /**
+             * Format: date
+             * @description The window's first day, as requested.
+             */
+            from: string;
+            /**
+             * Format: date
+             * @description The window's last day, as requested.
+             */
+            to: string;
+            totals: components["schemas"]["FunnelBucket"];
+            truncation: {
+                /** @description True when the 5,000-deal read limit was hit; attributed numbers are then floors. */
+                dealScanTruncated: boolean;
+            };
+        };
+        GetLiftAnalyticsResponse: {
+            experiments: {
+                /** @description AI actions experiment; unit `deal`. */
+                ai_actions: components["schemas"]["LiftExperiment"] & {
+                    /** @constant */
+                    unit?: "deal";
+                };
+                /** @description AI email experiment; unit `account`. */
+                ai_email_lift: components["schemas"]["LiftExperiment"] & {
+                    /** @constant */
+                    unit?: "account";
+                };
+            };
+        };
+        /**
+         * @description Answer of GET /suppression: with `email`, a SuppressionCheck (keys `email`, `suppressed`,
+         *     `entry`); without, a SuppressionPage (keys `data`, `nextCursor`). Neither allows the other's keys,
+         *     so exactly one matches.
+         */
+        GetSuppressionResponse: components["schemas"]["SuppressionCheck"] | components["schemas"]["SuppressionPage"];
+        /** @description Body of POST /actions for `handoff_to_ae`. */
+        HandoffToAeAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "handoff_to_ae";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
         };
         /**
          * @description An inbound lead (a person who came to the organization, e.g. through a form). The capture
@@ -3375,7 +3946,10 @@ export interface components {
             dealId: string | null;
             /** @description The address the lead gave. */
             email: string;
-            /** @description Fit with the organization's ideal customer profile, 0-100; null when not scored. */
+            /**
+             * Format: int32
+             * @description Fit with the organization's ideal customer profile, 0-100; null when not scored.
+             */
             fitScore: number | null;
             id: string;
             /** @description Confidence (0-1) that the lead shows buying intent; null when not assessed. */
@@ -3401,6 +3975,10 @@ export interface components {
             leadId: string;
             /** @enum {string} */
             status: "CONVERTED";
+        };
+        InboundLeadPage: {
+            data: components["schemas"]["InboundLead"][];
+            nextCursor: components["schemas"]["PageCursor"];
         };
         /** @description Result of POST /leads/{id}/spam. */
         InboundLeadSpamResult: {
@@ -3438,11 +4016,17 @@ export interface components {
          *     }
          */
         LiftBucket: {
-            /** @description Units (accounts or deals) assigned to this arm. */
+            /**
+             * Format: int64
+             * @description Units (accounts or deals) assigned to this arm.
+             */
             assigned_count: number;
             /** @description One entry per measured outcome. */
             endpoints: {
-                /** @description Assigned units that reached the outcome within the horizon. */
+                /**
+                 * Format: int64
+                 * @description Assigned units that reached the outcome within the horizon.
+                 */
                 hits_count: number;
                 /**
                  * @description `meeting` or `positive` for the email experiment; `won` or `advanced` for the actions experiment.
@@ -3468,7 +4052,10 @@ export interface components {
              * @description Instant up to which outcomes are counted (the time of computation); units assigned within the last `horizonDays_count` days before it are not counted yet.
              */
             horizonAt: string;
-            /** @description Observation horizon in days after assignment (30 for ai_email_lift, 90 for ai_actions); a unit is counted once it has passed. */
+            /**
+             * Format: int64
+             * @description Observation horizon in days after assignment (30 for ai_email_lift, 90 for ai_actions); a unit is counted once it has passed.
+             */
             horizonDays_count: number;
             /** @description Treatment minus control rate of the primary endpoint (the first entry of `endpoints`), in percentage points. */
             lift_pp: number | null;
@@ -3478,6 +4065,9 @@ export interface components {
              * @enum {string}
              */
             unit: "account" | "deal";
+        };
+        ListDealStagesResponse: {
+            data: components["schemas"]["DealStage"][];
         };
         /** @description The calling API key and the organization it belongs to (response of GET /me). */
         Me: {
@@ -3494,11 +4084,8 @@ export interface components {
                 id: string;
                 /** @description Label given to the key when it was minted; null when none was given. */
                 name: string | null;
-                /**
-                 * @description Role of the attributed person; null when the key is attributed to nobody. POST /contacts/{id}/erase needs MANAGER, ADMIN or OWNER.
-                 * @enum {string|null}
-                 */
-                role: "REP" | "MANAGER" | "ADMIN" | "OWNER" | null;
+                /** @description Role of the attributed person; null when the key is attributed to nobody. POST /contacts/{id}/erase needs MANAGER, ADMIN or OWNER. */
+                role: components["schemas"]["UserRole"] | null;
                 /**
                  * @description Scope names granted to the key (see the 17 scopes of the API).
                  * @example [
@@ -3529,6 +4116,7 @@ export interface components {
                 plan: "free" | "starter" | "growth";
             };
         };
+        Meddpic: Record<string, never>;
         /**
          * @description A conversation message of the organization: an inbound reply (or delivery report, complaint,
          *     automatic reply) received by the inbound SMTP listener or the operator row, or an outbound
@@ -3559,8 +4147,7 @@ export interface components {
             contactId: string | null;
             /** Format: date-time */
             createdAt: string;
-            /** @enum {string} */
-            direction: "INBOUND" | "OUTBOUND";
+            direction: components["schemas"]["MessageDirection"];
             /**
              * @description The sender's address (the From of an inbound message, the mailbox an outbound one was sent
              *     from); null when unknown or redacted.
@@ -3610,8 +4197,38 @@ export interface components {
             /** @description The address the message was sent to (for an inbound one, the address it came in on); null when unknown or redacted. */
             to: string | null;
         };
+        /**
+         * @description Direction of a message.
+         * @enum {string}
+         */
+        MessageDirection: "INBOUND" | "OUTBOUND";
+        MessagePage: {
+            data: components["schemas"]["Message"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /** @description Opaque cursor of the next page, to be passed back as `cursor`; null on the last page. */
         PageCursor: string | null;
+        /**
+         * @example {
+         *       "reason": "Prospect asked to be contacted next quarter."
+         *     }
+         */
+        PauseContactSequenceRequest: {
+            /** @description Why outreach is paused; recorded with the pause. */
+            reason?: string;
+        };
+        /** @description Body of POST /actions for `pause_sequence`. */
+        PauseSequenceAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "pause_sequence";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+        };
         /** @description RFC 7807 problem details. `type` is `$PUBLIC_BASE_URL/problems/<slug>`; that URL serves a page saying what the problem means and whether a retry can succeed. `x-problem-types` lists every slug the service answers with its status, title and whether a retry can succeed (the same catalogue is served as JSON at `/problems`). */
         Problem: {
             /** @description Explanation specific to this occurrence. */
@@ -3633,7 +4250,10 @@ export interface components {
             instance?: string;
             /** @description Deal stage gates only - true when an `overrideReason` lets the move pass. */
             needsOverride?: boolean;
-            /** @description The HTTP status code. */
+            /**
+             * Format: int32
+             * @description The HTTP status code.
+             */
             status: number;
             /** @description Short, human-readable summary of the problem type. */
             title: string;
@@ -3663,14 +4283,37 @@ export interface components {
              */
             useCase: string;
         };
+        PublicTemplatePage: {
+            data: components["schemas"]["PublicTemplate"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /** @description One email of a sequence template. */
         PublicTemplateStep: {
             body: string;
-            /** @description Days after the sequence anchor at which this step is due. */
+            /**
+             * Format: int64
+             * @description Days after the sequence anchor at which this step is due.
+             */
             dayOffset: number;
-            /** @description 1-based position in the sequence. */
+            /**
+             * Format: int64
+             * @description 1-based position in the sequence.
+             */
             step: number;
             subject: string;
+        };
+        /**
+         * @description Qualification stage of a contact.
+         * @enum {string}
+         */
+        QualificationStatus: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
+        RegenerateDraftRequest: {
+            /** @description What the reviewer wants changed, for the model writer. */
+            instructions?: string;
+        };
+        RejectDraftRequest: {
+            /** @description Why the draft is rejected (shown on the draft as `rejectionReason`). */
+            reason?: string;
         };
         /**
          * @description What a research run could read of the company's site, and how far to trust it. `hasMinimumCoverage`
@@ -3680,8 +4323,12 @@ export interface components {
          *     (disallowed by robots.txt, refused address, timeout, size cap, content type, HTTP status).
          */
         ResearchCoverage: {
+            /** Format: int64 */
             durationMs: number;
-            /** @description Items of the site's RSS/Atom feed that were read (recent or not). */
+            /**
+             * Format: int64
+             * @description Items of the site's RSS/Atom feed that were read (recent or not).
+             */
             feedItems: number;
             hasMinimumCoverage: boolean;
             lowConfidence: boolean;
@@ -3690,8 +4337,12 @@ export interface components {
              *     instruction-like text (words aimed at an AI model, never a fact, snippet or title).
              */
             notes: string[];
+            /** Format: int64 */
             pagesFetched: number;
-            /** @description HTTP requests the run made (robots.txt, pages, feed, sitemap). */
+            /**
+             * Format: int64
+             * @description HTTP requests the run made (robots.txt, pages, feed, sitemap).
+             */
             requests: number;
             /**
              * @description `parsed`: robots.txt was read and honoured; `absent`: it answered 4xx, so every page may be fetched; `unreachable`: 5xx, timeout or network failure, so no page was fetched.
@@ -3729,6 +4380,18 @@ export interface components {
         ResearchSources: {
             [key: string]: unknown;
         }[];
+        /** @description Body of POST /actions for `resume_sequence`. */
+        ResumeSequenceAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "resume_sequence";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+        };
         /**
          * @description A multi-step outreach sequence of one contact, built from a template.
          * @example {
@@ -3757,7 +4420,10 @@ export interface components {
             contactId: string;
             /** Format: date-time */
             createdAt: string;
-            /** @description The last step sent (0 before the first send). */
+            /**
+             * Format: int64
+             * @description The last step sent (0 before the first send).
+             */
             currentStep: number;
             /**
              * @description Why the sequence's next step (its lowest queued step; else, when one is possibly sent, that one) has not gone out yet: the code of the send gate that holds it (the same code the
@@ -3806,6 +4472,27 @@ export interface components {
             templateId: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        SequencePage: {
+            data: components["schemas"]["Sequence"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
+        /** @description Body of POST /actions for `snooze_contact`. */
+        SnoozeContactAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "snooze_contact";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /**
+             * Format: int32
+             * @description Snooze length in days.
+             */
+            days: number;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
         };
         /** @description Result of POST and DELETE /suppression. */
         SuppressionActionResult: {
@@ -3862,6 +4549,95 @@ export interface components {
             data: components["schemas"]["SuppressionEntry"][];
             nextCursor: components["schemas"]["PageCursor"];
         };
+        /** @description Body of POST /actions for `tag_contact`. */
+        TagContactAction: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            action: "tag_contact";
+            /** @description The contact the action applies to. */
+            contactId: string;
+            /** @description Free-text reason, recorded with the action (and on the advisory item when the action degrades). */
+            reason?: string;
+            /** @description The tag to add (adding a tag the contact already has is a no-op). */
+            tag: string;
+        };
+        /**
+         * @example {
+         *       "qualificationStatus": "QUALIFIED",
+         *       "fitScore": 85,
+         *       "phone": null
+         *     }
+         */
+        UpdateContactRequest: {
+            /** @description Link the contact to this company of the organization; null unlinks it. */
+            companyId?: string | null;
+            /** Format: int32 */
+            fitScore?: number | null;
+            leadSource?: string | null;
+            name?: string;
+            notes?: string | null;
+            phone?: string | null;
+            qualificationStatus?: components["schemas"]["QualificationStatus"];
+            title?: string | null;
+            /** Format: int32 */
+            urgencyScore?: number | null;
+        };
+        /**
+         * @example {
+         *       "valueCents": 5200000,
+         *       "closeDate": "2026-10-15"
+         *     }
+         */
+        UpdateDealRequest: {
+            /**
+             * Format: date
+             * @description Expected close date (YYYY-MM-DD), year 0001 or later; null clears it.
+             */
+            closeDate?: string | null;
+            name?: string;
+            /** @description A live contact of the organization; null unlinks the primary contact. */
+            primaryContactId?: string | null;
+            /**
+             * Format: int32
+             * @description Win probability, integer percent; null clears it.
+             */
+            probability?: number | null;
+            /**
+             * Format: int64
+             * @description Deal value in cents; null clears it.
+             */
+            valueCents?: number | null;
+        };
+        UpdateDealResponse: {
+            /** @description The deal id. */
+            id: string;
+            /** @description True when at least one stored value changed. */
+            updated: boolean;
+        };
+        UpdateDraftRequest: {
+            /** @description The new plain-text body. */
+            body?: string;
+            /** @description The new subject (the guardrails repair it as a generated one's). */
+            subject?: string;
+        };
+        /**
+         * @example {
+         *       "status": "active"
+         *     }
+         */
+        UpdateWebhookRequest: {
+            /** @description Free-text label; null clears it. */
+            description?: string | null;
+            eventTypes?: components["schemas"]["WebhookEventTypes"];
+            /**
+             * @description `active` resumes deliveries and resets `consecutiveFailures` to 0.
+             * @enum {string}
+             */
+            status?: "active" | "paused" | "disabled";
+            url?: components["schemas"]["WebhookUrl"];
+        };
         /**
          * @description Usage of the organization in the current period.
          * @example {
@@ -3888,19 +4664,37 @@ export interface components {
          */
         Usage: {
             drafts: {
-                /** @description Drafts generated this period. */
+                /**
+                 * Format: int64
+                 * @description Drafts generated this period.
+                 */
                 created: number;
-                /** @description Drafts allowed this period (equals `plan.draftsPerMonth`). */
+                /**
+                 * Format: int64
+                 * @description Drafts allowed this period (equals `plan.draftsPerMonth`).
+                 */
                 limit: number;
-                /** @description Draft regenerations this period. */
+                /**
+                 * Format: int64
+                 * @description Draft regenerations this period.
+                 */
                 regenerated: number;
-                /** @description `max(0, limit - created - regenerated)`: generations still allowed this period. */
+                /**
+                 * Format: int64
+                 * @description `max(0, limit - created - regenerated)`: generations still allowed this period.
+                 */
                 remaining: number;
             };
             llm: {
-                /** @description Language-model cost this period, in cents. */
+                /**
+                 * Format: int64
+                 * @description Language-model cost this period, in cents.
+                 */
                 costCents: number;
-                /** @description Language-model tokens used this period. */
+                /**
+                 * Format: int64
+                 * @description Language-model tokens used this period.
+                 */
                 tokensUsed: number;
             };
             /**
@@ -3914,16 +4708,24 @@ export interface components {
              */
             periodStart: string;
             plan: {
-                /** @description Drafts the plan allows per period. */
+                /**
+                 * Format: int64
+                 * @description Drafts the plan allows per period.
+                 */
                 draftsPerMonth: number;
                 /** @description Plan identifier. */
                 id: string;
             };
             sends: {
-                /** @description Email sends attempted this period, successful or not. */
+                /**
+                 * Format: int64
+                 * @description Email sends attempted this period, successful or not.
+                 */
                 attempted: number;
             };
         };
+        /** @enum {string} */
+        UserRole: "REP" | "MANAGER" | "ADMIN" | "OWNER";
         /**
          * @description One delivery of one event to one endpoint. Retries update the same row (`attempt`, `status`,
          *     `scheduledAt`); a replay creates a new row.
@@ -3942,7 +4744,10 @@ export interface components {
          *     }
          */
         WebhookDelivery: {
-            /** @description Number of the latest attempt made, or of the next one while `pending`/`retrying` (1 = first attempt). */
+            /**
+             * Format: int32
+             * @description Number of the latest attempt made, or of the next one while `pending`/`retrying` (1 = first attempt).
+             */
             attempt: number;
             /** Format: date-time */
             createdAt: string;
@@ -3956,7 +4761,10 @@ export interface components {
             /** @description Id of the delivered event (the envelope `id`, prefix `evt_`). */
             eventId: string;
             eventType: components["schemas"]["EventType"];
-            /** @description HTTP status of the latest attempt; null when none was made or no response arrived (timeout, network error). */
+            /**
+             * Format: int32
+             * @description HTTP status of the latest attempt; null when none was made or no response arrived (timeout, network error).
+             */
             httpStatus: number | null;
             id: string;
             /**
@@ -3975,6 +4783,10 @@ export interface components {
             status: "pending" | "succeeded" | "failed" | "retrying";
             webhookEndpointId: string;
         };
+        WebhookDeliveryPage: {
+            data: components["schemas"]["WebhookDelivery"][];
+            nextCursor: components["schemas"]["PageCursor"];
+        };
         /**
          * @description A registered webhook endpoint. Reads never carry the signing secret.
          * @example {
@@ -3992,7 +4804,10 @@ export interface components {
          *     }
          */
         WebhookEndpoint: {
-            /** @description Failed delivery attempts since the last success or the last PATCH to `active`. At the operator's threshold (`WEBHOOK_DISABLE_AFTER_FAILURES`, default 15) the endpoint becomes `disabled`. */
+            /**
+             * Format: int64
+             * @description Failed delivery attempts since the last success or the last PATCH to `active`. At the operator's threshold (`WEBHOOK_DISABLE_AFTER_FAILURES`, default 15) the endpoint becomes `disabled`.
+             */
             consecutiveFailures: number;
             /** Format: date-time */
             createdAt: string;
@@ -4018,6 +4833,10 @@ export interface components {
              * @description The URL deliveries are POSTed to.
              */
             url: string;
+        };
+        WebhookEndpointPage: {
+            data: components["schemas"]["WebhookEndpoint"][];
+            nextCursor: components["schemas"]["PageCursor"];
         };
         /**
          * @description A webhook endpoint plus its plaintext signing secret. Returned only by `POST /webhooks` (create
@@ -4090,13 +4909,19 @@ export interface components {
         WebhookTestDeliveryResult: {
             /** @description `true` when the receiver answered 2xx within 10 seconds. */
             delivered: boolean;
-            /** @description Time from sending the request to the answer or the failure, in milliseconds. */
+            /**
+             * Format: int64
+             * @description Time from sending the request to the answer or the failure, in milliseconds.
+             */
             durationMs: number;
             /** @description Why the test failed (non-2xx status, timeout, connection or address error); null when `delivered` is true. */
             errorMessage: string | null;
             /** @description Envelope `id` of the synthetic event (not written to the event log). */
             eventId: string;
-            /** @description Status the receiver answered; null on timeout or network error. */
+            /**
+             * Format: int32
+             * @description Status the receiver answered; null on timeout or network error.
+             */
             httpStatus: number | null;
         };
         /**
@@ -4293,10 +5118,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ActionItem"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["ActionItemPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4447,35 +5269,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        attribution: {
-                            /** @description Every deal created in the window, attributed or not; at least `totals.dealsAttributed_count`. */
-                            dealsCreatedAllSources_count: number;
-                        };
-                        /**
-                         * @description One bucket per contact list (`key` list id), the list the sequence was generated
-                         *     from, else its contact's own list; a null key for sequences with neither. `label`
-                         *     is null for a deleted list.
-                         */
-                        byList: components["schemas"]["FunnelBucket"][];
-                        /** @description One bucket per product of the cohort's sequences (`key` product id; null key for sequences without a product). */
-                        byProduct: components["schemas"]["FunnelBucket"][];
-                        /**
-                         * Format: date
-                         * @description The window's first day, as requested.
-                         */
-                        from: string;
-                        /**
-                         * Format: date
-                         * @description The window's last day, as requested.
-                         */
-                        to: string;
-                        totals: components["schemas"]["FunnelBucket"];
-                        truncation: {
-                            /** @description True when the 5,000-deal read limit was hit; attributed numbers are then floors. */
-                            dealScanTruncated: boolean;
-                        };
-                    };
+                    "application/json": components["schemas"]["GetFunnelAnalyticsResponse"];
                 };
             };
             /** @description Missing or invalid `from` / `to`, `from` after `to`, or a window longer than 366 days (`validation-failed`). */
@@ -4516,20 +5310,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        experiments: {
-                            /** @description AI actions experiment; unit `deal`. */
-                            ai_actions: components["schemas"]["LiftExperiment"] & {
-                                /** @constant */
-                                unit?: "deal";
-                            };
-                            /** @description AI email experiment; unit `account`. */
-                            ai_email_lift: components["schemas"]["LiftExperiment"] & {
-                                /** @constant */
-                                unit?: "account";
-                            };
-                        };
-                    };
+                    "application/json": components["schemas"]["GetLiftAnalyticsResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4564,10 +5345,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["CompanyListItem"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["CompanyPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4586,12 +5364,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Bare domain (`example.com`) or URL (`https://www.example.com/about`). */
-                    domain: string;
-                    /** @description Company name; on an existing company only backfilled when it has none. */
-                    name?: string;
-                };
+                "application/json": components["schemas"]["CreateCompanyRequest"];
             };
         };
         responses: {
@@ -4739,7 +5512,7 @@ export interface operations {
                 /** @description Search - case-insensitive substring of the name or the email. */
                 q?: string;
                 /** @description Only contacts with this qualification status. */
-                qualificationStatus?: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
+                qualificationStatus?: components["schemas"]["QualificationStatus"];
             };
             header?: never;
             path?: never;
@@ -4756,10 +5529,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ContactListItem"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["ContactPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4778,28 +5548,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The company to link the new contact to; at least one of the two fields. */
-                    company?: {
-                        /** @description Bare domain or URL; normalized like POST /companies. */
-                        domain?: string;
-                        name?: string;
-                    };
-                    /** @description The person's address; compared after normalization (trimmed, lowercased). */
-                    email: components["schemas"]["EmailAddress"];
-                    fitScore?: number;
-                    /** @description The list to file the contact on (or to attach an existing contact to). Omitted - the `CRM import` list. */
-                    listId?: string;
-                    name?: string;
-                    /**
-                     * @default NEW
-                     * @enum {string}
-                     */
-                    qualificationStatus?: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
-                    /** @description Job title. */
-                    title?: string;
-                    urgencyScore?: number;
-                };
+                "application/json": components["schemas"]["CreateContactRequest"];
             };
         };
         responses: {
@@ -4922,19 +5671,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Link the contact to this company of the organization; null unlinks it. */
-                    companyId?: string | null;
-                    fitScore?: number | null;
-                    leadSource?: string | null;
-                    name?: string;
-                    notes?: string | null;
-                    phone?: string | null;
-                    /** @enum {string} */
-                    qualificationStatus?: "NEW" | "CONTACTED" | "QUALIFIED" | "UNQUALIFIED" | "NURTURE" | "CUSTOMER";
-                    title?: string | null;
-                    urgencyScore?: number | null;
-                };
+                "application/json": components["schemas"]["UpdateContactRequest"];
             };
         };
         responses: {
@@ -4971,12 +5708,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Why the contact is erased, kept in the evidence row; must not be blank. */
-                    reason: string;
-                    /** @description Reference of the erasure request (for example a ticket number), kept in the evidence row; must not be blank. */
-                    requesterRef: string;
-                };
+                "application/json": components["schemas"]["EraseContactRequest"];
             };
         };
         responses: {
@@ -5014,10 +5746,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** @description Why outreach is paused; recorded with the pause. */
-                    reason?: string;
-                };
+                "application/json": components["schemas"]["PauseContactSequenceRequest"];
             };
         };
         responses: {
@@ -5124,9 +5853,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DealStage"][];
-                    };
+                    "application/json": components["schemas"]["ListDealStagesResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -5166,10 +5893,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Deal"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["DealPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5191,27 +5915,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: date
-                     * @description Expected close date (YYYY-MM-DD), year 0001 or later.
-                     */
-                    closeDate?: string;
-                    companyId?: string;
-                    name: string;
-                    /** @description Defaults to the user the key is attributed to, else the organization's owner. */
-                    ownerSalesPersonId?: string;
-                    /** @description A live contact of the organization. */
-                    primaryContactId?: string;
-                    /** @description Win probability, integer percent. */
-                    probability?: number;
-                    /** @description Slug of the initial stage (same meaning as `stageId`; both may be sent if they name the same stage). */
-                    stage?: string;
-                    /** @description Id of the initial stage. */
-                    stageId?: string;
-                    /** @description Deal value in cents. */
-                    valueCents?: number;
-                };
+                "application/json": components["schemas"]["CreateDealRequest"];
             };
         };
         responses: {
@@ -5284,20 +5988,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: date
-                     * @description Expected close date (YYYY-MM-DD), year 0001 or later; null clears it.
-                     */
-                    closeDate?: string | null;
-                    name?: string;
-                    /** @description A live contact of the organization; null unlinks the primary contact. */
-                    primaryContactId?: string | null;
-                    /** @description Win probability, integer percent; null clears it. */
-                    probability?: number | null;
-                    /** @description Deal value in cents; null clears it. */
-                    valueCents?: number | null;
-                };
+                "application/json": components["schemas"]["UpdateDealRequest"];
             };
         };
         responses: {
@@ -5310,12 +6001,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The deal id. */
-                        id: string;
-                        /** @description True when at least one stored value changed. */
-                        updated: boolean;
-                    };
+                    "application/json": components["schemas"]["UpdateDealResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5342,17 +6028,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @enum {string} */
-                    kind: "note" | "call" | "meeting";
-                    /**
-                     * Format: date-time
-                     * @description When it happened; defaults to now; may not be in the future.
-                     */
-                    occurredAt?: string;
-                    /** @description What happened; trimmed, 1-2000 characters, not only whitespace. */
-                    summary: string;
-                };
+                "application/json": components["schemas"]["CreateDealActivityRequest"];
             };
         };
         responses: {
@@ -5417,10 +6093,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DealStageHistoryEntry"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["DealStageHistoryEntryPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5443,18 +6116,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Justification that passes an overridable blocking gate; recorded in the history row. */
-                    overrideReason?: string;
-                    /** @description Why the deal moves. Required to move to closed_lost (stored as `lossReason`) and to move out of a terminal stage (reopening). */
-                    reason?: string;
-                    /** @description Short structured reason labels, stored with the history row. */
-                    reasonChips?: string[];
-                    /** @description Slug of the target stage. */
-                    stage?: string;
-                    /** @description Id of the target stage. */
-                    stageId?: string;
-                } | unknown | unknown;
+                "application/json": components["schemas"]["ChangeDealStageRequest"];
             };
         };
         responses: {
@@ -5467,15 +6129,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        dealId: string;
-                        /** @description Slug of the stage the deal is now in; null for a legacy stage without slug. */
-                        stage: string | null;
-                        /** @description Id of the stage the deal is now in. */
-                        stageId: string;
-                        /** @description Warn-mode gates that fired (currently only `skip-stages`); empty when none. Always present. */
-                        warnings: string[];
-                    };
+                    "application/json": components["schemas"]["ChangeDealStageResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5523,10 +6177,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["DraftListItem"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["DraftListItemPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5586,12 +6237,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The new plain-text body. */
-                    body?: string;
-                    /** @description The new subject (the guardrails repair it as a generated one's). */
-                    subject?: string;
-                };
+                "application/json": components["schemas"]["UpdateDraftRequest"];
             };
         };
         responses: {
@@ -5629,13 +6275,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /**
-                     * @description Must be true to approve a draft that carries flags (of any kind).
-                     * @default false
-                     */
-                    acknowledgeFlags?: boolean;
-                };
+                "application/json": components["schemas"]["ApproveDraftRequest"];
             };
         };
         responses: {
@@ -5672,10 +6312,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** @description What the reviewer wants changed, for the model writer. */
-                    instructions?: string;
-                };
+                "application/json": components["schemas"]["RegenerateDraftRequest"];
             };
         };
         responses: {
@@ -5713,10 +6350,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /** @description Why the draft is rejected (shown on the draft as `rejectionReason`). */
-                    reason?: string;
-                };
+                "application/json": components["schemas"]["RejectDraftRequest"];
             };
         };
         responses: {
@@ -5785,18 +6419,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
-                    items: {
-                        /**
-                         * @description Must be true to approve a flagged draft, as for POST /drafts/{id}/approve.
-                         * @default false
-                         */
-                        acknowledgeFlags?: boolean;
-                        /** @description The draft id. */
-                        id: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["BatchApproveDraftsRequest"];
             };
         };
         responses: {
@@ -5834,15 +6457,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
-                    items: {
-                        /** @description The draft id. */
-                        id: string;
-                        /** @description Why the draft is rejected, as for POST /drafts/{id}/reject. */
-                        reason?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["BatchRejectDraftsRequest"];
             };
         };
         responses: {
@@ -5880,13 +6495,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The drafts to decide, at most 500; each is decided on its own, in this order. */
-                    items: {
-                        /** @description The draft id. */
-                        id: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["BatchSendDraftsRequest"];
             };
         };
         responses: {
@@ -5946,10 +6555,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Event"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["EventPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5984,10 +6590,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["InboundLead"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["InboundLeadPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6009,15 +6612,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /**
-                     * @description False converts to a contact only, without opening a deal.
-                     * @default true
-                     */
-                    createDeal?: boolean;
-                    /** @description Name of the deal to open; defaults to the lead's company name, else its name, else its email, followed by ` (inbound)`. */
-                    dealName?: string;
-                };
+                "application/json": components["schemas"]["ConvertLeadRequest"];
             };
         };
         responses: {
@@ -6101,10 +6696,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["ContactList"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["ContactListPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6126,24 +6718,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description How the sender is connected to the list's contacts (used in drafts). */
-                    connectionPoint?: string | null;
-                    description?: string | null;
-                    /** @description What outreach to this list aims for. */
-                    goal?: string | null;
-                    name: string;
-                    /** @description Product the outreach to this list is about. */
-                    productId?: string | null;
-                    /**
-                     * @description Where the list's contacts come from.
-                     * @default OTHER
-                     * @enum {string}
-                     */
-                    sourceType?: "CONFERENCE" | "WARM_LEAD" | "COLD" | "REFERRAL" | "OTHER";
-                    /** @description Use-case template that shapes the drafts generated for the list. */
-                    useCaseTemplateId?: string | null;
-                };
+                "application/json": components["schemas"]["CreateListRequest"];
             };
         };
         responses: {
@@ -6249,14 +6824,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    /**
-                     * @description Also rewrite the live drafts that are not approved (each counts against the
-                     *     allowance). Without it only steps that have no live draft are written.
-                     * @default false
-                     */
-                    regenerate?: boolean;
-                };
+                "application/json": components["schemas"]["GenerateListDraftsRequest"];
             };
         };
         responses: {
@@ -6307,10 +6875,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["GenerationRun"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["GenerationRunPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6390,7 +6955,7 @@ export interface operations {
                 /** @description Opaque cursor; the `nextCursor` of the previous page. A cursor that was not issued by the service is a 400. */
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Only messages in this direction. */
-                direction?: "INBOUND" | "OUTBOUND";
+                direction?: components["schemas"]["MessageDirection"];
                 /**
                  * @description Only messages classified with this intent (exact match).
                  * @example interested
@@ -6414,10 +6979,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Message"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["MessagePage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6493,10 +7055,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["PublicTemplate"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["PublicTemplatePage"];
                 };
             };
             /** @description Invalid query parameter or cursor (`validation-failed`, `invalid-cursor`). */
@@ -6552,10 +7111,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["Sequence"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["SequencePage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6574,17 +7130,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: date-time
-                     * @description Instant the step schedule is computed from.
-                     */
-                    anchorAtUtc?: string;
-                    contactId: string;
-                    /** @description Product the sequence sells; a contact cannot have active sequences of two different products. */
-                    productId?: string;
-                    templateId: string;
-                };
+                "application/json": components["schemas"]["CreateSequenceRequest"];
             };
         };
         responses: {
@@ -6669,7 +7215,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SuppressionCheck"] | components["schemas"]["SuppressionPage"];
+                    "application/json": components["schemas"]["GetSuppressionResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6688,14 +7234,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The address to suppress; stored lowercased. */
-                    email: components["schemas"]["EmailAddress"];
-                    /** @description Free-text notes stored on the entry. */
-                    notes?: string | null;
-                    /** @description Why the address is suppressed; stored as the entry's `source`. */
-                    reason: string;
-                };
+                "application/json": components["schemas"]["AddSuppressionRequest"];
             };
         };
         responses: {
@@ -6803,10 +7342,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["WebhookEndpoint"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6825,12 +7361,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Free-text label. */
-                    description?: string | null;
-                    eventTypes: components["schemas"]["WebhookEventTypes"];
-                    url: components["schemas"]["WebhookUrl"];
-                };
+                "application/json": components["schemas"]["CreateWebhookRequest"];
             };
         };
         responses: {
@@ -6919,12 +7450,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @constant */
-                        deleted: true;
-                        /** @description Id of the deleted endpoint. */
-                        id: string;
-                    };
+                    "application/json": components["schemas"]["DeleteWebhookResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6947,17 +7473,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Free-text label; null clears it. */
-                    description?: string | null;
-                    eventTypes?: components["schemas"]["WebhookEventTypes"];
-                    /**
-                     * @description `active` resumes deliveries and resets `consecutiveFailures` to 0.
-                     * @enum {string}
-                     */
-                    status?: "active" | "paused" | "disabled";
-                    url?: components["schemas"]["WebhookUrl"];
-                };
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
             };
         };
         responses: {
@@ -7008,10 +7524,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: components["schemas"]["WebhookDelivery"][];
-                        nextCursor: components["schemas"]["PageCursor"];
-                    };
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
                 };
             };
             400: components["responses"]["BadRequest"];
