@@ -1,4 +1,4 @@
-// The bundled documents as client generators read them (issue 31): shapes they name and type well.
+// The bundled documents as client generators read them: shapes they name and type well.
 import { describe, expect, it } from 'vitest';
 import { HTTP_METHODS } from '../src/platform/openapi-doc.js';
 import { adminDoc, publicDoc } from '../src/platform/spec.js';

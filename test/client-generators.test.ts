@@ -1,4 +1,4 @@
-// The documents as API linters and client generators read them (issue 31): Spectral's OAS and OWASP
+// The documents as API linters and client generators read them: Spectral's OAS and OWASP
 // rulesets find no error on an input, swagger-parser validates them, and three independent
 // generators write clients from the document the running service serves, which compile under
 // `tsc --strict` and drive one flow each against the service (offline: all are dev dependencies).
