@@ -567,7 +567,7 @@ describe('gates', () => {
     await settle(svc);
     const rows = await queueOf(s.org.id);
     const sentCount = (await outbox(s.org.id)).filter((m) => m.status === 'sent').length;
-    expect(sentCount).toBe(3); // the mailbox's cap
+    expect(sentCount).toBe(3); // the mailbox's cap: a step the domain cap holds takes no mailbox slot
     expect((await outbox(s.org.id)).filter((m) => m.to?.endsWith(`@${domain}`)).length).toBeLessThanOrEqual(2);
     expect(rows.map((r) => r.heldBy).sort()).toEqual(expect.arrayContaining(['mailbox_daily_cap']));
     for (const r of rows) expect(['mailbox_daily_cap', 'recipient_domain_daily_cap']).toContain(r.heldBy);

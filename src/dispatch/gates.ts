@@ -14,7 +14,7 @@ import { throttleGates } from './backoff.js';
 import { type Batch, type Decision, type Mailbox, RECHECK_MS, type Row } from './batch.js';
 import { loadStepData, type StepData, takeStepData } from './claim.js';
 import { lockAll } from './ledger.js';
-import { chooseMailboxes, recipientDomainCap } from './mailbox.js';
+import { chooseMailboxes } from './mailbox.js';
 import { localDayStart, nextLocalDay, type SendingSettings, sendingSettings, windowOpensAt } from './settings.js';
 
 /** What the steps that passed every gate go out with. */
@@ -47,10 +47,9 @@ export async function runGates(deps: Deps, trx: Tx, org: string, batch: Batch): 
   const settings = await organizationSending(trx, org);
   sendingWindow(batch, settings);
   if (batch.pending.length === 0) return null;
-  // mailbox_unavailable, no_verified_mailbox, mailbox_paused, mailbox_daily_cap, min_gap.
+  // mailbox_unavailable, no_verified_mailbox, mailbox_paused, mailbox_daily_cap, min_gap, recipient_domain_daily_cap.
   const chosen = await chooseMailboxes(deps, trx, org, batch, settings);
   insecureLinks(deps, batch, chosen);
-  await recipientDomainCap(trx, org, batch, chosen, settings);
   await contactDailyLimit(trx, org, batch, chosen, settings);
   await throttled(deps, trx, org, batch, chosen);
   if (batch.pending.length === 0) return null;

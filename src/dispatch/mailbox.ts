@@ -15,9 +15,10 @@ export { DEPLOYMENT_MAILBOX } from './senders.js';
 const DAY_MS = 86_400_000;
 
 /**
- * Each step goes from its sequence's mailbox, within the mailbox's daily cap and its minimum gap,
- * counted under the mailboxes' locks; a sequence drafted while no mailbox could send is pinned
- * now, by the same rotation. Returns each passing step's mailbox.
+ * Each step goes from its sequence's mailbox, within the mailbox's daily cap and its minimum gap
+ * and the recipient domain's daily cap, counted under the mailboxes' and the domains' locks; a
+ * sequence drafted while no mailbox could send is pinned now, by the same rotation. Returns each
+ * passing step's mailbox.
  */
 export async function chooseMailboxes(
   deps: Deps,
@@ -48,6 +49,15 @@ export async function chooseMailboxes(
       return [m.id, { left: m.dailyCap - (l?.count ?? 0), oldest: l?.oldest ?? null, last: l?.newest ?? null }];
     }),
   );
+  // The recipient domains' caps are judged in the same pass, under their locks (taken after the
+  // mailboxes'), so a step the domain cap holds never takes a mailbox slot another step could use.
+  const domains = [...new Set(rows.map((r) => domainOfEmail(r.email)))];
+  await lockAll(
+    trx,
+    domains.map((d) => `domain:${org}:${d}`),
+  );
+  const domainCap = settings.recipientDomainDailyCap;
+  const toDomain = await ledger(trx, org, 'domain', domains, () => domainCap, false);
   const chosen = new Map<string, Mailbox>();
   batch.decide((r) => {
     const m = all.find((x) => x.id === r.seqMailbox);
@@ -80,43 +90,20 @@ export async function chooseMailboxes(
       const until = new Date(s.last.getTime() + gapMs * (1 + Math.random() * 0.2));
       return { defer: 'min_gap', until, detail: `${m.email} sent ${Math.round((now.getTime() - s.last.getTime()) / 1000)} s ago` };
     }
+    const d = domainOfEmail(r.email);
+    const l = toDomain.get(d)!;
+    if (l.count >= domainCap) {
+      return {
+        defer: 'recipient_domain_daily_cap',
+        until: new Date((l.oldest?.getTime() ?? now.getTime()) + DAY_MS),
+        detail: `${domainCap} messages went to ${d} in the last 24 hours`,
+      };
+    }
+    toDomain.set(d, { ...l, count: l.count + 1 });
     s.left -= 1;
     s.last = now;
     chosen.set(r.id, m);
     return null;
   });
   return chosen;
-}
-
-/** The recipient domain's daily cap, counted under the domains' locks; a step deferred by it gives its mailbox up. */
-export async function recipientDomainCap(
-  trx: Tx,
-  org: string,
-  batch: Batch,
-  chosen: Map<string, Mailbox>,
-  settings: SendingSettings,
-): Promise<void> {
-  const { now } = batch;
-  const domains = [...new Set(batch.pending.filter((r) => chosen.has(r.id)).map((r) => domainOfEmail(r.email)))];
-  await lockAll(
-    trx,
-    domains.map((d) => `domain:${org}:${d}`),
-  );
-  const cap = settings.recipientDomainDailyCap;
-  const toDomain = await ledger(trx, org, 'domain', domains, () => cap, false);
-  batch.decide((r) => {
-    if (!chosen.has(r.id)) return null;
-    const d = domainOfEmail(r.email);
-    const l = toDomain.get(d)!;
-    if (l.count >= cap) {
-      chosen.delete(r.id);
-      return {
-        defer: 'recipient_domain_daily_cap',
-        until: new Date((l.oldest?.getTime() ?? now.getTime()) + DAY_MS),
-        detail: `${cap} messages went to ${d} in the last 24 hours`,
-      };
-    }
-    toDomain.set(d, { ...l, count: l.count + 1 });
-    return null;
-  });
 }
