@@ -49,6 +49,18 @@ export interface WrittenDraft {
 }
 
 /** What a cited source index vouches for: the facts of that source and the source itself. */
+/**
+ * What the guardrails judge a sequence draft of this context against, whoever wrote it: the
+ * evidence of its sources and the words that are the sender's own (known names, the list's
+ * connection point and goal, the sender's names).
+ */
+export const judgedAgainst = (ctx: DraftContext) => ({
+  evidence: evidenceOf(ctx.research),
+  known: ctx.known,
+  listContext: [ctx.merge.connectionPoint, ctx.merge.goal],
+  senderNames: ctx.senderNames,
+});
+
 export function evidenceOf(research: DraftContext['research']) {
   return (sourceIndex: number) => {
     const source = research?.sources[sourceIndex - 1];

@@ -4,7 +4,7 @@
 // no source states is flagged. Citations of an older research run than the contact's current one
 // are not kept: their source numbers no longer point at the sources they named.
 import { collapse } from '../platform/text.js';
-import { type DraftContext, evidenceOf, type StoredCitation, type WrittenDraft } from './context.js';
+import { type DraftContext, judgedAgainst, type StoredCitation, type WrittenDraft } from './context.js';
 import { checkDraft } from './guardrails.js';
 import { fillMergeFields, SUBJECT_FALLBACKS } from './merge.js';
 
@@ -33,10 +33,7 @@ export function writeEdit(ctx: DraftContext, edit: EditedText): WrittenDraft {
     templateSubject: subjectT.text,
     templateBody: bodyT.text,
     citations,
-    evidence: evidenceOf(ctx.research),
-    known: ctx.known,
-    listContext: [ctx.merge.connectionPoint, ctx.merge.goal],
-    senderNames: ctx.senderNames,
+    ...judgedAgainst(ctx),
   });
   return {
     subject: checked.subject,

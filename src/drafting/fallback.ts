@@ -7,7 +7,7 @@
 
 import { functionOf } from '../research/assess.js';
 import type { Fact } from '../research/dossier.js';
-import { type DraftContext, evidenceOf, type StoredCitation, type WrittenDraft } from './context.js';
+import { type DraftContext, judgedAgainst, type StoredCitation, type WrittenDraft } from './context.js';
 import { checkDraft } from './guardrails.js';
 import { fillMergeFields, SUBJECT_FALLBACKS } from './merge.js';
 
@@ -174,10 +174,7 @@ export function writeFallback(ctx: DraftContext): WrittenDraft {
     templateSubject: subject.text,
     templateBody: body.text,
     citations,
-    evidence: evidenceOf(ctx.research),
-    known: ctx.known,
-    listContext: [ctx.merge.connectionPoint, ctx.merge.goal],
-    senderNames: ctx.senderNames,
+    ...judgedAgainst(ctx),
   });
   return {
     subject: checked.subject,
