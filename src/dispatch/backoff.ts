@@ -165,9 +165,12 @@ async function roomLeft(
   return room;
 }
 
+/** A send's answer that asks us to slow down: a temporary one worded as a throttle. */
+const saysSlowDown = (o: SendOutcome) => o.kind === 'temporary' && isThrottle(o);
+
 /** The queue row ids of the claims whose SMTP answer was a throttle. */
 export function throttledSteps(done: { c: Claim; outcome: SendOutcome }[]): Set<string> {
-  return new Set(done.filter((d) => d.outcome.kind === 'temporary' && isThrottle(d.outcome)).map((d) => d.c.queueId));
+  return new Set(done.filter((d) => saysSlowDown(d.outcome)).map((d) => d.c.queueId));
 }
 
 /**
@@ -185,7 +188,7 @@ export async function recordServerAnswers(
   const accepted = new Map<string, number>();
   const slowDown: { c: Claim; outcome: SendOutcome; scope: string }[] = [];
   for (const { c, outcome } of done) {
-    if (outcome.kind === 'temporary' && isThrottle(outcome)) slowDown.push({ c, outcome, scope: serverScope(deps, c.mailbox) });
+    if (saysSlowDown(outcome)) slowDown.push({ c, outcome, scope: serverScope(deps, c.mailbox) });
     else if (outcome.kind === 'accepted') {
       for (const scope of [serverScope(deps, c.mailbox), domainScope(String((c.message.to as { address: string }).address))])
         accepted.set(scope, (accepted.get(scope) ?? 0) + 1);
