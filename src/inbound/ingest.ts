@@ -127,34 +127,89 @@ async function store(
   return { stored: true, organizationId: org, id, duplicate: false };
 }
 
-/** Ingests one message: routed, stored, announced; `unroutable` (over SMTP only) when nothing names an organization. */
-export async function ingestMessage(deps: SystemDeps, d: Delivery): Promise<Ingested> {
-  // parseMail never throws: a message it cannot read at all is still kept, empty.
+/** A message over SMTP made ready to store: parsed, routed and authenticated (outside any transaction of its organization). */
+export interface Prepared {
+  d: Delivery;
+  mail: ParsedMail;
+  messageId: string;
+  route: Route;
+  auth: Authentication;
+}
+
+const routeDepsOf = (deps: SystemDeps) => ({ signer: deps.services.signer, erasureSecret: deps.config.erasureHashSecret });
+
+/** Parses a message received over SMTP (parseMail never throws: a message it cannot read at all is still kept, empty). */
+export async function parseDelivery(d: Delivery): Promise<{ d: Delivery; mail: ParsedMail; messageId: string }> {
   const mail = await parseMail(d.raw);
-  const messageId = messageIdOf(mail, d.raw);
-  const routeDeps = { signer: deps.services.signer, erasureSecret: deps.config.erasureHashSecret };
-  const input = { mail, recipients: d.recipients, organizationId: d.organizationId };
-  // Fault point for tests: a failure before the commit stores nothing (the listener then answers 451).
-  const stored = (r: Ingested) => {
-    if (deps.services.faults.has('inbound:before-commit')) throw new Error('injected fault: inbound:before-commit');
-    return r;
-  };
+  return { d, mail, messageId: messageIdOf(mail, d.raw) };
+}
+
+/** The route of a parsed SMTP message, read in the caller's cross-organization transaction; null when it names no organization. */
+export const routeParsed = (deps: SystemDeps, trx: Tx, p: { d: Delivery; mail: ParsedMail }): Promise<Route | null> =>
+  routeMessage(trx, routeDepsOf(deps), { mail: p.mail, recipients: p.d.recipients, organizationId: null });
+
+/**
+ * The authentication of a routed (or unroutable) SMTP message: by its route, else the DNS checks,
+ * which run for a message routed nowhere too (how long the answer takes must not tell whether the
+ * sender is a contact). Never in a transaction: the checks wait on the outside world.
+ */
+export async function authenticateRouted(
+  deps: SystemDeps,
+  p: { d: Delivery; mail: ParsedMail; messageId: string },
+  route: Route | null,
+): Promise<Prepared | null> {
+  const byRoute = route ? authenticatedByRoute(route, p.mail) : null;
+  const checks =
+    byRoute === null && p.d.smtp
+      ? await checkSender(p.d.raw, p.d.smtp, { servers: deps.config.inboundDnsServers, mta: deps.config.inboundReplyDomain ?? undefined })
+      : null;
+  if (route === null) return null;
+  return { ...p, route, auth: authenticationOf(byRoute, checks) };
+}
+
+/**
+ * Stores a prepared message in the caller's transaction, which must be bound to its organization
+ * (withOrg, or a savepoint of a group commit that bound it). Fault point for tests:
+ * `inbound:store:<Message-ID>` fails this one message after its row was written.
+ */
+export async function storePrepared(deps: Deps, trx: Tx, p: Prepared): Promise<Ingested> {
+  const r = await store(deps, trx, p.d, p.mail, p.route, p.messageId, p.auth);
+  if (deps.services.faults.has(`inbound:store:${p.messageId}`)) throw new Error(`injected fault: inbound:store:${p.messageId}`);
+  return r;
+}
+
+/** Fault point for tests: a failure before the commit stores nothing (the listener then answers 451). */
+export function beforeCommit(deps: Deps): void {
+  if (deps.services.faults.has('inbound:before-commit')) throw new Error('injected fault: inbound:before-commit');
+}
+
+/**
+ * Ingests one message in a transaction of its own: routed, stored, announced; `unroutable` (over
+ * SMTP only) when nothing names an organization. The operator row's path; the SMTP listener
+ * stores the messages that arrive together in one transaction instead (src/inbound/group-commit.ts).
+ */
+export async function ingestMessage(deps: SystemDeps, d: Delivery): Promise<Ingested> {
+  const parsed = await parseDelivery(d);
+  const { mail, messageId } = parsed;
   if (d.organizationId !== null) {
     const org = d.organizationId;
     const trusted = authenticationOf('operator', null);
-    return withOrg(deps.db, org, async (trx) =>
-      stored(await store(deps, trx, d, mail, (await routeMessage(trx, routeDeps, input))!, messageId, trusted)),
-    );
+    const input = { mail, recipients: d.recipients, organizationId: org };
+    return withOrg(deps.db, org, async (trx) => {
+      const route = (await routeMessage(trx, routeDepsOf(deps), input))!;
+      const r = await storePrepared(deps, trx, { d, mail, messageId, route, auth: trusted });
+      beforeCommit(deps);
+      return r;
+    });
   }
   // Over SMTP the organization is not known until routed: the routing reads across organizations
   // (only outbound_system may), then the message is written in a transaction bound to the one found.
-  const route = await withSystem(deps.systemDb, (trx) => routeMessage(trx, routeDeps, input));
-  const byRoute = route ? authenticatedByRoute(route, mail) : null;
-  const checks =
-    byRoute === null && d.smtp
-      ? await checkSender(d.raw, d.smtp, { servers: deps.config.inboundDnsServers, mta: deps.config.inboundReplyDomain ?? undefined })
-      : null;
-  if (route === null) return { stored: false as const, reason: 'unroutable' as const };
-  const auth = authenticationOf(byRoute, checks);
-  return withOrg(deps.db, route.organizationId, async (trx) => stored(await store(deps, trx, d, mail, route, messageId, auth)));
+  const route = await withSystem(deps.systemDb, (trx) => routeParsed(deps, trx, parsed));
+  const prepared = await authenticateRouted(deps, parsed, route);
+  if (prepared === null) return { stored: false as const, reason: 'unroutable' as const };
+  return withOrg(deps.db, prepared.route.organizationId, async (trx) => {
+    const r = await storePrepared(deps, trx, prepared);
+    beforeCommit(deps);
+    return r;
+  });
 }

@@ -10,7 +10,8 @@
 // internal endpoint (mail is forwarded to it): every recipient is accepted and the headers and the
 // sender route the message. It relays nothing either way.
 // A message is stored (src/inbound/ingest.ts, which authenticates it first) before DATA is
-// answered; the answer is the same whatever it matched (stored, a duplicate, or routed to no
+// answered: the messages that arrive together are stored in one transaction, a savepoint each
+// (src/inbound/group-commit.ts), and each is answered after that transaction commits; the answer is the same whatever it matched (stored, a duplicate, or routed to no
 // organization and dropped with a log line), so it tells no sender who is a contact. A database
 // failure answers 451 so the sender tries again later. Malformed input never crashes the process.
 
@@ -21,7 +22,7 @@ import { SMTPServer } from 'smtp-server';
 import { withSystem } from '../../db/database.js';
 import { normalizeEmail } from '../crm/domains.js';
 import type { SystemDeps } from '../platform/services.js';
-import { ingestMessage } from './ingest.js';
+import { groupIngestion } from './group-commit.js';
 import { listenerLimits } from './smtp-limits.js';
 
 /** Recipients per message: a reply has one; a few more cover copies to several mailboxes. */
@@ -48,6 +49,7 @@ export async function startInboundSmtp(deps: SystemDeps, opts: { port: number; h
   const max = config.inboundMaxMessageBytes;
   const senderDomain = config.mailFrom.address.split('@').pop();
   const limits = listenerLimits(config.inboundLimits);
+  const ingestion = groupIngestion(deps);
 
   /** A domain the listener serves: the reply domain, the deployment sender's, or an organization's mailbox domain. */
   async function accepts(address: string): Promise<boolean> {
@@ -122,7 +124,7 @@ export async function startInboundSmtp(deps: SystemDeps, opts: { port: number; h
           helo: session.hostNameAppearsAs ?? '',
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
         };
-        ingestMessage(deps, { raw: Buffer.concat(chunks), recipients, organizationId: null, channel: 'email', smtp }).then(
+        ingestion.ingest({ raw: Buffer.concat(chunks), recipients, organizationId: null, channel: 'email', smtp }).then(
           (r) => {
             if (!r.stored)
               log.info({ recipients: recipients.length, bytes }, 'inbound smtp: message names no organization; accepted and dropped');
