@@ -1,13 +1,14 @@
 // Group commit of inbound mail, over real SMTP: replies delivered at once over several connections
 // are stored, announced and classified with their effects in one transaction (a savepoint each),
 // and each sender is answered only after that transaction commits. To make a group deterministic,
-// a test holds an exclusive lock on the messages table: the first reply's transaction waits on it
+// a test holds an exclusive lock on the messages table: the first replies' transactions wait on it
 // while the others arrive and queue, then all of them form the next group when the lock goes.
 
 import { sql } from 'kysely';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveInbound } from '../src/boot/runtime.js';
+import { STORE_GROUPS } from '../src/inbound/group-commit.js';
 import { ACCEPTED, type InboundListener } from '../src/inbound/smtp-listener.js';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
@@ -26,6 +27,8 @@ beforeAll(async () => {
   sink = await startSmtpSink();
   dns = await startDnsServer();
   svc = await startService({
+    // Each case sets up several contacts through the API with one key.
+    RATE_LIMIT_PER_MINUTE: '10000',
     INBOUND_DNS_SERVERS: dns.address,
     INBOUND_MAX_MESSAGES_PER_ADDRESS_PER_MINUTE: '100000',
     INBOUND_MAX_RECIPIENTS_PER_ADDRESS_PER_MINUTE: '100000',
@@ -108,38 +111,46 @@ const waiting = async () =>
     )
   ).rows[0].n;
 
+type Mail = { raw: string; to: string };
+
 /**
- * Delivers `first` alone, and while its transaction waits on a lock of the messages table, the
- * `rest` at once, each over a connection of its own; then lets them go. While the lock is held,
- * one transaction waits (the rest are queued behind it, not each in a transaction of its own) and
- * no sender has an answer; the rest are then stored as one group.
+ * Delivers the `first` (as many as the listener's store transactions in flight) one after the
+ * other, each waiting on a lock of the messages table, then the `rest` at once, each over a
+ * connection of its own; then lets them go. While the lock is held, only the first wait (the rest
+ * are queued behind them, not each in a transaction of its own) and no sender has an answer; the
+ * rest are then stored as one group.
  */
-async function deliverGrouped(first: { raw: string; to: string }, rest: { raw: string; to: string }[]): Promise<Delivery[]> {
+async function deliverGrouped(first: Mail[], rest: Mail[]): Promise<Delivery[]> {
+  expect(first).toHaveLength(STORE_GROUPS);
   let answered = 0;
-  const go = (m: { raw: string; to: string }) =>
+  const go = (m: Mail) =>
     deliverSmtp(inbound.port, m.raw, [m.to], 'mta@client.example').finally(() => {
       answered += 1;
     });
   const answers: Promise<Delivery>[] = [];
   await svc.ownerDb.transaction().execute(async (trx) => {
     await sql`LOCK TABLE messages IN EXCLUSIVE MODE`.execute(trx);
-    answers.push(go(first));
-    await waitFor(async () => (await waiting()) > 0, 15_000, 'the first reply to wait on the lock');
+    for (const [i, m] of first.entries()) {
+      answers.push(go(m));
+      await waitFor(async () => (await waiting()) > i, 15_000, 'a first reply to wait on the lock');
+    }
     answers.push(...rest.map(go));
-    // Long enough for every one of them to be parsed, routed and queued behind the waiting transaction.
+    // Long enough for every one of them to be parsed, routed and queued behind the waiting transactions.
     await new Promise((r) => setTimeout(r, 1500));
-    expect(await waiting()).toBe(1);
+    expect(await waiting()).toBe(STORE_GROUPS);
     expect(answered).toBe(0);
   });
   return Promise.all(answers);
 }
 
+const mailOf = (x: Sent, id?: string): Mail => ({ raw: replyTo(x, id), to: x.replyTo });
+
 describe('group commit', () => {
   it('stores replies delivered at once over several connections in one transaction, each once with its effects, each answered 250 after the commit', async () => {
-    const { s, sent } = await outreach(6);
+    const { s, sent } = await outreach(STORE_GROUPS + 5);
     const answers = await deliverGrouped(
-      { raw: replyTo(sent[0]), to: sent[0].replyTo },
-      sent.slice(1).map((x) => ({ raw: replyTo(x), to: x.replyTo })),
+      sent.slice(0, STORE_GROUPS).map((x) => mailOf(x)),
+      sent.slice(STORE_GROUPS).map((x) => mailOf(x)),
     );
     expect(answers.map((a) => a.response)).toEqual(sent.map(() => `250 ${ACCEPTED}`));
     const ms = await inboundOf(svc, s.org.id);
@@ -162,16 +173,14 @@ describe('group commit', () => {
   });
 
   it('fails only the message that fails in a group: it is answered 451 and stored on its retry, the others are committed', async () => {
-    const { s, sent } = await outreach(5);
+    const { s, sent } = await outreach(STORE_GROUPS + 4);
     const ids = sent.map(() => `<${uid('r')}@client.example>`);
-    const bad = 2;
+    const bad = STORE_GROUPS + 1;
     svc.rt.services.faults.add(`inbound:store:${ids[bad]}`);
     let answers: Delivery[];
     try {
-      answers = await deliverGrouped(
-        { raw: replyTo(sent[0], ids[0]), to: sent[0].replyTo },
-        sent.slice(1).map((x, i) => ({ raw: replyTo(x, ids[i + 1]), to: x.replyTo })),
-      );
+      const mails = sent.map((x, i) => mailOf(x, ids[i]));
+      answers = await deliverGrouped(mails.slice(0, STORE_GROUPS), mails.slice(STORE_GROUPS));
     } finally {
       svc.rt.services.faults.delete(`inbound:store:${ids[bad]}`);
     }
@@ -189,26 +198,24 @@ describe('group commit', () => {
   });
 
   it('answers 451 to every message of a group whose commit fails, and stores nothing of it; the retries are stored once', async () => {
-    const { s, sent } = await outreach(4);
+    const { s, sent } = await outreach(STORE_GROUPS + 3);
     const raws = sent.map((x) => replyTo(x));
     svc.rt.services.faults.add('inbound:before-commit');
     let answers: Delivery[];
     try {
-      answers = await deliverGrouped(
-        { raw: raws[0], to: sent[0].replyTo },
-        sent.slice(1).map((x, i) => ({ raw: raws[i + 1], to: x.replyTo })),
-      );
+      const mails = sent.map((x, i) => ({ raw: raws[i], to: x.replyTo }));
+      answers = await deliverGrouped(mails.slice(0, STORE_GROUPS), mails.slice(STORE_GROUPS));
     } finally {
       svc.rt.services.faults.delete('inbound:before-commit');
     }
-    expect(answers.map((a) => a.code)).toEqual([451, 451, 451, 451]);
+    expect(answers.map((a) => a.code)).toEqual(sent.map(() => 451));
     expect(await inboundOf(svc, s.org.id)).toEqual([]);
     expect(await eventsOf(svc, s.org.id, 'reply.received')).toEqual([]);
     for (const x of sent) expect((await getSequence(s.api, x.seq.id)).status).toBe('ACTIVE');
     const retried = await Promise.all(sent.map((x, i) => deliverSmtp(inbound.port, raws[i], [x.replyTo], 'mta@client.example')));
-    expect(retried.map((a) => a.code)).toEqual([250, 250, 250, 250]);
-    expect(await inboundOf(svc, s.org.id)).toHaveLength(4);
-    expect(await eventsOf(svc, s.org.id, 'reply.classified')).toHaveLength(4);
+    expect(retried.map((a) => a.code)).toEqual(sent.map(() => 250));
+    expect(await inboundOf(svc, s.org.id)).toHaveLength(sent.length);
+    expect(await eventsOf(svc, s.org.id, 'reply.classified')).toHaveLength(sent.length);
     for (const x of sent) expect((await getSequence(s.api, x.seq.id)).status).toBe('PAUSED');
   });
 });

@@ -23,9 +23,16 @@ import { newId } from '../platform/ids.js';
 import type { Deps, SystemDeps } from '../platform/services.js';
 import type { ParsedMail } from './analysis.js';
 import { classify, parseMail } from './analyze/index.js';
-import { type Authentication, authenticatedByRoute, authenticationOf, checkSender, type SmtpSession } from './authentication.js';
+import {
+  type Authentication,
+  authenticatedByRoute,
+  authenticationOf,
+  checkSender,
+  type SenderChecks,
+  type SmtpSession,
+} from './authentication.js';
 import { recordClassification } from './classify-reply.js';
-import { type Route, routeMessage } from './route.js';
+import { provableByRoute, type Route, routeMessage } from './route.js';
 
 export interface Delivery {
   /** The whole message as received (RFC 5322). */
@@ -148,21 +155,32 @@ export async function parseDelivery(d: Delivery): Promise<{ d: Delivery; mail: P
 export const routeParsed = (deps: SystemDeps, trx: Tx, p: { d: Delivery; mail: ParsedMail }): Promise<Route | null> =>
   routeMessage(trx, routeDepsOf(deps), { mail: p.mail, recipients: p.d.recipients, organizationId: null });
 
+/** The DNS checks of a message received over SMTP (src/inbound/authentication.ts checkSender). */
+export const checksOf = (deps: SystemDeps, d: Delivery): Promise<SenderChecks> =>
+  checkSender(d.raw, d.smtp!, { servers: deps.config.inboundDnsServers, mta: deps.config.inboundReplyDomain ?? undefined });
+
 /**
- * The authentication of a routed (or unroutable) SMTP message: by its route, else the DNS checks,
- * which run for a message routed nowhere too (how long the answer takes must not tell whether the
- * sender is a contact). Never in a transaction: the checks wait on the outside world.
+ * Whether a parsed SMTP message needs the DNS checks whatever its route: nothing in it can prove
+ * its sender by routing (no reply token, no Message-ID it answers), so they may start at once,
+ * beside the routing read.
+ */
+export const needsChecks = (deps: SystemDeps, p: { d: Delivery; mail: ParsedMail }): boolean =>
+  p.d.smtp !== undefined && !provableByRoute(deps.services.signer, { mail: p.mail, recipients: p.d.recipients, organizationId: null });
+
+/**
+ * The authentication of a routed (or unroutable) SMTP message: by its route, else the DNS checks
+ * (`early`: already started), which run for a message routed nowhere too (how long the answer
+ * takes must not tell whether the sender is a contact). Never in a transaction: the checks wait
+ * on the outside world.
  */
 export async function authenticateRouted(
   deps: SystemDeps,
   p: { d: Delivery; mail: ParsedMail; messageId: string },
   route: Route | null,
+  early: Promise<SenderChecks> | null = null,
 ): Promise<Prepared | null> {
   const byRoute = route ? authenticatedByRoute(route, p.mail) : null;
-  const checks =
-    byRoute === null && p.d.smtp
-      ? await checkSender(p.d.raw, p.d.smtp, { servers: deps.config.inboundDnsServers, mta: deps.config.inboundReplyDomain ?? undefined })
-      : null;
+  const checks = byRoute === null && p.d.smtp ? await (early ?? checksOf(deps, p.d)) : null;
   if (route === null) return null;
   return { ...p, route, auth: authenticationOf(byRoute, checks) };
 }

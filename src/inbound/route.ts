@@ -152,6 +152,16 @@ async function organizationOf(
   };
 }
 
+/**
+ * Whether routing may prove who sent the message (src/inbound/authentication.ts
+ * authenticatedByRoute): only a genuine reply token among its addresses or a Message-ID it
+ * answers can. Decided from the message alone, before any read.
+ */
+export function provableByRoute(signer: Signer, input: RouteInput): boolean {
+  if (threadIds(input.mail).length > 0) return true;
+  return [...input.recipients, ...input.mail.to].some((a) => openReplyAddress(signer, normalizeEmail(a)) !== null);
+}
+
 /** Where the message belongs; null when over SMTP nothing names an organization. */
 export async function routeMessage(
   trx: Tx,
