@@ -196,18 +196,16 @@ export async function writeClaims(
 }
 
 /**
- * The hand-over marks of claims, committed right before their messages' first bytes go (after the
- * servers' 354): from then on a claim is possibly sent if its worker dies. Written only while a
- * record is still `sending` and unmarked; returns the ids marked. A claim the recovery sweep took
- * back (its worker thought dead, or stale) is not among them, and its message does not go. The
- * marks of messages that reach DATA together share one statement and one commit (send.ts).
+ * The hand-over mark of a claim, committed right before its message's first byte goes (after the
+ * server's 354): from then on the claim is possibly sent if its worker dies. Written only while
+ * the record is still `sending` and unmarked: a claim the recovery sweep took back (its worker
+ * thought dead, or stale) throws here, and its message does not go.
  */
-export async function markHandedOver(trx: Tx, org: string, recordIds: string[]): Promise<Set<string>> {
-  const r = await sql<{ id: string }>`
+export async function markHandedOver(trx: Tx, org: string, recordId: string): Promise<void> {
+  const r = await sql`
     UPDATE send_records SET handed_over_at = now_ms()
-    WHERE organization_id = ${org} AND id = ANY(${recordIds}::text[]) AND status = 'sending' AND handed_over_at IS NULL
-    RETURNING id`.execute(trx);
-  return new Set(r.rows.map((x) => x.id));
+    WHERE organization_id = ${org} AND id = ${recordId} AND status = 'sending' AND handed_over_at IS NULL`.execute(trx);
+  if (Number(r.numAffectedRows ?? 0) !== 1) throw new Error('the claim was taken back before its message went (the recovery sweep)');
 }
 
 /**

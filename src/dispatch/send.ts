@@ -11,8 +11,7 @@
 //      claimed steps removed;
 //   2. the SMTP transactions, outside any transaction, concurrently over the transports' pools;
 //      once the server answered DATA, and before the first byte of a message goes, its record's
-//      hand-over mark commits (markHandedOver: only while the record is still this claim's; the
-//      marks of the messages that reach DATA together, in any batch, commit as one group);
+//      hand-over mark commits (markHandedOver: only while the record is still this claim's);
 //   3. the outcomes (one transaction, outcomes.ts): sent, bounced (5xx: suppression, events, the
 //      sequence paused), tried again later (4xx, connection trouble; a throttle also backs off the
 //      server that said it: backoff.ts), or possibly sent (no answer after the whole message went
@@ -23,9 +22,8 @@
 // looks again a little later, so a step whose batch dies still has a job.
 // Batching is what makes it fast: a step costs a share of some twenty statements, not thirty.
 import pLimit from 'p-limit';
-import { bindOrg, type Db, type Tx, transactionOn, withOrg } from '../../db/database.js';
+import { type Tx, withOrg } from '../../db/database.js';
 import type { SendOutcome } from '../mail/transport.js';
-import { groupStage } from '../platform/group-stage.js';
 import type { Deps } from '../platform/services.js';
 import { recordServerAnswers, throttledSteps } from './backoff.js';
 import { Batch, type Claim } from './batch.js';
@@ -42,41 +40,6 @@ import { scheduleSends } from './queue.js';
  */
 const inFlight = pLimit(2);
 
-type HandOver = { org: string; recordId: string };
-
-/** The hand-over marks of a group in one transaction, per organization one statement; each settles alone. */
-async function markGroup(db: Db, group: HandOver[]): Promise<PromiseSettledResult<void>[]> {
-  const orgs = [...new Set(group.map((h) => h.org))];
-  const marked = await db.connection().execute((conn) =>
-    transactionOn(conn, async () => {
-      const ids = new Set<string>();
-      for (const org of orgs) {
-        await bindOrg(conn, org);
-        const recordIds = group.filter((h) => h.org === org).map((h) => h.recordId);
-        for (const id of await markHandedOver(conn, org, recordIds)) ids.add(id);
-      }
-      return ids;
-    }),
-  );
-  return group.map((h) =>
-    marked.has(h.recordId)
-      ? { status: 'fulfilled', value: undefined }
-      : { status: 'rejected', reason: new Error('the claim was taken back before its message went (the recovery sweep)') },
-  );
-}
-
-/** One queue of hand-over marks per database (a process has one). */
-const handOvers = new WeakMap<Db, (h: HandOver) => Promise<void>>();
-function handOverOf(db: Db): (h: HandOver) => Promise<void> {
-  let submit = handOvers.get(db);
-  if (!submit) {
-    const stage = groupStage<HandOver, void>((group) => markGroup(db, group));
-    submit = (h) => stage.submit(h);
-    handOvers.set(db, submit);
-  }
-  return submit;
-}
-
 /**
  * The send job of a queue row: dispatches a batch with that row in it (or without, when it is
  * held elsewhere or gone). `runnerId`: the worker runner whose claims these are (liveness.ts).
@@ -91,7 +54,7 @@ async function dispatchBatch(deps: Deps, org: string, queueId: string | null, ru
   const done = await Promise.all(
     claims.map(async (c) => {
       const transport = deps.services.mail.forMailbox(c.mailbox.id === DEPLOYMENT_MAILBOX ? null : c.mailbox.smtpUrlSealed);
-      const beforeData = () => handOverOf(deps.db)({ org, recordId: c.recordId });
+      const beforeData = () => withOrg(deps.db, org, (trx) => markHandedOver(trx, org, c.recordId));
       const outcome: SendOutcome = transport
         ? await transport.send(c.message, { beforeData })
         : {
