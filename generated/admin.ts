@@ -1360,7 +1360,7 @@ export interface components {
             headers: {
                 [key: string]: string;
             };
-            /** @description HTML body; null when the message had none. */
+            /** @description HTML body; null when the message had none, once its recipient was erased, or once the body aged out. */
             html: string | null;
             id: string;
             /** @description The mailbox it went from (`deployment` for MAIL_FROM). */
@@ -1384,7 +1384,7 @@ export interface components {
             step: number | null;
             /** @description Null once the recipient was erased. */
             subject: string | null;
-            /** @description Plain-text body; null when the message had none. */
+            /** @description Plain-text body; null when the message had none, once its recipient was erased, or once the body aged out (`RETENTION_SEND_BODIES_DAYS`, or the organization's `retention.sendBodiesDays`). */
             text: string | null;
             /** @description Recipient address (null once the recipient was erased). */
             to: string | null;
