@@ -365,6 +365,13 @@ export interface InboundLeads {
   updated_at: Generated<Timestamp>;
 }
 
+export interface InboundRawMessages {
+  created_at: Generated<Timestamp>;
+  message_id: string;
+  organization_id: string;
+  raw_mime: Buffer;
+}
+
 export interface LeadCaptureWindows {
   count: number;
   ip_hash: string;
@@ -459,7 +466,6 @@ export interface Messages {
   message_id: string | null;
   ooo_until: Timestamp | null;
   organization_id: string;
-  raw_mime: Buffer | null;
   references_ids: Generated<string[]>;
   report: Json | null;
   send_record_id: string | null;
@@ -489,6 +495,7 @@ export interface Organizations {
   plan: Generated<string>;
   research_budget: Generated<number>;
   research_ttl_days: Generated<number>;
+  retention: Generated<Json>;
   sending: Generated<Json>;
   updated_at: Generated<Timestamp>;
 }
@@ -571,6 +578,14 @@ export interface SendBackoffs {
   until: Timestamp;
 }
 
+export interface SendBodies {
+  created_at: Generated<Timestamp>;
+  html_body: string | null;
+  organization_id: string;
+  send_record_id: string;
+  text_body: string | null;
+}
+
 export interface SendLedgerHours {
   hour: Timestamp;
   organization_id: string;
@@ -607,7 +622,6 @@ export interface SendRecords {
   from_email: string | null;
   handed_over_at: Timestamp | null;
   headers: Json | null;
-  html_body: string | null;
   id: string;
   mailbox_id: string | null;
   message_id: string | null;
@@ -622,7 +636,6 @@ export interface SendRecords {
   status: Generated<string>;
   step: number | null;
   subject: string | null;
-  text_body: string | null;
   to_email: string | null;
 }
 
@@ -737,6 +750,7 @@ export interface DB {
   handoffs: Handoffs;
   idempotency_keys: IdempotencyKeys;
   inbound_leads: InboundLeads;
+  inbound_raw_messages: InboundRawMessages;
   lead_capture_windows: LeadCaptureWindows;
   lead_forms: LeadForms;
   list_generation_runs: ListGenerationRuns;
@@ -752,6 +766,7 @@ export interface DB {
   rule_firings: RuleFirings;
   rules: Rules;
   send_backoffs: SendBackoffs;
+  send_bodies: SendBodies;
   send_ledger_hours: SendLedgerHours;
   send_queue: SendQueue;
   send_records: SendRecords;

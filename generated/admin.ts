@@ -62,9 +62,9 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update an organization's plan, flags or research settings
+         * Update an organization's plan, flags, research, sending or retention settings
          * @description Changes any of `plan`, `flags.v1_2_api_send`, `researchBudget`, `researchTtlDays`,
-         *     `draftsPerMonth`, `sending`, `advisoryActions` and `experiments` (at least one; `experiments` entries replace the stored ones; `sending` fields replace the stored ones, a time
+         *     `draftsPerMonth`, `sending`, `advisoryActions`, `experiments` and `retention` (at least one; `experiments` and `retention` entries replace the stored ones; `sending` fields replace the stored ones, a time
          *     zone must be a known IANA zone and `from` before `to`); fields left out are unchanged. Takes effect on the next public API request. A change of
          *     `researchTtlDays` emits `org.research_ttl_updated` (resource Organization, data
          *     `{organizationId, previousTtlDays, ttlDays}`); setting the value it already has emits nothing.
@@ -1306,6 +1306,7 @@ export interface components {
              * @description Days a research dossier stays fresh (default 30); POST /contacts/{id}/research reuses a fresh company dossier.
              */
             researchTtlDays: number;
+            retention: WithRequired<components["schemas"]["AdminRetention"], "eventsDays" | "webhookDeliveriesDays" | "sendBodiesDays" | "inboundRawDays">;
             sending: components["schemas"]["AdminSendingSettings"];
         };
         /**
@@ -1359,7 +1360,7 @@ export interface components {
             headers: {
                 [key: string]: string;
             };
-            /** @description HTML body; null when the message had none. */
+            /** @description HTML body; null when the message had none, once its recipient was erased, or once the body aged out. */
             html: string | null;
             id: string;
             /** @description The mailbox it went from (`deployment` for MAIL_FROM). */
@@ -1383,7 +1384,7 @@ export interface components {
             step: number | null;
             /** @description Null once the recipient was erased. */
             subject: string | null;
-            /** @description Plain-text body; null when the message had none. */
+            /** @description Plain-text body; null when the message had none, once its recipient was erased, or once the body aged out (`RETENTION_SEND_BODIES_DAYS`, or the organization's `retention.sendBodiesDays`). */
             text: string | null;
             /** @description Recipient address (null once the recipient was erased). */
             to: string | null;
@@ -1415,6 +1416,41 @@ export interface components {
              * @description Jobs being run now.
              */
             running: number;
+        };
+        /**
+         * @description The organization's retention overrides, in days, of the data that ages out: the event log
+         *     (`eventsDays`), webhook deliveries (`webhookDeliveriesDays`), sends' text and HTML bodies
+         *     (`sendBodiesDays`) and inbound messages' raw MIME (`inboundRawDays`). null follows the
+         *     deployment's setting (`RETENTION_EVENTS_DAYS`, `RETENTION_WEBHOOK_DELIVERIES_DAYS`,
+         *     `RETENTION_SEND_BODIES_DAYS`, `RETENTION_INBOUND_RAW_DAYS`; defaults 400, 30, 90, 90). A row is
+         *     kept at least its days and removed by the hourly retention sweep: with a month's partition
+         *     dropped whole at most a month later, or deleted within the hour when the organization keeps less
+         *     than the longest retention of the deployment. A delivery is never kept longer than the event it
+         *     carries (replay sends the event again). The ledger of sends, the messages (with their
+         *     Message-IDs) and everything the funnel counts are kept whatever these say. In a PATCH, each
+         *     field sent replaces the stored one (null clears it); fields left out are unchanged.
+         */
+        AdminRetention: {
+            /**
+             * Format: int32
+             * @description Days events are kept (GET /api/v1/events lists them); at least 30, the organization-health window.
+             */
+            eventsDays?: number | null;
+            /**
+             * Format: int32
+             * @description Days an inbound message's raw MIME is kept (what classification reads); its stored text and classification stay.
+             */
+            inboundRawDays?: number | null;
+            /**
+             * Format: int32
+             * @description Days a sent message's text and HTML bodies are kept (the operator's outbox shows them; null there once gone).
+             */
+            sendBodiesDays?: number | null;
+            /**
+             * Format: int32
+             * @description Days webhook deliveries are kept (inspectable and replayable); at least 2, past a delivery's 24 hours of retries.
+             */
+            webhookDeliveriesDays?: number | null;
         };
         /** @description A custom rule of an organization. */
         AdminRule: {
@@ -2054,6 +2090,7 @@ export interface operations {
                      * @description Days a research dossier stays fresh; 0 makes every dossier stale at once.
                      */
                     researchTtlDays?: number;
+                    retention?: components["schemas"]["AdminRetention"];
                     sending?: components["schemas"]["AdminSendingSettings"];
                 };
             };
@@ -3473,3 +3510,6 @@ export interface operations {
         };
     };
 }
+type WithRequired<T, K extends keyof T> = T & {
+    [P in K]-?: T[P];
+};

@@ -1272,7 +1272,9 @@ export interface paths {
          * List platform events
          * @description The organization's platform event log, newest first (`createdAt` DESC, `id` DESC),
          *     cursor-paged. Items are the same envelopes that are delivered to webhook endpoints. Events
-         *     about an erased contact remain in the log with personal data redacted.
+         *     about an erased contact remain in the log with personal data redacted. The log keeps the
+         *     deployment's retention (400 days unless the operator set another, at least 30, for the
+         *     deployment or the organization); older events leave it.
          *
          *     Filters combine with AND; send the same filters with every page (the cursor only encodes the
          *     position). Refusals (400 `validation-failed`): a `type` token that is not in the catalogue of
@@ -1920,7 +1922,9 @@ export interface paths {
          * List deliveries of a webhook endpoint
          * @description The endpoint's deliveries, newest first (`createdAt` DESC, `id` DESC), cursor-paged. Each item
          *     is one event delivered to this endpoint, with the state of its latest attempt; replays appear
-         *     as their own items. A `cursor` not issued by the service is a 400 `invalid-cursor`. 404
+         *     as their own items. Deliveries are kept the deployment's retention (30 days unless the
+         *     operator set another, at least 2, never longer than the events), inspectable and replayable all
+         *     that time; older ones leave the list. A `cursor` not issued by the service is a 400 `invalid-cursor`. 404
          *     `not-found` for an unknown id or another organization's endpoint.
          */
         get: operations["listWebhookDeliveries"];
@@ -4749,7 +4753,10 @@ export interface components {
              * @description Number of the latest attempt made, or of the next one while `pending`/`retrying` (1 = first attempt).
              */
             attempt: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the delivery was made; for a fan-out delivery, its event's `createdAt` (a replay's is the time of the replay).
+             */
             createdAt: string;
             /**
              * Format: date-time

@@ -31,6 +31,8 @@ async function everything(orgId: string): Promise<string> {
       'messages',
       'drafts',
       'send_records',
+      'send_bodies',
+      'inbound_raw_messages',
       'audit_log',
       'events',
       'suppression_entries',
@@ -88,19 +90,22 @@ async function seedPersonalData(orgId: string, contactId: string, email: string)
         evidence: JSON.stringify({ citations: [] }),
       })
       .execute();
+    const sendId = uid('snd_');
     await trx
       .insertInto('send_records')
       .values({
         organization_id: orgId,
-        id: uid('snd_'),
+        id: sendId,
         contact_id: contactId,
         to_email: email,
         from_email: 'rep@us.example.com',
         subject: 'Hi Ada',
-        text_body: 'Dear Ada',
-        html_body: '<p>Dear Ada</p>',
         headers: JSON.stringify({ To: email }),
       })
+      .execute();
+    await trx
+      .insertInto('send_bodies')
+      .values({ organization_id: orgId, send_record_id: sendId, text_body: 'Dear Ada', html_body: '<p>Dear Ada</p>' })
       .execute();
     await trx
       .insertInto('deals')

@@ -622,11 +622,14 @@ describe('replies over SMTP', () => {
         subject: null,
         from_email: null,
         to_email: null,
-        raw_mime: null,
         stripped_text: null,
         report: null,
       });
     }
+    const mime = await system(svc, (trx) =>
+      trx.selectFrom('inbound_raw_messages').select('message_id').where('organization_id', '=', sent.s.org.id).execute(),
+    );
+    expect(mime).toEqual([]);
   });
 });
 

@@ -21,7 +21,18 @@ type Body = { fromEmail?: string; subject?: string; body?: string; inReplyTo?: s
 const ingest = (orgId: string, body: Body) =>
   svc.admin.POST('/organizations/{orgId}/inbound-messages', { params: { path: { orgId } }, body: body as never });
 const list = (s: DraftingOrg, query: Record<string, string | number> = {}) => s.api.GET('/messages', { params: { query: query as never } });
-const row = (id: string) => system(svc, (trx) => trx.selectFrom('messages').selectAll().where('id', '=', id).executeTakeFirstOrThrow());
+const row = (id: string) =>
+  system(svc, (trx) =>
+    trx
+      .selectFrom('messages as m')
+      .leftJoin('inbound_raw_messages as r', (j) =>
+        j.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.message_id', '=', 'm.id'),
+      )
+      .selectAll('m')
+      .select('r.raw_mime')
+      .where('m.id', '=', id)
+      .executeTakeFirstOrThrow(),
+  );
 
 /** A contact whose one-step sequence was sent (capture transport): its OUTBOUND message exists. */
 async function sentTo(s: DraftingOrg, email = uniqueEmail('sent')) {

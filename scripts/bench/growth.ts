@@ -1,8 +1,10 @@
-// Bench: how each hot path's cost grows with the data, 10,000 to 1,000,000 rows. For each
+// Bench: how each hot path's cost grows with the data, 10,000 to 10,000,000 rows. For each
 // size N a fresh organization is seeded with set-based SQL: N contacts; N/3 sequences started over
 // 2025 with three sends each (N send records), N/15 replies and N/6 deals; N send-queue rows, half
-// of them due. Then, at each size:
+// of them due; N events over the last 360 days, in the event log's monthly partitions
+// (src/platform/retention.ts). Then, at each size:
 //   GET /contacts?limit=50           first page (50 connections, 5 s);
+//   GET /events?limit=50             first page of the event log (50 connections);
 //   GET /contacts?q=<surname>        a rare term, N/5,000 matches (10 connections, 5 s);
 //   GET /analytics/funnel            the year, cache cold (its entry deleted before each; median of 3);
 //   send queue claim                 the dispatcher's batch lock (src/dispatch/claim.ts lockBatch) in a
@@ -14,10 +16,11 @@ import { APP_ROLE, createPool, type Database, type Db, roleUrl } from '../../db/
 import { funnelQuery } from '../../src/analytics/funnel.js';
 import { handlers } from '../../src/boot/runtime.js';
 import { lockBatch } from '../../src/dispatch/claim.js';
+import { installCursorKey } from '../../src/http/paging.js';
 import { captureRequest, type Statement } from './references.js';
 import type { BenchArea, BenchContext } from './types.js';
 
-const SIZES = (process.env.BENCH_GROWTH_SIZES ?? '10000,100000,1000000').split(',').map(Number);
+const SIZES = (process.env.BENCH_GROWTH_SIZES ?? '10000,100000,1000000,10000000').split(',').map(Number);
 const SURNAMES = 5_000;
 const surname = (g: number) =>
   crypto
@@ -88,8 +91,21 @@ async function seed(ctx: BenchContext, orgId: string, ownerId: string, n: number
       FROM generate_series(1, $2::int) g, generate_series(1, 3) k`,
       [seqs],
     );
+    // The event log: N events over the last 360 days, newest now, in the monthly partitions the
+    // sweep keeps (made here for the months back, as the migration does for existing rows).
+    await client.query(`SELECT retention_ensure_partitions('events', (now() - interval '13 months')::date, now()::date)`);
+    for (let lo = 1; lo <= n; lo += 1_000_000) {
+      await q(
+        `INSERT INTO events (organization_id, id, type, api_version, data, resource_type, resource_id, created_at)
+        SELECT $1, 'evt_g' || g, (ARRAY['draft.sent', 'email.opened', 'reply.received', 'deal.stage_changed'])[1 + g % 4], '2026-07-21',
+               jsonb_build_object('contactId', 'con_g' || g), 'Contact', 'con_g' || g,
+               date_trunc('milliseconds', now()) - (g::float8 * 31104000000 / $4::int8) * interval '1 millisecond'
+        FROM generate_series($2::int, $3::int) g`,
+        [lo, Math.min(n, lo + 999_999), n],
+      );
+    }
     await client.query(`SELECT gin_clean_pending_list('contacts_search_trgm_idx')`);
-    await client.query('VACUUM ANALYZE contacts, contact_sequences, send_records, messages, deals, deal_contacts, send_queue');
+    await client.query('VACUUM ANALYZE contacts, contact_sequences, send_records, messages, deals, deal_contacts, send_queue, events');
   } finally {
     client.release();
   }
@@ -127,7 +143,12 @@ async function planCost(url: string, orgId: string, stmt: Statement): Promise<{ 
 }
 
 /** The last statement the handler ran that reads (the page's), captured from the service's code. */
-async function handlerStatement(url: string, key: string, op: 'listContacts', query: Record<string, unknown>): Promise<Statement> {
+async function handlerStatement(
+  url: string,
+  key: string,
+  op: 'listContacts' | 'listEvents',
+  query: Record<string, unknown>,
+): Promise<Statement> {
   const all = await captureRequest(url, key, (conn: Db, auth) =>
     (handlers[op] as (c: unknown) => Promise<unknown>)({ trx: conn, auth, query }),
   );
@@ -143,6 +164,8 @@ const area: BenchArea = {
   name: `growth: hot paths at ${SIZES.map((s) => s.toLocaleString('en')).join(', ')} rows`,
   async run(ctx) {
     const url = ctx.serviceEnv.DATABASE_URL;
+    // The list handlers run in this process to capture their statements; any key pages them (no cursor is decoded).
+    installCursorKey(crypto.randomBytes(32));
     const claimSql: Statement[] = [];
     const owner = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: createPool(url, { max: 2, name: 'bench-growth' }) }),
@@ -162,6 +185,7 @@ const area: BenchArea = {
     // The sizes are measured in turns, ROUNDS times, medians reported: the machine is shared, and
     // a burst of outside load should not fall on one size alone.
     const lists = new Map<number, Sample[]>();
+    const eventPages = new Map<number, Sample[]>();
     const searches = new Map<number, Sample[]>();
     const funnels = new Map<number, number[]>();
     const claims = new Map<number, number[]>();
@@ -178,6 +202,7 @@ const area: BenchArea = {
       for (let round = 0; round < ROUNDS; round += 1) {
         for (const o of orgs) {
           push(lists, o.n, sample(await ctx.load({ path: '/api/v1/contacts?limit=50', headers: o.auth, durationSeconds: 4 })));
+          push(eventPages, o.n, sample(await ctx.load({ path: '/api/v1/events?limit=50', headers: o.auth, durationSeconds: 4 })));
           push(
             searches,
             o.n,
@@ -220,6 +245,7 @@ const area: BenchArea = {
         const funnel = funnelQuery(o.orgId, '2025-01-01', '2025-12-31');
         const stmts: [string, Statement][] = [
           ['GET /contacts?limit=50', await handlerStatement(url, o.key, 'listContacts', { limit: 50 })],
+          ['GET /events?limit=50', await handlerStatement(url, o.key, 'listEvents', { limit: 50 })],
           ['GET /contacts?q=<surname>', await handlerStatement(url, o.key, 'listContacts', { limit: 50, q: surname(1234) })],
           ['GET /analytics/funnel', { sql: funnel.text, params: funnel.values as unknown[] }],
           ['send queue claim (batch lock)', claimSql.at(-1)!],
@@ -245,6 +271,10 @@ const area: BenchArea = {
     for (const o of orgs) {
       const size = `${o.n.toLocaleString('en')} rows`;
       ctx.report({ area: 'growth', case: `GET /contacts?limit=50 (${size}, 50 connections)`, figures: med(lists.get(o.n)!) });
+    }
+    for (const o of orgs) {
+      const size = `${o.n.toLocaleString('en')} events`;
+      ctx.report({ area: 'growth', case: `GET /events?limit=50 (${size}, 50 connections)`, figures: med(eventPages.get(o.n)!) });
     }
     for (const o of orgs) {
       ctx.report({

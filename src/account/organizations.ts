@@ -1,6 +1,6 @@
 // An organization as the operator sees it, the one check that an organization named in an
 // operator path exists, and the operator's changes: creation (with its OWNER) and changes to plan,
-// flags, budgets, sending settings and experiments.
+// flags, budgets, sending settings, experiments and retention overrides.
 import { sql, type UpdateObject } from 'kysely';
 import type { Database, Db, Tx } from '../../db/database.js';
 import { withOrg } from '../../db/database.js';
@@ -12,6 +12,7 @@ import { notFound } from '../http/problems.js';
 import type { Clock } from '../platform/clock.js';
 import { emit } from '../platform/events.js';
 import { isoNN, newId } from '../platform/ids.js';
+import { retentionChanges, retentionOverrides } from '../platform/retention.js';
 import { healthBody, recheckOrgHealth } from './org-health.js';
 import { organizationOwner } from './people.js';
 
@@ -50,9 +51,21 @@ export async function organizationBody(trx: Tx, orgId: string): Promise<Organiza
     sending: sendingSettings(o.sending),
     advisoryActions: o.advisory_actions as Organization['advisoryActions'],
     experiments: experimentSettings(o.experiments),
+    retention: retentionBody(o.retention),
     owner: { ...owner, role: owner.role as Organization['owner']['role'] },
     health: healthBody(o),
     createdAt: isoNN(o.created_at),
+  };
+}
+
+/** The organization's retention overrides as the operator reads them (null: the deployment's days). */
+function retentionBody(stored: unknown): Organization['retention'] {
+  const o = retentionOverrides(stored);
+  return {
+    eventsDays: o.events ?? null,
+    webhookDeliveriesDays: o.webhookDeliveries ?? null,
+    sendBodiesDays: o.sendBodies ?? null,
+    inboundRawDays: o.inboundRaw ?? null,
   };
 }
 
@@ -114,6 +127,9 @@ export async function updateOrganization(trx: Tx, orgId: string, body: Organizat
   if (body.advisoryActions !== undefined) set.advisory_actions = body.advisoryActions;
   if (body.flags !== undefined) set.flags = sql<string>`flags || ${JSON.stringify(body.flags)}::jsonb`;
   if (body.experiments !== undefined) set.experiments = sql<string>`experiments || ${JSON.stringify(body.experiments)}::jsonb`;
+  // A null clears the kind's override: the deployment's days apply again.
+  if (body.retention !== undefined)
+    set.retention = sql<string>`jsonb_strip_nulls(retention || ${JSON.stringify(retentionChanges(body.retention))}::jsonb)`;
   if (Object.keys(set).length > 0) {
     await trx
       .updateTable('organizations')

@@ -85,14 +85,22 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
     .execute();
 
   // A message keeps its ids, direction, times and classification; its text, raw MIME, addresses and report go.
-  await trx
+  const messages = await trx
     .updateTable('messages')
-    .set({ body: '', subject: null, from_email: null, to_email: null, raw_mime: null, stripped_text: null, report: null })
+    .set({ body: '', subject: null, from_email: null, to_email: null, stripped_text: null, report: null })
     .where('organization_id', '=', org)
     .where((eb) =>
       eb.or([eb('contact_id', '=', contactId), eb(sql`lower(from_email)`, '=', address), eb(sql`lower(to_email)`, '=', address)]),
     )
+    .returning('id')
     .execute();
+  if (messages.length > 0) {
+    await trx
+      .deleteFrom('inbound_raw_messages')
+      .where('organization_id', '=', org)
+      .where('message_id', '=', sql<string>`ANY(${messages.map((m) => m.id)}::text[])`)
+      .execute();
+  }
   // A draft's evidence, guardrail report and approval quote its sentences: they go with the text.
   await trx
     .updateTable('drafts')
@@ -128,12 +136,20 @@ async function eraseRecord(trx: Tx, req: ErasureRequest, contactId: string, addr
     UPDATE handoffs SET package = regexp_replace(package::text, ${pattern}, ${'\\1[erased]\\2'}, 'gi')::jsonb
     WHERE organization_id = ${org} AND contact_id <> ${contactId}
       AND position(${address} in lower(package::text)) > 0 AND lower(package::text) ~ ${pattern}`.execute(trx);
-  await trx
+  const sends = await trx
     .updateTable('send_records')
-    .set({ to_email: null, subject: null, text_body: null, html_body: null, headers: null })
+    .set({ to_email: null, subject: null, headers: null })
     .where('organization_id', '=', org)
     .where((eb) => eb.or([eb('contact_id', '=', contactId), eb(sql`lower(to_email)`, '=', address)]))
+    .returning('id')
     .execute();
+  if (sends.length > 0) {
+    await trx
+      .deleteFrom('send_bodies')
+      .where('organization_id', '=', org)
+      .where('send_record_id', '=', sql<string>`ANY(${sends.map((s) => s.id)}::text[])`)
+      .execute();
+  }
   // A deal keeps its revenue data; only the link to the person goes. Its activities keep their
   // kind and time (the deal's history) but not what was said with or about the person.
   await trx

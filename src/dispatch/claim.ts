@@ -165,8 +165,6 @@ export async function writeClaims(
           to_email: to,
           from_email: c.mailbox.email,
           subject: String(m.subject),
-          text_body: String(m.text),
-          html_body: String(m.html),
           headers: JSON.stringify(headers),
           status: 'sending',
           sent_at: sql<Date>`now_ms()`,
@@ -179,6 +177,18 @@ export async function writeClaims(
           claimed_by: runnerId,
         };
       }),
+    )
+    .execute();
+  // The bodies go to their own table, which ages out by month (src/platform/retention.ts).
+  await trx
+    .insertInto('send_bodies')
+    .values(
+      claims.map((c) => ({
+        organization_id: org,
+        send_record_id: c.recordId,
+        text_body: String(c.message.text),
+        html_body: String(c.message.html),
+      })),
     )
     .execute();
   await sql`

@@ -40,9 +40,15 @@ export async function sendQueueRows(trx: Tx, organizationId: string | undefined)
 
 /** Messages sent, by send time and id; of one organization when `organizationId` is given. */
 export async function outboxMessages(trx: Tx, organizationId: string | undefined) {
-  let q = trx.selectFrom('send_records').selectAll().where('sent_at', 'is not', null);
-  if (organizationId !== undefined) q = q.where('organization_id', '=', organizationId);
-  const rows = await q.orderBy('sent_at').orderBy('id').execute();
+  // The bodies are null once aged out (src/platform/retention.ts) or erased.
+  let q = trx
+    .selectFrom('send_records as r')
+    .leftJoin('send_bodies as b', (j) => j.onRef('b.organization_id', '=', 'r.organization_id').onRef('b.send_record_id', '=', 'r.id'))
+    .selectAll('r')
+    .select(['b.text_body', 'b.html_body'])
+    .where('r.sent_at', 'is not', null);
+  if (organizationId !== undefined) q = q.where('r.organization_id', '=', organizationId);
+  const rows = await q.orderBy('r.sent_at').orderBy('r.id').execute();
   return {
     data: rows.map((r) => ({
       id: r.id,

@@ -169,9 +169,10 @@ export async function recordAccepted(trx: Tx, org: string, done: { c: Claim; out
     ), written AS (
       INSERT INTO messages (organization_id, id, contact_id, direction, channel, from_email, to_email, subject, body, message_id,
         send_record_id, sequence_id, status)
-      SELECT s.organization_id, s.message_row, s.contact_id, 'OUTBOUND', 'email', s.from_email, s.to_email, s.subject, coalesce(d.body, s.text_body, ''),
+      SELECT s.organization_id, s.message_row, s.contact_id, 'OUTBOUND', 'email', s.from_email, s.to_email, s.subject, coalesce(d.body, b.text_body, ''),
         s.message_id, s.id, s.sequence_id, 'sent'
       FROM sent s LEFT JOIN drafts d ON d.organization_id = s.organization_id AND d.id = s.draft_id
+      LEFT JOIN send_bodies b ON b.organization_id = s.organization_id AND b.send_record_id = s.id
     )
     SELECT id FROM sent`.execute(trx);
   const live = new Set(updated.rows.map((r) => r.id));

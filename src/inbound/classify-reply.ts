@@ -296,16 +296,20 @@ async function applyEffects(
 export async function classifyReply(deps: Deps, org: string, id: string): Promise<void> {
   const row = await withOrg(deps.db, org, (trx) =>
     trx
-      .selectFrom('messages')
-      .select(['raw_mime', 'status'])
-      .where('organization_id', '=', org)
-      .where('id', '=', id)
-      .where('direction', '=', 'INBOUND')
+      .selectFrom('messages as m')
+      .leftJoin('inbound_raw_messages as r', (j) =>
+        j.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.message_id', '=', 'm.id'),
+      )
+      .select(['r.raw_mime', 'm.status'])
+      .where('m.organization_id', '=', org)
+      .where('m.id', '=', id)
+      .where('m.direction', '=', 'INBOUND')
       .executeTakeFirst(),
   );
   if (row?.status !== 'received') return;
   if (row.raw_mime === null) {
-    // Its contact was erased before it was classified: nothing is left to read, nothing is done.
+    // Its contact was erased before it was classified (or its raw MIME aged out): nothing is left
+    // to read, nothing is done.
     await withOrg(deps.db, org, (trx) =>
       trx
         .updateTable('messages')

@@ -80,12 +80,12 @@ async function store(
   const now = keep && !deps.services.model.enabled;
   const r = await sql<{ id: string }>`
     WITH ins AS (
-      INSERT INTO messages (organization_id, id, contact_id, direction, channel, from_email, to_email, subject, body, stripped_text, raw_mime,
+      INSERT INTO messages (organization_id, id, contact_id, direction, channel, from_email, to_email, subject, body, stripped_text,
         message_id, in_reply_to, references_ids, send_record_id, sequence_id, thread_method, status, automatic, report, classified_at,
         authenticated, authentication)
       VALUES (${org}, ${id}, ${route.contactId}, 'INBOUND', ${d.channel}, ${keep ? clean(mail.from?.address, 320) : null},
         ${keep ? clean(route.recipient ?? mail.to[0], 320) : null}, ${keep ? clean(mail.subject, 1000) : null}, ${keep ? clean(mail.text, MAX_TEXT) : ''},
-        ${keep ? clean(mail.strippedText, MAX_TEXT) : null}, ${keep ? d.raw : null}, ${messageId}, ${keep ? usableId(mail.inReplyTo) : null},
+        ${keep ? clean(mail.strippedText, MAX_TEXT) : null}, ${messageId}, ${keep ? usableId(mail.inReplyTo) : null},
         ${
           keep
             ? mail.references
@@ -99,6 +99,10 @@ async function store(
         ${auth.authenticated}, ${JSON.stringify({ by: auth.by, ...auth.checks })}::jsonb)
       ON CONFLICT (organization_id, message_id) WHERE direction = 'INBOUND' AND message_id IS NOT NULL DO NOTHING
       RETURNING id
+    ), raw AS (
+      -- The raw MIME goes to its own table, which ages out by month (src/platform/retention.ts).
+      INSERT INTO inbound_raw_messages (organization_id, message_id, raw_mime)
+      SELECT ${org}, ins.id, ${keep ? d.raw : null}::bytea FROM ins WHERE ${keep}::boolean
     )
     -- The classification job is enqueued by the same statement, only for a new message that has something to classify later.
     SELECT ins.id, (SELECT enqueue_job('classify_reply', json_build_object('organizationId', ${org}::text, 'messageId', ins.id), NULL, 'classify_reply:' || ins.id)

@@ -75,7 +75,30 @@ export interface Config {
   runWorker: boolean;
   /** A bearer token that may read GET /metrics besides the operator token; null: only the operator token. */
   metricsToken: string | null;
+  /** Days each kind of aging data is kept (src/platform/retention.ts); an organization may override each. */
+  retention: RetentionDays;
 }
+
+/** Days kept, per kind of data that ages out. */
+export interface RetentionDays {
+  events: number;
+  webhookDeliveries: number;
+  sendBodies: number;
+  inboundRaw: number;
+}
+
+/**
+ * Each kind's default, least and most days (also the bounds of an organization's override). The
+ * least keep what the service itself reads back: the organization-health window (28 days) of the
+ * event log, a delivery's 24 hours of retries, a send's body until its outcome is recorded, an
+ * inbound message's MIME until it is classified (retried for hours).
+ */
+export const RETENTION_BOUNDS: Record<keyof RetentionDays, { env: string; def: number; min: number; max: number }> = {
+  events: { env: 'RETENTION_EVENTS_DAYS', def: 400, min: 30, max: 3650 },
+  webhookDeliveries: { env: 'RETENTION_WEBHOOK_DELIVERIES_DAYS', def: 30, min: 2, max: 3650 },
+  sendBodies: { env: 'RETENTION_SEND_BODIES_DAYS', def: 90, min: 7, max: 3650 },
+  inboundRaw: { env: 'RETENTION_INBOUND_RAW_DAYS', def: 90, min: 7, max: 3650 },
+};
 
 /** What one sender may do to the inbound listener: per connection, and per source address (an IPv6 /64). */
 export interface InboundLimits {
@@ -101,6 +124,11 @@ function int(env: Env, name: string, def: number, min: number, max: number): num
   const n = Number(raw.trim());
   if (n < min || n > max) throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
   return n;
+}
+
+function retentionDays(env: Env, kind: keyof RetentionDays): number {
+  const b = RETENTION_BOUNDS[kind];
+  return int(env, b.env, b.def, b.min, b.max);
 }
 
 function bool(env: Env, name: string, def: boolean): boolean {
@@ -260,5 +288,11 @@ export function loadConfig(env: Env = process.env): Config {
     },
     runWorker: bool(env, 'RUN_WORKER', true),
     metricsToken,
+    retention: {
+      events: retentionDays(env, 'events'),
+      webhookDeliveries: retentionDays(env, 'webhookDeliveries'),
+      sendBodies: retentionDays(env, 'sendBodies'),
+      inboundRaw: retentionDays(env, 'inboundRaw'),
+    },
   };
 }

@@ -13,6 +13,7 @@ import { sweepActionItems } from './sweep-action-items.js';
 import { sweepDeals } from './sweep-deals.js';
 import { sweepLeads } from './sweep-leads.js';
 import { sweepOrgHealth } from './sweep-org-health.js';
+import { sweepRetention } from './sweep-retention.js';
 import { sweepSends } from './sweep-sends.js';
 
 /**
@@ -35,6 +36,7 @@ export function buildTaskList(deps: SystemDeps, runnerId: string | null = null):
     sweep_action_items: sweepActionItems(deps),
     run_rules: runRulesTask(deps),
     sweep_org_health: sweepOrgHealth(deps),
+    sweep_retention: sweepRetention(deps),
   };
 }
 
@@ -43,7 +45,8 @@ export function buildTaskList(deps: SystemDeps, runnerId: string | null = null):
 // recorded are marked possibly sent every minute. The inbound lead sweep (qualification, conversion
 // of qualified leads at least 15 minutes old) runs every 5 minutes; action items (expiry, snoozes
 // that are up, out-of-office returns) are swept every minute. Organization health is recomputed
-// for every organization every 5 minutes.
+// for every organization every 5 minutes. Data that ages out (src/platform/retention.ts) is swept
+// hourly: partitions made ahead, old months dropped, shorter retentions' rows deleted.
 export const CRONTAB = `
 15 * * * * purge_idempotency_keys ?max=1
 */15 * * * * sweep_deals ?max=1
@@ -51,4 +54,5 @@ export const CRONTAB = `
 */5 * * * * sweep_leads ?max=1
 * * * * * sweep_action_items ?max=1
 */5 * * * * sweep_org_health ?max=1
+35 * * * * sweep_retention ?max=1
 `;

@@ -276,8 +276,10 @@ export async function fanOut(deps: Deps, organizationId: string, eventId: string
         AND ((w.status = 'active' AND e.type = ANY (w.event_types)) OR w.id IN (SELECT webhook_endpoint_id FROM unrecorded))
       ORDER BY w.id FOR KEY SHARE OF w
     ), ins AS (
-      INSERT INTO webhook_deliveries (organization_id, id, webhook_endpoint_id, event_id, event_type, claimed_at)
-      SELECT e.organization_id, ${FANOUT_ID(sql`e.id`, sql`w.id`)}, w.id, e.id, e.type, now_ms()
+      -- At the event's time: the partition key (src/platform/retention.ts) is then the same for a
+      -- repeated fan-out, whose row conflicts with the first one's.
+      INSERT INTO webhook_deliveries (organization_id, id, webhook_endpoint_id, event_id, event_type, claimed_at, created_at)
+      SELECT e.organization_id, ${FANOUT_ID(sql`e.id`, sql`w.id`)}, w.id, e.id, e.type, now_ms(), e.created_at
       FROM events e JOIN eps w ON w.subscribed
       WHERE e.organization_id = ${organizationId} AND e.id = ${eventId}
       ON CONFLICT DO NOTHING

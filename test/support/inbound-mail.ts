@@ -34,15 +34,19 @@ export async function deliverSmtp(port: number, raw: string | Buffer, to: string
   }
 }
 
-/** The organization's inbound messages as stored, oldest first. */
+/** The organization's inbound messages as stored, oldest first, each with its raw MIME (kept apart: null once gone). */
 export const inboundOf = (svc: TestService, orgId: string) =>
   system(svc, (trx) =>
     trx
-      .selectFrom('messages')
-      .selectAll()
-      .where('organization_id', '=', orgId)
-      .where('direction', '=', 'INBOUND')
-      .orderBy('created_at')
-      .orderBy('id')
+      .selectFrom('messages as m')
+      .leftJoin('inbound_raw_messages as r', (j) =>
+        j.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.message_id', '=', 'm.id'),
+      )
+      .selectAll('m')
+      .select('r.raw_mime')
+      .where('m.organization_id', '=', orgId)
+      .where('m.direction', '=', 'INBOUND')
+      .orderBy('m.created_at')
+      .orderBy('m.id')
       .execute(),
   );
