@@ -402,7 +402,7 @@ describe('funnel rollups', () => {
     expect(both.rollup.truncation.dealScanTruncated).toBe(false);
   });
 
-  it('hold nothing about a person: no contact id or address in any rollup row, before or after erasure', async () => {
+  it('hold nothing about a person: no column for a contact, an address or any text they wrote', async () => {
     const cols = await withSystem(svc.ownerDb, async (trx) =>
       (
         await sql<{ table_name: string; column_name: string }>`
