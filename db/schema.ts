@@ -322,6 +322,18 @@ export interface ExperimentAssignments {
   unit_id: string;
 }
 
+export interface FunnelDayDeltas {
+  day: string;
+  id: Generated<number>;
+  list_key: string;
+  meeting_replied: number;
+  organization_id: string;
+  product_key: string;
+  replied: number;
+  sent: number;
+  started: number;
+}
+
 export interface FunnelDays {
   day: string;
   list_key: string;
@@ -763,6 +775,7 @@ export interface DB {
   erasure_evidence: ErasureEvidence;
   events: Events;
   experiment_assignments: ExperimentAssignments;
+  funnel_day_deltas: FunnelDayDeltas;
   funnel_days: FunnelDays;
   funnel_sequences: FunnelSequences;
   handoffs: Handoffs;

@@ -8,8 +8,12 @@
 --                     replies and meeting replies it has (counters, not flags, so two transactions
 --                     adding and removing at once both land exactly);
 --   funnel_days       per (day, product, list): sequences started, sent, sent and replied, sent and
---                     replied asking for a meeting, from funnel_sequences by its own triggers, so a
---                     row changes only when a sequence's flag or key changes;
+--                     replied asking for a meeting;
+--   funnel_day_deltas the changes to funnel_days not yet folded into it, appended by the triggers
+--                     of funnel_sequences when a sequence's flag or key changes (insert only: a
+--                     writer never waits for another on a shared day row, and never holds one while
+--                     it takes other locks); the funnel reads both, the fold_funnel_days job moves
+--                     the deltas into funnel_days every minute;
 --   deal_days         deals created per day (attribution.dealsCreatedAllSources_count).
 -- '' stands for "no product" / "no list" in the keys (a key column cannot be null); no id is ''.
 -- Nothing here is about a person (ids of sequences, products and lists, counts): erasure keeps
@@ -43,6 +47,21 @@ CREATE TABLE funnel_days (
 );
 SELECT apply_tenant_isolation('funnel_days');
 
+CREATE TABLE funnel_day_deltas (
+  organization_id text NOT NULL,
+  id bigint GENERATED ALWAYS AS IDENTITY,
+  day date NOT NULL,
+  product_key text NOT NULL,
+  list_key text NOT NULL,
+  started integer NOT NULL,
+  sent integer NOT NULL,
+  replied integer NOT NULL,
+  meeting_replied integer NOT NULL,
+  PRIMARY KEY (organization_id, id)
+);
+CREATE INDEX funnel_day_deltas_day_idx ON funnel_day_deltas (organization_id, day);
+SELECT apply_tenant_isolation('funnel_day_deltas');
+
 CREATE TABLE deal_days (
   organization_id text NOT NULL,
   day date NOT NULL,
@@ -52,8 +71,8 @@ CREATE TABLE deal_days (
 SELECT apply_tenant_isolation('deal_days');
 
 -- The sweeps write the source tables as outbound_system (the recovery sweep's statuses, released
--- claims, routed mail): their triggers write these.
-GRANT INSERT, UPDATE, DELETE ON funnel_sequences, funnel_days, deal_days TO outbound_system;
+-- claims, routed mail): their triggers write these; the fold job runs as it too.
+GRANT INSERT, UPDATE, DELETE ON funnel_sequences, funnel_days, funnel_day_deltas, deal_days TO outbound_system;
 
 -- What counts, one definition each (the reference query states the same rules).
 -- A send counts when it reached, or may have reached, a server: COUNTED of src/dispatch/ledger.ts.
@@ -68,32 +87,23 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 CREATE FUNCTION funnel_day(at timestamptz) RETURNS date
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT (at AT TIME ZONE 'UTC')::date $$;
 
--- funnel_sequences -> funnel_days: the difference between the rows' contributions before and after
--- the statement, per key, in key order (two transactions lock the day rows they share in the same
--- order: no deadlock); a key whose contribution did not change is not written.
+-- funnel_sequences -> funnel_day_deltas: the difference between the rows' contributions before and
+-- after the statement, per key; a key whose contribution did not change gets no row.
 CREATE FUNCTION funnel_days_follow() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
-    INSERT INTO funnel_days AS d (organization_id, day, product_key, list_key, started, sent, replied, meeting_replied)
+    INSERT INTO funnel_day_deltas (organization_id, day, product_key, list_key, started, sent, replied, meeting_replied)
     SELECT organization_id, day, product_key, list_key, count(*), count(*) FILTER (WHERE sends > 0),
       count(*) FILTER (WHERE sends > 0 AND replies > 0), count(*) FILTER (WHERE sends > 0 AND meeting_replies > 0)
-    FROM new_rows GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
-    ON CONFLICT (organization_id, day, product_key, list_key) DO UPDATE SET
-      started = d.started + EXCLUDED.started, sent = d.sent + EXCLUDED.sent,
-      replied = d.replied + EXCLUDED.replied, meeting_replied = d.meeting_replied + EXCLUDED.meeting_replied;
+    FROM new_rows GROUP BY 1, 2, 3, 4;
   ELSIF TG_OP = 'DELETE' THEN
-    WITH delta AS (
-      SELECT organization_id, day, product_key, list_key, count(*) AS started, count(*) FILTER (WHERE sends > 0) AS sent,
-        count(*) FILTER (WHERE sends > 0 AND replies > 0) AS replied, count(*) FILTER (WHERE sends > 0 AND meeting_replies > 0) AS meeting_replied
-      FROM old_rows GROUP BY 1, 2, 3, 4
-    )
-    UPDATE funnel_days d SET started = d.started - x.started, sent = d.sent - x.sent,
-      replied = d.replied - x.replied, meeting_replied = d.meeting_replied - x.meeting_replied
-    FROM delta x
-    WHERE d.organization_id = x.organization_id AND d.day = x.day AND d.product_key = x.product_key AND d.list_key = x.list_key;
+    INSERT INTO funnel_day_deltas (organization_id, day, product_key, list_key, started, sent, replied, meeting_replied)
+    SELECT organization_id, day, product_key, list_key, -count(*), -count(*) FILTER (WHERE sends > 0),
+      -count(*) FILTER (WHERE sends > 0 AND replies > 0), -count(*) FILTER (WHERE sends > 0 AND meeting_replies > 0)
+    FROM old_rows GROUP BY 1, 2, 3, 4;
   ELSE
-    INSERT INTO funnel_days AS d (organization_id, day, product_key, list_key, started, sent, replied, meeting_replied)
+    INSERT INTO funnel_day_deltas (organization_id, day, product_key, list_key, started, sent, replied, meeting_replied)
     SELECT organization_id, day, product_key, list_key, sum(started), sum(sent), sum(replied), sum(meeting_replied)
     FROM (
       SELECT organization_id, day, product_key, list_key, 1 AS started, (sends > 0)::int AS sent,
@@ -105,14 +115,28 @@ BEGIN
       FROM old_rows
     ) c
     GROUP BY 1, 2, 3, 4
-    HAVING sum(started) <> 0 OR sum(sent) <> 0 OR sum(replied) <> 0 OR sum(meeting_replied) <> 0
-    ORDER BY 1, 2, 3, 4
-    ON CONFLICT (organization_id, day, product_key, list_key) DO UPDATE SET
-      started = d.started + EXCLUDED.started, sent = d.sent + EXCLUDED.sent,
-      replied = d.replied + EXCLUDED.replied, meeting_replied = d.meeting_replied + EXCLUDED.meeting_replied;
+    HAVING sum(started) <> 0 OR sum(sent) <> 0 OR sum(replied) <> 0 OR sum(meeting_replied) <> 0;
   END IF;
   RETURN NULL;
 END $$;
+
+-- Moves the deltas of one organization (every organization when org is null) into funnel_days, in
+-- key order (two folds lock the day rows they share in the same order). A delta is taken by one
+-- fold only (DELETE ... RETURNING), so the sums stay exact however many run at once.
+CREATE FUNCTION funnel_days_fold(org text) RETURNS void
+LANGUAGE sql AS $$
+  WITH moved AS (
+    DELETE FROM funnel_day_deltas WHERE org IS NULL OR organization_id = org
+    RETURNING organization_id, day, product_key, list_key, started, sent, replied, meeting_replied
+  )
+  INSERT INTO funnel_days AS d (organization_id, day, product_key, list_key, started, sent, replied, meeting_replied)
+  SELECT organization_id, day, product_key, list_key, sum(started), sum(sent), sum(replied), sum(meeting_replied)
+  FROM moved GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+  ON CONFLICT (organization_id, day, product_key, list_key) DO UPDATE SET
+    started = d.started + EXCLUDED.started, sent = d.sent + EXCLUDED.sent,
+    replied = d.replied + EXCLUDED.replied, meeting_replied = d.meeting_replied + EXCLUDED.meeting_replied
+$$;
+
 CREATE TRIGGER funnel_days_insert AFTER INSERT ON funnel_sequences
   REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION funnel_days_follow();
 CREATE TRIGGER funnel_days_update AFTER UPDATE ON funnel_sequences
@@ -304,6 +328,7 @@ BEGIN
   LOCK TABLE contact_sequences, contacts, send_records, messages, deals IN SHARE MODE;
   DELETE FROM funnel_sequences WHERE org IS NULL OR organization_id = org;
   DELETE FROM funnel_days WHERE org IS NULL OR organization_id = org;
+  DELETE FROM funnel_day_deltas WHERE org IS NULL OR organization_id = org;
   DELETE FROM deal_days WHERE org IS NULL OR organization_id = org;
   -- Each sequence's row as a new sequence's is made (its counts by index probes: a plan that does
   -- not depend on statistics, which a bulk load has not gathered yet).
@@ -311,6 +336,7 @@ BEGIN
   SELECT r.* FROM (
     SELECT organization_id, array_agg(id) AS ids FROM contact_sequences WHERE org IS NULL OR organization_id = org GROUP BY 1
   ) n, LATERAL funnel_sequence_rows(n.organization_id, n.ids) r;
+  PERFORM funnel_days_fold(org);
   INSERT INTO deal_days (organization_id, day, created)
   SELECT organization_id, funnel_day(created_at), count(*)::int FROM deals WHERE org IS NULL OR organization_id = org GROUP BY 1, 2;
 END $$;

@@ -89,7 +89,8 @@ export function attributionCtes(): string {
  * The funnel statement: one row per grouping set (the totals, each product, each list), each with
  * every count and sum, plus the window's deals of all sources. `$1` organization, `$2` from, `$3`
  * to (dates, UTC, inclusive). The cohort's counts come from the day rollups (funnel_days, one row
- * per day, product and list: their number follows the window, not the sends behind it), the
+ * per day, product and list: their number follows the window, not the sends behind it, plus the
+ * deltas of the last minute funnel_day_deltas holds until the fold job moves them), the
  * attribution from at most DEAL_SCAN_LIMIT deals, whose credited sequences add their deals and,
  * when no meeting reply already counted them, a meeting from a deal (funnel_sequences holds each
  * sequence's flags). Exported so the bench runs the very same SQL bare.
@@ -106,7 +107,11 @@ WITH ${attributionCtes()}, credited AS (
   SELECT r.product_key, r.list_key, r.started, r.sent, r.replied, r.meeting_replied AS meeting,
     0 AS deals, 0 AS won, 0::int8 AS won_cents, 0::int8 AS open_cents
   FROM funnel_days r
-  WHERE r.organization_id = $1 AND r.day >= $2::date AND r.day <= $3::date AND r.started > 0
+  WHERE r.organization_id = $1 AND r.day >= $2::date AND r.day <= $3::date
+  UNION ALL
+  SELECT r.product_key, r.list_key, r.started, r.sent, r.replied, r.meeting_replied, 0, 0, 0, 0
+  FROM funnel_day_deltas r
+  WHERE r.organization_id = $1 AND r.day >= $2::date AND r.day <= $3::date
   UNION ALL
   SELECT c.product_key, c.list_key, 0, 0, 0, c.meeting_by_deal::int, c.deals, c.won, c.won_cents, c.open_cents
   FROM credited c
@@ -123,6 +128,8 @@ WITH ${attributionCtes()}, credited AS (
     coalesce(sum(p.open_cents), 0)::int8 AS open_cents
   FROM parts p
   GROUP BY GROUPING SETS ((), (p.product_key), (p.list_key))
+  -- A product or list is a row when a cohort sequence has it (the totals always are).
+  HAVING sum(p.started) > 0 OR (GROUPING(p.product_key) = 1 AND GROUPING(p.list_key) = 1)
 )
 SELECT g.by_product, g.by_list, g.product_id, g.list_id, pr.name AS product_name, l.name AS list_name,
   g.started, g.sent, g.replied, g.meeting, g.deals, g.won, g.won_cents, g.open_cents,

@@ -4,6 +4,7 @@ import type { SystemDeps } from '../platform/services.js';
 import { classifyReplyTask } from './classify-reply.js';
 import { deliverWebhook } from './deliver-webhook.js';
 import { fanoutEvent } from './fanout-event.js';
+import { foldFunnelDays } from './fold-funnel-days.js';
 import { generateDraftsTask } from './generate-drafts.js';
 import { generateListChunk } from './generate-list-chunk.js';
 import { purgeIdempotencyKeys } from './purge-idempotency-keys.js';
@@ -35,6 +36,7 @@ export function buildTaskList(deps: SystemDeps, runnerId: string | null = null):
     sweep_action_items: sweepActionItems(deps),
     run_rules: runRulesTask(deps),
     sweep_org_health: sweepOrgHealth(deps),
+    fold_funnel_days: foldFunnelDays(deps),
   };
 }
 
@@ -43,7 +45,7 @@ export function buildTaskList(deps: SystemDeps, runnerId: string | null = null):
 // recorded are marked possibly sent every minute. The inbound lead sweep (qualification, conversion
 // of qualified leads at least 15 minutes old) runs every 5 minutes; action items (expiry, snoozes
 // that are up, out-of-office returns) are swept every minute. Organization health is recomputed
-// for every organization every 5 minutes.
+// for every organization every 5 minutes. The funnel's day deltas are folded every minute.
 export const CRONTAB = `
 15 * * * * purge_idempotency_keys ?max=1
 */15 * * * * sweep_deals ?max=1
@@ -51,4 +53,5 @@ export const CRONTAB = `
 */5 * * * * sweep_leads ?max=1
 * * * * * sweep_action_items ?max=1
 */5 * * * * sweep_org_health ?max=1
+* * * * * fold_funnel_days ?max=1
 `;
