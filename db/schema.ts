@@ -202,6 +202,12 @@ export interface DealContacts {
   organization_id: string;
 }
 
+export interface DealDays {
+  created: Generated<number>;
+  day: string;
+  organization_id: string;
+}
+
 export interface Deals {
   actual_close_date: string | null;
   close_date: string | null;
@@ -314,6 +320,40 @@ export interface ExperimentAssignments {
   experiment: string;
   organization_id: string;
   unit_id: string;
+}
+
+export interface FunnelDayDeltas {
+  day: string;
+  id: Generated<number>;
+  list_key: string;
+  meeting_replied: number;
+  organization_id: string;
+  product_key: string;
+  replied: number;
+  sent: number;
+  started: number;
+}
+
+export interface FunnelDays {
+  day: string;
+  list_key: string;
+  meeting_replied: Generated<number>;
+  organization_id: string;
+  product_key: string;
+  replied: Generated<number>;
+  sent: Generated<number>;
+  started: Generated<number>;
+}
+
+export interface FunnelSequences {
+  day: string;
+  list_key: string;
+  meeting_replies: Generated<number>;
+  organization_id: string;
+  product_key: string;
+  replies: Generated<number>;
+  sends: Generated<number>;
+  sequence_id: string;
 }
 
 export interface Handoffs {
@@ -739,6 +779,7 @@ export interface DB {
   contacts_search: ContactsSearch;
   deal_activities: DealActivities;
   deal_contacts: DealContacts;
+  deal_days: DealDays;
   deal_stage_history: DealStageHistory;
   deal_stages: DealStages;
   deal_sweep_marks: DealSweepMarks;
@@ -747,6 +788,9 @@ export interface DB {
   erasure_evidence: ErasureEvidence;
   events: Events;
   experiment_assignments: ExperimentAssignments;
+  funnel_day_deltas: FunnelDayDeltas;
+  funnel_days: FunnelDays;
+  funnel_sequences: FunnelSequences;
   handoffs: Handoffs;
   idempotency_keys: IdempotencyKeys;
   inbound_leads: InboundLeads;

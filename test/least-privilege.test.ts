@@ -174,7 +174,7 @@ describe('the sweeps', () => {
       const tasks = CRONTAB.trim()
         .split('\n')
         .map((line) => line.trim().split(/\s+/)[5]);
-      expect(tasks).toHaveLength(7);
+      expect(tasks).toHaveLength(8);
       for (const task of tasks) await worker.addJob(task, {});
       const left = await waitFor(async () => {
         const r = await svc.pool.query<{ task: string; last_error: string | null }>(

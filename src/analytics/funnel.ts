@@ -1,5 +1,7 @@
-// The outbound funnel of a window: one set-based statement over indexes that lead with the
-// organization (see 0015_analytics.sql). The rules, which spec/paths/analytics_funnel.yaml and
+// The outbound funnel of a window: one set-based statement over the day rollups the triggers of
+// 0033_funnel_rollups.sql keep exact (docs/analytics.md), and over at most DEAL_SCAN_LIMIT deals
+// through indexes that lead with the organization (0015_analytics.sql). src/analytics/
+// funnel-reference.ts computes the same answer from the raw rows (the tests' oracle). The rules, which spec/paths/analytics_funnel.yaml and
 // spec/DECISIONS.md state for users:
 // - cohort: the sequences created in the window; their sends, human replies (authenticated ones,
 //   src/inbound/authentication.ts) and meetings count whenever they happened (a reply or meeting
@@ -34,24 +36,25 @@ export function checkWindow(from: string, to: string): number {
   return days;
 }
 
+/** The window's instants as expressions of the parameters `$2` and `$3` (not a CTE), so the planner sees them. */
+export const WINDOW_START = `(($2::date)::timestamp AT TIME ZONE 'UTC')`;
+export const WINDOW_END = `(($3::date + 1)::timestamp AT TIME ZONE 'UTC')`;
+
 /**
- * The funnel statement: one row per grouping set (the totals, each product, each list), each with
- * every count and sum, plus the window's deals of all sources. `$1` organization, `$2` from, `$3`
- * to (dates, UTC, inclusive). Exported so the bench runs the very same SQL bare.
+ * The attribution, read from the raw rows and bounded by DEAL_SCAN_LIMIT: the window's first deals
+ * (`scanned`), the sequence each is credited to (`credit`), and per credited sequence its deals,
+ * won deals, won and open values and whether one of them has a meeting (`deal_sums`). `$1`
+ * organization, `$2` from, `$3` to. Shared by the served statement and the reference one.
  */
-export function funnelQuery(organizationId: string, from: string, to: string): { text: string; values: unknown[] } {
-  // The window's instants as expressions of the parameters (not a CTE), so the planner sees them.
-  const t0 = `(($2::date)::timestamp AT TIME ZONE 'UTC')`;
-  const t1 = `(($3::date + 1)::timestamp AT TIME ZONE 'UTC')`;
+export function attributionCtes(): string {
   // The ledger's counted statuses as literals, so the partial index send_records_sequence_idx
   // (0015_analytics.sql, the same list) is provably usable in any plan.
   const counted = COUNTED.map((st) => `'${st}'`).join(', ');
-  const text = `
-WITH scanned AS (
+  return `scanned AS (
   SELECT d.id, d.created_at, d.primary_contact_id, d.value_cents, st.category
   FROM deals d
   LEFT JOIN deal_stages st ON st.organization_id = d.organization_id AND st.id = d.stage_id
-  WHERE d.organization_id = $1 AND d.created_at >= ${t0} AND d.created_at < ${t1}
+  WHERE d.organization_id = $1 AND d.created_at >= ${WINDOW_START} AND d.created_at < ${WINDOW_END}
   ORDER BY d.created_at, d.id
   LIMIT ${DEAL_SCAN_LIMIT}
 ), credit AS (
@@ -79,52 +82,65 @@ WITH scanned AS (
       SELECT 1 FROM deal_activities da WHERE da.organization_id = $1 AND da.deal_id = c.deal_id AND da.kind = 'meeting')) AS meeting
   FROM credit c
   GROUP BY c.sequence_id
-), sent AS (
-  -- The cohort's sequences with a counted send: a semi-join, so the planner may hash the
-  -- organization's sends (a long window) or probe the partial index per sequence (a short one).
-  SELECT cs.id FROM contact_sequences cs
-  WHERE cs.organization_id = $1 AND cs.created_at >= ${t0} AND cs.created_at < ${t1}
-    AND EXISTS (
-      SELECT 1 FROM send_records sr
-      WHERE sr.organization_id = $1 AND sr.sequence_id = cs.id AND sr.sequence_id IS NOT NULL AND sr.status IN (${counted}))
-), cohort AS (
-  SELECT cs.id, cs.product_id, coalesce(cs.list_id, c.list_id) AS list_id, sent.id IS NOT NULL AS sent,
-    EXISTS (
-      SELECT 1 FROM messages m
-      WHERE m.organization_id = $1 AND m.sequence_id = cs.id AND m.sequence_id IS NOT NULL AND m.direction = 'INBOUND' AND NOT m.automatic AND m.authenticated
-        AND (m.intent IS NULL OR m.intent <> ALL($4::text[]))) AS replied,
-    EXISTS (
-      SELECT 1 FROM messages m
-      WHERE m.organization_id = $1 AND m.sequence_id = cs.id AND m.sequence_id IS NOT NULL AND m.direction = 'INBOUND' AND NOT m.automatic AND m.authenticated
-        AND m.intent = 'meeting_request') AS meeting_reply
-  FROM contact_sequences cs
-  LEFT JOIN contacts c ON c.organization_id = cs.organization_id AND c.id = cs.contact_id
-  LEFT JOIN sent ON sent.id = cs.id
-  WHERE cs.organization_id = $1 AND cs.created_at >= ${t0} AND cs.created_at < ${t1}
-), grouped AS (
-  SELECT GROUPING(co.product_id) AS by_product, GROUPING(co.list_id) AS by_list, co.product_id, co.list_id,
-    count(*)::int AS started,
-    count(*) FILTER (WHERE co.sent)::int AS sent,
-    count(*) FILTER (WHERE co.sent AND co.replied)::int AS replied,
-    count(*) FILTER (WHERE co.sent AND (co.meeting_reply OR coalesce(ds.meeting, false)))::int AS meeting,
-    coalesce(sum(ds.deals), 0)::int AS deals,
-    coalesce(sum(ds.won), 0)::int AS won,
-    coalesce(sum(ds.won_cents), 0)::int8 AS won_cents,
-    coalesce(sum(ds.open_cents), 0)::int8 AS open_cents
-  FROM cohort co
-  LEFT JOIN deal_sums ds ON ds.sequence_id = co.id
-  GROUP BY GROUPING SETS ((), (co.product_id), (co.list_id))
-)
-SELECT g.by_product, g.by_list, g.product_id, g.list_id, p.name AS product_name, l.name AS list_name,
-  g.started, g.sent, g.replied, g.meeting, g.deals, g.won, g.won_cents, g.open_cents,
-  (SELECT count(*)::int FROM deals d WHERE d.organization_id = $1 AND d.created_at >= ${t0} AND d.created_at < ${t1}) AS all_deals
-FROM grouped g
-LEFT JOIN products p ON g.by_product = 0 AND p.organization_id = $1 AND p.id = g.product_id
-LEFT JOIN contact_lists l ON g.by_list = 0 AND l.organization_id = $1 AND l.id = g.list_id AND l.deleted_at IS NULL`;
-  return { text, values: [organizationId, from, to, NOT_REPLY_INTENTS] };
+)`;
 }
 
-interface FunnelRow {
+/**
+ * The funnel statement: one row per grouping set (the totals, each product, each list), each with
+ * every count and sum, plus the window's deals of all sources. `$1` organization, `$2` from, `$3`
+ * to (dates, UTC, inclusive). The cohort's counts come from the day rollups (funnel_days, one row
+ * per day, product and list: their number follows the window, not the sends behind it, plus the
+ * deltas of the last minute funnel_day_deltas holds until the fold job moves them), the
+ * attribution from at most DEAL_SCAN_LIMIT deals, whose credited sequences add their deals and,
+ * when no meeting reply already counted them, a meeting from a deal (funnel_sequences holds each
+ * sequence's flags). Exported so the bench runs the very same SQL bare.
+ */
+export function funnelQuery(organizationId: string, from: string, to: string): { text: string; values: unknown[] } {
+  const text = `
+WITH ${attributionCtes()}, credited AS (
+  SELECT f.product_key, f.list_key, ds.deals, ds.won, ds.won_cents, ds.open_cents,
+    (f.sends > 0 AND f.meeting_replies = 0 AND ds.meeting) AS meeting_by_deal
+  FROM deal_sums ds
+  JOIN funnel_sequences f ON f.organization_id = $1 AND f.sequence_id = ds.sequence_id
+  WHERE f.day >= $2::date AND f.day <= $3::date
+), parts AS (
+  SELECT r.product_key, r.list_key, r.started, r.sent, r.replied, r.meeting_replied AS meeting,
+    0 AS deals, 0 AS won, 0::int8 AS won_cents, 0::int8 AS open_cents
+  FROM funnel_days r
+  WHERE r.organization_id = $1 AND r.day >= $2::date AND r.day <= $3::date
+  UNION ALL
+  SELECT r.product_key, r.list_key, r.started, r.sent, r.replied, r.meeting_replied, 0, 0, 0, 0
+  FROM funnel_day_deltas r
+  WHERE r.organization_id = $1 AND r.day >= $2::date AND r.day <= $3::date
+  UNION ALL
+  SELECT c.product_key, c.list_key, 0, 0, 0, c.meeting_by_deal::int, c.deals, c.won, c.won_cents, c.open_cents
+  FROM credited c
+), grouped AS (
+  SELECT GROUPING(p.product_key) AS by_product, GROUPING(p.list_key) AS by_list,
+    nullif(p.product_key, '') AS product_id, nullif(p.list_key, '') AS list_id,
+    coalesce(sum(p.started), 0)::int AS started,
+    coalesce(sum(p.sent), 0)::int AS sent,
+    coalesce(sum(p.replied), 0)::int AS replied,
+    coalesce(sum(p.meeting), 0)::int AS meeting,
+    coalesce(sum(p.deals), 0)::int AS deals,
+    coalesce(sum(p.won), 0)::int AS won,
+    coalesce(sum(p.won_cents), 0)::int8 AS won_cents,
+    coalesce(sum(p.open_cents), 0)::int8 AS open_cents
+  FROM parts p
+  GROUP BY GROUPING SETS ((), (p.product_key), (p.list_key))
+  -- A product or list is a row when a cohort sequence has it (the totals always are).
+  HAVING sum(p.started) > 0 OR (GROUPING(p.product_key) = 1 AND GROUPING(p.list_key) = 1)
+)
+SELECT g.by_product, g.by_list, g.product_id, g.list_id, pr.name AS product_name, l.name AS list_name,
+  g.started, g.sent, g.replied, g.meeting, g.deals, g.won, g.won_cents, g.open_cents,
+  (SELECT coalesce(sum(dd.created), 0)::int FROM deal_days dd WHERE dd.organization_id = $1 AND dd.day >= $2::date AND dd.day <= $3::date) AS all_deals
+FROM grouped g
+LEFT JOIN products pr ON g.by_product = 0 AND pr.organization_id = $1 AND pr.id = g.product_id
+LEFT JOIN contact_lists l ON g.by_list = 0 AND l.organization_id = $1 AND l.id = g.list_id AND l.deleted_at IS NULL`;
+  return { text, values: [organizationId, from, to] };
+}
+
+export interface FunnelRow {
   by_product: number;
   by_list: number;
   product_id: string | null;
@@ -175,6 +191,20 @@ function ordered(rows: FunnelBucket[]): FunnelBucket[] {
   );
 }
 
+/** The answer from the statement's rows (this one's or the reference's: the same shape). */
+export function shapeFunnel(rows: FunnelRow[], from: string, to: string) {
+  const total = rows.find((r) => r.by_product === 1 && r.by_list === 1)!;
+  return {
+    from,
+    to,
+    totals: bucket(total, null, null),
+    byProduct: ordered(rows.filter((r) => r.by_product === 0).map((r) => bucket(r, r.product_id, r.product_name))),
+    byList: ordered(rows.filter((r) => r.by_list === 0).map((r) => bucket(r, r.list_id, r.list_name))),
+    attribution: { dealsCreatedAllSources_count: total.all_deals },
+    truncation: { dealScanTruncated: total.all_deals > DEAL_SCAN_LIMIT },
+  };
+}
+
 /**
  * The funnel of the window. Runs on the request's connection in a transaction of its own with
  * custom plans: a generic plan cannot know how much of the organization a window covers.
@@ -186,15 +216,5 @@ export async function computeFunnel(conn: Tx, organizationId: string, from: stri
     () => conn.executeQuery<FunnelRow>(CompiledQuery.raw(q.text, q.values)),
     'SET LOCAL plan_cache_mode = force_custom_plan',
   );
-  const rows = result.rows;
-  const total = rows.find((r) => r.by_product === 1 && r.by_list === 1)!;
-  return {
-    from,
-    to,
-    totals: bucket(total, null, null),
-    byProduct: ordered(rows.filter((r) => r.by_product === 0).map((r) => bucket(r, r.product_id, r.product_name))),
-    byList: ordered(rows.filter((r) => r.by_list === 0).map((r) => bucket(r, r.list_id, r.list_name))),
-    attribution: { dealsCreatedAllSources_count: total.all_deals },
-    truncation: { dealScanTruncated: total.all_deals > DEAL_SCAN_LIMIT },
-  };
+  return shapeFunnel(result.rows, from, to);
 }

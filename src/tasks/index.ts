@@ -4,6 +4,7 @@ import type { SystemDeps } from '../platform/services.js';
 import { classifyReplyTask } from './classify-reply.js';
 import { deliverWebhook } from './deliver-webhook.js';
 import { fanoutEvent } from './fanout-event.js';
+import { foldFunnelDays } from './fold-funnel-days.js';
 import { generateDraftsTask } from './generate-drafts.js';
 import { generateListChunk } from './generate-list-chunk.js';
 import { purgeIdempotencyKeys } from './purge-idempotency-keys.js';
@@ -37,6 +38,7 @@ export function buildTaskList(deps: SystemDeps, runnerId: string | null = null):
     run_rules: runRulesTask(deps),
     sweep_org_health: sweepOrgHealth(deps),
     sweep_retention: sweepRetention(deps),
+    fold_funnel_days: foldFunnelDays(deps),
   };
 }
 
@@ -46,7 +48,8 @@ export function buildTaskList(deps: SystemDeps, runnerId: string | null = null):
 // of qualified leads at least 15 minutes old) runs every 5 minutes; action items (expiry, snoozes
 // that are up, out-of-office returns) are swept every minute. Organization health is recomputed
 // for every organization every 5 minutes. Data that ages out (src/platform/retention.ts) is swept
-// hourly: partitions made ahead, old months dropped, shorter retentions' rows deleted.
+// hourly: partitions made ahead, old months dropped, shorter retentions' rows deleted. The funnel's
+// day deltas are folded every minute.
 export const CRONTAB = `
 15 * * * * purge_idempotency_keys ?max=1
 */15 * * * * sweep_deals ?max=1
@@ -55,4 +58,5 @@ export const CRONTAB = `
 * * * * * sweep_action_items ?max=1
 */5 * * * * sweep_org_health ?max=1
 35 * * * * sweep_retention ?max=1
+* * * * * fold_funnel_days ?max=1
 `;
