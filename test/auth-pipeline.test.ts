@@ -84,6 +84,7 @@ describe('authentication with the first read', () => {
   it('two requests of one key whose first reads are slow do not wait for each other', async () => {
     const org = await svc.newOrg();
     const { id, key } = await org.keyWithId();
+    await svc.pool.query(FILL_WINDOW, [id, 1]);
     const client = await app.connect();
     try {
       const head = new DeferredHead([{ text: AUTH, values: [hashKey(key), null, LIMIT], name: 'authenticate_request' }], () => true);
@@ -166,6 +167,7 @@ describe('authentication with the first read', () => {
     expect(tooMany.response.headers.get('x-ratelimit-remaining')).toBe('0');
     expect(tooMany.response.headers.get('retry-after')).not.toBeNull();
     expect(await countOf(full.id)).toBe(LIMIT);
+    expect(await status(full.key)).toBe(429);
     // 401 before 429: the limited key revoked.
     await svc.pool.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [full.id]);
     expect(await status(full.key)).toBe(401);
