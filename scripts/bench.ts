@@ -165,6 +165,7 @@ async function main() {
       },
       log: (m) => console.log(`  ${m}`),
       serviceEnv,
+      servicePid: service.pid ?? 0,
       startProcess: (s, e) => {
         const c = startProcess(s, e);
         children.push(c);

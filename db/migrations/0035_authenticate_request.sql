@@ -16,11 +16,13 @@ RETURNS TABLE (
   org_name text, org_plan text, org_flags jsonb, org_created_at timestamptz,
   request_count integer, window_reset bigint
 )
-LANGUAGE plpgsql SET search_path = pg_catalog, public AS $$
+-- No SET clause (it would cost a configuration save and restore on every request): it runs as its
+-- caller and names what it calls by schema.
+LANGUAGE plpgsql AS $$
 DECLARE
   r record;
 BEGIN
-  SELECT * INTO r FROM authenticate_api_key(p_hash) a;
+  SELECT * INTO r FROM public.authenticate_api_key(p_hash) a;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'unknown API key' USING ERRCODE = 'OB401';
   END IF;

@@ -113,14 +113,14 @@ const area: BenchArea = {
       { path: '/me', statements: [] },
       ...lists.map((l) => ({ path: l.path, statements: l.request.slice(1) })),
     ];
-    const bareOrigin = await startBareRoutes(ctx, bareCases, key);
+    const bare = await startBareRoutes(ctx, bareCases, key);
 
     await compare(ctx, {
       area: 'ratios',
       label: 'GET /me',
       key,
       path: '/api/v1/me',
-      bareOrigin,
+      bare,
       barePath: '/bare/me',
       request: me,
       orgId,
@@ -132,7 +132,7 @@ const area: BenchArea = {
         label: l.label,
         key,
         path: `/api/v1${l.path}?limit=50`,
-        bareOrigin,
+        bare,
         barePath: `/bare${l.path}?limit=50`,
         request: l.request,
         alone: l.request.slice(1),
