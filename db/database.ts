@@ -76,7 +76,8 @@ function prepareStatements(client: Patched): void {
         client[deferred] = undefined;
         return head ? head.flush(client).then(() => NO_ROWS) : Promise.resolve(NO_ROWS);
       }
-      if (head) {
+      if (head?.passed) client[deferred] = undefined;
+      else if (head) {
         const name = values && values.length > 0 ? statementName(config) : null;
         return head.run(client, { text: config, values, name }, () => send(config, values));
       }
@@ -94,7 +95,10 @@ export async function deferHead(conn: Db, head: DeferredHead): Promise<void> {
   await conn.executeQuery(CompiledQuery.raw(DEFER_HEAD, [head]));
 }
 
-/** Sends the connection's deferred head if no read took it along; the connection then runs statements as usual. */
+/**
+ * Sends the connection's deferred head if no read took it along, and forgets it: the connection
+ * then runs statements as usual (after a head that passed, it does so without this call too).
+ */
 export async function flushHead(conn: Db): Promise<void> {
   await conn.executeQuery(CompiledQuery.raw(FLUSH_HEAD, []));
 }

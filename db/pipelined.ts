@@ -180,7 +180,10 @@ const COMMIT: PipelineStatement = { text: 'COMMIT', name: 'pipeline_commit' };
 export class DeferredHead {
   readonly outcome: Promise<HeadOutcome>;
   private settle!: (o: HeadOutcome) => void;
-  private sent = false;
+  /** Whether the head went (with a read or alone). */
+  sent = false;
+  /** Whether the head succeeded: the connection's statements then run as usual. */
+  passed = false;
 
   constructor(
     private readonly head: PipelineStatement[],
@@ -196,7 +199,10 @@ export class DeferredHead {
   flush(client: pg.ClientBase): Promise<HeadOutcome> {
     if (!this.sent) {
       this.sent = true;
-      void pipelined(client, this.head).then((o) => this.settle({ results: o.results, error: o.error }));
+      void pipelined(client, this.head).then((o) => {
+        this.passed = o.error === null;
+        this.settle({ results: o.results, error: o.error });
+      });
     }
     return this.outcome;
   }
@@ -213,6 +219,7 @@ export class DeferredHead {
     const o = await pipelined(client, [BEGIN, ...this.head, COMMIT, statement]);
     const headFailed = o.error !== null && o.failedAt <= n + 1;
     const results = o.results.slice(1, n + 1);
+    this.passed = !headFailed;
     this.settle({ results, error: headFailed ? o.error : null });
     if (headFailed) throw o.error;
     if (!this.accepts(results)) throw new StaleHead();

@@ -74,9 +74,12 @@ export async function deferredRead<R>(
   } catch (error) {
     first = { error };
   }
-  await flushHead(conn);
+  // A head that went with the first read needs no further statement (a failed one: the flush
+  // below makes the connection forget it, so the clean-up can run).
+  if (!head.sent) await flushHead(conn);
   const outcome = await head.outcome;
   if (outcome.error) {
+    await flushHead(conn);
     // The raise rolled the binding back to the connection's previous one: unbind before the
     // connection goes back to the pool (and end the transaction the raise aborted).
     await sql.raw(`ROLLBACK; SELECT set_config('app.org_id', '', false)`).execute(conn);
