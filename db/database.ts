@@ -6,8 +6,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Logger, runMigrations } from 'graphile-worker';
-import { Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, sql, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, type Migration, type MigrationProvider, Migrator, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
+import type { DeferredHead } from './pipelined.js';
 import { APP_ROLE, ensureRoleLogins, LOGIN_ROLES, SYSTEM_ROLE, WORKER_ROLE } from './roles.js';
 import type { DB } from './schema.js';
 
@@ -50,15 +51,56 @@ function statementName(text: string): string | null {
   return name;
 }
 
-function prepareStatements(client: pg.PoolClient): void {
-  const query = client.query.bind(client) as (...a: unknown[]) => unknown;
+// The markers deferHead and flushHead send through Kysely to the patched client.query below: they
+// reach no server, they hand the pg client a DeferredHead (db/pipelined.ts) or send it off.
+const DEFER_HEAD = '-- outbound: defer head';
+const FLUSH_HEAD = '-- outbound: flush head';
+const deferred = Symbol('deferred head');
+type Patched = pg.PoolClient & { [deferred]?: DeferredHead };
+const NO_ROWS = { rows: [], command: 'SELECT', rowCount: 0 };
+
+function prepareStatements(client: Patched): void {
+  const query = client.query.bind(client) as (...a: unknown[]) => Promise<unknown>;
+  const send = (config: string, values: unknown[] | undefined) => {
+    const name = values && values.length > 0 ? statementName(config) : null;
+    return name !== null ? query({ name, text: config, values }) : query(config, values);
+  };
   (client as { query: unknown }).query = (config: unknown, values?: unknown, cb?: unknown) => {
-    if (typeof config === 'string' && Array.isArray(values) && values.length > 0 && cb === undefined) {
-      const name = statementName(config);
-      if (name !== null) return query({ name, text: config, values });
+    if (typeof config === 'string' && cb === undefined && (values === undefined || Array.isArray(values))) {
+      const head = client[deferred];
+      if (config === DEFER_HEAD) {
+        client[deferred] = (values as [DeferredHead])[0];
+        return Promise.resolve(NO_ROWS);
+      }
+      if (config === FLUSH_HEAD) {
+        client[deferred] = undefined;
+        return head ? head.flush(client).then(() => NO_ROWS) : Promise.resolve(NO_ROWS);
+      }
+      if (head?.passed) client[deferred] = undefined;
+      else if (head) {
+        const name = values && values.length > 0 ? statementName(config) : null;
+        return head.run(client, { text: config, values, name }, () => send(config, values));
+      }
+      return send(config, values);
     }
     return cb === undefined ? query(config, values) : query(config, values, cb);
   };
+}
+
+/**
+ * Gives the connection `head` (db/pipelined.ts), sent with the connection's next read; a pool
+ * created with `prepare` only. The connection must be one checkout (`db.connection().execute`).
+ */
+export async function deferHead(conn: Db, head: DeferredHead): Promise<void> {
+  await conn.executeQuery(CompiledQuery.raw(DEFER_HEAD, [head]));
+}
+
+/**
+ * Sends the connection's deferred head if no read took it along, and forgets it: the connection
+ * then runs statements as usual (after a head that passed, it does so without this call too).
+ */
+export async function flushHead(conn: Db): Promise<void> {
+  await conn.executeQuery(CompiledQuery.raw(FLUSH_HEAD, []));
 }
 
 export function createPool(url: string, opts: { max?: number; name?: string; prepare?: boolean } = {}): pg.Pool {

@@ -115,6 +115,8 @@ async function main() {
   const service = startProcess('src/boot/main.ts', serviceEnv);
   const children: ChildProcess[] = [service];
   const pool = new pg.Pool({ connectionString: url, max: 4 });
+  // Postgres stopping after a failed case ends the idle connections: the case's error is the one to report.
+  pool.on('error', () => {});
   const rows: Parameters<BenchContext['report']>[0][] = [];
   try {
     await waitHealthy(origin, service);
@@ -163,6 +165,7 @@ async function main() {
       },
       log: (m) => console.log(`  ${m}`),
       serviceEnv,
+      servicePid: service.pid ?? 0,
       startProcess: (s, e) => {
         const c = startProcess(s, e);
         children.push(c);

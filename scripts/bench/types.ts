@@ -38,6 +38,8 @@ export interface BenchContext {
   log(message: string): void;
   /** The environment the service under test runs with (its DATABASE_URL names the bench database). */
   serviceEnv: Record<string, string>;
+  /** The service process's id (its CPU time per request is read from /proc). */
+  servicePid: number;
   /** Starts a script (with tsx) as a process of its own, stopped when the bench ends. */
   startProcess(script: string, env: Record<string, string>): ChildProcess;
 }

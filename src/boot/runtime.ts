@@ -43,6 +43,8 @@ export interface Runtime {
   config: Config;
   log: Logger;
   appPool: pg.Pool;
+  /** The keyed requests' pool (requestDb of src/http/pipeline.ts). */
+  requestPool: pg.Pool;
   workerPool: pg.Pool;
   systemPool: pg.Pool;
   /** The API's role (outbound_app): public routes, mail links, lead capture, the operator's work on one organization. */
@@ -109,6 +111,7 @@ export function openRuntime(config: Config, log: Logger, databaseUrl: string, op
     config,
     log,
     appPool,
+    requestPool,
     workerPool,
     systemPool,
     db,

@@ -22,7 +22,7 @@ export interface RateState {
   reset: number;
 }
 
-interface AuthRow {
+export interface AuthRow {
   key_id: string;
   organization_id: string;
   key_name: string | null;
@@ -52,12 +52,29 @@ export function tokenMatches(token: string, expected: string | null | undefined)
 
 /** Looks the key up and counts the request; throws 401 for a bad key. The rate verdict is the caller's. */
 export async function authenticate(db: Db, header: string | undefined, limit: number): Promise<{ auth: AuthInfo; rate: RateState }> {
+  const token = keyOf(header);
+  const hash = hashKey(token);
+  const { rows } = await sql<AuthRow>`select * from authenticate_api_key(${hash})`.execute(db);
+  const r = rows[0];
+  if (!r) {
+    recent.delete(hash.toString('hex'));
+    throw new ProblemError('unauthorized', 'The API key is unknown, expired or revoked.');
+  }
+  const out = fromRow(r, limit);
+  remember(hash.toString('hex'), out.auth);
+  return out;
+}
+
+/** The request's API key from its Authorization header; throws 401 for a missing or malformed one. */
+export function keyOf(header: string | undefined): string {
   const token = bearerToken(header);
   if (token === null) throw new ProblemError('unauthorized', 'Send the API key as `Authorization: Bearer obk_live_<32 hex>`.');
   if (!KEY_FORMAT.test(token)) throw new ProblemError('unauthorized', 'The API key is malformed.');
-  const { rows } = await sql<AuthRow>`select * from authenticate_api_key(${hashKey(token)})`.execute(db);
-  const r = rows[0];
-  if (!r) throw new ProblemError('unauthorized', 'The API key is unknown, expired or revoked.');
+  return token;
+}
+
+/** What one row of the authentication functions says of the key and its count. */
+export function fromRow(r: AuthRow, limit: number): { auth: AuthInfo; rate: RateState } {
   return {
     auth: {
       keyId: r.key_id,
@@ -72,6 +89,50 @@ export async function authenticate(db: Db, header: string | undefined, limit: nu
     },
     rate: { limit, count: r.request_count, remaining: Math.max(0, limit - r.request_count), reset: Number(r.window_reset) },
   };
+}
+
+// What each recently seen key hash authenticated to last time (never the key itself), so that a
+// keyed read can start before this request's authentication answers (src/http/deferred-auth.ts,
+// which checks it against the fresh answer). Bounded: the oldest entry goes first.
+const RECENT_MAX = 10_000;
+const recent = new Map<string, AuthInfo>();
+
+export function remember(hashHex: string, auth: AuthInfo): void {
+  recent.delete(hashHex);
+  if (recent.size >= RECENT_MAX) recent.delete(recent.keys().next().value as string);
+  recent.set(hashHex, auth);
+}
+
+export function forget(hashHex: string): void {
+  recent.delete(hashHex);
+}
+
+export function recalled(hashHex: string): AuthInfo | undefined {
+  return recent.get(hashHex);
+}
+
+/** Whether two answers of the authentication are the same (so a handler run with one may stand for the other). */
+export function sameAuth(a: AuthInfo, b: AuthInfo): boolean {
+  return (
+    a.keyId === b.keyId &&
+    a.organizationId === b.organizationId &&
+    a.keyName === b.keyName &&
+    a.scopes.join('\n') === b.scopes.join('\n') &&
+    a.userId === b.userId &&
+    a.userRole === b.userRole &&
+    a.expiresAt?.getTime() === b.expiresAt?.getTime() &&
+    a.keyCreatedAt.getTime() === b.keyCreatedAt.getTime() &&
+    a.org.name === b.org.name &&
+    a.org.plan === b.org.plan &&
+    a.org.createdAt.getTime() === b.org.createdAt.getTime() &&
+    JSON.stringify(a.org.flags) === JSON.stringify(b.org.flags)
+  );
+}
+
+/** Fails closed: an operation the document gives no scope declaration is refused. */
+export function scopeAllows(auth: AuthInfo, scope: string | null): boolean {
+  if (scope === 'none' || scope === 'per-action' || scope === 'public') return true;
+  return scope !== null && auth.scopes.includes(scope);
 }
 
 export function rateHeaders(rate: RateState): Record<string, string> {

@@ -11,9 +11,10 @@ import type { Config } from '../platform/config.js';
 import type { OperationInfo } from '../platform/openapi-doc.js';
 import type { Services } from '../platform/services.js';
 import { adminOperations, publicOperations } from '../platform/spec.js';
-import { authenticate, bearerToken, enforceRate, rateHeaders, tokenMatches } from './auth.js';
+import { authenticate, bearerToken, enforceRate, rateHeaders, scopeAllows, tokenMatches } from './auth.js';
 import type { AuthThrottle } from './auth-throttle.js';
-import type { AdminHandlers, AuthInfo, Handlers } from './handler.js';
+import { deferredRead } from './deferred-auth.js';
+import type { AdminHandlers, Handlers } from './handler.js';
 import { idempotent } from './idempotency.js';
 import { JsonText } from './paging.js';
 import { ProblemError } from './problems.js';
@@ -37,12 +38,6 @@ export interface PipelineDeps {
    */
   handlers: Partial<Handlers>;
   adminHandlers: Partial<AdminHandlers>;
-}
-
-/** Fails closed: an operation the document gives no scope declaration is refused. */
-function scopeAllows(auth: AuthInfo, scope: string | null): boolean {
-  if (scope === 'none' || scope === 'per-action' || scope === 'public') return true;
-  return scope !== null && auth.scopes.includes(scope);
 }
 
 type AnyReply = { status: number; body: unknown; headers?: Record<string, string> };
@@ -128,6 +123,13 @@ async function keyedRequest(deps: PipelineDeps, c: C, op: OperationInfo, params:
   // One connection serves the whole keyed request: the key lookup binds it to the key's
   // organization, reads then run on it directly, and writes in a transaction on it.
   const { reply, rh } = await requestDb.connection().execute(async (conn) => {
+    // A read's authentication travels with its first statement when it can (deferred-auth.ts).
+    if (op.method === 'get') {
+      const read = await deferredRead(c, op, params, conn, config.rateLimitPerMinute, (auth, req) =>
+        handlerFor(deps.handlers, op)({ config, services, log, requestId: c.get('requestId'), db, trx: conn, auth, ...req }),
+      );
+      if (read) return { reply: read.reply, rh: read.headers };
+    }
     const { auth, headers, req } = await admit(deps, c, op, params, conn);
     const handler = handlerFor(deps.handlers, op);
     const run = () => handler({ config, services, log, requestId: c.get('requestId'), db, trx: conn, auth, ...req });
