@@ -125,6 +125,30 @@ describe('problems', () => {
     }
   });
 
+  it('gives every kind of response its request id: pages, problems, public, operator, documents, the desk, health', async () => {
+    const key = await svc.newOrg().then((o) => o.key());
+    const paths: [string, Record<string, string>][] = [
+      ['/api/v1/me', { authorization: `Bearer ${key}` }],
+      ['/api/v1/lists?limit=2', { authorization: `Bearer ${key}` }],
+      ['/api/v1/lists', {}],
+      ['/api/v1/no-such-thing', { authorization: `Bearer ${key}` }],
+      ['/api/v1/public-templates', {}],
+      ['/admin/api/organizations', {}],
+      ['/api-docs/openapi.json', {}],
+      ['/docs', {}],
+      ['/desk', {}],
+      ['/healthz', {}],
+      ['/nowhere', {}],
+    ];
+    for (const [path, headers] of paths) {
+      const r = await fetch(`${svc.baseUrl}${path}`, { headers });
+      await r.arrayBuffer();
+      expect(r.headers.get('x-request-id'), path).toMatch(/^[\w.-]{1,64}$/);
+    }
+    const echoed = await fetch(`${svc.baseUrl}/api/v1/me`, { headers: { authorization: `Bearer ${key}`, 'x-request-id': 'trace-42' } });
+    expect(echoed.headers.get('x-request-id')).toBe('trace-42');
+  });
+
   it('reads a JSON body sent as text/plain (what fetch sends for a string body)', async () => {
     const key = await svc.newOrg().then((o) => o.key());
     for (const headers of [{ 'content-type': 'text/plain;charset=UTF-8' }, {}] as Record<string, string>[]) {

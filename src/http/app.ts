@@ -50,12 +50,14 @@ export function createApp(deps: AppDeps): Hono<{ Variables: Vars }> {
     const requestId = incoming && /^[\w.-]{1,64}$/.test(incoming) ? incoming : crypto.randomUUID();
     c.set('requestId', requestId);
     const started = performance.now();
-    // Set before the route runs, so the response is built with it. Set on a finished response,
-    // Hono rebuilds that response as a stream the server then reads back chunk by chunk: a sixth
-    // of the API node's busy time in the bench's profile (docs/performance.md).
+    // Set before the route runs, so the response is built with it: every response of this app is
+    // made by the context (c.body, c.json, problemResponse), which adds the prepared headers. Set
+    // on a finished response, Hono rebuilds that response as a stream the server then reads back
+    // chunk by chunk (a sixth of the API node's busy time in the bench's profile); even asking a
+    // finished response whether it has the header turns its plain header object into a Headers
+    // object the server must convert back (docs/performance.md).
     c.header('X-Request-Id', requestId);
     await next();
-    if (!c.res.headers.has('X-Request-Id')) c.header('X-Request-Id', requestId);
     const status = c.res.status;
     const failed = status >= 500 && status !== 501;
     if (!failed && !log.isLevelEnabled('info')) return;
