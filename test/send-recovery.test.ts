@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { markHandedOver } from '../src/dispatch/claim.js';
 import { sendStep } from '../src/dispatch/send.js';
 import { sweepSends } from '../src/dispatch/sweep.js';
 import { eventsOf, uid } from './crm-support.js';
@@ -149,6 +150,27 @@ describe('a due step always has a job', () => {
 });
 
 describe('possibly sent', () => {
+  it('the hand-over mark is written once, only on a record still sending: a record taken back or marked before throws, its message does not go', async () => {
+    const s = await sendingOrg();
+    const a = await approved(s, [STEP]);
+    await send(s, a.drafts[0].id);
+    await settle(svc);
+    const [rec] = (await outbox(s.org.id)).filter((m) => m.contactId === a.c.id);
+    expect(rec.status).toBe('sent');
+    const handedOver = async () =>
+      (await svc.pool.query(`SELECT handed_over_at FROM send_records WHERE id = $1`, [rec.id])).rows[0].handed_over_at as Date | null;
+    await expect(markHandedOver(svc.rt.db, s.org.id, rec.id)).rejects.toThrow(/taken back/);
+    await svc.pool.query(`UPDATE send_records SET status = 'sending', handed_over_at = NULL WHERE id = $1`, [rec.id]);
+    await markHandedOver(svc.rt.db, s.org.id, rec.id);
+    expect(await handedOver()).not.toBeNull();
+    await expect(markHandedOver(svc.rt.db, s.org.id, rec.id)).rejects.toThrow(/taken back/);
+    // Bound to another organization, row-level security hides the record: nothing marked.
+    await svc.pool.query(`UPDATE send_records SET handed_over_at = NULL WHERE id = $1`, [rec.id]);
+    await expect(markHandedOver(svc.rt.db, (await sendingOrg()).org.id, rec.id)).rejects.toThrow(/taken back/);
+    expect(await handedOver()).toBeNull();
+    await svc.pool.query(`UPDATE send_records SET status = 'sent' WHERE id = $1`, [rec.id]);
+  });
+
   it('a last step possibly sent completes its sequence; the operator marks one sent (a real send) and sends another again', async () => {
     const s = await sendingOrg();
     const one = `${uid('slow')}@hang-resolve.example`;

@@ -8,6 +8,8 @@
 // runs its worker; the clock runs from that commit to the last message the server accepted.
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import nodemailer from 'nodemailer';
 import pg from 'pg';
 import { startSmtpSink } from '../../test/support/smtp-sink.js';
@@ -156,7 +158,12 @@ const area: BenchArea = {
       const bareRate = STEPS / bareSeconds;
       sink.messages.length = 0;
 
+      // The service's round trips to Postgres, counted by a preload (count-round-trips.mjs).
+      const tripsFile = path.join(os.tmpdir(), `bench-sending-trips-${process.pid}`);
+      const trips = () => Number(fs.existsSync(tripsFile) ? fs.readFileSync(tripsFile, 'utf8') || 0 : 0);
       const svc = await startOwnService(ctx, url, {
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${path.resolve('scripts/bench/count-round-trips.mjs')}`.trim(),
+        BENCH_ROUND_TRIPS_FILE: tripsFile,
         SMTP_URL: sink.url,
         SMTP_MAX_CONNECTIONS: String(CONNECTIONS),
         MAIL_FROM: 'Acme Sales <sales@acme-sender.test>',
@@ -171,6 +178,7 @@ const area: BenchArea = {
       });
       const { orgId, suppressed } = await seed(origin, ctx.adminToken, pool);
       const cpu0 = cpu();
+      const trips0 = trips();
       const tQueued = performance.now();
       const expected = STEPS - suppressed.size;
       await sink.waitFor(expected, 600_000);
@@ -182,6 +190,7 @@ const area: BenchArea = {
       const rate = expected / seconds;
       // Let any stray second attempt show itself, then count.
       await new Promise((r) => setTimeout(r, 1000));
+      const roundTrips = trips() - trips0;
       const recipients = sink.messages.map((m) => m.to[0]);
       const duplicates = recipients.length - new Set(recipients).size;
       const toSuppressed = recipients.filter((r) => suppressed.has(r)).length;
@@ -202,6 +211,7 @@ const area: BenchArea = {
           seconds: seconds.toFixed(1),
           'msg/s': Math.round(rate),
           'share of bare': `${Math.round((100 * rate) / bareRate)}%`,
+          'round trips per step': (roundTrips / STEPS).toFixed(1),
           sent: recipients.length,
           duplicates,
           'to suppressed': toSuppressed,

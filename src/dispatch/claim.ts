@@ -3,7 +3,7 @@
 // `sending` (the caps' ledger row), naming the worker runner that claimed it, its queue row,
 // usage; then each claim's hand-over mark, and which claims are still this batch's to record.
 import { sql } from 'kysely';
-import type { Tx } from '../../db/database.js';
+import { type Db, type Tx, writeForOrg } from '../../db/database.js';
 import { usagePeriod } from '../account/usage.js';
 import { domainOfEmail } from '../crm/domains.js';
 import type { Deps } from '../platform/services.js';
@@ -209,13 +209,27 @@ export async function writeClaims(
  * The hand-over mark of a claim, committed right before its message's first byte goes (after the
  * server's 354): from then on the claim is possibly sent if its worker dies. Written only while
  * the record is still `sending` and unmarked: a claim the recovery sweep took back (its worker
- * thought dead, or stale) throws here, and its message does not go.
+ * thought dead, or stale) throws here, and its message does not go. Two round trips, not three
+ * (the SMTP connection waits on them): the statement raises when it marked no record.
  */
-export async function markHandedOver(trx: Tx, org: string, recordId: string): Promise<void> {
-  const r = await sql`
-    UPDATE send_records SET handed_over_at = now_ms()
-    WHERE organization_id = ${org} AND id = ${recordId} AND status = 'sending' AND handed_over_at IS NULL`.execute(trx);
-  if (Number(r.numAffectedRows ?? 0) !== 1) throw new Error('the claim was taken back before its message went (the recovery sweep)');
+export async function markHandedOver(db: Db, org: string, recordId: string): Promise<void> {
+  try {
+    await writeForOrg(
+      db,
+      org,
+      (lit) => `
+      WITH marked AS (
+        UPDATE send_records SET handed_over_at = now_ms()
+        WHERE organization_id = ${lit(org)} AND id = ${lit(recordId)} AND status = 'sending' AND handed_over_at IS NULL
+        RETURNING 1
+      )
+      SELECT CASE WHEN count(*) = 1 THEN 1 ELSE ('no claim to mark: ' || count(*))::int END FROM marked`,
+    );
+  } catch (e) {
+    // 22P02: the cast above, raised because no record was marked.
+    if ((e as { code?: string }).code !== '22P02') throw e;
+    throw new Error('the claim was taken back before its message went (the recovery sweep)', { cause: e });
+  }
 }
 
 /**

@@ -13,7 +13,6 @@ import type { Deps } from '../platform/services.js';
 import { throttleGates } from './backoff.js';
 import { type Batch, type Decision, type Mailbox, RECHECK_MS, type Row } from './batch.js';
 import { loadStepData, type StepData, takeStepData } from './claim.js';
-import { lockAll } from './ledger.js';
 import { chooseMailboxes } from './mailbox.js';
 import { localDayStart, nextLocalDay, type SendingSettings, sendingSettings, windowOpensAt } from './settings.js';
 
@@ -31,7 +30,8 @@ export interface Passed {
 export async function runGates(deps: Deps, trx: Tx, org: string, batch: Batch): Promise<Passed | null> {
   const { now } = batch;
   batch.decide((r) => notYetDue(r, now));
-  await killSwitch(trx, batch);
+  const read = await switchAndSettings(trx, org);
+  killSwitch(read.kill, batch);
   insecureLinks(deps, batch, null);
   if (batch.pending.length === 0) return null;
   const data = await loadStepData(trx, org, batch.pending);
@@ -44,7 +44,8 @@ export async function runGates(deps: Deps, trx: Tx, org: string, batch: Batch): 
     (r) => isSuppressed(r, suppressed) ?? doNotContact(r, data) ?? contactSnoozed(r, data, now) ?? contactOutOfOffice(r, data, now),
   );
   if (batch.pending.length === 0) return null;
-  const settings = await organizationSending(trx, org);
+  if (read.sending === null) throw new Error(`organization ${org} not found`);
+  const settings = sendingSettings(read.sending);
   sendingWindow(batch, settings);
   if (batch.pending.length === 0) return null;
   // mailbox_unavailable, no_verified_mailbox, mailbox_paused, mailbox_daily_cap, min_gap, recipient_domain_daily_cap.
@@ -65,9 +66,17 @@ function notYetDue(r: Row, now: Date): Decision | null {
   return r.scheduled_at > now ? { defer: 'not_yet_due', until: r.scheduled_at, detail: 'the step is due later' } : null;
 }
 
-async function killSwitch(trx: Tx, batch: Batch): Promise<void> {
-  const kill = await trx.selectFrom('platform_settings').select('email_kill_switch').executeTakeFirst();
-  if (kill?.email_kill_switch) batch.deferAll('kill_switch', new Date(batch.now.getTime() + 60_000), 'the operator stopped all sending');
+/** The operator's kill switch and the organization's sending settings, read together (one round trip per batch). */
+async function switchAndSettings(trx: Tx, org: string) {
+  const r = await sql<{ kill: boolean | null; sending: Parameters<typeof sendingSettings>[0] | null }>`
+    SELECT (SELECT email_kill_switch FROM platform_settings LIMIT 1) AS kill, (SELECT sending FROM organizations WHERE id = ${org}) AS sending`.execute(
+    trx,
+  );
+  return r.rows[0];
+}
+
+function killSwitch(kill: boolean | null, batch: Batch): void {
+  if (kill) batch.deferAll('kill_switch', new Date(batch.now.getTime() + 60_000), 'the operator stopped all sending');
 }
 
 /**
@@ -160,11 +169,6 @@ function contactOutOfOffice(r: Row, data: StepData, now: Date): Decision | null 
   return null;
 }
 
-async function organizationSending(trx: Tx, org: string): Promise<SendingSettings> {
-  const orgRow = await trx.selectFrom('organizations').select('sending').where('id', '=', org).executeTakeFirstOrThrow();
-  return sendingSettings(orgRow.sending);
-}
-
 function sendingWindow(batch: Batch, settings: SendingSettings): void {
   const opens = windowOpensAt(settings, batch.now);
   if (opens > batch.now) batch.deferAll('sending_window', opens, `the sending window opens at ${opens.toISOString()}`);
@@ -179,7 +183,7 @@ const TO_CONTACT = ['sending', 'sent', 'possibly_sent'];
  * plus the steps this batch let through before, under the contacts' locks. It comes last, so a
  * step held by a cap does not use up the contact's day; a step held by it gives its mailbox up.
  * Locks are taken in one order in every batch (mailboxes, then recipient domains, then contacts,
- * each set sorted), so two batches never deadlock.
+ * each set sorted, in one statement: src/dispatch/mailbox.ts), so two batches never deadlock.
  */
 async function contactDailyLimit(
   trx: Tx,
@@ -190,10 +194,7 @@ async function contactDailyLimit(
 ): Promise<void> {
   const contacts = [...new Set(batch.pending.filter((r) => chosen.has(r.id)).map((r) => r.contact_id))];
   if (contacts.length === 0) return;
-  await lockAll(
-    trx,
-    contacts.map((id) => `contact:${org}:${id}`),
-  );
+  // Their locks (contactLockKey) were taken with the mailboxes' and the domains', for every step of the batch (chooseMailboxes).
   const counted = await sql<{ contact_id: string; n: number }>`
     SELECT contact_id, count(*)::int AS n FROM send_records
     WHERE organization_id = ${org} AND contact_id = ANY(${contacts}::text[]) AND status = ANY(${TO_CONTACT}::text[])

@@ -11,11 +11,22 @@ export const COUNTED = ['sending', 'sent', 'possibly_sent', 'bounced'];
 
 /** Takes transaction-scoped advisory locks on the keys, in sorted order, so two batches never deadlock. */
 export async function lockAll(trx: Tx, keys: string[]): Promise<void> {
-  if (keys.length === 0) return;
-  await sql`SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM (SELECT k FROM unnest(${[...new Set(keys)].sort()}::text[]) k ORDER BY k) s`.execute(
-    trx,
-  );
+  await lockInOrder(trx, [keys]);
 }
+
+/**
+ * Takes the locks of several sets of keys in one statement: set after set, each sorted, as
+ * lockAll would one set at a time (one round trip instead of one per set).
+ */
+export async function lockInOrder(trx: Tx, sets: string[][]): Promise<void> {
+  const keys = sets.flatMap((set, i) => [...new Set(set)].map((k) => [i, k] as const));
+  if (keys.length === 0) return;
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(k, 0))
+    FROM (SELECT k FROM unnest(${keys.map(([i]) => i)}::int[], ${keys.map(([, k]) => k)}::text[]) AS u(i, k) ORDER BY i, k) s`.execute(trx);
+}
+
+/** The lock key of a contact's daily limit (src/dispatch/gates.ts contactDailyLimit). */
+export const contactLockKey = (org: string, contactId: string) => `contact:${org}:${contactId}`;
 
 interface Ledger {
   count: number;

@@ -6,7 +6,7 @@ import type { Tx } from '../../db/database.js';
 import { domainOfEmail } from '../crm/domains.js';
 import type { Deps } from '../platform/services.js';
 import { type Batch, type Mailbox, RECHECK_MS } from './batch.js';
-import { ledger, lockAll } from './ledger.js';
+import { contactLockKey, ledger, lockInOrder } from './ledger.js';
 import { candidates, pinMailboxes } from './senders.js';
 import type { SendingSettings } from './settings.js';
 
@@ -36,10 +36,15 @@ export async function chooseMailboxes(
   }
   const rows = batch.pending;
   const used = [...new Set(rows.flatMap((r) => (r.seqMailbox && all.some((m) => m.id === r.seqMailbox) ? [r.seqMailbox] : [])))];
-  await lockAll(
-    trx,
+  // The locks of the mailboxes, the recipient domains and the contacts, in that order (each set
+  // sorted), in one statement: the domains' are taken before their ledger is read below, the
+  // contacts' before the contact daily limit's count (src/dispatch/gates.ts contactDailyLimit).
+  const domains = [...new Set(rows.map((r) => domainOfEmail(r.email)))];
+  await lockInOrder(trx, [
     used.map((id) => `mailbox:${org}:${id}`),
-  );
+    domains.map((d) => `domain:${org}:${d}`),
+    rows.map((r) => contactLockKey(org, r.contact_id)),
+  ]);
   const gapMs = settings.minGapSeconds * 1000;
   const caps = new Map(all.map((m) => [m.id, m.dailyCap]));
   const counts = await ledger(trx, org, 'mailbox', used, (id) => caps.get(id)!, gapMs > 0);
@@ -49,13 +54,7 @@ export async function chooseMailboxes(
       return [m.id, { left: m.dailyCap - (l?.count ?? 0), oldest: l?.oldest ?? null, last: l?.newest ?? null }];
     }),
   );
-  // The recipient domains' caps are judged in the same pass, under their locks (taken after the
-  // mailboxes'), so a step the domain cap holds never takes a mailbox slot another step could use.
-  const domains = [...new Set(rows.map((r) => domainOfEmail(r.email)))];
-  await lockAll(
-    trx,
-    domains.map((d) => `domain:${org}:${d}`),
-  );
+  // The recipient domains' caps are judged in the same pass, under their locks (taken above), so a step the domain cap holds never takes a mailbox slot another step could use.
   const domainCap = settings.recipientDomainDailyCap;
   const toDomain = await ledger(trx, org, 'domain', domains, () => domainCap, false);
   const chosen = new Map<string, Mailbox>();

@@ -157,7 +157,8 @@ export async function markPossiblySent(trx: Tx, org: string, recordId: string, d
 export async function recordAccepted(trx: Tx, org: string, done: { c: Claim; outcome: SendOutcome }[]): Promise<EmitInput[]> {
   if (done.length === 0) return [];
   // A record the recovery sweep marked possibly sent while the server was slow is sent after all.
-  // Each sent message joins the conversation (GET /messages) as OUTBOUND, in the same statement.
+  // Its queue row and draft are marked sent, and each sent message joins the conversation
+  // (GET /messages) as OUTBOUND, in the same statement.
   const updated = await sql<{ id: string }>`
     WITH sent AS (
       UPDATE send_records r SET status = 'sent', smtp_response = v.response, provider_message_id = v.provider
@@ -166,6 +167,10 @@ export async function recordAccepted(trx: Tx, org: string, done: { c: Claim; out
         AS v(id, response, provider, message_row)
       WHERE r.organization_id = ${org} AND r.id = v.id AND r.status IN ('sending', 'possibly_sent')
       RETURNING r.*, v.message_row
+    ), queued AS (
+      UPDATE send_queue q SET state = 'sent', updated_at = now_ms() FROM sent s WHERE q.organization_id = ${org} AND q.id = s.queue_id
+    ), drafted AS (
+      UPDATE drafts d SET sent_at = now_ms(), updated_at = now_ms() FROM sent s WHERE d.organization_id = ${org} AND d.id = s.draft_id
     ), written AS (
       INSERT INTO messages (organization_id, id, contact_id, direction, channel, from_email, to_email, subject, body, message_id,
         send_record_id, sequence_id, status)
@@ -178,12 +183,6 @@ export async function recordAccepted(trx: Tx, org: string, done: { c: Claim; out
   const live = new Set(updated.rows.map((r) => r.id));
   const sent = done.map((d) => d.c).filter((c) => live.has(c.recordId));
   if (sent.length === 0) return [];
-  await sql`UPDATE send_queue SET state = 'sent', updated_at = now_ms() WHERE organization_id = ${org} AND id = ANY(${sent.map((c) => c.queueId)}::text[])`.execute(
-    trx,
-  );
-  await sql`UPDATE drafts SET sent_at = now_ms(), updated_at = now_ms() WHERE organization_id = ${org} AND id = ANY(${sent.map((c) => c.draftId)}::text[])`.execute(
-    trx,
-  );
   // QUEUED -> ACTIVE at the first send, COMPLETED after the last step; the old status says which events.
   const seqs = await sql<{ id: string; old: string }>`
     UPDATE contact_sequences s SET

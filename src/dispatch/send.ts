@@ -54,7 +54,7 @@ async function dispatchBatch(deps: Deps, org: string, queueId: string | null, ru
   const done = await Promise.all(
     claims.map(async (c) => {
       const transport = deps.services.mail.forMailbox(c.mailbox.id === DEPLOYMENT_MAILBOX ? null : c.mailbox.smtpUrlSealed);
-      const beforeData = () => withOrg(deps.db, org, (trx) => markHandedOver(trx, org, c.recordId));
+      const beforeData = () => markHandedOver(deps.db, org, c.recordId);
       const outcome: SendOutcome = transport
         ? await transport.send(c.message, { beforeData })
         : {
