@@ -122,9 +122,10 @@ const SAFE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Runs fn inside BEGIN/COMMIT on one connection; `prelude` joins BEGIN in the same round trip. */
 export async function transactionOn<T>(conn: Db, fn: () => Promise<T>, prelude = ''): Promise<T> {
-  await sql.raw(`BEGIN${prelude ? `; ${prelude}` : ''}`).execute(conn);
   let result: T;
   try {
+    // Inside the try: a prelude that fails leaves the transaction open and aborted, to roll back.
+    await sql.raw(`BEGIN${prelude ? `; ${prelude}` : ''}`).execute(conn);
     result = await fn();
   } catch (e) {
     await sql
@@ -192,19 +193,8 @@ export async function writeForOrg(db: Db, organizationId: string, statement: (li
     if (!SAFE_ID.test(id)) throw new Error(`not an id of ours: ${JSON.stringify(id)}`);
     return `'${id}'`;
   };
-  const text = `BEGIN; SELECT set_config('app.org_id', ${lit(organizationId)}, true); ${statement(lit)}`;
-  await db.connection().execute(async (conn) => {
-    try {
-      await sql.raw(text).execute(conn);
-    } catch (e) {
-      await sql
-        .raw('ROLLBACK')
-        .execute(conn)
-        .catch(() => {});
-      throw e;
-    }
-    await sql.raw('COMMIT').execute(conn);
-  });
+  const prelude = `SELECT set_config('app.org_id', ${lit(organizationId)}, true); ${statement(lit)}`;
+  await db.connection().execute((conn) => transactionOn(conn, async () => {}, prelude));
 }
 
 /**
