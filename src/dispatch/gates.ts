@@ -195,11 +195,14 @@ async function contactDailyLimit(
   const contacts = [...new Set(batch.pending.filter((r) => chosen.has(r.id)).map((r) => r.contact_id))];
   if (contacts.length === 0) return;
   // Their locks (contactLockKey) were taken with the mailboxes' and the domains', for every step of the batch (chooseMailboxes).
+  // A probe per contact (its few records, by the contact index): a range over the day's sends of
+  // the whole organization, which the planner may otherwise pick, grows with every send.
   const counted = await sql<{ contact_id: string; n: number }>`
-    SELECT contact_id, count(*)::int AS n FROM send_records
-    WHERE organization_id = ${org} AND contact_id = ANY(${contacts}::text[]) AND status = ANY(${TO_CONTACT}::text[])
-      AND sent_at >= ${localDayStart(settings, batch.now)}::timestamptz
-    GROUP BY contact_id`.execute(trx);
+    SELECT c.contact_id, (
+      SELECT count(*)::int FROM send_records r
+      WHERE r.organization_id = ${org} AND r.contact_id = c.contact_id AND r.status = ANY(${TO_CONTACT}::text[])
+        AND r.sent_at >= ${localDayStart(settings, batch.now)}::timestamptz) AS n
+    FROM unnest(${contacts}::text[]) AS c(contact_id)`.execute(trx);
   const today = new Map(counted.rows.map((r) => [r.contact_id, r.n]));
   const limit = settings.contactDailyLimit;
   const until = windowOpensAt(settings, nextLocalDay(settings, batch.now));

@@ -90,28 +90,33 @@ export async function pinMailboxes(trx: Tx, org: string, sequenceIds: string[], 
   const fresh = own.length ? own : all.filter((m) => m.id === DEPLOYMENT_MAILBOX);
   const unpinned = seqs.filter((s) => s.mailbox_id === null);
   if (unpinned.length > 0 && fresh.length > 0) {
-    // Pins of one organization queue here, so each rotation sees the pins made before it.
-    await lockAll(trx, [`mailbox-pin:${org}`]);
-    const ids = fresh.map((m) => m.id);
-    const sent = await ledger(trx, org, 'mailbox', ids, () => 0, true);
-    const waiting = await trx
-      .selectFrom('contact_sequences')
-      .select(['mailbox_id', sql<number>`count(*)::int`.as('n')])
-      .where('organization_id', '=', org)
-      .where('mailbox_id', 'in', ids)
-      .where('current_step', '=', 0)
-      .where('status', 'in', NOT_STARTED)
-      .groupBy('mailbox_id')
-      .execute();
-    const left = new Map(
-      fresh.map((m) => [m.id, m.dailyCap - (sent.get(m.id)?.count ?? 0) - (waiting.find((w) => w.mailbox_id === m.id)?.n ?? 0)]),
-    );
-    const pins = unpinned.map((s) => {
-      // The most cap left; on a tie the first in id order (fresh is in id order, the deployment sender last).
-      const best = fresh.reduce((a, b) => (left.get(b.id)! > left.get(a.id)! ? b : a));
-      left.set(best.id, left.get(best.id)! - 1);
-      return { seq: s.id, mailbox: best.id };
-    });
+    // One mailbox to choose from: nothing to balance, so nothing to count (counting the day's
+    // sends of the mailbox for every batch grew with every send).
+    let pins = unpinned.map((s) => ({ seq: s.id, mailbox: fresh[0].id }));
+    if (fresh.length > 1) {
+      // Pins of one organization queue here, so each rotation sees the pins made before it.
+      await lockAll(trx, [`mailbox-pin:${org}`]);
+      const ids = fresh.map((m) => m.id);
+      const sent = await ledger(trx, org, 'mailbox', ids, () => 0, true);
+      const waiting = await trx
+        .selectFrom('contact_sequences')
+        .select(['mailbox_id', sql<number>`count(*)::int`.as('n')])
+        .where('organization_id', '=', org)
+        .where('mailbox_id', 'in', ids)
+        .where('current_step', '=', 0)
+        .where('status', 'in', NOT_STARTED)
+        .groupBy('mailbox_id')
+        .execute();
+      const left = new Map(
+        fresh.map((m) => [m.id, m.dailyCap - (sent.get(m.id)?.count ?? 0) - (waiting.find((w) => w.mailbox_id === m.id)?.n ?? 0)]),
+      );
+      pins = unpinned.map((s) => {
+        // The most cap left; on a tie the first in id order (fresh is in id order, the deployment sender last).
+        const best = fresh.reduce((a, b) => (left.get(b.id)! > left.get(a.id)! ? b : a));
+        left.set(best.id, left.get(best.id)! - 1);
+        return { seq: s.id, mailbox: best.id };
+      });
+    }
     await sql`
       UPDATE contact_sequences s SET mailbox_id = v.mailbox_id, updated_at = now_ms()
       FROM unnest(${pins.map((p) => p.seq)}::text[], ${pins.map((p) => p.mailbox)}::text[]) AS v(id, mailbox_id)
