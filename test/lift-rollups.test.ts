@@ -434,6 +434,38 @@ describe('lift outcome rows', () => {
     }
   });
 
+  it('read no reply, meeting, contact, stage move or stage: the served lift runs while another transaction holds those tables', async () => {
+    const h = await newHistory();
+    const r = rng(7);
+    await grow(h, r, 4);
+    const expected = (await bothWays(h, new Date(h.now))).reference;
+    const locked = await svc.ownerDb.connection().execute(async (owner) => {
+      await sql`BEGIN`.execute(owner);
+      await sql`LOCK TABLE messages, deal_activities, deal_stage_history, deal_stages, contacts IN ACCESS EXCLUSIVE MODE`.execute(owner);
+      try {
+        return await (svc.rt.db as Db).connection().execute(async (conn) => {
+          await sql`BEGIN`.execute(conn);
+          await sql`SELECT set_config('app.org_id', ${h.org}, true), set_config('lock_timeout', '300ms', true)`.execute(conn);
+          try {
+            const served = await computeLift(conn, h.org, new Date(h.now));
+            // The raw computation, by contrast, waits for those tables (the check can tell).
+            const raw = await computeLiftReference(conn, h.org, new Date(h.now)).then(
+              () => 'read',
+              (e: { code?: string }) => e.code,
+            );
+            return { served, raw };
+          } finally {
+            await sql`ROLLBACK`.execute(conn);
+          }
+        });
+      } finally {
+        await sql`ROLLBACK`.execute(owner);
+      }
+    });
+    expect(locked.served).toEqual(expected);
+    expect(locked.raw).toBe('55P03');
+  });
+
   it('hold nothing about a person: an account or deal id and two instants', async () => {
     const cols = await withSystem(svc.ownerDb, async (trx) =>
       (
