@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, sequence, settle, template } from './drafting-support.js';
 import { raw, startService, type TestService } from './support/harness.js';
+import { messagesWithRaw } from './support/inbound-mail.js';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -21,18 +22,7 @@ type Body = { fromEmail?: string; subject?: string; body?: string; inReplyTo?: s
 const ingest = (orgId: string, body: Body) =>
   svc.admin.POST('/organizations/{orgId}/inbound-messages', { params: { path: { orgId } }, body: body as never });
 const list = (s: DraftingOrg, query: Record<string, string | number> = {}) => s.api.GET('/messages', { params: { query: query as never } });
-const row = (id: string) =>
-  system(svc, (trx) =>
-    trx
-      .selectFrom('messages as m')
-      .leftJoin('inbound_raw_messages as r', (j) =>
-        j.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.message_id', '=', 'm.id'),
-      )
-      .selectAll('m')
-      .select('r.raw_mime')
-      .where('m.id', '=', id)
-      .executeTakeFirstOrThrow(),
-  );
+const row = (id: string) => system(svc, (trx) => messagesWithRaw(trx).where('m.id', '=', id).executeTakeFirstOrThrow());
 
 /** A contact whose one-step sequence was sent (capture transport): its OUTBOUND message exists. */
 async function sentTo(s: DraftingOrg, email = uniqueEmail('sent')) {

@@ -1,6 +1,7 @@
 // What the inbound tests share: a message as a mail client writes it, its delivery to the listener
 // over SMTP as an MTA would, and the inbound messages of an organization as stored.
 import nodemailer from 'nodemailer';
+import type { Tx } from '../../db/database.js';
 import { system } from '../crm-support.js';
 import type { TestService } from './harness.js';
 
@@ -34,16 +35,18 @@ export async function deliverSmtp(port: number, raw: string | Buffer, to: string
   }
 }
 
-/** The organization's inbound messages as stored, oldest first, each with its raw MIME (kept apart: null once gone). */
+/** Messages as stored, each with its raw MIME (kept apart, in a table that ages out: null once gone). */
+export const messagesWithRaw = (trx: Tx) =>
+  trx
+    .selectFrom('messages as m')
+    .leftJoin('inbound_raw_messages as r', (j) => j.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.message_id', '=', 'm.id'))
+    .selectAll('m')
+    .select('r.raw_mime');
+
+/** The organization's inbound messages as stored, oldest first, each with its raw MIME. */
 export const inboundOf = (svc: TestService, orgId: string) =>
   system(svc, (trx) =>
-    trx
-      .selectFrom('messages as m')
-      .leftJoin('inbound_raw_messages as r', (j) =>
-        j.onRef('r.organization_id', '=', 'm.organization_id').onRef('r.message_id', '=', 'm.id'),
-      )
-      .selectAll('m')
-      .select('r.raw_mime')
+    messagesWithRaw(trx)
       .where('m.organization_id', '=', orgId)
       .where('m.direction', '=', 'INBOUND')
       .orderBy('m.created_at')
