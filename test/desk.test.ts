@@ -438,6 +438,8 @@ describe('/desk over HTTP', () => {
     expect(r.headers.get('x-frame-options')).toBe('DENY');
     expect(r.headers.get('referrer-policy')).toBe('no-referrer');
     expect(r.text).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    // Signing in is possible only once the script handles the form (natively it would put the key in the address).
+    expect(r.text).toMatch(/<button type="submit" id="signin-submit" disabled>/);
     expect(r.text).not.toMatch(/(src|href)="(https?:)?\/\//);
     expect(r.text).toContain(`${DESK_ASSET_BASE}/main.js`);
     const js = await fetch(`${svc.baseUrl}${DESK_ASSET_BASE}/main.js`);

@@ -54,6 +54,9 @@ $('signin-form').addEventListener('submit', (e) => {
   $('signin-error').textContent = '';
   signIn();
 });
+// The button stays disabled until this script handles the form: a form submitted natively would
+// put the key in the page's address.
+$('signin-submit').disabled = false;
 $('sign-out').addEventListener('click', () => {
   session.clear();
   location.reload();
