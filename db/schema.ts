@@ -427,6 +427,14 @@ export interface LeadForms {
   organization_id: string;
 }
 
+export interface LiftOutcomes {
+  experiment: string;
+  organization_id: string;
+  primary_at: Timestamp | null;
+  secondary_at: Timestamp | null;
+  unit_id: string;
+}
+
 export interface ListGenerationRuns {
   all_approved_at: Timestamp | null;
   allowance_remaining: number | null;
@@ -797,6 +805,7 @@ export interface DB {
   inbound_raw_messages: InboundRawMessages;
   lead_capture_windows: LeadCaptureWindows;
   lead_forms: LeadForms;
+  lift_outcomes: LiftOutcomes;
   list_generation_runs: ListGenerationRuns;
   list_memberships: ListMemberships;
   mailboxes: Mailboxes;

@@ -1,81 +1,44 @@
 // Lift of the two holdout experiments (src/analytics/holdout.ts): per arm, the units whose horizon
 // has passed and how many reached each endpoint within it; the primary endpoint's difference,
 // treatment minus control, with its Newcombe hybrid score 95% interval. One statement per
-// experiment, over experiment_assignments and the outcome tables' organization-led indexes.
+// experiment, over experiment_assignments and lift_outcomes (a row per unit that reached an
+// endpoint, kept exact by the triggers of db/migrations/0037_lift_outcomes.sql), so its cost
+// follows the assignments, not the messages, activities and stage moves behind them.
+// src/analytics/lift-reference.ts computes the same answer from the raw rows (the tests' oracle).
+// Endpoints:
+// - ai_email_lift (unit: account): `meeting`, a human, authenticated inbound meeting_request from
+//   one of the account's contacts or a meeting logged with one; `positive`, such a reply that is
+//   interested or a meeting_request; each within [assigned_at, assigned_at + horizon);
+// - ai_actions (unit: deal): `won`, a move to a closed_won stage; `advanced`, that or a move to an
+//   active stage later than the one at assignment; each after assigned_at, before the horizon.
 import { sql } from 'kysely';
 import type { Tx } from '../../db/database.js';
 import type { Experiment } from './holdout.js';
 import { newcombeDifference, pct, round1 } from './stats.js';
 
-/** Days after assignment in which an outcome counts (and after which a unit counts at all). */
+/** Days (of 24 hours, whatever the session's time zone) after assignment in which an outcome counts (and after which a unit counts at all). */
 export const HORIZON_DAYS: Record<Experiment, number> = { ai_email_lift: 30, ai_actions: 90 };
 
 type Arm = 'control' | 'treatment';
-interface ArmRow {
+export interface ArmRow {
   arm: Arm;
   assigned: number;
   hits1: number;
   hits2: number;
 }
 
-/** Accounts: `meeting` (primary) and `positive` replies or meetings of their contacts within the horizon. */
-async function emailArms(trx: Tx, org: string, at: Date): Promise<ArmRow[]> {
+/**
+ * Per arm of the experiment: the units assigned at least a horizon before `at`, and how many of
+ * them reached each endpoint (a row of lift_outcomes with that instant set: the triggers keep it).
+ */
+async function arms(trx: Tx, org: string, experimentName: Experiment, at: Date): Promise<ArmRow[]> {
   const r = await sql<ArmRow>`
-    WITH units AS (
-      SELECT a.unit_id, a.arm, a.assigned_at, a.assigned_at + make_interval(days => ${HORIZON_DAYS.ai_email_lift}) AS until
-      FROM experiment_assignments a
-      WHERE a.organization_id = ${org} AND a.experiment = 'ai_email_lift'
-        AND a.assigned_at <= ${at}::timestamptz - make_interval(days => ${HORIZON_DAYS.ai_email_lift})
-    ), outcomes AS (
-      SELECT u.arm,
-        EXISTS (
-          SELECT 1 FROM contacts c
-          JOIN messages m ON m.organization_id = c.organization_id AND m.contact_id = c.id
-          WHERE c.organization_id = ${org} AND c.company_id = u.unit_id AND m.direction = 'INBOUND' AND NOT m.automatic AND m.authenticated
-            AND m.intent = 'meeting_request' AND m.created_at >= u.assigned_at AND m.created_at < u.until)
-        OR EXISTS (
-          SELECT 1 FROM contacts c
-          JOIN deal_activities da ON da.organization_id = c.organization_id AND da.contact_id = c.id AND da.kind = 'meeting'
-          WHERE c.organization_id = ${org} AND c.company_id = u.unit_id AND da.occurred_at >= u.assigned_at AND da.occurred_at < u.until) AS meeting,
-        EXISTS (
-          SELECT 1 FROM contacts c
-          JOIN messages m ON m.organization_id = c.organization_id AND m.contact_id = c.id
-          WHERE c.organization_id = ${org} AND c.company_id = u.unit_id AND m.direction = 'INBOUND' AND NOT m.automatic AND m.authenticated
-            AND m.intent IN ('interested', 'meeting_request') AND m.created_at >= u.assigned_at AND m.created_at < u.until) AS positive
-      FROM units u
-    )
-    SELECT arm, count(*)::int AS assigned, (count(*) FILTER (WHERE meeting))::int AS hits1, (count(*) FILTER (WHERE positive))::int AS hits2
-    FROM outcomes GROUP BY arm`.execute(trx);
-  return r.rows;
-}
-
-/** Deals: `won` (primary) and `advanced` (to won, or to a later active stage than the one at assignment) within the horizon. */
-async function actionArms(trx: Tx, org: string, at: Date): Promise<ArmRow[]> {
-  const r = await sql<ArmRow>`
-    WITH units AS (
-      SELECT a.unit_id, a.arm, a.assigned_at, a.assigned_at + make_interval(days => ${HORIZON_DAYS.ai_actions}) AS until,
-        coalesce((
-          SELECT st.sort_order FROM deal_stage_history h
-          JOIN deal_stages st ON st.organization_id = h.organization_id AND st.id = h.to_stage_id
-          WHERE h.organization_id = ${org} AND h.deal_id = a.unit_id AND h.created_at <= a.assigned_at
-          ORDER BY h.created_at DESC, h.id DESC LIMIT 1), 0) AS base_order
-      FROM experiment_assignments a
-      WHERE a.organization_id = ${org} AND a.experiment = 'ai_actions'
-        AND a.assigned_at <= ${at}::timestamptz - make_interval(days => ${HORIZON_DAYS.ai_actions})
-    ), moves AS (
-      SELECT u.unit_id, u.arm, st.category, st.sort_order, u.base_order
-      FROM units u
-      JOIN deal_stage_history h ON h.organization_id = ${org} AND h.deal_id = u.unit_id AND h.created_at > u.assigned_at AND h.created_at < u.until
-      JOIN deal_stages st ON st.organization_id = h.organization_id AND st.id = h.to_stage_id
-    ), outcomes AS (
-      SELECT u.arm,
-        EXISTS (SELECT 1 FROM moves m WHERE m.unit_id = u.unit_id AND m.category = 'closed_won') AS won,
-        EXISTS (SELECT 1 FROM moves m WHERE m.unit_id = u.unit_id
-          AND (m.category = 'closed_won' OR (m.category = 'active' AND m.sort_order > m.base_order))) AS advanced
-      FROM units u
-    )
-    SELECT arm, count(*)::int AS assigned, (count(*) FILTER (WHERE won))::int AS hits1, (count(*) FILTER (WHERE advanced))::int AS hits2
-    FROM outcomes GROUP BY arm`.execute(trx);
+    SELECT a.arm, count(*)::int AS assigned, count(o.primary_at)::int AS hits1, count(o.secondary_at)::int AS hits2
+    FROM experiment_assignments a
+    LEFT JOIN lift_outcomes o ON o.organization_id = a.organization_id AND o.experiment = a.experiment AND o.unit_id = a.unit_id
+    WHERE a.organization_id = ${org} AND a.experiment = ${experimentName}
+      AND a.assigned_at <= ${at}::timestamptz - make_interval(hours => ${24 * HORIZON_DAYS[experimentName]})
+    GROUP BY a.arm`.execute(trx);
   return r.rows;
 }
 
@@ -116,13 +79,17 @@ function experiment<U extends 'account' | 'deal'>(
   };
 }
 
-/** Both experiments as GET /analytics/lift answers them, computed at `at` (the clock's now). */
-export async function computeLift(trx: Tx, organizationId: string, at: Date) {
-  const [email, actions] = [await emailArms(trx, organizationId, at), await actionArms(trx, organizationId, at)];
+/** Both experiments' answer from their arms' counts (the served and the reference computation share it). */
+export function shapeLift(email: ArmRow[], actions: ArmRow[], at: Date) {
   return {
     experiments: {
       ai_email_lift: experiment('account', 'ai_email_lift', ['meeting', 'positive'], email, at),
       ai_actions: experiment('deal', 'ai_actions', ['won', 'advanced'], actions, at),
     },
   };
+}
+
+/** Both experiments as GET /analytics/lift answers them, computed at `at` (the clock's now). */
+export async function computeLift(trx: Tx, organizationId: string, at: Date) {
+  return shapeLift(await arms(trx, organizationId, 'ai_email_lift', at), await arms(trx, organizationId, 'ai_actions', at), at);
 }
