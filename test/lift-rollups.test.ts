@@ -13,6 +13,7 @@ import { type Db, type Tx, withOrg, withSystem } from '../db/database.js';
 import { computeLift } from '../src/analytics/lift.js';
 import { computeLiftReference } from '../src/analytics/lift-reference.js';
 import { ALL_SCOPES, startService, type TestService } from './support/harness.js';
+import { type Rng, rng } from './support/random.js';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -21,21 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await svc?.close();
 });
-
-/** mulberry32: a small seeded generator, so a failing history can be replayed from its seed. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  return { next, int, pick: <T>(xs: readonly T[]): T => xs[int(xs.length)], chance: (p: number) => next() < p };
-}
-type Rng = ReturnType<typeof rng>;
 
 const DAY = 86_400_000;
 const INTENTS = [null, 'interested', 'not_interested', 'meeting_request', 'out_of_office', 'other'];
