@@ -13,7 +13,7 @@ import { ACCEPTED, type InboundListener } from '../src/inbound/smtp-listener.js'
 import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
 import { type DnsServer, startDnsServer } from './support/dns-server.js';
-import { startService, type TestService } from './support/harness.js';
+import { failedJobs, startService, type TestService } from './support/harness.js';
 import { type Delivery, deliverSmtp, inboundOf, mime } from './support/inbound-mail.js';
 import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 import { waitFor } from './support/wait.js';
@@ -169,6 +169,7 @@ describe('group commit', () => {
     );
     expect(items.map((i) => i.source_key).sort()).toEqual(ms.map((m) => `reply:${m.id}`).sort());
     await settle(svc);
+    expect(await failedJobs(svc)).toEqual([]);
     expect((await svc.admin.GET('/queue')).data!.failed).toBe(0);
   });
 

@@ -21,7 +21,7 @@ import { eventsOf, system, uid, uniqueEmail } from './crm-support.js';
 import { contact, type DraftingOrg, draftingOrg, draftsOf, getSequence, sequence, settle, template } from './drafting-support.js';
 import { signingDomain } from './support/dkim.js';
 import { type DnsServer, startDnsServer } from './support/dns-server.js';
-import { startService, type TestService } from './support/harness.js';
+import { failedJobs, startService, type TestService } from './support/harness.js';
 import { deliverSmtp, inboundOf as inboundMessages, mime } from './support/inbound-mail.js';
 import { type SmtpSink, startSmtpSink } from './support/smtp-sink.js';
 
@@ -753,6 +753,7 @@ describe('the listener with bad input', () => {
     for (const type of ['reply.received', 'reply.classified']) {
       expect((await eventsOf(svc, sent.s.org.id, type)).map((e) => e.data.messageId).sort(), type).toEqual(ms.map((m) => m.id).sort());
     }
+    expect(await failedJobs(svc)).toEqual([]);
     expect((await svc.admin.GET('/queue')).data!.failed).toBe(0);
   });
 

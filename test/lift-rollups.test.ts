@@ -1,4 +1,4 @@
-// The lift's outcome rows (db/migrations/0037_lift_outcomes.sql) against the raw computation
+// The lift's outcome rows (db/migrations/0036_lift_outcomes.sql) against the raw computation
 // (src/analytics/lift-reference.ts): random histories of several organizations (accounts and their
 // contacts, human and automatic replies of every intent, meetings logged on deals, stage moves,
 // assignments on both sides of the horizon), then contacts moving to another company or none, late
@@ -402,12 +402,9 @@ describe('lift outcome rows', () => {
               VALUES (${h.org}, ${id(h, 'msg')}, 'con_x', 'INBOUND', 'meeting_request', false, true, 'x', ${replied})`.execute(c);
           const [a, b] = moveFirst ? [move, reply] : [reply, move];
           await a(c1);
-          // The second writer waits for the first's lock: it commits, then the second goes on.
-          const second = b(c2);
-          await new Promise((res) => setTimeout(res, 200));
-          await sql`COMMIT`.execute(c1);
-          await second;
-          await sql`COMMIT`.execute(c2);
+          await b(c2);
+          // Neither waited (the lift's locks are taken at commit); they commit at once.
+          await Promise.all([sql`COMMIT`.execute(c1), sql`COMMIT`.execute(c2)]);
           return true;
         }),
       );
@@ -418,6 +415,60 @@ describe('lift outcome rows', () => {
       await withSystem(svc.ownerDb, (trx) => sql`SELECT lift_outcomes_rebuild(${h.org})`.execute(trx));
       expect(kept).toEqual(await outcomeRows(h));
     }
+  });
+
+  it("let two writers of the same accounts in opposite orders, and a contact's move, commit at once: no deadlock, rows exact", async () => {
+    const h = await newHistory();
+    const assigned = new Date(h.now - 60 * DAY).toISOString();
+    const replied = new Date(h.now - 50 * DAY).toISOString();
+    await asApp(h, async (trx) => {
+      for (const co of ['co_a', 'co_b']) {
+        await sql`INSERT INTO companies (organization_id, id, domain, domain_normalized) VALUES (${h.org}, ${co}, ${`${co}.example`}, ${`${co}.example`})`.execute(
+          trx,
+        );
+        await sql`INSERT INTO experiment_assignments (organization_id, experiment, unit_id, arm, assigned_at)
+          VALUES (${h.org}, 'ai_email_lift', ${co}, ${co === 'co_a' ? 'control' : 'treatment'}, ${assigned})`.execute(trx);
+        await sql`INSERT INTO contacts (organization_id, id, list_id, email, email_normalized, company_id)
+          VALUES (${h.org}, ${`con_${co}`}, 'lst', ${`x@${co}.example`}, ${`x@${co}.example`}, ${co})`.execute(trx);
+      }
+    });
+    const reply = (c: Tx, contact: string, intent: string) =>
+      sql`INSERT INTO messages (organization_id, id, contact_id, direction, intent, automatic, authenticated, body, created_at)
+        VALUES (${h.org}, ${id(h, 'msg')}, ${contact}, 'INBOUND', ${intent}, false, true, 'x', ${replied})`.execute(c);
+    for (let round = 0; round < 4; round++) {
+      const committed = await svc.rt.db.connection().execute(async (c1) =>
+        svc.rt.db.connection().execute(async (c2) =>
+          svc.rt.db.connection().execute(async (c3) => {
+            for (const c of [c1, c2, c3]) {
+              await sql`BEGIN`.execute(c);
+              // A statement that waited for another transaction's lock would fail here, not hang the test.
+              await sql`SELECT set_config('app.org_id', ${h.org}, true), set_config('lock_timeout', '5s', true)`.execute(c);
+            }
+            // Each holds the first account's rows before it writes the other's: with locks taken
+            // per statement, each would wait for the other for ever (Postgres would abort one).
+            await reply(c1, 'con_co_a', 'interested');
+            await reply(c2, 'con_co_b', 'meeting_request');
+            await reply(c1, 'con_co_b', 'interested');
+            await reply(c2, 'con_co_a', 'meeting_request');
+            await sql`UPDATE contacts SET company_id = CASE company_id WHEN 'co_a' THEN 'co_b' ELSE 'co_a' END
+              WHERE organization_id = ${h.org} AND id = ${round % 2 ? 'con_co_a' : 'con_co_b'}`.execute(c3);
+            const order = round % 2 ? [c3, c2, c1] : [c1, c2, c3];
+            await Promise.all(order.map((c) => sql`COMMIT`.execute(c)));
+            return true;
+          }),
+        ),
+      );
+      expect(committed).toBe(true);
+      const { served, reference } = await bothWays(h, new Date(h.now));
+      expect(served).toEqual(reference);
+      const kept = await outcomeRows(h);
+      await withSystem(svc.ownerDb, (trx) => sql`SELECT lift_outcomes_rebuild(${h.org})`.execute(trx));
+      expect(kept).toEqual(await outcomeRows(h));
+    }
+    // Nothing of the transactions' notes is left behind.
+    expect(
+      (await withSystem(svc.ownerDb, (trx) => sql<{ n: number }>`SELECT count(*)::int AS n FROM lift_pending`.execute(trx))).rows[0].n,
+    ).toBe(0);
   });
 
   it('read no reply, meeting, contact, stage move or stage: the served lift runs while another transaction holds those tables', async () => {

@@ -1,6 +1,6 @@
 // The lift computed from the raw rows (assignments; contacts by company; inbound replies; meetings
 // logged on deals; stage history and stages): the statements the service ran before the outcome
-// rows of db/migrations/0037_lift_outcomes.sql, kept as the reference the served answer must equal
+// rows of db/migrations/0036_lift_outcomes.sql, kept as the reference the served answer must equal
 // (test/lift-rollups.test.ts compares the two on random histories). Never served: its cost grows
 // with the organization's messages, activities and stage moves.
 import { sql } from 'kysely';

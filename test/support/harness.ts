@@ -346,3 +346,14 @@ export function setClock(svc: TestService, instant: Date | string): SettableCloc
 export async function killSwitchOffQuietly(svc: Pick<TestService, 'pool'>): Promise<void> {
   await svc.pool.query('UPDATE platform_settings SET email_kill_switch = false');
 }
+
+/**
+ * The jobs that ended failed (attempts exhausted; what the operator's queue counts as failed), with
+ * their task and last error, so an assertion that there are none says which one failed and why.
+ */
+export async function failedJobs(svc: Pick<TestService, 'pool'>): Promise<{ task: string; last_error: string | null }[]> {
+  const r = await svc.pool.query(`SELECT t.identifier AS task, j.last_error FROM graphile_worker._private_jobs j
+    JOIN graphile_worker._private_tasks t ON t.id = j.task_id
+    WHERE j.locked_at IS NULL AND j.attempts >= j.max_attempts AND t.identifier NOT LIKE 'sweep\\_%' AND t.identifier NOT LIKE 'purge\\_%'`);
+  return r.rows;
+}

@@ -2,8 +2,9 @@
 -- unit, whether it reached each endpoint within its horizon from lift_outcomes instead of every
 -- message, activity and stage move of the organization, so its cost follows the assignments, not
 -- the history behind them. A unit's row is recomputed, with the predicate of the raw statement
--- (src/analytics/lift-reference.ts, its test test/lift-rollups.test.ts), by the triggers below in
--- the transaction of every statement that changes one of its inputs, whoever writes it:
+-- (src/analytics/lift-reference.ts, its test test/lift-rollups.test.ts), when the transaction of
+-- any statement that changes one of its inputs commits, whoever writes it (the triggers below note
+-- what changed, lift_pending recomputes it):
 --   ai_email_lift (unit: a company)  its contacts' human inbound replies (meeting_request or
 --                                    interested) and logged meetings, and which contacts it has;
 --   ai_actions    (unit: a deal)     its stage history and the stages' order and category;
@@ -12,7 +13,8 @@
 -- (so two writers of one unit recompute one after the other, the second in a snapshot that sees
 -- the first's commit) after a shared lock per organization and experiment; a change that moves
 -- many units at once (a contact to another company, a stage reordered) takes that lock
--- exclusively, so no recomputation reads the old mapping while it commits.
+-- exclusively, so no recomputation reads the old mapping while it commits. The locks are taken
+-- only at commit, all at once and in one order, so they add no deadlock (see lift_pending).
 -- A row exists only for a unit that reached an endpoint (nulls otherwise); nothing here is about a
 -- person (a company or deal id and two instants).
 
@@ -95,21 +97,36 @@ $$;
 CREATE FUNCTION lift_lock_key(org text, experiment text, unit text) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT hashtextextended('lift:' || org || ':' || experiment || ':' || coalesce(unit, ''), 0) $$;
 
--- Recomputes the rows of `units` of one organization and experiment. Each statement of a plpgsql
--- function reads a snapshot of its own (read committed), so the recomputation after the locks sees
--- every commit of a writer that held them before. `moving`: the caller changes which units the
--- source rows belong to (or how they are judged): the organization's lock is taken exclusively.
-CREATE FUNCTION lift_refresh(org text, exp text, units text[], moving boolean DEFAULT false) RETURNS void
+-- What a transaction changed, recomputed when it commits. The triggers below only note what they
+-- touched (a unit, a contact whose account is read at commit, a stage whose deals are read at
+-- commit, or `moving`: the change moves source rows between units); the deferred trigger on this
+-- table then takes every lock it needs in one go, in one global order (organization and experiment,
+-- then units by key), and recomputes. A transaction therefore waits for another's lift locks only
+-- at its commit, when it holds every row lock it will hold and waits for nothing else while it
+-- holds lift locks: two writers of the same units in opposite orders, or a writer of a unit that
+-- another holds a row of, cannot wait for each other in a circle. Rows live only inside their
+-- transaction (deleted before it commits).
+CREATE TABLE lift_pending (
+  txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+  organization_id text NOT NULL,
+  experiment text NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('unit', 'contact', 'stage', 'moving')),
+  key text NOT NULL,
+  PRIMARY KEY (txid, organization_id, experiment, kind, key)
+);
+SELECT apply_tenant_isolation('lift_pending');
+GRANT INSERT, DELETE ON lift_pending TO outbound_system;
+
+CREATE FUNCTION lift_note(org text, exp text, kind text, keys text[]) RETURNS void
+LANGUAGE sql AS $$
+  INSERT INTO lift_pending (organization_id, experiment, kind, key)
+  SELECT DISTINCT org, exp, kind, k FROM unnest(keys) k WHERE k IS NOT NULL
+  ON CONFLICT DO NOTHING $$;
+
+-- Recomputes the rows of `units` of one organization and experiment, its locks held.
+CREATE FUNCTION lift_recompute(org text, exp text, units text[]) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  IF moving THEN
-    PERFORM pg_advisory_xact_lock(lift_lock_key(org, exp, NULL));
-  ELSE
-    PERFORM pg_advisory_xact_lock_shared(lift_lock_key(org, exp, NULL));
-    -- In key order, so two writers of the same units never wait for each other in a circle.
-    PERFORM pg_advisory_xact_lock(k) FROM (
-      SELECT DISTINCT lift_lock_key(org, exp, u) AS k FROM unnest(units) u WHERE u IS NOT NULL ORDER BY 1) x;
-  END IF;
   DELETE FROM lift_outcomes o WHERE o.organization_id = org AND o.experiment = exp AND o.unit_id = ANY(units);
   IF exp = 'ai_email_lift' THEN
     INSERT INTO lift_outcomes (organization_id, experiment, unit_id, primary_at, secondary_at)
@@ -120,19 +137,49 @@ BEGIN
   END IF;
 END $$;
 
--- The companies of the contacts, read after the organization's shared lock (a contact's move to
--- another company waits for it, or has committed), then recomputed.
-CREATE FUNCTION lift_refresh_contacts(org text, contact_ids text[]) RETURNS void
+-- At commit (the first firing does the transaction's whole work; later ones find nothing). Each
+-- statement of a plpgsql function reads a snapshot of its own (read committed), so what is read
+-- after a lock includes every commit of the writers that held it before. A moving change takes the
+-- organization's lock exclusively (no one else's recomputation reads the old mapping meanwhile);
+-- every other takes it shared, then its units' locks.
+CREATE FUNCTION lift_apply_pending() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE units text[];
+DECLARE
+  r record;
+  units text[];
 BEGIN
-  PERFORM pg_advisory_xact_lock_shared(lift_lock_key(org, 'ai_email_lift', NULL));
-  SELECT array_agg(DISTINCT c.company_id) INTO units FROM contacts c
-  WHERE c.organization_id = org AND c.id = ANY(contact_ids) AND c.company_id IS NOT NULL;
-  IF units IS NOT NULL THEN
-    PERFORM lift_refresh(org, 'ai_email_lift', units);
-  END IF;
+  FOR r IN SELECT organization_id AS org, experiment AS exp, bool_or(kind = 'moving') AS moving,
+             array_agg(key) FILTER (WHERE kind = 'unit') AS units,
+             array_agg(key) FILTER (WHERE kind = 'contact') AS contacts,
+             array_agg(key) FILTER (WHERE kind = 'stage') AS stages
+           FROM lift_pending WHERE txid = pg_current_xact_id() GROUP BY 1, 2 ORDER BY 1, 2 LOOP
+    IF r.moving THEN
+      PERFORM pg_advisory_xact_lock(lift_lock_key(r.org, r.exp, NULL));
+    ELSE
+      PERFORM pg_advisory_xact_lock_shared(lift_lock_key(r.org, r.exp, NULL));
+    END IF;
+    SELECT array_agg(DISTINCT u) INTO units FROM (
+      SELECT unnest(r.units) AS u
+      UNION ALL
+      SELECT c.company_id FROM contacts c WHERE c.organization_id = r.org AND c.id = ANY(r.contacts) AND c.company_id IS NOT NULL
+      UNION ALL
+      SELECT h.deal_id FROM deal_stage_history h
+      WHERE h.organization_id = r.org AND h.to_stage_id = ANY(r.stages)
+        AND EXISTS (SELECT 1 FROM experiment_assignments a
+                    WHERE a.organization_id = r.org AND a.experiment = 'ai_actions' AND a.unit_id = h.deal_id)) x;
+    IF units IS NOT NULL THEN
+      IF NOT r.moving THEN
+        PERFORM pg_advisory_xact_lock(k) FROM (
+          SELECT DISTINCT lift_lock_key(r.org, r.exp, u) AS k FROM unnest(units) u ORDER BY 1) x;
+      END IF;
+      PERFORM lift_recompute(r.org, r.exp, units);
+    END IF;
+  END LOOP;
+  DELETE FROM lift_pending WHERE txid = pg_current_xact_id();
+  RETURN NULL;
 END $$;
+CREATE CONSTRAINT TRIGGER lift_pending_apply AFTER INSERT ON lift_pending DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION lift_apply_pending();
 
 -- Messages: positive human replies inserted or deleted (per statement), and a message whose
 -- contact, time or judgement changes while it is or was one (per row; the WHEN spares the others).
@@ -143,15 +190,15 @@ BEGIN
   IF TG_OP = 'INSERT' THEN
     FOR r IN SELECT organization_id, array_agg(DISTINCT contact_id) AS ids FROM new_rows
              WHERE contact_id IS NOT NULL AND lift_positive_reply(direction, automatic, authenticated, intent) GROUP BY 1 ORDER BY 1 LOOP
-      PERFORM lift_refresh_contacts(r.organization_id, r.ids);
+      PERFORM lift_note(r.organization_id, 'ai_email_lift', 'contact', r.ids);
     END LOOP;
   ELSIF TG_OP = 'DELETE' THEN
     FOR r IN SELECT organization_id, array_agg(DISTINCT contact_id) AS ids FROM old_rows
              WHERE contact_id IS NOT NULL AND lift_positive_reply(direction, automatic, authenticated, intent) GROUP BY 1 ORDER BY 1 LOOP
-      PERFORM lift_refresh_contacts(r.organization_id, r.ids);
+      PERFORM lift_note(r.organization_id, 'ai_email_lift', 'contact', r.ids);
     END LOOP;
   ELSE
-    PERFORM lift_refresh_contacts(NEW.organization_id, ARRAY[OLD.contact_id, NEW.contact_id]);
+    PERFORM lift_note(NEW.organization_id, 'ai_email_lift', 'contact', ARRAY[OLD.contact_id, NEW.contact_id]);
   END IF;
   RETURN NULL;
 END $$;
@@ -175,15 +222,15 @@ BEGIN
   IF TG_OP = 'INSERT' THEN
     FOR r IN SELECT organization_id, array_agg(DISTINCT contact_id) AS ids FROM new_rows
              WHERE contact_id IS NOT NULL AND kind = 'meeting' GROUP BY 1 ORDER BY 1 LOOP
-      PERFORM lift_refresh_contacts(r.organization_id, r.ids);
+      PERFORM lift_note(r.organization_id, 'ai_email_lift', 'contact', r.ids);
     END LOOP;
   ELSIF TG_OP = 'DELETE' THEN
     FOR r IN SELECT organization_id, array_agg(DISTINCT contact_id) AS ids FROM old_rows
              WHERE contact_id IS NOT NULL AND kind = 'meeting' GROUP BY 1 ORDER BY 1 LOOP
-      PERFORM lift_refresh_contacts(r.organization_id, r.ids);
+      PERFORM lift_note(r.organization_id, 'ai_email_lift', 'contact', r.ids);
     END LOOP;
   ELSE
-    PERFORM lift_refresh_contacts(NEW.organization_id, ARRAY[OLD.contact_id, NEW.contact_id]);
+    PERFORM lift_note(NEW.organization_id, 'ai_email_lift', 'contact', ARRAY[OLD.contact_id, NEW.contact_id]);
   END IF;
   RETURN NULL;
 END $$;
@@ -197,15 +244,17 @@ CREATE TRIGGER lift_activities_update AFTER UPDATE OF contact_id, kind, occurred
   EXECUTE FUNCTION lift_activities_follow();
 
 -- A contact that changes company (or is deleted) takes its replies and meetings from one account
--- to another: both recomputed under the organization's exclusive lock. A new contact has no
+-- to another: both recomputed under the organization's exclusive lock (at commit). A new contact has no
 -- messages or activities yet.
 CREATE FUNCTION lift_contacts_follow() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'DELETE' THEN
-    PERFORM lift_refresh(OLD.organization_id, 'ai_email_lift', ARRAY[OLD.company_id], true);
+    PERFORM lift_note(OLD.organization_id, 'ai_email_lift', 'unit', ARRAY[OLD.company_id]);
+    PERFORM lift_note(OLD.organization_id, 'ai_email_lift', 'moving', ARRAY['']);
   ELSE
-    PERFORM lift_refresh(NEW.organization_id, 'ai_email_lift', ARRAY[OLD.company_id, NEW.company_id], true);
+    PERFORM lift_note(NEW.organization_id, 'ai_email_lift', 'unit', ARRAY[OLD.company_id, NEW.company_id]);
+    PERFORM lift_note(NEW.organization_id, 'ai_email_lift', 'moving', ARRAY['']);
   END IF;
   RETURN NULL;
 END $$;
@@ -222,14 +271,14 @@ DECLARE r record;
 BEGIN
   IF TG_OP = 'INSERT' THEN
     FOR r IN SELECT organization_id, array_agg(DISTINCT deal_id) AS ids FROM new_rows GROUP BY 1 ORDER BY 1 LOOP
-      PERFORM lift_refresh(r.organization_id, 'ai_actions', r.ids);
+      PERFORM lift_note(r.organization_id, 'ai_actions', 'unit', r.ids);
     END LOOP;
   ELSIF TG_OP = 'DELETE' THEN
     FOR r IN SELECT organization_id, array_agg(DISTINCT deal_id) AS ids FROM old_rows GROUP BY 1 ORDER BY 1 LOOP
-      PERFORM lift_refresh(r.organization_id, 'ai_actions', r.ids);
+      PERFORM lift_note(r.organization_id, 'ai_actions', 'unit', r.ids);
     END LOOP;
   ELSE
-    PERFORM lift_refresh(NEW.organization_id, 'ai_actions', ARRAY[OLD.deal_id, NEW.deal_id]);
+    PERFORM lift_note(NEW.organization_id, 'ai_actions', 'unit', ARRAY[OLD.deal_id, NEW.deal_id]);
   END IF;
   RETURN NULL;
 END $$;
@@ -243,13 +292,12 @@ CREATE TRIGGER lift_history_update AFTER UPDATE OF deal_id, to_stage_id, created
 
 -- A stage reordered, recategorized, added or removed changes how every move to it is judged (and
 -- every deal's stage at assignment): the assigned deals with a move to it are recomputed under the
--- organization's exclusive lock (rare: an administrator's change).
+-- organization's exclusive lock at commit (rare: an administrator's change).
 CREATE FUNCTION lift_stages_follow() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
   org text;
   stages text[];
-  units text[];
 BEGIN
   IF TG_OP = 'INSERT' THEN
     org := NEW.organization_id; stages := ARRAY[NEW.id];
@@ -258,14 +306,8 @@ BEGIN
   ELSE
     org := NEW.organization_id; stages := ARRAY[OLD.id, NEW.id];
   END IF;
-  PERFORM pg_advisory_xact_lock(lift_lock_key(org, 'ai_actions', NULL));
-  SELECT array_agg(DISTINCT h.deal_id) INTO units FROM deal_stage_history h
-  WHERE h.organization_id = org AND h.to_stage_id = ANY(stages)
-    AND EXISTS (SELECT 1 FROM experiment_assignments a
-                WHERE a.organization_id = org AND a.experiment = 'ai_actions' AND a.unit_id = h.deal_id);
-  IF units IS NOT NULL THEN
-    PERFORM lift_refresh(org, 'ai_actions', units, true);
-  END IF;
+  PERFORM lift_note(org, 'ai_actions', 'stage', stages);
+  PERFORM lift_note(org, 'ai_actions', 'moving', ARRAY['']);
   RETURN NULL;
 END $$;
 CREATE TRIGGER lift_stages_insert AFTER INSERT ON deal_stages FOR EACH ROW EXECUTE FUNCTION lift_stages_follow();
@@ -282,15 +324,15 @@ DECLARE r record;
 BEGIN
   IF TG_OP = 'INSERT' THEN
     FOR r IN SELECT organization_id, experiment, array_agg(DISTINCT unit_id) AS ids FROM new_rows GROUP BY 1, 2 ORDER BY 1, 2 LOOP
-      PERFORM lift_refresh(r.organization_id, r.experiment, r.ids);
+      PERFORM lift_note(r.organization_id, r.experiment, 'unit', r.ids);
     END LOOP;
   ELSIF TG_OP = 'DELETE' THEN
     FOR r IN SELECT organization_id, experiment, array_agg(DISTINCT unit_id) AS ids FROM old_rows GROUP BY 1, 2 ORDER BY 1, 2 LOOP
-      PERFORM lift_refresh(r.organization_id, r.experiment, r.ids);
+      PERFORM lift_note(r.organization_id, r.experiment, 'unit', r.ids);
     END LOOP;
   ELSE
-    PERFORM lift_refresh(OLD.organization_id, OLD.experiment, ARRAY[OLD.unit_id]);
-    PERFORM lift_refresh(NEW.organization_id, NEW.experiment, ARRAY[NEW.unit_id]);
+    PERFORM lift_note(OLD.organization_id, OLD.experiment, 'unit', ARRAY[OLD.unit_id]);
+    PERFORM lift_note(NEW.organization_id, NEW.experiment, 'unit', ARRAY[NEW.unit_id]);
   END IF;
   RETURN NULL;
 END $$;
@@ -313,13 +355,7 @@ BEGIN
   DELETE FROM lift_outcomes WHERE org IS NULL OR organization_id = org;
   FOR r IN SELECT organization_id, experiment, array_agg(unit_id) AS ids FROM experiment_assignments
            WHERE org IS NULL OR organization_id = org GROUP BY 1, 2 ORDER BY 1, 2 LOOP
-    IF r.experiment = 'ai_email_lift' THEN
-      INSERT INTO lift_outcomes (organization_id, experiment, unit_id, primary_at, secondary_at)
-      SELECT r.organization_id, r.experiment, x.unit_id, x.primary_at, x.secondary_at FROM lift_email_outcomes(r.organization_id, r.ids) x;
-    ELSE
-      INSERT INTO lift_outcomes (organization_id, experiment, unit_id, primary_at, secondary_at)
-      SELECT r.organization_id, r.experiment, x.unit_id, x.primary_at, x.secondary_at FROM lift_action_outcomes(r.organization_id, r.ids) x;
-    END IF;
+    PERFORM lift_recompute(r.organization_id, r.experiment, r.ids);
   END LOOP;
 END $$;
 
