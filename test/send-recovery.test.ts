@@ -171,6 +171,30 @@ describe('possibly sent', () => {
     await svc.pool.query(`UPDATE send_records SET status = 'sent' WHERE id = $1`, [rec.id]);
   });
 
+  it('hand-over marks asked for at once commit together; one taken back fails alone, the others are marked', async () => {
+    const s = await sendingOrg();
+    const other = await sendingOrg();
+    const sent = [];
+    for (const org of [s, s, s, other]) {
+      const a = await approved(org, [STEP]);
+      await send(org, a.drafts[0].id);
+      sent.push({ org, c: a.c });
+    }
+    await settle(svc);
+    const records = [];
+    for (const x of sent) records.push({ org: x.org.org.id, id: (await outbox(x.org.org.id)).find((m) => m.contactId === x.c.id)!.id });
+    const ids = records.map((r) => r.id);
+    // As if claimed and not handed over yet; the second one the sweep took back (no longer sending).
+    await svc.pool.query(`UPDATE send_records SET status = 'sending', handed_over_at = NULL WHERE id = ANY($1)`, [ids]);
+    await svc.pool.query(`UPDATE send_records SET status = 'failed' WHERE id = $1`, [ids[1]]);
+    const results = await Promise.allSettled(records.map((r) => markHandedOver(svc.rt.db, r.org, r.id)));
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/taken back/);
+    const marked = await svc.pool.query(`SELECT id FROM send_records WHERE id = ANY($1) AND handed_over_at IS NOT NULL ORDER BY id`, [ids]);
+    expect(marked.rows.map((r) => r.id)).toEqual([ids[0], ids[2], ids[3]].sort());
+    await svc.pool.query(`UPDATE send_records SET status = 'sent' WHERE id = ANY($1)`, [ids]);
+  });
+
   it('a last step possibly sent completes its sequence; the operator marks one sent (a real send) and sends another again', async () => {
     const s = await sendingOrg();
     const one = `${uid('slow')}@hang-resolve.example`;

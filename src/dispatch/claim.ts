@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { type Db, type Tx, writeForOrg } from '../../db/database.js';
 import { usagePeriod } from '../account/usage.js';
 import { domainOfEmail } from '../crm/domains.js';
+import { groupStage } from '../platform/group-stage.js';
 import type { Deps } from '../platform/services.js';
 import { BATCH, type Claim, type Mailbox, type Row } from './batch.js';
 import { composeClaims } from './compose.js';
@@ -209,10 +210,44 @@ export async function writeClaims(
  * The hand-over mark of a claim, committed right before its message's first byte goes (after the
  * server's 354): from then on the claim is possibly sent if its worker dies. Written only while
  * the record is still `sending` and unmarked: a claim the recovery sweep took back (its worker
- * thought dead, or stale) throws here, and its message does not go. Two round trips, not three
- * (the SMTP connection waits on them): the statement raises when it marked no record.
+ * thought dead, or stale) throws here, and its message does not go. The marks asked for while
+ * others are being written commit together (one transaction per organization, two round trips),
+ * so a batch's messages reaching DATA at once wait for one commit, not one each.
  */
-export async function markHandedOver(db: Db, org: string, recordId: string): Promise<void> {
+export function markHandedOver(db: Db, org: string, recordId: string): Promise<void> {
+  return handOvers.submit({ db, org, recordId });
+}
+
+const handOvers = groupStage<{ db: Db; org: string; recordId: string }, void>(async (items) => {
+  const groups = new Map<Db, Map<string, typeof items>>();
+  for (const m of items) {
+    const ofDb = groups.get(m.db) ?? groups.set(m.db, new Map()).get(m.db)!;
+    ofDb.set(m.org, [...(ofDb.get(m.org) ?? []), m]);
+  }
+  const failed = new Map<string, unknown>();
+  await Promise.all(
+    [...groups.values()]
+      .flatMap((ofDb) => [...ofDb.values()])
+      .map(async (marks) => {
+        try {
+          await markRecords(
+            marks[0].db,
+            marks[0].org,
+            marks.map((m) => m.recordId),
+          );
+        } catch {
+          // One of them was taken back (rare): each alone, so only that one fails.
+          for (const m of marks) await markRecords(m.db, m.org, [m.recordId]).catch((e) => failed.set(m.recordId, e));
+        }
+      }),
+  );
+  return items.map((m) =>
+    failed.has(m.recordId) ? { status: 'rejected', reason: failed.get(m.recordId) } : { status: 'fulfilled', value: undefined },
+  );
+});
+
+/** Marks every one of the records or none: the statement raises when it marked fewer (a record the sweep took back). */
+async function markRecords(db: Db, org: string, recordIds: string[]): Promise<void> {
   try {
     await writeForOrg(
       db,
@@ -220,13 +255,13 @@ export async function markHandedOver(db: Db, org: string, recordId: string): Pro
       (lit) => `
       WITH marked AS (
         UPDATE send_records SET handed_over_at = now_ms()
-        WHERE organization_id = ${lit(org)} AND id = ${lit(recordId)} AND status = 'sending' AND handed_over_at IS NULL
+        WHERE organization_id = ${lit(org)} AND id IN (${recordIds.map(lit).join(', ')}) AND status = 'sending' AND handed_over_at IS NULL
         RETURNING 1
       )
-      SELECT CASE WHEN count(*) = 1 THEN 1 ELSE ('no claim to mark: ' || count(*))::int END FROM marked`,
+      SELECT CASE WHEN count(*) = ${recordIds.length} THEN 1 ELSE ('claims not marked: ' || ${recordIds.length} - count(*))::int END FROM marked`,
     );
   } catch (e) {
-    // 22P02: the cast above, raised because no record was marked.
+    // 22P02: the cast above, raised because a record was not marked.
     if ((e as { code?: string }).code !== '22P02') throw e;
     throw new Error('the claim was taken back before its message went (the recovery sweep)', { cause: e });
   }
