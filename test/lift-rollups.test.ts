@@ -371,100 +371,86 @@ describe('lift outcome rows', () => {
     expect(seen.ai_email_lift.every((n) => n > 0) && seen.ai_actions.every((n) => n > 0), JSON.stringify(seen)).toBe(true);
   });
 
-  it('stay exact when a contact moves to another account while a reply of theirs is being stored', async () => {
-    const h = await newHistory();
-    const assigned = new Date(h.now - 60 * DAY).toISOString();
-    const replied = new Date(h.now - 50 * DAY).toISOString();
+  /** Accounts co_a (control) and co_b (treatment) assigned 60 days ago, and contacts of theirs (id: account). */
+  async function twoAccounts(h: History, contacts: Record<string, string>) {
     await asApp(h, async (trx) => {
       for (const co of ['co_a', 'co_b']) {
         await sql`INSERT INTO companies (organization_id, id, domain, domain_normalized) VALUES (${h.org}, ${co}, ${`${co}.example`}, ${`${co}.example`})`.execute(
           trx,
         );
         await sql`INSERT INTO experiment_assignments (organization_id, experiment, unit_id, arm, assigned_at)
-          VALUES (${h.org}, 'ai_email_lift', ${co}, ${co === 'co_a' ? 'control' : 'treatment'}, ${assigned})`.execute(trx);
+          VALUES (${h.org}, 'ai_email_lift', ${co}, ${co === 'co_a' ? 'control' : 'treatment'}, ${new Date(h.now - 60 * DAY).toISOString()})`.execute(
+          trx,
+        );
       }
-      await sql`INSERT INTO contacts (organization_id, id, list_id, email, email_normalized, company_id)
-        VALUES (${h.org}, 'con_x', 'lst', 'x@co-a.example', 'x@co-a.example', 'co_a')`.execute(trx);
+      for (const [contact, co] of Object.entries(contacts))
+        await sql`INSERT INTO contacts (organization_id, id, list_id, email, email_normalized, company_id)
+          VALUES (${h.org}, ${contact}, 'lst', ${`${contact}@${co}.example`}, ${`${contact}@${co}.example`}, ${co})`.execute(trx);
     });
-    // Both orders: the move first and the reply while it is open, and the other way round.
-    for (const moveFirst of [true, false]) {
-      const first = await svc.rt.db.connection().execute(async (c1) =>
-        svc.rt.db.connection().execute(async (c2) => {
-          for (const c of [c1, c2]) {
-            await sql`BEGIN`.execute(c);
-            await sql`SELECT set_config('app.org_id', ${h.org}, true)`.execute(c);
-          }
-          const move = (c: Tx) =>
-            sql`UPDATE contacts SET company_id = CASE company_id WHEN 'co_a' THEN 'co_b' ELSE 'co_a' END
-              WHERE organization_id = ${h.org} AND id = 'con_x'`.execute(c);
-          const reply = (c: Tx) =>
-            sql`INSERT INTO messages (organization_id, id, contact_id, direction, intent, automatic, authenticated, body, created_at)
-              VALUES (${h.org}, ${id(h, 'msg')}, 'con_x', 'INBOUND', 'meeting_request', false, true, 'x', ${replied})`.execute(c);
-          const [a, b] = moveFirst ? [move, reply] : [reply, move];
-          await a(c1);
-          await b(c2);
-          // Neither waited (the lift's locks are taken at commit); they commit at once.
-          await Promise.all([sql`COMMIT`.execute(c1), sql`COMMIT`.execute(c2)]);
-          return true;
-        }),
-      );
-      expect(first).toBe(true);
-      const { served, reference } = await bothWays(h, new Date(h.now));
-      expect(served).toEqual(reference);
-      const kept = await outcomeRows(h);
-      await withSystem(svc.ownerDb, (trx) => sql`SELECT lift_outcomes_rebuild(${h.org})`.execute(trx));
-      expect(kept).toEqual(await outcomeRows(h));
-    }
+    return {
+      /** A positive human reply of the contact, 50 days ago. */
+      reply: (c: Tx, contact: string, intent = 'meeting_request') =>
+        sql`INSERT INTO messages (organization_id, id, contact_id, direction, intent, automatic, authenticated, body, created_at)
+          VALUES (${h.org}, ${id(h, 'msg')}, ${contact}, 'INBOUND', ${intent}, false, true, 'x', ${new Date(h.now - 50 * DAY).toISOString()})`.execute(
+          c,
+        ),
+      /** The contact moved to the other account. */
+      move: (c: Tx, contact: string) =>
+        sql`UPDATE contacts SET company_id = CASE company_id WHEN 'co_a' THEN 'co_b' ELSE 'co_a' END
+          WHERE organization_id = ${h.org} AND id = ${contact}`.execute(c),
+    };
+  }
+
+  /**
+   * `n` open transactions bound to the organization, as the service's role, for `write`; then they
+   * commit at once (in `order`), and the lift must equal the raw computation and a rebuild.
+   */
+  async function concurrently(h: History, n: number, write: (cs: Tx[]) => Promise<number[] | undefined>) {
+    const open = async (cs: Tx[]): Promise<void> => {
+      if (cs.length < n) return svc.rt.db.connection().execute((c) => open([...cs, c]));
+      for (const c of cs) {
+        await sql`BEGIN`.execute(c);
+        // A statement that waited for another transaction's lock would fail here, not hang the test.
+        await sql`SELECT set_config('app.org_id', ${h.org}, true), set_config('lock_timeout', '5s', true)`.execute(c);
+      }
+      const order = (await write(cs)) ?? cs.map((_, i) => i);
+      await Promise.all(order.map((i) => sql`COMMIT`.execute(cs[i])));
+    };
+    await open([]);
+    const { served, reference } = await bothWays(h, new Date(h.now));
+    expect(served).toEqual(reference);
+    const kept = await outcomeRows(h);
+    await withSystem(svc.ownerDb, (trx) => sql`SELECT lift_outcomes_rebuild(${h.org})`.execute(trx));
+    expect(kept).toEqual(await outcomeRows(h));
+  }
+
+  it('stay exact when a contact moves to another account while a reply of theirs is being stored', async () => {
+    const h = await newHistory();
+    const { reply, move } = await twoAccounts(h, { con_x: 'co_a' });
+    // Both orders: the move first and the reply while it is open, and the other way round; neither
+    // waits (the lift's locks are taken at commit), and they commit at once.
+    for (const moveFirst of [true, false])
+      await concurrently(h, 2, async ([c1, c2]) => {
+        await (moveFirst ? move(c1, 'con_x') : reply(c1, 'con_x'));
+        await (moveFirst ? reply(c2, 'con_x') : move(c2, 'con_x'));
+        return undefined;
+      });
   });
 
   it("let two writers of the same accounts in opposite orders, and a contact's move, commit at once: no deadlock, rows exact", async () => {
     const h = await newHistory();
-    const assigned = new Date(h.now - 60 * DAY).toISOString();
-    const replied = new Date(h.now - 50 * DAY).toISOString();
-    await asApp(h, async (trx) => {
-      for (const co of ['co_a', 'co_b']) {
-        await sql`INSERT INTO companies (organization_id, id, domain, domain_normalized) VALUES (${h.org}, ${co}, ${`${co}.example`}, ${`${co}.example`})`.execute(
-          trx,
-        );
-        await sql`INSERT INTO experiment_assignments (organization_id, experiment, unit_id, arm, assigned_at)
-          VALUES (${h.org}, 'ai_email_lift', ${co}, ${co === 'co_a' ? 'control' : 'treatment'}, ${assigned})`.execute(trx);
-        await sql`INSERT INTO contacts (organization_id, id, list_id, email, email_normalized, company_id)
-          VALUES (${h.org}, ${`con_${co}`}, 'lst', ${`x@${co}.example`}, ${`x@${co}.example`}, ${co})`.execute(trx);
-      }
-    });
-    const reply = (c: Tx, contact: string, intent: string) =>
-      sql`INSERT INTO messages (organization_id, id, contact_id, direction, intent, automatic, authenticated, body, created_at)
-        VALUES (${h.org}, ${id(h, 'msg')}, ${contact}, 'INBOUND', ${intent}, false, true, 'x', ${replied})`.execute(c);
-    for (let round = 0; round < 4; round++) {
-      const committed = await svc.rt.db.connection().execute(async (c1) =>
-        svc.rt.db.connection().execute(async (c2) =>
-          svc.rt.db.connection().execute(async (c3) => {
-            for (const c of [c1, c2, c3]) {
-              await sql`BEGIN`.execute(c);
-              // A statement that waited for another transaction's lock would fail here, not hang the test.
-              await sql`SELECT set_config('app.org_id', ${h.org}, true), set_config('lock_timeout', '5s', true)`.execute(c);
-            }
-            // Each holds the first account's rows before it writes the other's: with locks taken
-            // per statement, each would wait for the other for ever (Postgres would abort one).
-            await reply(c1, 'con_co_a', 'interested');
-            await reply(c2, 'con_co_b', 'meeting_request');
-            await reply(c1, 'con_co_b', 'interested');
-            await reply(c2, 'con_co_a', 'meeting_request');
-            await sql`UPDATE contacts SET company_id = CASE company_id WHEN 'co_a' THEN 'co_b' ELSE 'co_a' END
-              WHERE organization_id = ${h.org} AND id = ${round % 2 ? 'con_co_a' : 'con_co_b'}`.execute(c3);
-            const order = round % 2 ? [c3, c2, c1] : [c1, c2, c3];
-            await Promise.all(order.map((c) => sql`COMMIT`.execute(c)));
-            return true;
-          }),
-        ),
-      );
-      expect(committed).toBe(true);
-      const { served, reference } = await bothWays(h, new Date(h.now));
-      expect(served).toEqual(reference);
-      const kept = await outcomeRows(h);
-      await withSystem(svc.ownerDb, (trx) => sql`SELECT lift_outcomes_rebuild(${h.org})`.execute(trx));
-      expect(kept).toEqual(await outcomeRows(h));
-    }
+    const { reply, move } = await twoAccounts(h, { con_a: 'co_a', con_b: 'co_b' });
+    for (let round = 0; round < 4; round++)
+      await concurrently(h, 3, async ([c1, c2, c3]) => {
+        // Each holds the first account's rows before it writes the other's: with locks taken per
+        // statement, each would wait for the other for ever (Postgres would abort one).
+        await reply(c1, 'con_a', 'interested');
+        await reply(c2, 'con_b');
+        await reply(c1, 'con_b', 'interested');
+        await reply(c2, 'con_a');
+        await move(c3, round % 2 ? 'con_a' : 'con_b');
+        return round % 2 ? [2, 1, 0] : [0, 1, 2];
+      });
     // Nothing of the transactions' notes is left behind.
     expect(
       (await withSystem(svc.ownerDb, (trx) => sql<{ n: number }>`SELECT count(*)::int AS n FROM lift_pending`.execute(trx))).rows[0].n,
