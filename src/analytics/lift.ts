@@ -2,7 +2,7 @@
 // has passed and how many reached each endpoint within it; the primary endpoint's difference,
 // treatment minus control, with its Newcombe hybrid score 95% interval. One statement per
 // experiment, over experiment_assignments and lift_outcomes (a row per unit that reached an
-// endpoint, kept exact by the triggers of db/migrations/0036_lift_outcomes.sql), so its cost
+// endpoint, recomputed as each writing transaction commits: db/migrations/0036_lift_outcomes.sql), so its cost
 // follows the assignments, not the messages, activities and stage moves behind them.
 // src/analytics/lift-reference.ts computes the same answer from the raw rows (the tests' oracle).
 // Endpoints:
@@ -29,7 +29,7 @@ export interface ArmRow {
 
 /**
  * Per arm of the experiment: the units assigned at least a horizon before `at`, and how many of
- * them reached each endpoint (a row of lift_outcomes with that instant set: the triggers keep it).
+ * them reached each endpoint (a row of lift_outcomes with that instant set).
  */
 async function arms(trx: Tx, org: string, experimentName: Experiment, at: Date): Promise<ArmRow[]> {
   const r = await sql<ArmRow>`
