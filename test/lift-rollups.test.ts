@@ -457,6 +457,30 @@ describe('lift outcome rows', () => {
     ).toBe(0);
   });
 
+  it('stay exact after a bulk write of more replies than the units a transaction locks one by one', async () => {
+    const h = await newHistory();
+    const { move } = await twoAccounts(h, {});
+    const n = 1_200;
+    await asApp(h, async (trx) => {
+      await sql`INSERT INTO contacts (organization_id, id, list_id, email, email_normalized, company_id)
+        SELECT ${h.org}, 'con_bulk' || g, 'lst', 'b' || g || '@bulk.example', 'b' || g || '@bulk.example', CASE WHEN g % 2 = 0 THEN 'co_a' ELSE 'co_b' END
+        FROM generate_series(1, ${n}::int) g`.execute(trx);
+      await sql`INSERT INTO messages (organization_id, id, contact_id, direction, intent, automatic, authenticated, body, created_at)
+        SELECT ${h.org}, 'msg_bulk' || g, 'con_bulk' || g, 'INBOUND', CASE WHEN g % 3 = 0 THEN 'meeting_request' ELSE 'interested' END, false, true, 'x',
+          ${new Date(h.now - 59 * DAY).toISOString()}::timestamptz + g * interval '1 minute'
+        FROM generate_series(1, ${n}::int) g`.execute(trx);
+    });
+    // And a move while another transaction writes the accounts' replies in bulk.
+    await concurrently(h, 2, async ([c1, c2]) => {
+      await move(c1, 'con_bulk2');
+      await sql`UPDATE messages SET intent = 'meeting_request' WHERE organization_id = ${h.org} AND id LIKE 'msg_bulk%'`.execute(c2);
+      return [1, 0];
+    });
+    const { served, reference } = await bothWays(h, new Date(h.now));
+    expect(served).toEqual(reference);
+    expect((await outcomeRows(h)).length).toBe(2);
+  });
+
   it('read no reply, meeting, contact, stage move or stage: the served lift runs while another transaction holds those tables', async () => {
     const h = await newHistory();
     const r = rng(7);

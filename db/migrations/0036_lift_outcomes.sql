@@ -44,7 +44,9 @@ CREATE FUNCTION lift_positive_reply(direction text, automatic boolean, authentic
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT direction = 'INBOUND' AND NOT automatic AND authenticated AND intent IN ('interested', 'meeting_request') $$;
 
--- The outcomes of the organization's assigned units among `units`, from the source rows.
+-- The outcomes of the organization's assigned units among `units`, from the source rows. Arrays
+-- are joined (IN (SELECT unnest(...))), never filtered with = ANY: a bulk write's array can hold
+-- millions of ids, and a bitmap scan gone lossy rechecks = ANY against the whole array per row.
 CREATE FUNCTION lift_email_outcomes(org text, units text[]) RETURNS TABLE (unit_id text, primary_at timestamptz, secondary_at timestamptz)
 LANGUAGE sql STABLE AS $$
   SELECT o.unit_id, o.primary_at, o.secondary_at FROM (
@@ -65,7 +67,7 @@ LANGUAGE sql STABLE AS $$
          AND lift_positive_reply(m.direction, m.automatic, m.authenticated, m.intent)
          AND m.created_at >= a.assigned_at AND m.created_at < a.assigned_at + lift_horizon(a.experiment)) AS secondary_at
     FROM experiment_assignments a
-    WHERE a.organization_id = org AND a.experiment = 'ai_email_lift' AND a.unit_id = ANY(units)
+    WHERE a.organization_id = org AND a.experiment = 'ai_email_lift' AND a.unit_id IN (SELECT unnest(units))
   ) o
   WHERE o.primary_at IS NOT NULL OR o.secondary_at IS NOT NULL
 $$;
@@ -81,7 +83,7 @@ LANGUAGE sql STABLE AS $$
         WHERE h.organization_id = org AND h.deal_id = a.unit_id AND h.created_at <= a.assigned_at
         ORDER BY h.created_at DESC, h.id DESC LIMIT 1), 0) AS base_order
     FROM experiment_assignments a
-    WHERE a.organization_id = org AND a.experiment = 'ai_actions' AND a.unit_id = ANY(units)
+    WHERE a.organization_id = org AND a.experiment = 'ai_actions' AND a.unit_id IN (SELECT unnest(units))
   ), o AS (
     SELECT u.unit_id,
       min(h.created_at) FILTER (WHERE st.category = 'closed_won') AS primary_at,
@@ -115,19 +117,34 @@ CREATE TABLE lift_pending (
   PRIMARY KEY (txid, organization_id, experiment, kind, key)
 );
 SELECT apply_tenant_isolation('lift_pending');
-GRANT INSERT, DELETE ON lift_pending TO outbound_system;
+-- One row per transaction and organization that noted something: the deferred trigger is on this
+-- table, so it fires once per transaction, not once per note (a bulk write notes a row per contact;
+-- each later firing would walk the index entries the first one deleted).
+CREATE TABLE lift_pending_marks (
+  txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+  organization_id text NOT NULL,
+  PRIMARY KEY (txid, organization_id)
+);
+SELECT apply_tenant_isolation('lift_pending_marks');
+GRANT INSERT, DELETE ON lift_pending, lift_pending_marks TO outbound_system;
 
 CREATE FUNCTION lift_note(org text, exp text, kind text, keys text[]) RETURNS void
 LANGUAGE sql AS $$
   INSERT INTO lift_pending (organization_id, experiment, kind, key)
   SELECT DISTINCT org, exp, kind, k FROM unnest(keys) k WHERE k IS NOT NULL
-  ON CONFLICT DO NOTHING $$;
+  ON CONFLICT DO NOTHING;
+  INSERT INTO lift_pending_marks (organization_id) VALUES (org) ON CONFLICT DO NOTHING $$;
+
+-- Units a transaction may lock one by one; beyond it (a bulk write) it takes the organization's
+-- lock exclusively instead, which every other writer of the experiment waits for as well: advisory
+-- locks share the server's lock table (max_locks_per_transaction per connection).
+CREATE FUNCTION lift_unit_lock_limit() RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT 1000';
 
 -- Recomputes the rows of `units` of one organization and experiment, its locks held.
 CREATE FUNCTION lift_recompute(org text, exp text, units text[]) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-  DELETE FROM lift_outcomes o WHERE o.organization_id = org AND o.experiment = exp AND o.unit_id = ANY(units);
+  DELETE FROM lift_outcomes o WHERE o.organization_id = org AND o.experiment = exp AND o.unit_id IN (SELECT unnest(units));
   IF exp = 'ai_email_lift' THEN
     INSERT INTO lift_outcomes (organization_id, experiment, unit_id, primary_at, secondary_at)
     SELECT org, exp, r.unit_id, r.primary_at, r.secondary_at FROM lift_email_outcomes(org, units) r ORDER BY r.unit_id;
@@ -137,18 +154,20 @@ BEGIN
   END IF;
 END $$;
 
--- At commit (the first firing does the transaction's whole work; later ones find nothing). Each
--- statement of a plpgsql function reads a snapshot of its own (read committed), so what is read
--- after a lock includes every commit of the writers that held it before. A moving change takes the
--- organization's lock exclusively (no one else's recomputation reads the old mapping meanwhile);
--- every other takes it shared, then its units' locks.
+-- At commit (the first firing does the transaction's whole work; another organization's mark, if
+-- any, finds nothing left). Each statement of a plpgsql function reads a snapshot of its own (read
+-- committed), so what is read after a lock includes every commit of the writers that held it
+-- before. A moving change takes the organization's lock exclusively (no one else's recomputation
+-- reads the old mapping meanwhile), and so does a bulk write (more notes than lift_unit_lock_limit:
+-- the notes bound the units, a contact naming at most one); every other takes it shared, then its
+-- units' locks.
 CREATE FUNCTION lift_apply_pending() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
   r record;
   units text[];
 BEGIN
-  FOR r IN SELECT organization_id AS org, experiment AS exp, bool_or(kind = 'moving') AS moving,
+  FOR r IN SELECT organization_id AS org, experiment AS exp, bool_or(kind = 'moving') OR count(*) > lift_unit_lock_limit() AS moving,
              array_agg(key) FILTER (WHERE kind = 'unit') AS units,
              array_agg(key) FILTER (WHERE kind = 'contact') AS contacts,
              array_agg(key) FILTER (WHERE kind = 'stage') AS stages
@@ -161,10 +180,10 @@ BEGIN
     SELECT array_agg(DISTINCT u) INTO units FROM (
       SELECT unnest(r.units) AS u
       UNION ALL
-      SELECT c.company_id FROM contacts c WHERE c.organization_id = r.org AND c.id = ANY(r.contacts) AND c.company_id IS NOT NULL
+      SELECT c.company_id FROM contacts c WHERE c.organization_id = r.org AND c.id IN (SELECT unnest(r.contacts)) AND c.company_id IS NOT NULL
       UNION ALL
       SELECT h.deal_id FROM deal_stage_history h
-      WHERE h.organization_id = r.org AND h.to_stage_id = ANY(r.stages)
+      WHERE h.organization_id = r.org AND h.to_stage_id IN (SELECT unnest(r.stages))
         AND EXISTS (SELECT 1 FROM experiment_assignments a
                     WHERE a.organization_id = r.org AND a.experiment = 'ai_actions' AND a.unit_id = h.deal_id)) x;
     IF units IS NOT NULL THEN
@@ -176,9 +195,10 @@ BEGIN
     END IF;
   END LOOP;
   DELETE FROM lift_pending WHERE txid = pg_current_xact_id();
+  DELETE FROM lift_pending_marks WHERE txid = pg_current_xact_id();
   RETURN NULL;
 END $$;
-CREATE CONSTRAINT TRIGGER lift_pending_apply AFTER INSERT ON lift_pending DEFERRABLE INITIALLY DEFERRED
+CREATE CONSTRAINT TRIGGER lift_pending_apply AFTER INSERT ON lift_pending_marks DEFERRABLE INITIALLY DEFERRED
   FOR EACH ROW EXECUTE FUNCTION lift_apply_pending();
 
 -- Messages: positive human replies inserted or deleted (per statement), and a message whose
