@@ -435,6 +435,19 @@ export interface LiftOutcomes {
   unit_id: string;
 }
 
+export interface LiftPending {
+  experiment: string;
+  key: string;
+  kind: string;
+  organization_id: string;
+  txid: Generated<string>;
+}
+
+export interface LiftPendingMarks {
+  organization_id: string;
+  txid: Generated<string>;
+}
+
 export interface ListGenerationRuns {
   all_approved_at: Timestamp | null;
   allowance_remaining: number | null;
@@ -806,6 +819,8 @@ export interface DB {
   lead_capture_windows: LeadCaptureWindows;
   lead_forms: LeadForms;
   lift_outcomes: LiftOutcomes;
+  lift_pending: LiftPending;
+  lift_pending_marks: LiftPendingMarks;
   list_generation_runs: ListGenerationRuns;
   list_memberships: ListMemberships;
   mailboxes: Mailboxes;
