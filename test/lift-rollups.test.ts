@@ -92,6 +92,21 @@ async function assignedTimes(trx: Tx, h: History): Promise<number[]> {
 }
 
 /** Accounts with contacts, assignments of both experiments, replies, meetings, deals and their moves. */
+/** Inserts the rows `per` to a statement (so the per-statement triggers see several at once); their ids. */
+async function insertInStatements(
+  trx: Tx,
+  table: 'messages' | 'deal_stage_history',
+  rows: { id: string }[],
+  per: number,
+): Promise<string[]> {
+  for (let i = 0; i < rows.length; i += per)
+    await trx
+      .insertInto(table)
+      .values(rows.slice(i, i + per) as never)
+      .execute();
+  return rows.map((r) => r.id);
+}
+
 async function grow(h: History, r: Rng, size: number): Promise<void> {
   await asApp(h, async (trx) => {
     for (let i = 0; i < size; i += 1) {
@@ -136,12 +151,7 @@ async function grow(h: History, r: Rng, size: number): Promise<void> {
       body: 'text',
       created_at: instant(h, r, near),
     }));
-    for (let i = 0; i < msgs.length; i += 5)
-      await trx
-        .insertInto('messages')
-        .values(msgs.slice(i, i + 5))
-        .execute();
-    h.messages.push(...msgs.map((m) => m.id));
+    h.messages.push(...(await insertInStatements(trx, 'messages', msgs, 5)));
     for (let i = 0; i < size * 2; i += 1) {
       const a = id(h, 'act');
       await trx
@@ -165,12 +175,7 @@ async function grow(h: History, r: Rng, size: number): Promise<void> {
       to_stage_id: r.pick(STAGES),
       created_at: instant(h, r, near),
     }));
-    for (let i = 0; i < moves.length; i += 3)
-      await trx
-        .insertInto('deal_stage_history')
-        .values(moves.slice(i, i + 3))
-        .execute();
-    h.moves.push(...moves.map((m) => m.id));
+    h.moves.push(...(await insertInStatements(trx, 'deal_stage_history', moves, 3)));
   });
 }
 
