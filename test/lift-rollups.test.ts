@@ -91,7 +91,6 @@ async function assignedTimes(trx: Tx, h: History): Promise<number[]> {
   return rows.rows.map((x) => new Date(x.at).getTime());
 }
 
-/** Accounts with contacts, assignments of both experiments, replies, meetings, deals and their moves. */
 /** Inserts the rows `per` to a statement (so the per-statement triggers see several at once); their ids. */
 async function insertInStatements(
   trx: Tx,
@@ -107,6 +106,7 @@ async function insertInStatements(
   return rows.map((r) => r.id);
 }
 
+/** Accounts with contacts, assignments of both experiments, replies, meetings, deals and their moves. */
 async function grow(h: History, r: Rng, size: number): Promise<void> {
   await asApp(h, async (trx) => {
     for (let i = 0; i < size; i += 1) {

@@ -219,27 +219,25 @@ export function markHandedOver(db: Db, org: string, recordId: string): Promise<v
 }
 
 const handOvers = groupStage<{ db: Db; org: string; recordId: string }, void>(async (items) => {
-  const groups = new Map<Db, Map<string, typeof items>>();
+  const groups = new Map<Db, Map<string, string[]>>();
   for (const m of items) {
     const ofDb = groups.get(m.db) ?? groups.set(m.db, new Map()).get(m.db)!;
-    ofDb.set(m.org, [...(ofDb.get(m.org) ?? []), m]);
+    const ids = ofDb.get(m.org);
+    if (ids) ids.push(m.recordId);
+    else ofDb.set(m.org, [m.recordId]);
   }
   const failed = new Map<string, unknown>();
   await Promise.all(
-    [...groups.values()]
-      .flatMap((ofDb) => [...ofDb.values()])
-      .map(async (marks) => {
+    [...groups].flatMap(([db, ofDb]) =>
+      [...ofDb].map(async ([org, ids]) => {
         try {
-          await markRecords(
-            marks[0].db,
-            marks[0].org,
-            marks.map((m) => m.recordId),
-          );
+          await markRecords(db, org, ids);
         } catch {
           // One of them was taken back (rare): each alone, so only that one fails.
-          for (const m of marks) await markRecords(m.db, m.org, [m.recordId]).catch((e) => failed.set(m.recordId, e));
+          for (const id of ids) await markRecords(db, org, [id]).catch((e) => failed.set(id, e));
         }
       }),
+    ),
   );
   return items.map((m) =>
     failed.has(m.recordId) ? { status: 'rejected', reason: failed.get(m.recordId) } : { status: 'fulfilled', value: undefined },
